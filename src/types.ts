@@ -1,0 +1,85 @@
+/**
+ * Public types of the engine API. Everything here is plain data: no native object ever
+ * reaches a caller or guest code.
+ */
+
+/** Options of a {@link Sandbox}. Every limit applies to this sandbox alone. */
+export interface SandboxOptions {
+  /** Hard cap on everything the guest allocates, ArrayBuffers included. Default 64 MiB. */
+  memoryLimitBytes?: number;
+  /** Cap on the guest's native stack use (deep recursion becomes a guest `RangeError`). Default 1 MiB. */
+  maxStackSizeBytes?: number;
+  /** Budget of guest execution time per eval, in ms; time spent waiting on host calls is not counted. Default 5000. */
+  executionTimeoutMs?: number;
+  /** Budget of wall-clock time per eval (execution plus host waits), in ms. Default 60000. */
+  wallTimeoutMs?: number;
+  /** Keep `console.*` output of each eval. When false, `console` still exists and output is discarded. Default true. */
+  captureConsole?: boolean;
+  /** Cap on the console text kept per eval, in bytes of UTF-8; a truncation marker follows. Default 1 MiB. */
+  maxConsoleBytes?: number;
+}
+
+/** Options of one eval. */
+export interface EvalOptions {
+  /** Overrides the sandbox's `executionTimeoutMs` for this eval. */
+  timeoutMs?: number;
+  /** Overrides the sandbox's `wallTimeoutMs` for this eval (async `eval`/`run` only). */
+  wallTimeoutMs?: number;
+  /** Name shown in guest stack traces. Default `"<eval>"`. */
+  filename?: string;
+  /** Aborts the eval: it rejects with `ABORTED`, guest code is interrupted and pending host calls' signals fire. */
+  signal?: AbortSignal;
+  /**
+   * What to do with values that cannot be copied (functions, symbols, accessors, Proxies, promises...).
+   * `"throw"` (default) fails the eval with `UNSERIALIZABLE`; `"describe"` replaces each with a
+   * {@link GuestOpaque} placeholder, for display.
+   */
+  unserializable?: "throw" | "describe";
+}
+
+/** Console levels the guest can write to. */
+export type ConsoleLevel = "log" | "info" | "warn" | "error" | "debug";
+
+/** One `console.*` call of the guest, formatted like Node's `console`. */
+export interface ConsoleEntry {
+  level: ConsoleLevel;
+  text: string;
+}
+
+/** Measurements of one eval. */
+export interface EvalStats {
+  /** Guest execution time, ms (host waits excluded). */
+  executionMs: number;
+  /** Wall-clock time from start to settle, ms. */
+  wallMs: number;
+  /** Host function calls the guest made (sync and async). */
+  hostCalls: number;
+  /** Bytes allocated by the guest runtime when the eval ended. */
+  memoryUsedBytes: number;
+  /** Highest allocation of the guest runtime during the eval. */
+  peakMemoryBytes: number;
+}
+
+/** Everything one eval produced. Guest failures are data here; `eval`/`evalSync` throw them instead. */
+export type EvalReport<T = unknown> =
+  | { ok: true; value: T; console: ConsoleEntry[]; consoleTruncated: boolean; stats: EvalStats }
+  | { ok: false; error: import("./errors.js").SandboxError; console: ConsoleEntry[]; consoleTruncated: boolean; stats: EvalStats };
+
+/** Memory of a sandbox's runtime. */
+export interface MemoryUsage {
+  usedBytes: number;
+  peakBytes: number;
+  limitBytes: number;
+}
+
+/** Context handed to an async host function. */
+export interface HostCallContext {
+  /** Fires when the eval that made the call ends (timeout, abort, dispose) before the call settles. */
+  signal: AbortSignal;
+}
+
+/** A synchronous host function: copied arguments in, copied result out. */
+export type HostFunction = (...args: unknown[]) => unknown;
+
+/** An asynchronous host function: the guest gets a promise at once; the result settles it. */
+export type AsyncHostFunction = (args: unknown[], context: HostCallContext) => unknown;
