@@ -1,0 +1,312 @@
+/**
+ * Options of {@link createCodeInterpreterMiddleware}: the public shape with defaults and TSDoc,
+ * and the one validator that turns user input into {@link ResolvedOptions} or throws a clear error
+ * at construction time (never at the first eval).
+ */
+import type { StructuredToolInterface } from "@langchain/core/tools";
+import { camelCaseToolName } from "./signatures.js";
+
+/** How long interpreter state lives. */
+export type InterpreterMode = "thread" | "turn" | "call";
+
+/** Named sets of tools exposed to guest code. */
+export type PtcPreset = "safe" | "all";
+
+/** One entry of the `ptc` list: a preset, the name of a tool on the agent, or a tool instance. */
+export type PtcEntry = PtcPreset | string | StructuredToolInterface;
+
+/** What to do with the interpreter's system-prompt section. */
+export type SystemPromptOption =
+  /** Replaces the interpreter section; the `tools` reference is still added when PTC is on. */
+  | string
+  /** Keeps the built-in prompt and adds this text after it, separated by a blank line. */
+  | { append: string }
+  /** No system prompt at all from this middleware. */
+  | false
+  /** Built-in prompt (same as leaving it out). */
+  | null;
+
+/** Options of {@link createCodeInterpreterMiddleware}. Every field is optional. */
+export interface CodeInterpreterMiddlewareOptions {
+  /** Cap on everything guest code allocates, ArrayBuffers included. Default 64 MiB. */
+  memoryLimitBytes?: number;
+  /** Cap on the guest's native stack (deep recursion becomes a catchable `RangeError`). Default: the engine's 1 MiB. */
+  maxStackSizeBytes?: number;
+  /** Guest execution time per eval, ms; time spent awaiting tools is not counted. Default 5000. */
+  executionTimeoutMs?: number;
+  /** Wall-clock budget per eval (execution plus awaited tools), ms. Default: the engine's 60000. */
+  wallTimeoutMs?: number;
+  /** Name of the tool the model calls. Default `"eval"`. */
+  toolName?: string;
+  /** Show `console.*` output to the model. When false, `console` still exists and its output is discarded. Default true. */
+  captureConsole?: boolean;
+  /** Cap on each part (console, result, error) of the text the model reads, in characters. Default 4000. */
+  maxResultChars?: number;
+  /** Replace (string), extend (`{ append }`) or turn off (`false`) the interpreter's system-prompt section. */
+  systemPrompt?: SystemPromptOption;
+  /**
+   * Tools guest code may call as `await tools.<camelCaseName>(input)` (programmatic tool calling).
+   * `"safe"` = the read-only file tools present on the agent (`read_file`, `ls`, `glob`, `grep`);
+   * `"all"` = every tool on the agent except `task` and the eval tool, and requires
+   * `ptcAcknowledgeUnsafe: true`. A list may mix presets, tool names and tool instances
+   * (instances need not be registered on the agent). Off by default.
+   *
+   * PTC calls run inside an already-approved eval: they bypass `interruptOn` / human-in-the-loop approval.
+   */
+  ptc?: PtcPreset | readonly PtcEntry[];
+  /** Required with the `"all"` preset: you accept that guest code may call every tool, unapproved. */
+  ptcAcknowledgeUnsafe?: boolean;
+  /** PTC calls allowed per eval over all tools; `null` = unlimited. Default 256. */
+  maxPtcCalls?: number | null;
+  /** PTC calls allowed per eval for single tools, by tool name, e.g. `{ web_search: 5 }`. */
+  ptcQuotas?: Readonly<Record<string, number>>;
+  /** Install `task()` for subagents when the agent has deepagents' `task` tool. Default true. */
+  subagents?: boolean;
+  /**
+   * How long interpreter state lives: `"thread"` (default) across agent runs on one thread,
+   * `"turn"` within one agent run, `"call"` within one eval.
+   */
+  mode?: InterpreterMode;
+  /** Largest interpreter snapshot stored in graph state, bytes. Default: `memoryLimitBytes`. */
+  maxSnapshotBytes?: number;
+  /** HMAC key for interpreter snapshots (at least 16 bytes); unsigned snapshots when omitted. */
+  snapshotSigningKey?: string | Uint8Array;
+  /** Most interpreter sessions kept alive at once; the least recently used idle one is closed first. Default 64. */
+  maxLiveSessions?: number;
+  /** An idle session is closed after this many ms. Default 1800000 (30 min). */
+  sessionIdleTimeoutMs?: number;
+}
+
+/** Options after validation, with every default filled in. */
+export interface ResolvedOptions {
+  memoryLimitBytes: number;
+  maxStackSizeBytes: number | undefined;
+  executionTimeoutMs: number;
+  wallTimeoutMs: number | undefined;
+  toolName: string;
+  captureConsole: boolean;
+  maxResultChars: number;
+  systemPrompt: { kind: "default" } | { kind: "replace"; text: string } | { kind: "append"; text: string } | { kind: "off" };
+  ptc: ResolvedPtcSpec;
+  maxPtcCalls: number | null;
+  ptcQuotas: ReadonlyMap<string, number>;
+  subagents: boolean;
+  mode: InterpreterMode;
+  maxSnapshotBytes: number;
+  snapshotSigningKey: Uint8Array | undefined;
+  maxLiveSessions: number;
+  sessionIdleTimeoutMs: number;
+}
+
+/** The `ptc` option, normalised: which presets, which names, which instances. */
+export interface ResolvedPtcSpec {
+  safe: boolean;
+  all: boolean;
+  names: readonly string[];
+  instances: readonly StructuredToolInterface[];
+}
+
+/** Read-only file tools of deepagents (and look-alikes) that the `"safe"` preset exposes when present. */
+export const SAFE_PTC_TOOL_NAMES: readonly string[] = Object.freeze(["read_file", "ls", "glob", "grep"]);
+
+/** Name of deepagents' subagent tool: reserved for the `task()` global, never a `tools.*` member. */
+export const TASK_TOOL_NAME = "task";
+
+export const DEFAULTS = Object.freeze({
+  memoryLimitBytes: 64 * 1024 * 1024,
+  executionTimeoutMs: 5000,
+  toolName: "eval",
+  captureConsole: true,
+  maxResultChars: 4000,
+  maxPtcCalls: 256,
+  subagents: true,
+  mode: "thread" as InterpreterMode,
+  maxLiveSessions: 64,
+  sessionIdleTimeoutMs: 30 * 60 * 1000,
+});
+
+const KNOWN_KEYS: ReadonlySet<string> = new Set<keyof CodeInterpreterMiddlewareOptions>([
+  "memoryLimitBytes", "maxStackSizeBytes", "executionTimeoutMs", "wallTimeoutMs", "toolName", "captureConsole",
+  "maxResultChars", "systemPrompt", "ptc", "ptcAcknowledgeUnsafe", "maxPtcCalls", "ptcQuotas", "subagents", "mode",
+  "maxSnapshotBytes", "snapshotSigningKey", "maxLiveSessions", "sessionIdleTimeoutMs",
+]);
+
+const MIN_MEMORY_BYTES = 1024 * 1024;
+const MIN_STACK_BYTES = 16 * 1024;
+const MIN_SIGNING_KEY_BYTES = 16;
+// Providers accept tool names of this shape (OpenAI's is the strictest).
+const TOOL_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
+function fail(message: string): never {
+  throw new TypeError(`createCodeInterpreterMiddleware: ${message}`);
+}
+
+function describe(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "bigint") return `${value}n`;
+  if (value === null || typeof value !== "object") return String(value);
+  return Array.isArray(value) ? "an array" : "an object";
+}
+
+function integerOption(name: string, value: unknown, fallback: number, min: number): number;
+function integerOption(name: string, value: unknown, fallback: undefined, min: number): number | undefined;
+function integerOption(name: string, value: unknown, fallback: number | undefined, min: number): number | undefined {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min) {
+    fail(`${name} must be an integer >= ${min}, got ${describe(value)}`);
+  }
+  return value;
+}
+
+function booleanOption(name: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== "boolean") fail(`${name} must be true or false, got ${describe(value)}`);
+  return value;
+}
+
+/** True for objects that can be invoked like a LangChain tool (name, description, schema, invoke). */
+export function isToolInstance(value: unknown): value is StructuredToolInterface {
+  if (typeof value !== "object" || value === null) return false;
+  const v = value as Record<string, unknown>;
+  return typeof v.name === "string" && typeof v.invoke === "function" && "schema" in v;
+}
+
+function resolveSystemPrompt(value: unknown): ResolvedOptions["systemPrompt"] {
+  if (value === undefined || value === null) return { kind: "default" };
+  if (value === false) return { kind: "off" };
+  if (typeof value === "string") {
+    if (value.trim() === "") fail(`systemPrompt must not be empty; pass false to turn the prompt off`);
+    return { kind: "replace", text: value };
+  }
+  if (typeof value === "object" && !Array.isArray(value)) {
+    const keys = Object.keys(value);
+    const append = (value as { append?: unknown }).append;
+    if (keys.length === 1 && typeof append === "string" && append.trim() !== "") return { kind: "append", text: append };
+  }
+  fail(`systemPrompt must be a string (replaces the interpreter section), { append: string }, false (no prompt) or null (default), got ${describe(value)}`);
+}
+
+function resolvePtc(value: unknown, acknowledged: boolean, toolName: string): ResolvedPtcSpec {
+  const spec = { safe: false, all: false, names: [] as string[], instances: [] as StructuredToolInterface[] };
+  if (value === undefined) return spec;
+  const entries: unknown[] = value === "safe" || value === "all" ? [value] : Array.isArray(value) ? value : fail(
+    `ptc must be "safe", "all" or a list of presets, tool names and tool instances, got ${describe(value)}`,
+  );
+  const refuse = (name: string): void => {
+    if (name === TASK_TOOL_NAME) {
+      fail(`ptc cannot expose "${TASK_TOOL_NAME}": subagents are dispatched with the task() global (see the subagents option)`);
+    }
+    if (name === toolName) fail(`ptc cannot expose the interpreter's own tool "${toolName}"`);
+  };
+  for (const entry of entries) {
+    if (entry === "safe") spec.safe = true;
+    else if (entry === "all") spec.all = true;
+    else if (typeof entry === "string") {
+      if (!TOOL_NAME_PATTERN.test(entry)) fail(`ptc: ${describe(entry)} is not a valid tool name`);
+      refuse(entry);
+      if (!spec.names.includes(entry)) spec.names.push(entry);
+    } else if (isToolInstance(entry)) {
+      refuse(entry.name);
+      if (!spec.instances.includes(entry)) spec.instances.push(entry);
+    } else {
+      fail(`ptc entries must be "safe", "all", a tool name or a tool instance, got ${describe(entry)}`);
+    }
+  }
+  if (spec.all && !acknowledged) {
+    fail(`ptc "all" lets guest code call every tool of the agent without approval; set ptcAcknowledgeUnsafe: true to allow it`);
+  }
+  // Collisions among what is known now; presets are checked again once the agent's tools are known.
+  assertNoCamelCollisions([...spec.names, ...spec.instances.map((t) => t.name)]);
+  return spec;
+}
+
+/**
+ * Throws when two distinct tool names map to the same `tools.<camelName>` (e.g. `web_search` and
+ * `web-search`), since the guest could not tell them apart.
+ */
+export function assertNoCamelCollisions(names: Iterable<string>): void {
+  const seen = new Map<string, string>();
+  for (const name of names) {
+    const camel = camelCaseToolName(name);
+    const other = seen.get(camel);
+    if (other !== undefined && other !== name) {
+      fail(`ptc tools "${other}" and "${name}" would both be tools.${camel}; expose only one of them`);
+    }
+    seen.set(camel, name);
+  }
+}
+
+function resolveQuotas(value: unknown): ReadonlyMap<string, number> {
+  const quotas = new Map<string, number>();
+  if (value === undefined) return quotas;
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    fail(`ptcQuotas must be an object of tool name -> calls per eval, got ${describe(value)}`);
+  }
+  for (const [name, limit] of Object.entries(value)) {
+    quotas.set(name, integerOption(`ptcQuotas.${name}`, limit, 0, 0));
+  }
+  return quotas;
+}
+
+function resolveSigningKey(value: unknown): Uint8Array | undefined {
+  if (value === undefined) return undefined;
+  const bytes = typeof value === "string" ? new TextEncoder().encode(value) : value instanceof Uint8Array ? new Uint8Array(value) : fail(
+    `snapshotSigningKey must be a string or a Uint8Array, got ${describe(value)}`,
+  );
+  if (bytes.length < MIN_SIGNING_KEY_BYTES) {
+    fail(`snapshotSigningKey must be at least ${MIN_SIGNING_KEY_BYTES} bytes, got ${bytes.length}`);
+  }
+  return bytes;
+}
+
+/** Validates `options` and fills in defaults. Throws a `TypeError` naming the offending option. */
+export function resolveOptions(options: CodeInterpreterMiddlewareOptions | undefined): ResolvedOptions {
+  const input: Record<string, unknown> = (options ?? {}) as Record<string, unknown>;
+  if (typeof input !== "object" || input === null || Array.isArray(input)) fail(`options must be an object, got ${describe(options)}`);
+  for (const key of Object.keys(input)) {
+    if (!KNOWN_KEYS.has(key)) fail(`unknown option ${JSON.stringify(key)}; known options: ${[...KNOWN_KEYS].join(", ")}`);
+  }
+
+  const toolName = input.toolName === undefined ? DEFAULTS.toolName : input.toolName;
+  if (typeof toolName !== "string" || !TOOL_NAME_PATTERN.test(toolName)) {
+    fail(`toolName must be 1-64 letters, digits, "_" or "-", got ${describe(toolName)}`);
+  }
+  if (toolName === TASK_TOOL_NAME) fail(`toolName cannot be "${TASK_TOOL_NAME}": deepagents uses that name for subagents`);
+
+  const memoryLimitBytes = integerOption("memoryLimitBytes", input.memoryLimitBytes, DEFAULTS.memoryLimitBytes, MIN_MEMORY_BYTES);
+  const maxSnapshotBytes = integerOption("maxSnapshotBytes", input.maxSnapshotBytes, memoryLimitBytes, 1024);
+
+  let maxPtcCalls: number | null = DEFAULTS.maxPtcCalls;
+  if (input.maxPtcCalls === null) maxPtcCalls = null;
+  else maxPtcCalls = integerOption("maxPtcCalls", input.maxPtcCalls, DEFAULTS.maxPtcCalls, 1);
+
+  const mode = input.mode === undefined ? DEFAULTS.mode : input.mode;
+  if (mode !== "thread" && mode !== "turn" && mode !== "call") fail(`mode must be "thread", "turn" or "call", got ${describe(mode)}`);
+
+  const acknowledged = booleanOption("ptcAcknowledgeUnsafe", input.ptcAcknowledgeUnsafe, false);
+  const executionTimeoutMs = integerOption("executionTimeoutMs", input.executionTimeoutMs, DEFAULTS.executionTimeoutMs, 1);
+  const wallTimeoutMs = integerOption("wallTimeoutMs", input.wallTimeoutMs, undefined, 1);
+  if (wallTimeoutMs !== undefined && wallTimeoutMs < executionTimeoutMs) {
+    fail(`wallTimeoutMs (${wallTimeoutMs}) must be >= executionTimeoutMs (${executionTimeoutMs}): wall time includes execution time`);
+  }
+
+  return {
+    memoryLimitBytes,
+    maxStackSizeBytes: integerOption("maxStackSizeBytes", input.maxStackSizeBytes, undefined, MIN_STACK_BYTES),
+    executionTimeoutMs,
+    wallTimeoutMs,
+    toolName,
+    captureConsole: booleanOption("captureConsole", input.captureConsole, DEFAULTS.captureConsole),
+    maxResultChars: integerOption("maxResultChars", input.maxResultChars, DEFAULTS.maxResultChars, 100),
+    systemPrompt: resolveSystemPrompt(input.systemPrompt),
+    ptc: resolvePtc(input.ptc, acknowledged, toolName),
+    maxPtcCalls,
+    ptcQuotas: resolveQuotas(input.ptcQuotas),
+    subagents: booleanOption("subagents", input.subagents, DEFAULTS.subagents),
+    mode,
+    maxSnapshotBytes,
+    snapshotSigningKey: resolveSigningKey(input.snapshotSigningKey),
+    maxLiveSessions: integerOption("maxLiveSessions", input.maxLiveSessions, DEFAULTS.maxLiveSessions, 1),
+    sessionIdleTimeoutMs: integerOption("sessionIdleTimeoutMs", input.sessionIdleTimeoutMs, DEFAULTS.sessionIdleTimeoutMs, 1000),
+  };
+}

@@ -1,0 +1,115 @@
+import { describe, expect, it } from "vitest";
+import { tool } from "@langchain/core/tools";
+import { z } from "zod";
+import { DEFAULTS, resolveOptions } from "../../src/langchain/options.js";
+
+const webSearch = tool(async ({ query }: { query: string }) => query, {
+  name: "web_search",
+  description: "search",
+  schema: z.object({ query: z.string() }),
+});
+
+describe("middleware options", () => {
+  it("fills in the documented defaults", () => {
+    const r = resolveOptions({});
+    expect(r.memoryLimitBytes).toBe(64 * 1024 * 1024);
+    expect(r.executionTimeoutMs).toBe(5000);
+    expect(r.toolName).toBe("eval");
+    expect(r.captureConsole).toBe(true);
+    expect(r.maxResultChars).toBe(4000);
+    expect(r.maxPtcCalls).toBe(256);
+    expect(r.subagents).toBe(true);
+    expect(r.mode).toBe("thread");
+    expect(r.maxSnapshotBytes).toBe(r.memoryLimitBytes);
+    expect(r.systemPrompt).toEqual({ kind: "default" });
+    expect(r.ptc).toEqual({ safe: false, all: false, names: [], instances: [] });
+    expect(r.maxLiveSessions).toBe(DEFAULTS.maxLiveSessions);
+  });
+
+  it("maxSnapshotBytes follows a custom memoryLimitBytes", () => {
+    expect(resolveOptions({ memoryLimitBytes: 8 * 1024 * 1024 }).maxSnapshotBytes).toBe(8 * 1024 * 1024);
+  });
+
+  it.each([
+    [{ memoryLimitBytes: 1.5 }, /memoryLimitBytes must be an integer/],
+    [{ memoryLimitBytes: 1024 }, /memoryLimitBytes must be an integer >= 1048576, got 1024/],
+    [{ executionTimeoutMs: 0 }, /executionTimeoutMs/],
+    [{ executionTimeoutMs: "5s" }, /executionTimeoutMs must be an integer >= 1, got "5s"/],
+    [{ executionTimeoutMs: 5000, wallTimeoutMs: 100 }, /wallTimeoutMs \(100\) must be >= executionTimeoutMs \(5000\)/],
+    [{ maxPtcCalls: 0 }, /maxPtcCalls/],
+    [{ maxResultChars: 10 }, /maxResultChars/],
+    [{ captureConsole: "yes" }, /captureConsole must be true or false/],
+    [{ mode: "session" }, /mode must be "thread", "turn" or "call"/],
+    [{ toolName: "my tool" }, /toolName must be/],
+    [{ toolName: "task" }, /toolName cannot be "task"/],
+    [{ systemPrompt: "" }, /systemPrompt must not be empty/],
+    [{ systemPrompt: 3 }, /systemPrompt must be a string/],
+    [{ systemPrompt: { prepend: "x" } }, /systemPrompt must be a string/],
+    [{ ptcQuotas: { web_search: -1 } }, /ptcQuotas.web_search/],
+    [{ ptcQuotas: [1] }, /ptcQuotas must be an object/],
+    [{ snapshotSigningKey: "short" }, /snapshotSigningKey must be at least 16 bytes, got 5/],
+    [{ snapshotSigningKey: 42 }, /snapshotSigningKey must be a string or a Uint8Array/],
+    [{ maxLiveSessions: 0 }, /maxLiveSessions/],
+    [{ memoryLimit: 1 }, /unknown option "memoryLimit"/],
+  ])("refuses %j at construction", (options, message) => {
+    expect(() => resolveOptions(options as never)).toThrow(message);
+  });
+
+  it("errors are TypeErrors naming the factory", () => {
+    expect(() => resolveOptions({ mode: "x" as never })).toThrow(TypeError);
+    expect(() => resolveOptions({ mode: "x" as never })).toThrow(/^createCodeInterpreterMiddleware: /);
+  });
+
+  it("maxPtcCalls null means unlimited", () => {
+    expect(resolveOptions({ maxPtcCalls: null }).maxPtcCalls).toBeNull();
+  });
+
+  it("systemPrompt: string replaces, { append } extends, false turns off, null is the default", () => {
+    expect(resolveOptions({ systemPrompt: "Be brief." }).systemPrompt).toEqual({ kind: "replace", text: "Be brief." });
+    expect(resolveOptions({ systemPrompt: { append: "Also X." } }).systemPrompt).toEqual({ kind: "append", text: "Also X." });
+    expect(resolveOptions({ systemPrompt: false }).systemPrompt).toEqual({ kind: "off" });
+    expect(resolveOptions({ systemPrompt: null }).systemPrompt).toEqual({ kind: "default" });
+  });
+
+  it("ptc accepts presets, names and tool instances, mixed", () => {
+    const r = resolveOptions({ ptc: ["safe", "web_search", webSearch] });
+    expect(r.ptc.safe).toBe(true);
+    expect(r.ptc.all).toBe(false);
+    expect(r.ptc.names).toEqual(["web_search"]);
+    expect(r.ptc.instances).toEqual([webSearch]);
+    expect(resolveOptions({ ptc: "safe" }).ptc.safe).toBe(true);
+  });
+
+  it('ptc "all" requires ptcAcknowledgeUnsafe', () => {
+    expect(() => resolveOptions({ ptc: "all" })).toThrow(/ptcAcknowledgeUnsafe: true/);
+    expect(() => resolveOptions({ ptc: ["safe", "all"] })).toThrow(/ptcAcknowledgeUnsafe/);
+    expect(resolveOptions({ ptc: "all", ptcAcknowledgeUnsafe: true }).ptc.all).toBe(true);
+  });
+
+  it("ptc refuses the task tool and the eval tool itself, by name or instance", () => {
+    expect(() => resolveOptions({ ptc: ["task"] })).toThrow(/cannot expose "task"/);
+    const task = tool(async () => "", { name: "task", description: "", schema: z.object({}) });
+    expect(() => resolveOptions({ ptc: [task] })).toThrow(/cannot expose "task"/);
+    expect(() => resolveOptions({ ptc: ["eval"] })).toThrow(/own tool "eval"/);
+    expect(() => resolveOptions({ toolName: "js", ptc: ["js"] })).toThrow(/own tool "js"/);
+    expect(() => resolveOptions({ toolName: "js", ptc: ["eval"] })).not.toThrow();
+  });
+
+  it("ptc refuses names that collide once camel-cased", () => {
+    expect(() => resolveOptions({ ptc: ["web_search", "web-search"] })).toThrow(/"web_search" and "web-search" would both be tools\.webSearch/);
+  });
+
+  it("ptc refuses entries that are neither presets, names nor tools", () => {
+    expect(() => resolveOptions({ ptc: [42 as never] })).toThrow(/ptc entries must be/);
+    expect(() => resolveOptions({ ptc: [{ name: "x" } as never] })).toThrow(/ptc entries must be/);
+    expect(() => resolveOptions({ ptc: ["bad name!"] })).toThrow(/not a valid tool name/);
+    expect(() => resolveOptions({ ptc: "web_search" as never })).toThrow(/ptc must be "safe", "all" or a list/);
+  });
+
+  it("snapshotSigningKey is copied, so later mutation of the caller's buffer cannot change it", () => {
+    const key = new Uint8Array(32).fill(7);
+    const r = resolveOptions({ snapshotSigningKey: key });
+    key.fill(0);
+    expect(r.snapshotSigningKey?.[0]).toBe(7);
+  });
+});
