@@ -1,0 +1,271 @@
+/**
+ * The model-facing output contract of one eval: what the model reads in the ToolMessage.
+ *
+ * ```
+ * <notice>            host notices (restored state, rollbacks), when there are any
+ * <console>           console lines; warn/error lines carry a [warn]/[error] mark
+ * <result> | <error>  the completion value, or what went wrong
+ * ```
+ * Everything between the tags is guest-controlled text: control characters and lone surrogates are
+ * escaped, and anything shaped like one of our tags or a chat-template marker is defused, so
+ * guest output cannot close a section early or pose as a tool result or system instruction. The
+ * parts share one budget of `maxResultChars`; an oversized part keeps its head and tail around a
+ * marker saying how much was cut.
+ */
+import { inspect } from "node:util";
+import type { SandboxError } from "../errors.js";
+import type { ConsoleEntry, EvalReport } from "../types.js";
+import { OUTPUT_TEXT } from "./prompts.js";
+
+/** Options of {@link formatEvalOutput}. */
+export interface FormatOptions {
+  /** Budget, in characters, of the whole output (tags included). */
+  maxResultChars: number;
+  /** Maps a line of the script that ran to the model's own line (from `transformCode`). */
+  lineMap?: (generatedLine: number) => number;
+  /** Script name used in guest stack traces, whose line numbers `lineMap` rewrites. Default `"<eval>"`. */
+  filename?: string;
+  /** One-line host notices shown first (what a restore lost, a rollback...). */
+  notices?: string[];
+}
+
+type Section = "notice" | "console" | "result" | "error";
+
+/** Renders one eval's report as the text the model reads. */
+export function formatEvalOutput(report: EvalReport, options: FormatOptions): string {
+  const parts: Array<{ section: Section; text: string }> = [];
+  if (options.notices && options.notices.length > 0) parts.push({ section: "notice", text: options.notices.join("\n") });
+  const consoleText = renderConsole(report.console, report.consoleTruncated);
+  if (consoleText !== undefined) parts.push({ section: "console", text: consoleText });
+  if (report.ok) parts.push({ section: "result", text: renderValue(report.value) });
+  else parts.push({ section: "error", text: renderError(report.error, options) });
+
+  const safe = parts.map((part) => ({ section: part.section, text: neutralize(part.text) }));
+  const framing = safe.reduce((sum, part) => sum + frame(part.section, "").length, 0) + safe.length - 1;
+  const budgets = shareBudget(
+    safe.map((part) => part.text.length),
+    Math.max(0, Math.floor(options.maxResultChars) - framing),
+  );
+  return safe.map((part, index) => frame(part.section, truncateMiddle(part.text, budgets[index] ?? 0))).join("\n");
+}
+
+/**
+ * Renders a value the guest returned: strings raw, everything else the way Node's `util.inspect`
+ * shows it (`10n`, `-0`, `Map(2) {...}`, `Set(1) {...}`, `<ref *1>`/`[Circular *1]`, holes), with
+ * opaque guest things (functions, symbols...) as `[Function: name]` and the like.
+ */
+export function renderValue(value: unknown): string {
+  if (typeof value === "string") return value;
+  return inspect(withOpaquesRendered(value), INSPECT_OPTIONS);
+}
+
+const INSPECT_OPTIONS = {
+  depth: 6,
+  maxArrayLength: 200,
+  maxStringLength: 10_000,
+  breakLength: 100,
+  compact: 3,
+  sorted: false,
+  getters: false,
+  showHidden: false,
+  colors: false,
+  customInspect: true,
+} as const;
+
+function renderConsole(entries: readonly ConsoleEntry[], truncated: boolean): string | undefined {
+  if (entries.length === 0 && !truncated) return undefined;
+  const lines = entries.map((entry) => (entry.level === "warn" || entry.level === "error" ? `[${entry.level}] ${entry.text}` : entry.text));
+  if (truncated) lines.push(OUTPUT_TEXT.consoleTruncated);
+  return lines.join("\n");
+}
+
+function renderError(error: SandboxError, options: FormatOptions): string {
+  const guest = error.guest;
+  if (!guest) return `${OUTPUT_TEXT.errorLabel(error.code)}: ${error.message}`;
+  if (guest.nonError) {
+    // `throw "x"` shows "x" with its quotes, so an empty or whitespace string is still visible.
+    const shown = error.cause !== undefined ? renderValue(error.cause) : guest.name === "string" ? JSON.stringify(guest.message) : guest.message;
+    return OUTPUT_TEXT.thrownNonError(guest.name, shown);
+  }
+  const head = guest.message === "" ? guest.name : `${guest.name}: ${guest.message}`;
+  const stack = guest.stack ? mapStackLines(stripStackHeader(guest.stack, head), options) : "";
+  return stack.trim() === "" ? head : `${head}\n${stack.replace(/\s+$/, "")}`;
+}
+
+/** V8-style stacks repeat `Name: message` first; QuickJS's hold only frames. */
+function stripStackHeader(stack: string, head: string): string {
+  return stack.startsWith(head) ? stack.slice(head.length).replace(/^\n/, "") : stack;
+}
+
+function mapStackLines(stack: string, options: FormatOptions): string {
+  const lineMap = options.lineMap;
+  if (!lineMap) return stack;
+  const filename = escapeRegExp(options.filename ?? "<eval>");
+  // Columns are dropped for mapped lines: type stripping reflows code, so they would mislead.
+  return stack.replace(new RegExp(`${filename}:(\\d+)(?::\\d+)?`, "g"), (_match, line: string) => `${options.filename ?? "<eval>"}:${lineMap(Number(line))}`);
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Opaque guest things: the marshaller stands them in as `GuestOpaque` instances.
+
+interface OpaqueLike {
+  kind: string;
+  name?: string;
+}
+
+/**
+ * A `GuestOpaque` is a class instance made by the host; a guest can only produce plain copies, so
+ * a guest object `{ kind: "function" }` is never mistaken for one.
+ */
+function isOpaque(value: object): value is OpaqueLike {
+  const prototype: unknown = Object.getPrototypeOf(value);
+  if (prototype === Object.prototype || prototype === null) return false;
+  const constructorName = (prototype as { constructor?: { name?: unknown } }).constructor?.name;
+  return constructorName === "GuestOpaque" && typeof (value as { kind?: unknown }).kind === "string";
+}
+
+function describeOpaque(opaque: OpaqueLike): string {
+  const name = typeof opaque.name === "string" && opaque.name !== "" ? opaque.name : undefined;
+  switch (opaque.kind) {
+    case "function":
+      return name ? `[Function: ${name}]` : "[Function (anonymous)]";
+    case "class":
+      return name ? `[class ${name}]` : "[class (anonymous)]";
+    case "symbol":
+      return `Symbol(${name ?? ""})`;
+    case "accessor":
+      return name ? `[Getter/Setter: ${name}]` : "[Getter/Setter]";
+    default:
+      return name ? `[${opaque.kind} ${name}]` : `[${opaque.kind}]`;
+  }
+}
+
+class RenderedOpaque {
+  constructor(private readonly text: string) {}
+  [inspect.custom](): string {
+    return this.text;
+  }
+}
+
+/** Returns `value` itself unless an opaque is inside; then a copy with each opaque rendered (cycles kept). */
+function withOpaquesRendered(value: unknown): unknown {
+  if (typeof value !== "object" || value === null || !containsOpaque(value, new Set())) return value;
+  return rebuild(value, new Map());
+}
+
+function containsOpaque(value: object, seen: Set<object>): boolean {
+  if (seen.has(value)) return false;
+  seen.add(value);
+  if (isOpaque(value)) return true;
+  for (const child of children(value)) {
+    if (typeof child === "object" && child !== null && containsOpaque(child, seen)) return true;
+  }
+  return false;
+}
+
+function children(value: object): unknown[] {
+  if (value instanceof Map) return [...value.keys(), ...value.values()];
+  if (value instanceof Set) return [...value];
+  if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer || value instanceof Date || value instanceof RegExp) return [];
+  return Object.values(value);
+}
+
+function rebuild(value: unknown, copies: Map<object, unknown>): unknown {
+  if (typeof value !== "object" || value === null) return value;
+  const existing = copies.get(value);
+  if (existing !== undefined) return existing;
+  if (isOpaque(value)) {
+    const rendered = new RenderedOpaque(describeOpaque(value));
+    copies.set(value, rendered);
+    return rendered;
+  }
+  if (value instanceof Map) {
+    const copy = new Map<unknown, unknown>();
+    copies.set(value, copy);
+    for (const [key, item] of value) copy.set(rebuild(key, copies), rebuild(item, copies));
+    return copy;
+  }
+  if (value instanceof Set) {
+    const copy = new Set<unknown>();
+    copies.set(value, copy);
+    for (const item of value) copy.add(rebuild(item, copies));
+    return copy;
+  }
+  if (Array.isArray(value)) {
+    const copy: unknown[] = new Array<unknown>(value.length);
+    copies.set(value, copy);
+    // Own keys only, so holes stay holes.
+    for (const key of Object.keys(value)) (copy as unknown as Record<string, unknown>)[key] = rebuild((value as unknown as Record<string, unknown>)[key], copies);
+    return copy;
+  }
+  const prototype: unknown = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return value;
+  const copy = Object.create(prototype as object | null) as Record<string, unknown>;
+  copies.set(value, copy);
+  for (const [key, item] of Object.entries(value)) copy[key] = rebuild(item, copies);
+  return copy;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Untrusted text.
+
+const OUR_TAGS = "notice|console|result|error";
+/** Tags of ours and shapes that chat formats and agent frameworks give meaning to. */
+const TAG_LIKE = new RegExp(
+  `<(?=\\s*\\/?\\s*(?:${OUR_TAGS}|system|user|assistant|human|tool|tool_result|tool_use|tool_call|function_results?|function_calls?|instructions?|stdout|stderr|output)(?:[\\s>/=]|$))`,
+  "gi",
+);
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+// C0 controls except tab and newline, DEL, C1 controls.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g;
+
+/** Makes guest text safe to place between our tags without changing what it says. */
+function neutralize(text: string): string {
+  return text
+    .replace(/\r\n/g, "\n")
+    .replace(LONE_SURROGATE, (unit) => `\\u${unit.charCodeAt(0).toString(16).toUpperCase()}`)
+    .replace(CONTROL, (char) => `\\x${char.charCodeAt(0).toString(16).padStart(2, "0")}`)
+    .replace(TAG_LIKE, "&lt;")
+    .replace(/<\|/g, "&lt;|");
+}
+
+function frame(section: Section, body: string): string {
+  return `<${section}>\n${body}\n</${section}>`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Truncation.
+
+/** Splits `budget` over parts: small parts keep everything, large ones share the rest evenly. */
+function shareBudget(lengths: number[], budget: number): number[] {
+  const shares = new Array<number>(lengths.length).fill(0);
+  const order = lengths.map((length, index) => ({ length, index })).sort((a, b) => a.length - b.length);
+  let remaining = budget;
+  order.forEach(({ length, index }, position) => {
+    const share = Math.min(length, Math.floor(remaining / (order.length - position)));
+    shares[index] = share;
+    remaining -= share;
+  });
+  return shares;
+}
+
+/** Keeps the head and the tail of `text` within `budget` characters, the marker included. */
+export function truncateMiddle(text: string, budget: number): string {
+  if (text.length <= budget) return text;
+  // Sized for the largest possible count; the exact count printed below is never longer.
+  const keep = Math.max(0, budget - OUTPUT_TEXT.truncated(text.length).length);
+  const headEnd = avoidSplitPair(text, Math.ceil(keep * 0.6));
+  const tailStart = Math.max(headEnd, avoidSplitPair(text, text.length - (keep - headEnd)));
+  return `${text.slice(0, headEnd)}${OUTPUT_TEXT.truncated(tailStart - headEnd)}${text.slice(tailStart)}`;
+}
+
+/** Moves a cut off the middle of a surrogate pair. */
+function avoidSplitPair(text: string, index: number): number {
+  const code = text.charCodeAt(index);
+  return index > 0 && index < text.length && code >= 0xdc00 && code <= 0xdfff ? index + 1 : index;
+}

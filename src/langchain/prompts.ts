@@ -1,0 +1,235 @@
+/**
+ * Every sentence the model reads, in one place: the system-prompt sections, the eval tool's
+ * description and field descriptions, and the fixed phrases of the eval output.
+ *
+ * Each claim here must be true of this implementation for the options it is rendered with; the
+ * golden files in test/langchain/golden/ show every variant. Sections are separated by one blank
+ * line.
+ */
+import type { SandboxErrorCode } from "../errors.js";
+import { camelCaseToolName, renderToolSignatures, type ToolSignatureInput } from "./signatures.js";
+
+export { camelCaseToolName, renderToolSignatures };
+export type { JSONSchema, JSONSchemaObject, ToolSignatureInput } from "./signatures.js";
+
+/** How long interpreter state lives. */
+export type PromptMode = "thread" | "turn" | "call";
+
+/** A tool exposed as `tools.<camelName>` inside the interpreter. */
+export interface PtcToolInfo extends ToolSignatureInput {
+  /** Calls of this tool allowed per eval, when a per-tool quota is set. */
+  quota?: number;
+}
+
+/** A subagent type `task()` can dispatch to. */
+export interface SubagentInfo {
+  name: string;
+  description: string;
+}
+
+/** Limits as the model should know them. */
+export interface PromptLimits {
+  memoryLimitBytes: number;
+  /** Guest execution time per eval, excluding time spent awaiting tools and subagents. */
+  executionTimeoutMs: number;
+  /** Wall-clock time per eval, including awaits. */
+  wallTimeoutMs: number;
+  maxResultChars: number;
+  /** `tools.*` calls per eval; `null` = unlimited. */
+  maxPtcCalls: number | null;
+}
+
+/** Everything the rendered texts depend on. */
+export interface PromptInput {
+  mode: PromptMode;
+  /** The eval tool's name. */
+  toolName: string;
+  limits: PromptLimits;
+  captureConsole: boolean;
+  /** Tools reachable as `tools.*`; empty when programmatic tool calling is off. */
+  ptcTools: readonly PtcToolInfo[];
+  /** Whether the `task()` global is installed. */
+  taskAvailable: boolean;
+  /** `real`: the host clock; `frozen`: fixed for the duration of each eval; `host`: supplied by the application. */
+  clock: "real" | "frozen" | "host";
+  /** Whether `Math.random()` is seeded (reproducible). */
+  randomSeeded: boolean;
+  /** Subagent types `task()` accepts, for the task section. */
+  subagents?: readonly SubagentInfo[];
+  /** Subagent calls in flight per session before more are queued. Default 32. */
+  maxConcurrentSubagents?: number;
+}
+
+const DEFAULT_MAX_CONCURRENT_SUBAGENTS = 32;
+
+/** The interpreter's system-prompt text: interpreter section, then `tools` and `task()` sections when available. */
+export function renderSystemPrompt(input: PromptInput): string {
+  const sections = [renderInterpreterSection(input)];
+  if (input.ptcTools.length > 0) sections.push(renderPtcSection(input));
+  if (input.taskAvailable) sections.push(renderTaskSection(input));
+  return sections.join("\n\n");
+}
+
+/** The interpreter section alone (what a user's `systemPrompt` string replaces). */
+export function renderInterpreterSection(input: PromptInput): string {
+  const { toolName, limits } = input;
+  return [
+    `## Code interpreter: the \`${toolName}\` tool`,
+    "",
+    `\`${toolName}\` runs JavaScript or TypeScript in a sandboxed QuickJS interpreter (modern JavaScript, ES2023). It is not Node.js or a browser: there is no \`require\`, \`import\`, \`process\`, \`fetch\`, file system or network${input.ptcTools.length > 0 ? " except through the `tools` described below" : ""}.`,
+    "",
+    `- **Result**: the value of the last expression statement is the result, as in a REPL. End with the value you want, e.g. \`summary\` or \`({ count, top })\` (parenthesize object literals). Do not use a top-level \`return\`. Top-level \`await\` works.`,
+    "- **TypeScript**: type annotations, interfaces, generics, `as`, `satisfies`, `!`, `enum` and `namespace` are accepted; types are stripped, never checked.",
+    `- **State**: ${STATE_TEXT[input.mode]}`,
+    `- **Limits per call**: ${formatBytes(limits.memoryLimitBytes)} of memory; ${formatMs(limits.executionTimeoutMs)} of execution time (time spent waiting for tools or subagents does not count); ${formatMs(limits.wallTimeoutMs)} in total. A call that exceeds a limit is stopped with an error.`,
+    `- **Output**: ${input.captureConsole ? "`console.log`/`info`/`debug`/`warn`/`error` lines are shown first (warnings and errors marked), then the result or the error." : "`console` exists but its output is discarded: put everything you need into the result."} Strings are shown as they are; other values the way Node's \`util.inspect\` shows them (\`10n\`, \`Map(1) { 'a' => 1 }\`, \`[Function: f]\`). The whole reply is limited to ${limits.maxResultChars.toLocaleString("en-US")} characters; longer text keeps its head and tail, so return summaries, not bulk data.`,
+    `- **Errors**: an uncaught error shows as \`Name: message\` with a stack trace whose line numbers refer to your code.`,
+    `- **Time and randomness**: ${CLOCK_TEXT[input.clock]} ${input.randomSeeded ? "`Math.random()` is seeded: the same sequence every time, not for secrets." : "`Math.random()` is not cryptographically secure."}`,
+  ].join("\n");
+}
+
+const STATE_TEXT: Record<PromptMode, string> = {
+  thread:
+    "top-level declarations (`const`, `let`, `var`, `function`, `class`) persist across calls in this conversation, also in later turns, so reuse variables instead of recomputing or retyping data. A later call may re-declare a name. Values that cannot be saved between turns (promises, symbols, proxies, WeakMaps, generators, functions that close over local variables) may be lost when the conversation resumes; the output then names them. Pass `reset: true` to start from a fresh interpreter.",
+  turn:
+    "top-level declarations (`const`, `let`, `var`, `function`, `class`) persist across calls until you reply to the user; the next turn starts with a fresh interpreter. A later call may re-declare a name. Pass `reset: true` to start from a fresh interpreter.",
+  call: "every call starts with a fresh interpreter; nothing persists between calls. Do each step's whole job in one program.",
+};
+
+const CLOCK_TEXT: Record<PromptInput["clock"], string> = {
+  real: "`Date` reads the real clock.",
+  frozen: "The clock is frozen during each call: `Date.now()` returns the same time (when the call started) until the call ends.",
+  host: "`Date` reads a clock supplied by the application, which may differ from real time.",
+};
+
+/** The `tools` API reference and the rules of programmatic tool calling. */
+export function renderPtcSection(input: PromptInput): string {
+  const { ptcTools, limits } = input;
+  const quotas = ptcTools.filter((tool) => tool.quota !== undefined).map((tool) => `\`tools.${tool.camelName}\` ${tool.quota} ${tool.quota === 1 ? "call" : "calls"}`);
+  const budget =
+    limits.maxPtcCalls === null
+      ? "There is no limit on the number of `tools` calls per program."
+      : `At most ${limits.maxPtcCalls} \`tools\` calls per program; one more throws a catchable \`PTCCallBudgetExceededError\`.`;
+  return [
+    "## Calling tools from code",
+    "",
+    `Inside \`${input.toolName}\`, the global \`tools\` calls the tools below. Their results come back to your program, not into this conversation: loop over them, filter and combine them, and end with only what you need to see.`,
+    "",
+    "```ts",
+    renderToolSignatures(ptcTools),
+    "```",
+    "",
+    "- Every `tools.*` call returns a promise: always `await` it. Run independent calls at the same time with `await Promise.all([...])`.",
+    "- Pass exactly one object argument, shaped like the signature. Invalid input throws an `Error` with the validation message.",
+    "- Results are JavaScript values: structured results arrive as objects and arrays (no `JSON.parse` needed); text results arrive as strings.",
+    "- Chain dependent calls inside one program instead of making one tool call per step, and end with an expression holding the final value.",
+    "- A failing tool throws an `Error` with the tool's error name and message; use `try`/`catch` or `Promise.allSettled` to continue past failures.",
+    `- ${budget}${quotas.length > 0 ? ` Per-tool limits per program: ${quotas.join(", ")}.` : ""}`,
+    "- `tools` calls run inside an already-approved interpreter call, so they skip any human approval (`interruptOn`) that calling those tools directly would need. Never use them to get around an approval: when an action needs the user's consent, call the tool directly.",
+  ].join("\n");
+}
+
+/** The "dispatching subagents with `task`" section. */
+export function renderTaskSection(input: PromptInput): string {
+  const subagents = input.subagents ?? [];
+  const example = subagents[0]?.name ?? "general-purpose";
+  const inFlight = input.maxConcurrentSubagents ?? DEFAULT_MAX_CONCURRENT_SUBAGENTS;
+  const types =
+    subagents.length === 0
+      ? []
+      : ["", "Subagent types:", ...subagents.map((agent) => `- \`${agent.name}\`: ${agent.description.trim().replace(/\s*\n\s*/g, " ")}`)];
+  return [
+    "## Dispatching subagents with `task`",
+    "",
+    `Inside \`${input.toolName}\`, \`task({ description, subagentType, label?, responseSchema? })\` starts a subagent and returns a promise of its answer. Use it to fan work out over many items (review every file, classify every ticket, verify every finding) with the loop in code. When the user asks for a workflow, or a job spans many independent items, write it as one program that dispatches subagents rather than calling them one by one.`,
+    ...types,
+    "",
+    "```js",
+    "const results = [];",
+    "for (let i = 0; i < items.length; i += 10) {",
+    "  const batch = items.slice(i, i + 10);",
+    "  results.push(...(await Promise.all(batch.map((item) => task({",
+    "    description: `Check ${item.path} for unsafe SQL. Read the file yourself.`,",
+    `    subagentType: ${JSON.stringify(example)},`,
+    "    label: item.path,",
+    '    responseSchema: { type: "object", properties: { unsafe: { type: "boolean" }, reason: { type: "string" } }, required: ["unsafe", "reason"] },',
+    "  })))));",
+    "}",
+    "results.filter((r) => r.unsafe)",
+    "```",
+    "",
+    "- **Explore first**: look at the data with a small program before fanning out, so the subagents get precise instructions.",
+    "- **Locators, not payloads**: give each subagent a path, id or URL to read, not the content itself.",
+    "- **Always set `responseSchema` when results feed later code**: the promise then resolves to a value of that shape (no `JSON.parse`). Without it the answer is text. Schemas are limited to 4096 bytes, depth 5 and 32 properties.",
+    `- **Batches of about 10**: use \`Promise.all\` over slices as above. At most ${inFlight} subagents run at once; more are queued, not failed.`,
+    "- **Return the last expression**: end with the filtered or summarized result, not every answer.",
+    ...(input.mode === "call" ? [] : ["- **Reuse variables from earlier calls**: results stored in top-level variables are still there; do not dispatch the same work twice."]),
+    `- Time spent waiting for subagents does not count as execution time, and \`task\` calls do not count toward the \`tools\` call limit. When the interpreter call ends (error, time limit, abort), its running subagents are cancelled.`,
+    "- A failed subagent rejects with an `Error` naming its type; catch it or use `Promise.allSettled`.",
+    "- Subagents started from code run inside an already-approved interpreter call and skip the human approval (`interruptOn`) that a direct `task` call may need.",
+  ].join("\n");
+}
+
+/** The eval tool's description: what it does and what persists, in brief (the system prompt has the details). */
+export function renderToolDescription(input: PromptInput): string {
+  const extras: string[] = [];
+  if (input.ptcTools.length > 0) extras.push(`Call tools from code with \`await tools.<name>(input)\` (${input.ptcTools.map((tool) => `\`${tool.camelName}\``).join(", ")}).`);
+  if (input.taskAvailable) extras.push("Dispatch subagents with `await task({ description, subagentType, responseSchema })`.");
+  return [
+    "Runs JavaScript or TypeScript in a sandboxed QuickJS interpreter (no Node.js APIs, no network) and returns the console output and the value of the last expression. Top-level `await` works.",
+    TOOL_STATE_TEXT[input.mode],
+    ...extras,
+    `Limits per call: ${formatBytes(input.limits.memoryLimitBytes)} memory, ${formatMs(input.limits.executionTimeoutMs)} execution time; output is cut to ${input.limits.maxResultChars.toLocaleString("en-US")} characters.`,
+  ].join(" ");
+}
+
+const TOOL_STATE_TEXT: Record<PromptMode, string> = {
+  thread: "Top-level variables, functions and classes persist across calls in this conversation, also in later turns.",
+  turn: "Top-level variables, functions and classes persist across calls until you reply to the user.",
+  call: "Every call starts fresh: nothing persists between calls.",
+};
+
+/** Descriptions of the eval tool's input fields. */
+export const EVAL_INPUT_DESCRIPTIONS = Object.freeze({
+  code: "JavaScript or TypeScript to run. The value of the last expression statement is the result; top-level await works.",
+  reset: "Start from a fresh interpreter: drop every variable, function and class from earlier calls before running the code.",
+});
+
+const ERROR_LABELS: Record<SandboxErrorCode, string> = {
+  SYNTAX_ERROR: "SyntaxError",
+  GUEST_ERROR: "Error",
+  TIMEOUT: "TimeoutError",
+  OUT_OF_MEMORY: "OutOfMemoryError",
+  STACK_OVERFLOW: "StackOverflowError",
+  ABORTED: "AbortError",
+  DISPOSED: "InterpreterClosedError",
+  BUSY: "InterpreterBusyError",
+  BROKEN: "InterpreterBrokenError",
+  UNSERIALIZABLE: "UnserializableResultError",
+  INVALID_ARGUMENT: "InvalidArgumentError",
+  INVALID_SNAPSHOT: "InvalidSnapshotError",
+};
+
+/** Fixed phrases of the eval output (see format.ts). */
+export const OUTPUT_TEXT = Object.freeze({
+  /** Marker placed where the middle of an oversized part was cut. */
+  truncated: (omittedChars: number): string => `\n… [${omittedChars.toLocaleString("en-US")} characters omitted] …\n`,
+  /** Last console line when the sandbox stopped keeping console output. */
+  consoleTruncated: "[console output beyond the interpreter's limit was dropped]",
+  /** Name shown for an engine error that is not a guest exception. */
+  errorLabel: (code: SandboxErrorCode): string => ERROR_LABELS[code],
+  /** A thrown value that is not an Error (`throw "x"`). */
+  thrownNonError: (type: string, shown: string): string => `Uncaught ${type} (not an Error): ${shown}`,
+});
+
+function formatBytes(bytes: number): string {
+  const mib = bytes / (1024 * 1024);
+  if (mib >= 1) return `${Number.isInteger(mib) ? mib : mib.toFixed(1)} MiB`;
+  return `${Math.round(bytes / 1024)} KiB`;
+}
+
+function formatMs(ms: number): string {
+  if (ms >= 1000 && ms % 1000 === 0) return `${ms / 1000} s`;
+  if (ms >= 1000) return `${(ms / 1000).toFixed(1)} s`;
+  return `${ms} ms`;
+}

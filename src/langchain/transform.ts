@@ -1,0 +1,286 @@
+/**
+ * Turns the code a model wrote for one eval into a global script for the engine.
+ *
+ * Two jobs:
+ * - **Type stripping.** TypeScript goes through the `typescript` package's `transpileModule`
+ *   (correct for `enum`, `namespace`, parameter properties, `abstract`, `satisfies`, `as`, `!`,
+ *   generics). It costs milliseconds, so plain JavaScript skips it: if acorn parses the source as a
+ *   script, it is JavaScript.
+ * - **Declaration persistence.** The engine runs the result as a global script with top-level
+ *   `await`, so the last statement's completion value is the result. Top-level `let`/`const` and
+ *   `class` declarations would become global *lexical* bindings, which a later eval may not
+ *   re-declare; REPL-style, they are rewritten to `var` (a global object property, re-declarable,
+ *   and a declaration keeps its empty completion value). `function` declarations are already
+ *   var-scoped and hoisted and stay as written.
+ *
+ * Lines are kept where they were: the JavaScript path edits only within a line, the TypeScript path
+ * maps emitted lines back through the source map ({@link TransformResult.lineMap}).
+ */
+import { createRequire } from "node:module";
+import { parse, type AnyNode, type Options as AcornOptions, type Pattern, type Program } from "acorn";
+import type * as TS from "typescript";
+
+/** What {@link transformCode} produced. */
+export interface TransformResult {
+  /** The script to run as a global script with top-level `await` enabled. */
+  code: string;
+  /** Every name bound by a top-level declaration (`var`, `let`, `const`, `function`, `class`, `enum`, `namespace`). */
+  declaredNames: string[];
+  /**
+   * Maps a 1-based line of {@link code} to the 1-based line of the model's source. Absent when the
+   * lines are the same.
+   */
+  lineMap?: (generatedLine: number) => number;
+  /**
+   * JavaScript source of each top-level `function` and `class` declaration, by name, so a snapshot
+   * can re-create them. The last declaration of a name wins, as it does at run time.
+   */
+  declaredSources?: Record<string, string>;
+  /** Which path the source took: plain JavaScript, or TypeScript stripped by `transpileModule`. */
+  language: "javascript" | "typescript";
+  /**
+   * Set when the source is not valid JavaScript or TypeScript. {@link code} then throws a
+   * `SyntaxError` carrying this message, on the offending line.
+   */
+  syntaxError?: { message: string; line: number; column: number };
+}
+
+const ACORN_OPTIONS: AcornOptions = {
+  ecmaVersion: "latest",
+  sourceType: "script",
+  allowAwaitOutsideFunction: true,
+  allowHashBang: true,
+  // Kept so the type-argument check below can tell `(a < b) > c` from `a<b>(c)`.
+  preserveParens: true,
+};
+
+/** Transforms one eval's source. Never throws on bad input: syntax errors surface when the script runs. */
+export function transformCode(source: string): TransformResult {
+  const program = parseScript(source);
+  if (program !== undefined && !looksLikeTypeArguments(source, program)) {
+    return { ...rewriteDeclarations(source, program), language: "javascript" };
+  }
+  return transformTypeScript(source);
+}
+
+/**
+ * Loads `typescript` ahead of the first TypeScript eval (a few hundred ms), e.g. when the
+ * middleware is created. Safe to call more than once.
+ */
+export function preloadTypeScript(): void {
+  loadTypeScript();
+}
+
+// ---------------------------------------------------------------------------------------------
+// JavaScript: top-level declarations become re-declarable globals.
+
+interface Rewritten {
+  code: string;
+  declaredNames: string[];
+  declaredSources?: Record<string, string>;
+}
+
+interface Edit {
+  at: number;
+  /** Characters of the original removed at `at`. */
+  remove: number;
+  insert: string;
+}
+
+function parseScript(source: string): Program | undefined {
+  try {
+    return parse(source, ACORN_OPTIONS);
+  } catch {
+    return undefined;
+  }
+}
+
+function rewriteDeclarations(source: string, program: Program): Rewritten {
+  const names = new Set<string>();
+  let sources: Record<string, string> | undefined;
+  const edits: Edit[] = [];
+  for (const statement of program.body) {
+    if (statement.type === "VariableDeclaration") {
+      for (const declarator of statement.declarations) collectBindingNames(declarator.id, names);
+      const kind = statement.kind;
+      // `const` -> `var  ` keeps every column of the line in place.
+      if (kind === "let" || kind === "const") edits.push({ at: statement.start, remove: kind.length, insert: "var".padEnd(kind.length) });
+    } else if (statement.type === "FunctionDeclaration" || statement.type === "ClassDeclaration") {
+      const name = statement.id.name;
+      names.add(name);
+      (sources ??= {})[name] = source.slice(statement.start, statement.end);
+      if (statement.type === "ClassDeclaration") {
+        // The `;` stops a following `(`/`[` line from continuing the class expression.
+        edits.push({ at: statement.start, remove: 0, insert: `var ${name} = ` }, { at: statement.end, remove: 0, insert: ";" });
+      }
+    }
+  }
+  const result: Rewritten = { code: applyEdits(source, edits), declaredNames: [...names] };
+  if (sources) result.declaredSources = sources;
+  return result;
+}
+
+function collectBindingNames(pattern: Pattern | null, into: Set<string>): void {
+  switch (pattern?.type) {
+    case "Identifier":
+      into.add(pattern.name);
+      break;
+    case "ObjectPattern":
+      for (const property of pattern.properties) collectBindingNames(property.type === "RestElement" ? property.argument : property.value, into);
+      break;
+    case "ArrayPattern":
+      for (const element of pattern.elements) collectBindingNames(element, into);
+      break;
+    case "RestElement":
+      collectBindingNames(pattern.argument, into);
+      break;
+    case "AssignmentPattern":
+      collectBindingNames(pattern.left, into);
+      break;
+    default:
+      // MemberExpression targets bind nothing.
+      break;
+  }
+}
+
+function applyEdits(source: string, edits: Edit[]): string {
+  if (edits.length === 0) return source;
+  let out = "";
+  let cursor = 0;
+  for (const edit of edits) {
+    out += source.slice(cursor, edit.at) + edit.insert;
+    cursor = edit.at + edit.remove;
+  }
+  return out + source.slice(cursor);
+}
+
+/**
+ * `new Set<string>(items)` and `f<T>(x)` are valid JavaScript (two comparisons) with a different
+ * meaning: a `>` whose left operand is an unparenthesized `<` comparison is almost surely type
+ * arguments, so such sources take the TypeScript path.
+ */
+function looksLikeTypeArguments(source: string, program: Program): boolean {
+  if (!source.includes("<") || !source.includes(">")) return false;
+  let found = false;
+  walk(program, (node) => {
+    if (node.type === "BinaryExpression" && node.operator === ">" && node.left.type === "BinaryExpression" && node.left.operator === "<") found = true;
+  });
+  return found;
+}
+
+/** Visits every node; generic over child keys so new syntax needs no update here. */
+function walk(node: AnyNode, visit: (node: AnyNode) => void): void {
+  visit(node);
+  for (const child of Object.values(node) as unknown[]) {
+    if (Array.isArray(child)) {
+      for (const item of child as unknown[]) if (isNode(item)) walk(item, visit);
+    } else if (isNode(child)) {
+      walk(child, visit);
+    }
+  }
+}
+
+function isNode(value: unknown): value is AnyNode {
+  return typeof value === "object" && value !== null && typeof (value as { type?: unknown }).type === "string";
+}
+
+// ---------------------------------------------------------------------------------------------
+// TypeScript: `transpileModule`, then the JavaScript rewrite on its output.
+
+type TypeScriptModule = typeof TS;
+let typescript: TypeScriptModule | undefined;
+
+function loadTypeScript(): TypeScriptModule {
+  // Loaded on first use: most evals are plain JavaScript and never pay for it.
+  typescript ??= createRequire(import.meta.url)("typescript") as TypeScriptModule;
+  return typescript;
+}
+
+function transformTypeScript(source: string): TransformResult {
+  const ts = loadTypeScript();
+  const output = ts.transpileModule(source, {
+    fileName: "eval.ts",
+    reportDiagnostics: true,
+    compilerOptions: {
+      target: ts.ScriptTarget.ESNext,
+      module: ts.ModuleKind.Preserve,
+      isolatedModules: true,
+      sourceMap: true,
+      inlineSources: false,
+      removeComments: false,
+      alwaysStrict: false,
+      useDefineForClassFields: true,
+    },
+  });
+  const diagnostic = output.diagnostics?.find((d) => d.category === ts.DiagnosticCategory.Error && d.start !== undefined);
+  if (diagnostic) return syntaxErrorResult(ts, source, diagnostic);
+
+  const emitted = output.outputText.replace(/\n?\/\/# sourceMappingURL=.*\s*$/, "");
+  const lineMap = output.sourceMapText ? lineMapFromSourceMap(output.sourceMapText) : undefined;
+  const program = parseScript(emitted);
+  // Output acorn cannot read (e.g. `export` in a script) is left for the engine to reject.
+  const rewritten = program ? rewriteDeclarations(emitted, program) : { code: emitted, declaredNames: [] };
+  const result: TransformResult = { ...rewritten, language: "typescript" };
+  if (lineMap) result.lineMap = lineMap;
+  return result;
+}
+
+function syntaxErrorResult(ts: TypeScriptModule, source: string, diagnostic: TS.Diagnostic): TransformResult {
+  const file = diagnostic.file ?? ts.createSourceFile("eval.ts", source, ts.ScriptTarget.ESNext);
+  const position = ts.getLineAndCharacterOfPosition(file, diagnostic.start ?? 0);
+  const line = position.line + 1;
+  const column = position.character + 1;
+  const message = `${ts.flattenDiagnosticMessageText(diagnostic.messageText, " ")} (line ${line}, column ${column})`;
+  // Thrown from the offending line so the stack trace points at it, with the parser's own words.
+  const code = `${"\n".repeat(line - 1)}throw new SyntaxError(${JSON.stringify(message)});`;
+  return { code, declaredNames: [], language: "typescript", syntaxError: { message, line, column } };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Source map lines (only what a line map needs: generated line -> first mapped source line).
+
+const BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+const BASE64_VALUE = new Map([...BASE64].map((char, index) => [char, index]));
+
+function lineMapFromSourceMap(sourceMapText: string): ((generatedLine: number) => number) | undefined {
+  const mappings = (JSON.parse(sourceMapText) as { mappings?: unknown }).mappings;
+  if (typeof mappings !== "string") return undefined;
+  const lines: number[] = [];
+  let sourceLine = 0;
+  let lastKnown = 0;
+  for (const lineMappings of mappings.split(";")) {
+    let firstLineOfThisLine: number | undefined;
+    for (const segment of lineMappings.split(",")) {
+      if (segment === "") continue;
+      const fields = decodeVlq(segment);
+      // Fields: generated column, source index, source line, source column[, name]; all deltas.
+      if (fields.length >= 4) {
+        sourceLine += fields[2] ?? 0;
+        firstLineOfThisLine ??= sourceLine;
+      }
+    }
+    // Unmapped emitted lines (helpers, closing braces) belong to the nearest line above.
+    if (firstLineOfThisLine !== undefined) lastKnown = firstLineOfThisLine;
+    lines.push(lastKnown + 1);
+  }
+  return (generatedLine) => lines[generatedLine - 1] ?? lines[lines.length - 1] ?? generatedLine;
+}
+
+function decodeVlq(segment: string): number[] {
+  const values: number[] = [];
+  let value = 0;
+  let shift = 0;
+  for (const char of segment) {
+    const digit = BASE64_VALUE.get(char);
+    if (digit === undefined) break;
+    value += (digit & 31) << shift;
+    if (digit & 32) {
+      shift += 5;
+      continue;
+    }
+    values.push(value & 1 ? -(value >>> 1) : value >>> 1);
+    value = 0;
+    shift = 0;
+  }
+  return values;
+}
