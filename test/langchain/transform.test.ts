@@ -1,0 +1,230 @@
+import { existsSync, readdirSync } from "node:fs";
+import vm from "node:vm";
+import { afterEach, describe, expect, it } from "vitest";
+import { transformCode, type TransformResult } from "../../src/langchain/transform.js";
+
+/**
+ * A session of evals: the real engine once its addon is built, `node:vm` (same global-script
+ * completion semantics, no top-level await) until then.
+ */
+interface Session {
+  run(source: string): Promise<unknown>;
+  /** Line of the model's source that an error thrown by `source` points at. */
+  errorLine(source: string): Promise<number | undefined>;
+  dispose(): void;
+}
+
+const FILENAME = "<eval>";
+const addonBuilt = existsSync("build/Release") && readdirSync("build/Release").some((file) => file.endsWith(".node"));
+
+interface EngineModule {
+  Sandbox: new (options: Record<string, unknown>) => {
+    eval(code: string, options: { filename: string }): Promise<unknown>;
+    dispose(): void;
+  };
+}
+
+async function openSession(): Promise<Session> {
+  if (addonBuilt) {
+    const engine = (await import("../../src/index.js" as string)) as EngineModule;
+    const sandbox = new engine.Sandbox({});
+    const run = async (code: string): Promise<unknown> => sandbox.eval(code, { filename: FILENAME });
+    return {
+      run: async (source) => run(transformCode(source).code),
+      errorLine: async (source) => lineOfThrow(transformCode(source), async (code) => {
+        try {
+          await run(code);
+        } catch (error) {
+          return (error as { guest?: { stack?: string } }).guest?.stack ?? "";
+        }
+        return "";
+      }),
+      dispose: () => sandbox.dispose(),
+    };
+  }
+  const context = vm.createContext({});
+  const run = (code: string): unknown => new vm.Script(code, { filename: FILENAME }).runInContext(context);
+  return {
+    run: async (source) => run(transformCode(source).code),
+    errorLine: async (source) => lineOfThrow(transformCode(source), async (code) => {
+      try {
+        run(code);
+      } catch (error) {
+        return (error as Error).stack ?? "";
+      }
+      return "";
+    }),
+    dispose: () => undefined,
+  };
+}
+
+async function lineOfThrow(result: TransformResult, stackOf: (code: string) => Promise<string>): Promise<number | undefined> {
+  const match = /<eval>:(\d+)/.exec(await stackOf(result.code));
+  if (!match) return undefined;
+  const line = Number(match[1]);
+  return result.lineMap ? result.lineMap(line) : line;
+}
+
+let sessions: Session[] = [];
+async function session(): Promise<Session> {
+  const opened = await openSession();
+  sessions.push(opened);
+  return opened;
+}
+afterEach(() => {
+  for (const opened of sessions) opened.dispose();
+  sessions = [];
+});
+
+describe("transformCode: plain JavaScript takes the fast path", () => {
+  it("leaves code without top-level declarations untouched", () => {
+    const result = transformCode("1 + 1");
+    expect(result).toEqual({ code: "1 + 1", declaredNames: [], language: "javascript" });
+  });
+
+  it("keeps every line and column of a rewritten let/const declaration", () => {
+    const source = "const a = 1;\nlet b = 2;\n  a + b";
+    const { code } = transformCode(source);
+    expect(code.split("\n").map((line) => line.length)).toEqual(source.split("\n").map((line) => line.length));
+    expect(code.split("\n")[2]).toBe("  a + b");
+  });
+
+  it("reads `new Set<string>(items)` as TypeScript type arguments, not two comparisons", async () => {
+    const result = transformCode('const items = ["a", "b", "a"]\nnew Set<string>(items).size');
+    expect(result.language).toBe("typescript");
+    expect(await (await session()).run('const items = ["a", "b", "a"]\nnew Set<string>(items).size')).toBe(2);
+  });
+
+  it("keeps a parenthesized comparison chain as JavaScript", async () => {
+    expect(transformCode("(1 < 2) > 0").language).toBe("javascript");
+    expect(await (await session()).run("(1 < 2) > 0")).toBe(true);
+  });
+});
+
+describe("transformCode: completion value is the result", () => {
+  it("returns the last expression statement's value", async () => {
+    expect(await (await session()).run("let a = 2\na * 21")).toBe(42);
+  });
+
+  it("gives a lone declaration no value, as a script does", async () => {
+    expect(await (await session()).run("const x = 1")).toBeUndefined();
+  });
+
+  it("lets a trailing declaration keep the previous statement's value", async () => {
+    expect(await (await session()).run("'before'; const y = 2; function f() {}; class C {}")).toBe("before");
+  });
+
+  it("does not let a class declaration swallow a following parenthesized line", async () => {
+    expect(await (await session()).run("class B {}\n(1 + 1)")).toBe(2);
+  });
+});
+
+describe("transformCode: top-level declarations persist and may be re-declared", () => {
+  it("carries const, let, class and function to the next eval", async () => {
+    const s = await session();
+    await s.run("const a = 1; let b = 2; class Acc { total() { return 3 } } function four() { return 4 }");
+    expect(await s.run("a + b + new Acc().total() + four()")).toBe(10);
+  });
+
+  it("accepts a re-declaration of every kind in a later eval", async () => {
+    const s = await session();
+    await s.run("const x = 1; let y = 1; class K { v() { return 1 } } function f() { return 1 }");
+    expect(await s.run("const x = 2; let y = 3; class K { v() { return 4 } } function f() { return 5 }\nx + y + new K().v() + f()")).toBe(14);
+  });
+
+  it("hoists a function declaration above its first use", async () => {
+    expect(await (await session()).run("f()\nfunction f() { return 7 }")).toBe(7);
+  });
+
+  it("binds every name of a destructuring declaration", async () => {
+    const s = await session();
+    await s.run("const { a, b: [c, ...d], ...e } = { a: 1, b: [2, 3, 4], z: 5 }");
+    expect(await s.run("[a, c, d, e]")).toEqual([1, 2, [3, 4], { z: 5 }]);
+    expect(transformCode("const { a, b: [c, ...d], ...e } = o").declaredNames).toEqual(["a", "c", "d", "e"]);
+  });
+
+  it("keeps block-scoped declarations local to their block", async () => {
+    const s = await session();
+    await s.run("{ const hidden = 1 }");
+    expect(await s.run("typeof hidden")).toBe("undefined");
+  });
+
+  it("reports declared names and the source of functions and classes", () => {
+    const result = transformCode("var v = 1; const c = 2; function f(a) { return a }\nclass K extends Object { m() {} }");
+    expect(result.declaredNames).toEqual(["v", "c", "f", "K"]);
+    expect(result.declaredSources).toEqual({ f: "function f(a) { return a }", K: "class K extends Object { m() {} }" });
+  });
+});
+
+describe("transformCode: TypeScript", () => {
+  it.each([
+    ["enum Color { Red, Green }; Color.Green", 1],
+    ["namespace N { export const x = 1 }; N.x", 1],
+    ["class P { constructor(private readonly x: number, public y = 2) {} sum() { return this.x + this.y } }\nnew P(1).sum()", 3],
+    ["abstract class Shape { abstract area(): number; twice() { return 2 * this.area() } }\nclass Sq extends Shape { area() { return 4 } }\nnew Sq().twice()", 8],
+    ["const cfg = { port: 80 } satisfies Record<string, number>; cfg.port", 80],
+    ["const v = ({ y: 5 } as any)!.y as number; v", 5],
+    ["function id<T>(x: T): T { return x }\nid<number>(3)", 3],
+    ["interface Hit { id: number }\ntype Hits = Hit[]\nconst hits: Hits = [{ id: 1 }, { id: 2 }]\nhits.length", 2],
+    ["let maybe: string | undefined = 'x'\nmaybe!.length", 1],
+  ])("runs %j", async (source, expected) => {
+    expect(transformCode(source).language).toBe("typescript");
+    expect(await (await session()).run(source)).toBe(expected);
+  });
+
+  it("persists TypeScript declarations, enums and namespaces across evals", async () => {
+    const s = await session();
+    await s.run("enum Level { Low = 1, High = 5 }\nconst base: number = 10\nfunction bump(n: number): number { return n + base }");
+    expect(await s.run("const base: number = 20\nbump(Level.High)")).toBe(25);
+    expect(transformCode("enum Level { Low }\nnamespace Ns {}\nconst n: number = 1").declaredNames).toEqual(["Level", "n"]);
+  });
+
+  it("records the type-stripped source of functions and classes", () => {
+    const result = transformCode("function add(a: number, b: number): number { return a + b }");
+    expect(result.declaredSources?.["add"]).toBe("function add(a, b) { return a + b; }");
+  });
+
+  it("reports a syntax error with the parser's message on the model's line", async () => {
+    const source = "const a: number = 1\nconst b = (a +\n\nconst c = 3";
+    const result = transformCode(source);
+    expect(result.syntaxError).toMatchObject({ line: 4 });
+    expect(result.syntaxError?.message).toMatch(/expected/);
+    const s = await session();
+    await expect(s.run(source)).rejects.toThrow(/expected/);
+    expect(await s.errorLine(source)).toBe(4);
+  });
+});
+
+describe("transformCode: error line numbers refer to the model's code", () => {
+  it("keeps JavaScript lines as written", async () => {
+    expect(await (await session()).errorLine("const a = 1\nclass K {}\nnull.boom")).toBe(3);
+  });
+
+  it("maps TypeScript lines back through the emitted code", async () => {
+    const source = [
+      "interface Row {",
+      "  id: number",
+      "}",
+      "enum Kind { A, B }",
+      "const rows: Row[] = [{ id: 1 }]",
+      "type Unused = string",
+      "throw new Error('boom ' + rows.length)",
+    ].join("\n");
+    const result = transformCode(source);
+    expect(result.language).toBe("typescript");
+    expect(result.lineMap).toBeDefined();
+    expect(await (await session()).errorLine(source)).toBe(7);
+  });
+});
+
+describe.runIf(addonBuilt)("transformCode in the engine: top-level await", () => {
+  it("persists a declaration initialised by await", async () => {
+    const s = await session();
+    await s.run("const fetched = await Promise.resolve(41)");
+    expect(await s.run("fetched + 1")).toBe(42);
+  });
+
+  it("keeps the completion value after an await in TypeScript", async () => {
+    expect(await (await session()).run("const n: number = await Promise.resolve(2)\nn * 3")).toBe(6);
+  });
+});
