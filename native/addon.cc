@@ -1,0 +1,470 @@
+// Module init and the main-thread side of every sandbox: the JS-visible handle, the outbox that
+// carries host calls and finished evals from executor threads to the Node event loop, and the
+// cleanup hook that frees every live runtime when the environment goes away.
+//
+// The handle is internal: src/sandbox.ts keeps it in a private field and validates every argument
+// before calling in, so the guards here are cheap one-liners that only keep the process alive.
+#include <napi.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+
+#include "engine.h"
+#include "executor.h"
+
+namespace qjsn {
+
+namespace {
+
+const napi_type_tag kHandleTag = {0x7a1c5e0d2f4b4c11ULL, 0x9e3b6a85d0c2f417ULL};
+
+class SandboxHandle;
+
+// One per Node environment (main thread or worker).
+class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBridge> {
+ public:
+  EnvBridge(Napi::Env env) : env_(env), mainThread_(std::this_thread::get_id()) {}
+
+  void start() {
+    tsfn_ = Napi::ThreadSafeFunction::New(env_, Napi::Function::New(env_, [](const Napi::CallbackInfo&) {}),
+                                          "quickjs-native", 0, 1);
+    tsfn_.Unref(env_);
+  }
+
+  bool onMainThread() const override { return std::this_thread::get_id() == mainThread_; }
+
+  HostResult callSync(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t> args) override;
+  void postAsyncCall(uint32_t sandboxId, uint64_t evalId, uint32_t callId, uint32_t fnId,
+                     std::vector<uint8_t> args) override {
+    Message m;
+    m.kind = Message::AsyncCall;
+    m.sandboxId = sandboxId;
+    m.evalId = evalId;
+    m.callId = callId;
+    m.fnId = fnId;
+    m.bytes = std::move(args);
+    post(std::move(m));
+  }
+  void postEvalDone(uint32_t sandboxId, EvalOutcome outcome) override {
+    Message m;
+    m.kind = Message::EvalDone;
+    m.sandboxId = sandboxId;
+    m.outcome = std::move(outcome);
+    post(std::move(m));
+  }
+
+  // Main thread only.
+  void registerHandle(uint32_t id, SandboxHandle* h) { handles_[id] = h; }
+  void unregisterHandle(uint32_t id) { handles_.erase(id); }
+  void evalStarted() {
+    if (activeEvals_++ == 0) tsfn_.Ref(env_);
+  }
+  void evalEnded() {
+    if (--activeEvals_ == 0) tsfn_.Unref(env_);
+  }
+  uint32_t nextSandboxId() { return ++lastSandboxId_; }
+  void closeAll();
+  HostResult runSyncCall(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t>& args);
+
+ private:
+  struct SyncSlot {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    HostResult result;
+  };
+  struct Message {
+    enum Kind { SyncCall, AsyncCall, EvalDone } kind;
+    uint32_t sandboxId = 0;
+    uint64_t evalId = 0;
+    uint32_t callId = 0;
+    uint32_t fnId = 0;
+    std::vector<uint8_t> bytes;
+    EvalOutcome outcome;
+    SyncSlot* slot = nullptr;
+  };
+
+  void post(Message m) {
+    bool wake;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (closed_) {
+        if (m.slot) finishSlot(m.slot, closedResult());
+        return;
+      }
+      wake = outbox_.empty();
+      outbox_.push_back(std::move(m));
+    }
+    if (wake) {
+      auto self = shared_from_this();
+      tsfn_.NonBlockingCall([self](Napi::Env, Napi::Function) { self->drain(); });
+    }
+  }
+  static HostResult closedResult() {
+    HostResult r;
+    r.ok = false;
+    r.errorMessage = "the sandbox's environment is shutting down";
+    return r;
+  }
+  static void finishSlot(SyncSlot* slot, HostResult r) {
+    std::lock_guard<std::mutex> lock(slot->mu);
+    slot->result = std::move(r);
+    slot->done = true;
+    slot->cv.notify_one();
+  }
+  void drain();
+
+  Napi::Env env_;
+  std::thread::id mainThread_;
+  Napi::ThreadSafeFunction tsfn_;
+  std::mutex mu_;
+  std::deque<Message> outbox_;
+  bool closed_ = false;
+  std::unordered_map<uint32_t, SandboxHandle*> handles_;
+  int activeEvals_ = 0;
+  uint32_t lastSandboxId_ = 0;
+};
+
+Napi::Value outcomeToJs(Napi::Env env, EvalOutcome& o) {
+  Napi::Array a = Napi::Array::New(env, 10);
+  a.Set(0u, Napi::Number::New(env, static_cast<int>(o.status)));
+  a.Set(1u, o.value.empty() ? env.Undefined()
+                            : Napi::Buffer<uint8_t>::Copy(env, o.value.data(), o.value.size()).As<Napi::Value>());
+  a.Set(2u, Napi::String::New(env, o.message));
+  a.Set(3u, Napi::Number::New(env, static_cast<int>(o.stop)));
+  a.Set(4u, o.console.empty()
+                ? env.Undefined()
+                : Napi::Buffer<uint8_t>::Copy(env, o.console.data(), o.console.size()).As<Napi::Value>());
+  a.Set(5u, Napi::Boolean::New(env, o.consoleTruncated));
+  a.Set(6u, Napi::Number::New(env, o.executionMs));
+  a.Set(7u, Napi::Number::New(env, o.hostCalls));
+  a.Set(8u, Napi::Number::New(env, static_cast<double>(o.memoryUsedBytes)));
+  a.Set(9u, Napi::Number::New(env, static_cast<double>(o.peakMemoryBytes)));
+  return a;
+}
+
+std::vector<uint8_t> bytesOf(const Napi::Value& v) {
+  if (v.IsBuffer()) {
+    auto b = v.As<Napi::Buffer<uint8_t>>();
+    return std::vector<uint8_t>(b.Data(), b.Data() + b.Length());
+  }
+  if (v.IsTypedArray()) {
+    auto t = v.As<Napi::Uint8Array>();
+    return std::vector<uint8_t>(t.Data(), t.Data() + t.ByteLength());
+  }
+  return {};
+}
+
+class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "SandboxHandle",
+                       {
+                           InstanceMethod("evalSync", &SandboxHandle::EvalSync),
+                           InstanceMethod("evalAsync", &SandboxHandle::EvalAsync),
+                           InstanceMethod("stop", &SandboxHandle::Stop),
+                           InstanceMethod("settle", &SandboxHandle::Settle),
+                           InstanceMethod("defineFunction", &SandboxHandle::DefineFunction),
+                           InstanceMethod("setGlobal", &SandboxHandle::SetGlobal),
+                           InstanceMethod("getGlobal", &SandboxHandle::GetGlobal),
+                           InstanceMethod("memoryUsage", &SandboxHandle::MemoryUsage),
+                           InstanceMethod("dispose", &SandboxHandle::Dispose),
+                       });
+  }
+
+  // new SandboxHandle(memoryLimit, maxStack, captureConsole, maxConsoleBytes, dispatcher)
+  SandboxHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<SandboxHandle>(info) {
+    Napi::Env env = info.Env();
+    bridge_ = env.GetInstanceData<std::shared_ptr<EnvBridge>>()->get()->shared_from_this();
+    if (info.Length() < 5 || !info[4].IsFunction()) {
+      Napi::TypeError::New(env, "SandboxHandle: bad arguments").ThrowAsJavaScriptException();
+      return;
+    }
+    EngineOptions o;
+    o.memoryLimitBytes = static_cast<size_t>(info[0].ToNumber().Int64Value());
+    o.maxStackSizeBytes = static_cast<size_t>(info[1].ToNumber().Int64Value());
+    o.captureConsole = info[2].ToBoolean().Value();
+    o.maxConsoleBytes = static_cast<size_t>(info[3].ToNumber().Int64Value());
+    dispatcher_ = Napi::Persistent(info[4].As<Napi::Function>());
+    id_ = bridge_->nextSandboxId();
+    engine_ = std::make_shared<Engine>(id_, o, bridge_);
+    if (!engine_->valid()) {
+      engine_.reset();
+      Napi::Error::New(env, "OUT_OF_MEMORY: could not create the sandbox runtime").ThrowAsJavaScriptException();
+      return;
+    }
+    napi_type_tag_object(env, info.This(), &kHandleTag);
+    bridge_->registerHandle(id_, this);
+  }
+
+  ~SandboxHandle() override { release(); }
+
+  void release() {
+    if (!engine_) return;
+    if (engine_->dispose()) Executor::instance().schedule(engine_);
+    engine_.reset();
+    if (deferred_) {
+      bridge_->evalEnded();
+      deferred_.reset();
+    }
+    bridge_->unregisterHandle(id_);
+  }
+
+  void completeEval(EvalOutcome& o) {
+    if (!deferred_ || o.evalId != evalId_) return;
+    Napi::Env env = Env();
+    Napi::HandleScope scope(env);
+    auto deferred = std::move(*deferred_);
+    deferred_.reset();
+    bridge_->evalEnded();
+    deferred.Resolve(outcomeToJs(env, o));
+  }
+
+  void hostCall(uint32_t fnId, uint32_t callId, uint64_t evalId, std::vector<uint8_t>& args) {
+    if (!deferred_ || evalId != evalId_) return;  // the eval ended; the call is dropped
+    Napi::Env env = Env();
+    Napi::HandleScope scope(env);
+    Napi::Value argBuf = Napi::Buffer<uint8_t>::Copy(env, args.data(), args.size());
+    dispatcher_.Call({Napi::Number::New(env, 1), Napi::Number::New(env, fnId), Napi::Number::New(env, callId), argBuf,
+                      Napi::Number::New(env, static_cast<double>(evalId))});
+    if (env.IsExceptionPending()) env.GetAndClearPendingException();
+  }
+
+  HostResult syncCall(uint32_t fnId, std::vector<uint8_t>& args) {
+    Napi::Env env = Env();
+    Napi::HandleScope scope(env);
+    HostResult r;
+    Napi::Value argBuf = Napi::Buffer<uint8_t>::Copy(env, args.data(), args.size());
+    Napi::Value ret = dispatcher_.Call({Napi::Number::New(env, 0), Napi::Number::New(env, fnId), Napi::Number::New(env, 0),
+                                        argBuf, Napi::Number::New(env, 0)});
+    if (env.IsExceptionPending()) {
+      Napi::Error e = env.GetAndClearPendingException();
+      r.ok = false;
+      r.errorMessage = "host function failed";
+      return r;
+    }
+    if (ret.IsBuffer() || ret.IsTypedArray()) {
+      r.value = bytesOf(ret);
+      return r;
+    }
+    r.ok = false;
+    if (ret.IsArray()) {
+      Napi::Array a = ret.As<Napi::Array>();
+      r.errorName = a.Get(0u).ToString().Utf8Value();
+      r.errorMessage = a.Get(1u).ToString().Utf8Value();
+    }
+    return r;
+  }
+
+ private:
+  bool alive(const Napi::CallbackInfo& info) {
+    bool tagged = false;
+    napi_check_object_type_tag(info.Env(), info.This(), &kHandleTag, &tagged);
+    if (!tagged || !engine_) {
+      Napi::Error::New(info.Env(), "DISPOSED: the sandbox is disposed").ThrowAsJavaScriptException();
+      return false;
+    }
+    return true;
+  }
+
+  static EvalRequest requestOf(const Napi::CallbackInfo& info) {
+    EvalRequest r;
+    r.code = info[0].ToString().Utf8Value();
+    r.filename = info[1].ToString().Utf8Value();
+    r.executionBudgetMs = info[2].ToNumber().DoubleValue();
+    r.describeUnserializable = info[3].ToBoolean().Value();
+    return r;
+  }
+
+  // evalSync(code, filename, budgetMs, describe) -> outcome array
+  Napi::Value EvalSync(const Napi::CallbackInfo& info) {
+    if (!alive(info) || info.Length() < 4) return info.Env().Undefined();
+    std::shared_ptr<Engine> keep = engine_;
+    EvalOutcome o = keep->evalSync(requestOf(info));
+    return outcomeToJs(info.Env(), o);
+  }
+
+  // evalAsync(code, filename, budgetMs, describe, evalId) -> Promise<outcome array>; null when busy
+  Napi::Value EvalAsync(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!alive(info) || info.Length() < 5) return env.Undefined();
+    if (engine_->broken()) return env.Null();
+    uint64_t evalId = static_cast<uint64_t>(info[4].ToNumber().Int64Value());
+    if (deferred_ || !engine_->beginAsync(requestOf(info), evalId)) return env.Null();
+    evalId_ = evalId;
+    deferred_.emplace(Napi::Promise::Deferred::New(env));
+    bridge_->evalStarted();
+    Executor::instance().schedule(engine_);
+    return deferred_->Promise();
+  }
+
+  // stop(reason, evalId)
+  Napi::Value Stop(const Napi::CallbackInfo& info) {
+    if (!alive(info) || info.Length() < 2) return info.Env().Undefined();
+    auto reason = static_cast<StopReason>(info[0].ToNumber().Int32Value());
+    if (reason != StopReason::WallBudget && reason != StopReason::Abort) return info.Env().Undefined();
+    if (engine_->requestStop(reason, static_cast<uint64_t>(info[1].ToNumber().Int64Value())))
+      Executor::instance().schedule(engine_);
+    return info.Env().Undefined();
+  }
+
+  // settle(callId, ok, bytes | [name, message])
+  Napi::Value Settle(const Napi::CallbackInfo& info) {
+    if (!alive(info) || info.Length() < 3) return info.Env().Undefined();
+    HostResult r;
+    r.callId = info[0].ToNumber().Uint32Value();
+    r.ok = info[1].ToBoolean().Value();
+    if (r.ok) {
+      r.value = bytesOf(info[2]);
+    } else if (info[2].IsArray()) {
+      Napi::Array a = info[2].As<Napi::Array>();
+      r.errorName = a.Get(0u).ToString().Utf8Value();
+      r.errorMessage = a.Get(1u).ToString().Utf8Value();
+    }
+    if (engine_->deliver(std::move(r))) Executor::instance().schedule(engine_);
+    return info.Env().Undefined();
+  }
+
+  // defineFunction(path, fnId, async) -> error text ("" on success)
+  Napi::Value DefineFunction(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!alive(info) || info.Length() < 3) return env.Undefined();
+    if (engine_->busy()) return Napi::String::New(env, "BUSY");
+    return Napi::String::New(env, engine_->defineFunction(info[0].ToString().Utf8Value(),
+                                                          info[1].ToNumber().Uint32Value(), info[2].ToBoolean().Value()));
+  }
+
+  // setGlobal(name, bytes) -> error text
+  Napi::Value SetGlobal(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!alive(info) || info.Length() < 2) return env.Undefined();
+    if (engine_->busy()) return Napi::String::New(env, "BUSY");
+    std::vector<uint8_t> bytes = bytesOf(info[1]);
+    return Napi::String::New(env, engine_->setGlobal(info[0].ToString().Utf8Value(), bytes.data(), bytes.size()));
+  }
+
+  // getGlobal(name) -> [status, bytes | message]
+  Napi::Value GetGlobal(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!alive(info) || info.Length() < 1) return env.Undefined();
+    Napi::Array a = Napi::Array::New(env, 2);
+    if (engine_->busy()) {
+      a.Set(0u, Napi::Number::New(env, static_cast<int>(EvalStatus::Busy)));
+      return a;
+    }
+    std::vector<uint8_t> out;
+    EvalStatus status;
+    std::string err = engine_->getGlobal(info[0].ToString().Utf8Value(), &out, &status);
+    a.Set(0u, Napi::Number::New(env, static_cast<int>(status)));
+    if (err.empty()) a.Set(1u, Napi::Buffer<uint8_t>::Copy(env, out.data(), out.size()));
+    else a.Set(1u, Napi::String::New(env, err));
+    return a;
+  }
+
+  Napi::Value MemoryUsage(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!alive(info)) return env.Undefined();
+    Napi::Array a = Napi::Array::New(env, 3);
+    a.Set(0u, Napi::Number::New(env, static_cast<double>(engine_->memoryUsed())));
+    a.Set(1u, Napi::Number::New(env, static_cast<double>(engine_->memoryPeak())));
+    a.Set(2u, Napi::Number::New(env, static_cast<double>(engine_->memoryLimit())));
+    return a;
+  }
+
+  Napi::Value Dispose(const Napi::CallbackInfo& info) {
+    if (engine_) {
+      if (deferred_) {
+        // Answer the pending eval now; the executor frees the runtime when the guest stops.
+        EvalOutcome o;
+        o.status = EvalStatus::Disposed;
+        o.evalId = evalId_;
+        completeEval(o);
+      }
+      release();
+    }
+    return info.Env().Undefined();
+  }
+
+  std::shared_ptr<EnvBridge> bridge_;
+  std::shared_ptr<Engine> engine_;
+  Napi::FunctionReference dispatcher_;
+  uint32_t id_ = 0;
+  uint64_t evalId_ = 0;
+  std::optional<Napi::Promise::Deferred> deferred_;
+};
+
+HostResult EnvBridge::runSyncCall(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t>& args) {
+  auto it = handles_.find(sandboxId);
+  if (it == handles_.end()) return closedResult();
+  return it->second->syncCall(fnId, args);
+}
+
+HostResult EnvBridge::callSync(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t> args) {
+  if (onMainThread()) return runSyncCall(sandboxId, fnId, args);
+  SyncSlot slot;
+  Message m;
+  m.kind = Message::SyncCall;
+  m.sandboxId = sandboxId;
+  m.fnId = fnId;
+  m.bytes = std::move(args);
+  m.slot = &slot;
+  post(std::move(m));
+  std::unique_lock<std::mutex> lock(slot.mu);
+  slot.cv.wait(lock, [&] { return slot.done; });
+  return std::move(slot.result);
+}
+
+void EnvBridge::drain() {
+  std::deque<Message> batch;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    batch.swap(outbox_);
+  }
+  Napi::HandleScope scope(env_);
+  for (Message& m : batch) {
+    if (m.kind == Message::SyncCall) {
+      finishSlot(m.slot, runSyncCall(m.sandboxId, m.fnId, m.bytes));
+      continue;
+    }
+    auto it = handles_.find(m.sandboxId);
+    if (it == handles_.end()) continue;
+    if (m.kind == Message::AsyncCall) it->second->hostCall(m.fnId, m.callId, m.evalId, m.bytes);
+    else it->second->completeEval(m.outcome);
+  }
+}
+
+void EnvBridge::closeAll() {
+  std::deque<Message> batch;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    batch.swap(outbox_);
+  }
+  for (Message& m : batch)
+    if (m.slot) finishSlot(m.slot, closedResult());
+  auto handles = handles_;
+  for (auto& [id, h] : handles) h->release();
+  tsfn_.Release();
+}
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  auto bridge = std::make_shared<EnvBridge>(env);
+  bridge->start();
+  env.SetInstanceData(new std::shared_ptr<EnvBridge>(bridge));
+  env.AddCleanupHook([bridge]() { bridge->closeAll(); });
+  exports.Set("SandboxHandle", SandboxHandle::Define(env));
+  exports.Set("threadStackBytes", Napi::Number::New(env, static_cast<double>(Executor::kThreadStackBytes)));
+  return exports;
+}
+
+}  // namespace
+
+}  // namespace qjsn
+
+static Napi::Object InitAddon(Napi::Env env, Napi::Object exports) { return qjsn::Init(env, exports); }
+
+NODE_API_MODULE(quickjs_native, InitAddon)

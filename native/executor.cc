@@ -1,0 +1,104 @@
+#include "executor.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace qjsn {
+
+struct Executor::State {
+  std::mutex mu;
+  std::condition_variable wake;
+  std::deque<std::shared_ptr<Engine>> queue;
+  std::vector<std::shared_ptr<Engine>> running;  // engines a worker is inside right now
+  bool started = false;
+};
+
+namespace {
+
+int workerCount() {
+  if (const char* env = std::getenv("QJSN_EXECUTOR_THREADS")) {
+    int n = std::atoi(env);
+    if (n > 0 && n <= 256) return n;
+  }
+  unsigned hw = std::thread::hardware_concurrency();
+  return static_cast<int>(std::max(2u, hw));
+}
+
+void startThread(void* (*body)(void*), void* arg, size_t stackBytes) {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, stackBytes);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t thread;
+  pthread_create(&thread, &attr, body, arg);
+  pthread_attr_destroy(&attr);
+}
+
+void* workerMain(void* arg) {
+  auto* st = static_cast<Executor::State*>(arg);
+  std::unique_lock<std::mutex> lock(st->mu);
+  while (true) {
+    st->wake.wait(lock, [&] { return !st->queue.empty(); });
+    std::shared_ptr<Engine> engine = std::move(st->queue.front());
+    st->queue.pop_front();
+    st->running.push_back(engine);
+    lock.unlock();
+    bool again = engine->runSlice();
+    lock.lock();
+    st->running.erase(std::find(st->running.begin(), st->running.end(), engine));
+    if (engine->broken()) return nullptr;  // the watchdog replaced this thread while it was stuck
+    if (again) {
+      st->queue.push_back(std::move(engine));
+      st->wake.notify_one();
+    }
+  }
+}
+
+void* watchdogMain(void* arg) {
+  auto* st = static_cast<Executor::State*>(arg);
+  while (true) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    std::vector<std::shared_ptr<Engine>> running;
+    {
+      std::lock_guard<std::mutex> lock(st->mu);
+      running = st->running;
+    }
+    int64_t now = monotonicNs();
+    for (auto& engine : running) {
+      if (engine->abandon(now, Executor::kWatchdogGraceNs)) startThread(workerMain, st, Executor::kThreadStackBytes);
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Executor::Executor() : state_(new State()) {}
+
+Executor& Executor::instance() {
+  // Never destroyed: detached workers may still reference it while the process exits.
+  static Executor* executor = new Executor();
+  return *executor;
+}
+
+void Executor::schedule(std::shared_ptr<Engine> engine) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (!state_->started) {
+    state_->started = true;
+    for (int i = workerCount(); i > 0; i--) startThread(workerMain, state_, kThreadStackBytes);
+    startThread(watchdogMain, state_, 256u << 10);
+  }
+  state_->queue.push_back(std::move(engine));
+  state_->wake.notify_one();
+}
+
+}  // namespace qjsn

@@ -1,0 +1,66 @@
+#include "intrinsics.h"
+
+namespace qjsn {
+
+namespace {
+
+OwnedValue globalProp(JSContext* ctx, const char* name) {
+  OwnedValue global(ctx, JS_GetGlobalObject(ctx));
+  return OwnedValue(ctx, JS_GetPropertyStr(ctx, global.get(), name));
+}
+
+OwnedValue protoProp(JSContext* ctx, JSValueConst ctor, const char* name) {
+  OwnedValue proto(ctx, JS_GetPropertyStr(ctx, ctor, "prototype"));
+  return OwnedValue(ctx, JS_GetPropertyStr(ctx, proto.get(), name));
+}
+
+OwnedValue protoGetter(JSContext* ctx, JSValueConst ctor, const char* name) {
+  OwnedValue proto(ctx, JS_GetPropertyStr(ctx, ctor, "prototype"));
+  OwnedAtom atom(ctx, JS_NewAtom(ctx, name));
+  OwnedDescriptor d(ctx);
+  if (d.load(proto.get(), atom.get()) != 1 || !d.isAccessor()) return OwnedValue(ctx, JS_UNDEFINED);
+  return OwnedValue::dup(ctx, d.desc.getter);
+}
+
+bool isFn(JSContext* ctx, const OwnedValue& v) { return JS_IsFunction(ctx, v.get()); }
+
+}  // namespace
+
+bool Intrinsics::load(JSContext* ctx) {
+  mapCtor = globalProp(ctx, "Map");
+  mapSet = protoProp(ctx, mapCtor.get(), "set");
+  mapForEach = protoProp(ctx, mapCtor.get(), "forEach");
+  setCtor = globalProp(ctx, "Set");
+  setAdd = protoProp(ctx, setCtor.get(), "add");
+  setForEach = protoProp(ctx, setCtor.get(), "forEach");
+  OwnedValue dateCtor = globalProp(ctx, "Date");
+  dateGetTime = protoProp(ctx, dateCtor.get(), "getTime");
+  regexpCtor = globalProp(ctx, "RegExp");
+  regexpSource = protoGetter(ctx, regexpCtor.get(), "source");
+  bool ok = isFn(ctx, mapCtor) && isFn(ctx, mapSet) && isFn(ctx, mapForEach) && isFn(ctx, setCtor) &&
+            isFn(ctx, setAdd) && isFn(ctx, setForEach) && isFn(ctx, dateGetTime) && isFn(ctx, regexpCtor) &&
+            isFn(ctx, regexpSource);
+  for (int i = 0; i < 8; i++) {
+    regexpFlagGetters[i] = protoGetter(ctx, regexpCtor.get(), kFlagNames[i]);
+    ok = ok && isFn(ctx, regexpFlagGetters[i]);
+  }
+  bigintCtor = globalProp(ctx, "BigInt");
+  ok = ok && isFn(ctx, bigintCtor);
+  for (int i = 0; i < static_cast<int>(ErrorCtor::Count); i++) {
+    errorCtors[i] = globalProp(ctx, kErrorNames[i]);
+    ok = ok && isFn(ctx, errorCtors[i]);
+  }
+  OwnedValue plain(ctx, JS_NewObject(ctx));
+  objectClassId = JS_GetClassID(plain.get());
+  return ok;
+}
+
+void Intrinsics::clear() {
+  OwnedValue* all[] = {&mapCtor, &mapSet, &mapForEach, &setCtor, &setAdd, &setForEach,
+                       &dateGetTime, &regexpCtor, &regexpSource, &bigintCtor};
+  for (OwnedValue* v : all) v->reset();
+  for (auto& v : regexpFlagGetters) v.reset();
+  for (auto& v : errorCtors) v.reset();
+}
+
+}  // namespace qjsn

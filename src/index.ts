@@ -1,0 +1,21 @@
+/**
+ * quickjs-native: QuickJS-ng in a native Node-API addon, a hard-limited JavaScript sandbox for
+ * running model-written code. See README.md.
+ */
+export { Sandbox } from "./sandbox.js";
+export { SandboxError, isSandboxError } from "./errors.js";
+export type { SandboxErrorCode, GuestErrorInfo, TimeoutBudget } from "./errors.js";
+export { GuestOpaque } from "./marshal.js";
+export type { GuestOpaqueKind } from "./marshal.js";
+export type {
+  SandboxOptions,
+  EvalOptions,
+  EvalReport,
+  EvalStats,
+  ConsoleEntry,
+  ConsoleLevel,
+  MemoryUsage,
+  HostCallContext,
+  HostFunction,
+  AsyncHostFunction,
+} from "./types.js";

@@ -1,0 +1,85 @@
+/**
+ * The one place that loads the compiled addon. node-gyp-build finds a prebuilt binary in
+ * prebuilds/ or a local build in build/Release, so the package works even when its install
+ * script never ran. The surface is internal: only src/sandbox.ts talks to it.
+ */
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** Raw outcome of one eval, as native/addon.cc builds it. */
+export type NativeOutcome = [
+  status: number,
+  value: Buffer | undefined,
+  message: string,
+  stopReason: number,
+  console: Buffer | undefined,
+  consoleTruncated: boolean,
+  executionMs: number,
+  hostCalls: number,
+  memoryUsedBytes: number,
+  peakMemoryBytes: number,
+];
+
+/** Called by the addon on the main thread for each guest call of a host function. */
+export type NativeDispatcher = (kind: 0 | 1, fnId: number, callId: number, args: Buffer, evalId: number) => Buffer | [string, string] | undefined;
+
+export interface NativeHandle {
+  evalSync(code: string, filename: string, budgetMs: number, describe: boolean): NativeOutcome;
+  evalAsync(code: string, filename: string, budgetMs: number, describe: boolean, evalId: number): Promise<NativeOutcome> | null;
+  stop(reason: number, evalId: number): void;
+  settle(callId: number, ok: boolean, result: Buffer | [string, string]): void;
+  defineFunction(path: string, fnId: number, async: boolean): string;
+  setGlobal(name: string, bytes: Buffer): string;
+  getGlobal(name: string): [status: number, result: Buffer | string | undefined];
+  memoryUsage(): [used: number, peak: number, limit: number];
+  dispose(): void;
+}
+
+interface NativeModule {
+  SandboxHandle: new (
+    memoryLimitBytes: number,
+    maxStackSizeBytes: number,
+    captureConsole: boolean,
+    maxConsoleBytes: number,
+    dispatcher: NativeDispatcher,
+  ) => NativeHandle;
+  threadStackBytes: number;
+}
+
+/** Status codes of native/engine.h EvalStatus. */
+export const enum NativeStatus {
+  Ok = 0,
+  GuestError = 1,
+  SyntaxError = 2,
+  Timeout = 3,
+  OutOfMemory = 4,
+  StackOverflow = 5,
+  Aborted = 6,
+  Disposed = 7,
+  Unserializable = 8,
+  Broken = 9,
+  Busy = 10,
+}
+
+/** Stop reasons of native/engine.h StopReason. */
+export const enum NativeStop {
+  None = 0,
+  ExecutionBudget = 1,
+  WallBudget = 2,
+  Abort = 3,
+  Dispose = 4,
+}
+
+const require = createRequire(import.meta.url);
+const packageRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
+
+function load(): NativeModule {
+  const override = process.env.QUICKJS_NATIVE_BINARY;
+  if (override) return require(override) as NativeModule;
+  const nodeGypBuild = require("node-gyp-build") as (dir: string) => NativeModule;
+  return nodeGypBuild(packageRoot);
+}
+
+/** The loaded addon. */
+export const native: NativeModule = load();

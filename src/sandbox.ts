@@ -1,0 +1,444 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import { formatWithOptions } from "node:util";
+import { SandboxError, type GuestErrorInfo } from "./errors.js";
+import { GuestOpaque, decodeConsole, decodeValue, encodeValue } from "./marshal.js";
+import { native, NativeStatus, NativeStop, type NativeHandle, type NativeOutcome } from "./native.js";
+import type {
+  AsyncHostFunction,
+  ConsoleEntry,
+  ConsoleLevel,
+  EvalOptions,
+  EvalReport,
+  EvalStats,
+  HostFunction,
+  MemoryUsage,
+  SandboxOptions,
+} from "./types.js";
+
+const MiB = 1024 * 1024;
+const DEFAULTS: Required<SandboxOptions> = {
+  memoryLimitBytes: 64 * MiB,
+  maxStackSizeBytes: 1 * MiB,
+  executionTimeoutMs: 5000,
+  wallTimeoutMs: 60_000,
+  captureConsole: true,
+  maxConsoleBytes: 1 * MiB,
+};
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+const CONSOLE_LEVELS: readonly ConsoleLevel[] = ["log", "info", "warn", "error", "debug"];
+const PATH_SEGMENT = /^[A-Za-z_$][\w$]*$/;
+const FORBIDDEN_SEGMENTS = new Set(["__proto__", "prototype", "constructor"]);
+
+function invalid(message: string): SandboxError {
+  return new SandboxError("INVALID_ARGUMENT", message);
+}
+
+function checkInteger(name: string, value: unknown, min: number, max: number): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+    throw invalid(`${name} must be an integer between ${min} and ${max}; got ${formatWithOptions({ depth: 0 }, "%O", value)}`);
+  }
+  return value;
+}
+
+function checkTimeout(name: string, value: unknown): number {
+  if (typeof value !== "number" || !(value > 0) || value > MAX_TIMEOUT_MS) {
+    throw invalid(`${name} must be a number of milliseconds between 0 (exclusive) and ${MAX_TIMEOUT_MS}; got ${formatWithOptions({ depth: 0 }, "%O", value)}`);
+  }
+  return value;
+}
+
+function checkKeys(what: string, value: object, allowed: readonly string[]): void {
+  for (const key of Object.keys(value)) {
+    if (!allowed.includes(key)) throw invalid(`unknown ${what} option '${key}'; known options: ${allowed.join(", ")}`);
+  }
+}
+
+function validateOptions(options: unknown): Required<SandboxOptions> {
+  if (options === undefined) return { ...DEFAULTS };
+  if (typeof options !== "object" || options === null) throw invalid("Sandbox options must be an object");
+  checkKeys("Sandbox", options, Object.keys(DEFAULTS));
+  const o = { ...DEFAULTS, ...(options as SandboxOptions) };
+  checkInteger("memoryLimitBytes", o.memoryLimitBytes, 1 * MiB, 16 * 1024 * MiB);
+  // Executor threads have native.threadStackBytes of stack; keep a wide margin for C frames.
+  checkInteger("maxStackSizeBytes", o.maxStackSizeBytes, 64 * 1024, Math.min(8 * MiB, native.threadStackBytes / 2));
+  checkTimeout("executionTimeoutMs", o.executionTimeoutMs);
+  checkTimeout("wallTimeoutMs", o.wallTimeoutMs);
+  if (typeof o.captureConsole !== "boolean") throw invalid("captureConsole must be a boolean");
+  checkInteger("maxConsoleBytes", o.maxConsoleBytes, 0, 256 * MiB);
+  return o;
+}
+
+const EVAL_OPTION_KEYS = ["timeoutMs", "wallTimeoutMs", "filename", "signal", "unserializable"] as const;
+
+function validateEvalOptions(code: unknown, options: unknown): EvalOptions {
+  if (typeof code !== "string") throw invalid(`code must be a string; got ${typeof code}`);
+  if (options === undefined) return {};
+  if (typeof options !== "object" || options === null) throw invalid("eval options must be an object");
+  checkKeys("eval", options, EVAL_OPTION_KEYS);
+  const o = options as EvalOptions;
+  if (o.timeoutMs !== undefined) checkTimeout("timeoutMs", o.timeoutMs);
+  if (o.wallTimeoutMs !== undefined) checkTimeout("wallTimeoutMs", o.wallTimeoutMs);
+  if (o.filename !== undefined && (typeof o.filename !== "string" || o.filename.length > 1024)) throw invalid("filename must be a string of at most 1024 characters");
+  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw invalid("signal must be an AbortSignal");
+  if (o.unserializable !== undefined && o.unserializable !== "throw" && o.unserializable !== "describe") throw invalid('unserializable must be "throw" or "describe"');
+  return o;
+}
+
+function validatePath(name: unknown): string {
+  if (typeof name !== "string" || name.length > 256) throw invalid("name must be a string of at most 256 characters");
+  const segments = name.split(".");
+  for (const s of segments) {
+    if (!PATH_SEGMENT.test(s) || FORBIDDEN_SEGMENTS.has(s)) throw invalid(`'${name}' is not a valid global name or dotted path of identifiers`);
+  }
+  return name;
+}
+
+/** Which sandboxes' host functions are running in the current async context (re-entry check). */
+const hostCallContext = new AsyncLocalStorage<ReadonlySet<Sandbox>>();
+
+function guestInfo(thrown: unknown): GuestErrorInfo {
+  if (thrown instanceof Error) {
+    const info: GuestErrorInfo = { name: thrown.name, message: thrown.message };
+    if (typeof thrown.stack === "string" && thrown.stack !== `${thrown.name}: ${thrown.message}`) info.stack = thrown.stack;
+    return info;
+  }
+  const text = typeof thrown === "string" ? thrown : formatWithOptions({ depth: 4 }, "%O", thrown);
+  return { name: thrown === null ? "null" : thrown instanceof GuestOpaque ? thrown.kind : typeof thrown, message: text, nonError: true };
+}
+
+function hostErrorOf(err: unknown): [string, string] {
+  if (err instanceof Error) return [err.name || "Error", err.message];
+  return ["Error", typeof err === "string" ? err : formatWithOptions({ depth: 2 }, "%O", err)];
+}
+
+interface RegisteredFunction {
+  name: string;
+  fn: HostFunction | AsyncHostFunction;
+  async: boolean;
+}
+
+/**
+ * A JavaScript sandbox: one QuickJS-ng runtime with its own memory limit, stack limit, time
+ * budgets and job queue. Values cross in and out by copy; no host object ever reaches guest code.
+ *
+ * Evals run one after another in call order. `eval`/`run` execute on the addon's executor threads
+ * and never block the Node event loop; `evalSync`/`runSync` run inline, for short computations.
+ */
+export class Sandbox implements Disposable {
+  readonly #options: Required<SandboxOptions>;
+  #handle: NativeHandle | undefined;
+  readonly #functions: RegisteredFunction[] = [];
+  #queue: Promise<void> = Promise.resolve();
+  #evalSeq = 0;
+  #currentEvalId = 0;
+  readonly #pendingCalls = new Map<number, AbortController>();
+  #inSyncHostCall = 0;
+  #broken = false;
+
+  /** Creates a sandbox. Throws `INVALID_ARGUMENT` for bad options. */
+  constructor(options?: SandboxOptions) {
+    this.#options = validateOptions(options);
+    const o = this.#options;
+    try {
+      this.#handle = new native.SandboxHandle(o.memoryLimitBytes, o.maxStackSizeBytes, o.captureConsole, o.maxConsoleBytes, this.#dispatch);
+    } catch (err) {
+      throw new SandboxError("OUT_OF_MEMORY", "could not create the sandbox runtime", { cause: err });
+    }
+  }
+
+  /** True once {@link Sandbox.dispose} ran. */
+  get disposed(): boolean {
+    return this.#handle === undefined;
+  }
+
+  /** The options in force, defaults filled in. */
+  get options(): Readonly<Required<SandboxOptions>> {
+    return this.#options;
+  }
+
+  // Called by the addon for every guest call of a host function (main thread).
+  readonly #dispatch = (kind: 0 | 1, fnId: number, callId: number, argBytes: Buffer, evalId: number): Buffer | [string, string] | undefined => {
+    const entry = this.#functions[fnId];
+    if (!entry) return ["Error", "unknown host function"];
+    let args: unknown[];
+    try {
+      args = decodeValue(argBytes) as unknown[];
+    } catch (err) {
+      return hostErrorOf(err);
+    }
+    if (kind === 0) return this.#callSync(entry, args);
+    this.#callAsync(entry, args, callId, evalId);
+    return undefined;
+  };
+
+  #callSync(entry: RegisteredFunction, args: unknown[]): Buffer | [string, string] {
+    this.#inSyncHostCall++;
+    try {
+      const result = hostCallContext.run(this.#withSelf(), () => (entry.fn as HostFunction)(...args));
+      if (result instanceof Promise) {
+        result.catch(() => {});
+        return ["TypeError", `host function '${entry.name}' returned a promise; register it with defineAsyncFunction`];
+      }
+      return encodeValue(result);
+    } catch (err) {
+      return hostErrorOf(err);
+    } finally {
+      this.#inSyncHostCall--;
+    }
+  }
+
+  #callAsync(entry: RegisteredFunction, args: unknown[], callId: number, evalId: number): void {
+    const controller = new AbortController();
+    this.#pendingCalls.set(callId, controller);
+    const settle = (ok: boolean, result: Buffer | [string, string]): void => {
+      this.#pendingCalls.delete(callId);
+      if (controller.signal.aborted || evalId !== this.#currentEvalId || !this.#handle) return;
+      this.#handle.settle(callId, ok, result);
+    };
+    let pending: unknown;
+    try {
+      pending = hostCallContext.run(this.#withSelf(), () => (entry.fn as AsyncHostFunction)(args, { signal: controller.signal }));
+    } catch (err) {
+      settle(false, hostErrorOf(err));
+      return;
+    }
+    Promise.resolve(pending).then(
+      (value) => {
+        let bytes: Buffer;
+        try {
+          bytes = encodeValue(value);
+        } catch (err) {
+          settle(false, ["TypeError", `the result of '${entry.name}' cannot be copied into the sandbox: ${(err as Error).message}`]);
+          return;
+        }
+        settle(true, bytes);
+      },
+      (err: unknown) => settle(false, hostErrorOf(err)),
+    );
+  }
+
+  #withSelf(): ReadonlySet<Sandbox> {
+    const outer = hostCallContext.getStore();
+    if (outer?.has(this)) return outer;
+    return new Set(outer ? [...outer, this] : [this]);
+  }
+
+  #live(): NativeHandle {
+    if (!this.#handle) throw new SandboxError("DISPOSED", "the sandbox is disposed");
+    return this.#handle;
+  }
+
+  #reentered(): boolean {
+    return this.#inSyncHostCall > 0 || hostCallContext.getStore()?.has(this) === true;
+  }
+
+  /**
+   * Exposes a synchronous host function to the guest as a global (or at a dotted path such as
+   * `"tools.lookup"`). Arguments and the result are copied; a thrown host error becomes a guest
+   * `Error` with the message only.
+   */
+  defineFunction(name: string, fn: HostFunction): void {
+    this.#define(name, fn, false);
+  }
+
+  /**
+   * Exposes an asynchronous host function: the guest call returns a promise at once, `fn` runs on
+   * the Node main thread with the copied arguments and an `AbortSignal` that fires when the eval
+   * ends first, and its result (or error message) settles the guest promise.
+   */
+  defineAsyncFunction(name: string, fn: AsyncHostFunction): void {
+    this.#define(name, fn, true);
+  }
+
+  #define(name: string, fn: HostFunction | AsyncHostFunction, async: boolean): void {
+    validatePath(name);
+    if (typeof fn !== "function") throw invalid("fn must be a function");
+    const handle = this.#live();
+    const fnId = this.#functions.length;
+    const error = handle.defineFunction(name, fnId, async);
+    if (error === "BUSY") throw new SandboxError("BUSY", "cannot define a function while an eval runs");
+    if (error) throw invalid(`cannot define '${name}': ${error}`);
+    this.#functions.push({ name, fn, async });
+  }
+
+  /** Copies `value` into the guest as the global `name`. */
+  setGlobal(name: string, value: unknown): void {
+    if (typeof name !== "string" || !PATH_SEGMENT.test(name) || FORBIDDEN_SEGMENTS.has(name)) throw invalid("name must be an identifier");
+    const handle = this.#live();
+    const error = handle.setGlobal(name, encodeValue(value));
+    if (error === "BUSY") throw new SandboxError("BUSY", "cannot set a global while an eval runs");
+    if (error) throw new SandboxError("OUT_OF_MEMORY", `cannot set global '${name}': ${error}`);
+  }
+
+  /** Copies the guest global `name` out (its own data property; getters are never run). */
+  getGlobal(name: string): unknown {
+    if (typeof name !== "string" || name.length > 1024) throw invalid("name must be a string");
+    const [status, result] = this.#live().getGlobal(name);
+    if (status === NativeStatus.Ok) return decodeValue(result as Buffer);
+    if (status === NativeStatus.Busy) throw new SandboxError("BUSY", "cannot read a global while an eval runs");
+    throw new SandboxError("UNSERIALIZABLE", String(result));
+  }
+
+  /** Memory of the guest runtime. */
+  memoryUsage(): MemoryUsage {
+    const [usedBytes, peakBytes, limitBytes] = this.#live().memoryUsage();
+    return { usedBytes, peakBytes, limitBytes };
+  }
+
+  /**
+   * Runs `code` inline on the calling thread and returns the completion value of its last
+   * statement. Throws {@link SandboxError}. For short computations: it blocks the event loop.
+   */
+  evalSync(code: string, options?: EvalOptions): unknown {
+    const report = this.runSync(code, options);
+    if (!report.ok) throw report.error;
+    return report.value;
+  }
+
+  /** Like {@link Sandbox.evalSync}, but failures are returned as data with console and stats. */
+  runSync(code: string, options?: EvalOptions): EvalReport {
+    const o = validateEvalOptions(code, options);
+    if (o.signal?.aborted) return this.#report(this.#stubOutcome(NativeStatus.Aborted), 0, o);
+    const handle = this.#live();
+    if (this.#broken) return this.#report(this.#stubOutcome(NativeStatus.Broken), 0, o);
+    const started = performance.now();
+    const raw = handle.evalSync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe");
+    return this.#report(raw, performance.now() - started, o);
+  }
+
+  /**
+   * Runs `code` on an executor thread and resolves with the completion value of its last
+   * statement; top-level `await` works. Rejects with {@link SandboxError}.
+   */
+  async eval(code: string, options?: EvalOptions): Promise<unknown> {
+    const report = await this.run(code, options);
+    if (!report.ok) throw report.error;
+    return report.value;
+  }
+
+  /** Like {@link Sandbox.eval}, but failures are returned as data with console and stats. */
+  async run(code: string, options?: EvalOptions): Promise<EvalReport> {
+    const o = validateEvalOptions(code, options);
+    if (this.#reentered()) return this.#report(this.#stubOutcome(NativeStatus.Busy), 0, o);
+    const previous = this.#queue;
+    let release!: () => void;
+    this.#queue = new Promise((resolve) => (release = resolve));
+    try {
+      await previous;
+      return await this.#runNow(code, o);
+    } finally {
+      release();
+    }
+  }
+
+  async #runNow(code: string, o: EvalOptions): Promise<EvalReport> {
+    if (!this.#handle) return this.#report(this.#stubOutcome(NativeStatus.Disposed), 0, o);
+    if (this.#broken) return this.#report(this.#stubOutcome(NativeStatus.Broken), 0, o);
+    if (o.signal?.aborted) return this.#report(this.#stubOutcome(NativeStatus.Aborted), 0, o);
+    const handle = this.#handle;
+    const evalId = ++this.#evalSeq;
+    const started = performance.now();
+    const pending = handle.evalAsync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", evalId);
+    if (!pending) return this.#report(this.#stubOutcome(NativeStatus.Busy), 0, o);
+    this.#currentEvalId = evalId;
+    const wallMs = o.wallTimeoutMs ?? this.#options.wallTimeoutMs;
+    const timer = setTimeout(() => this.#handle?.stop(NativeStop.WallBudget, evalId), wallMs);
+    const onAbort = (): void => this.#handle?.stop(NativeStop.Abort, evalId);
+    o.signal?.addEventListener("abort", onAbort, { once: true });
+    let raw: NativeOutcome;
+    try {
+      raw = await pending;
+    } finally {
+      clearTimeout(timer);
+      o.signal?.removeEventListener("abort", onAbort);
+      this.#currentEvalId = 0;
+      for (const controller of this.#pendingCalls.values()) controller.abort(new SandboxError("ABORTED", "the eval that made this call has ended"));
+      this.#pendingCalls.clear();
+    }
+    if (raw[0] === NativeStatus.Timeout && raw[2]) this.#broken = true; // the watchdog answered
+    return this.#report(raw, performance.now() - started, o, wallMs);
+  }
+
+  #stubOutcome(status: NativeStatus): NativeOutcome {
+    return [status, undefined, "", NativeStop.None, undefined, false, 0, 0, 0, 0];
+  }
+
+  #report(raw: NativeOutcome, wallMs: number, o: EvalOptions, wallBudgetMs?: number): EvalReport {
+    const [status, valueBytes, message, stop, consoleBytes, consoleTruncated, executionMs, hostCalls, memoryUsedBytes, peakMemoryBytes] = raw;
+    const stats: EvalStats = { executionMs, wallMs, hostCalls, memoryUsedBytes, peakMemoryBytes };
+    const console = consoleBytes ? formatConsole(consoleBytes) : [];
+    if (status === NativeStatus.Ok) {
+      try {
+        return { ok: true, value: valueBytes ? decodeValue(valueBytes) : undefined, console, consoleTruncated, stats };
+      } catch (err) {
+        return { ok: false, error: err as SandboxError, console, consoleTruncated, stats };
+      }
+    }
+    const error = this.#errorOf(status, valueBytes, message, stop, o, wallBudgetMs);
+    return { ok: false, error, console, consoleTruncated, stats };
+  }
+
+  #errorOf(status: NativeStatus, valueBytes: Buffer | undefined, message: string, stop: number, o: EvalOptions, wallBudgetMs?: number): SandboxError {
+    switch (status) {
+      case NativeStatus.GuestError:
+      case NativeStatus.SyntaxError: {
+        let thrown: unknown;
+        try {
+          thrown = valueBytes ? decodeValue(valueBytes) : undefined;
+        } catch {
+          thrown = new Error("the thrown value could not be copied out");
+        }
+        const guest = guestInfo(thrown);
+        const text = guest.nonError ? guest.message : `${guest.name}: ${guest.message}`;
+        return new SandboxError(status === NativeStatus.SyntaxError ? "SYNTAX_ERROR" : "GUEST_ERROR", text, { guest });
+      }
+      case NativeStatus.Timeout: {
+        const budget = stop === NativeStop.WallBudget ? "wall" : "execution";
+        const ms = budget === "wall" ? wallBudgetMs ?? o.wallTimeoutMs ?? this.#options.wallTimeoutMs : o.timeoutMs ?? this.#options.executionTimeoutMs;
+        const watchdog = message ? `; ${message}` : "";
+        return new SandboxError("TIMEOUT", `the ${budget === "wall" ? "wall-clock" : "execution"} budget of ${ms} ms ran out${watchdog}`, { budget });
+      }
+      case NativeStatus.OutOfMemory:
+        return new SandboxError("OUT_OF_MEMORY", `the guest ran out of memory (limit ${this.#options.memoryLimitBytes} bytes)`);
+      case NativeStatus.StackOverflow:
+        return new SandboxError("STACK_OVERFLOW", "RangeError: Maximum call stack size exceeded", { guest: { name: "RangeError", message: "Maximum call stack size exceeded" } });
+      case NativeStatus.Aborted:
+        return new SandboxError("ABORTED", "the eval was aborted");
+      case NativeStatus.Disposed:
+        return new SandboxError("DISPOSED", "the sandbox was disposed");
+      case NativeStatus.Unserializable:
+        return new SandboxError("UNSERIALIZABLE", message || "the result cannot be copied out of the sandbox");
+      case NativeStatus.Broken:
+        return new SandboxError("BROKEN", "the sandbox was stopped while stuck in a built-in that cannot be interrupted; dispose it and create a new one");
+      case NativeStatus.Busy:
+        return new SandboxError("BUSY", "the sandbox is busy: a host function cannot run code in its own sandbox");
+      default:
+        return new SandboxError("GUEST_ERROR", `unexpected engine status ${status}`);
+    }
+  }
+
+  /**
+   * Frees the runtime. Safe at any time and more than once: a running eval rejects with
+   * `DISPOSED`, pending host calls' signals fire, queued evals reject with `DISPOSED`.
+   */
+  dispose(): void {
+    const handle = this.#handle;
+    if (!handle) return;
+    this.#handle = undefined;
+    for (const controller of this.#pendingCalls.values()) controller.abort(new SandboxError("DISPOSED", "the sandbox was disposed"));
+    this.#pendingCalls.clear();
+    handle.dispose();
+  }
+
+  /** Same as {@link Sandbox.dispose}, for `using`. */
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}
+
+function formatConsole(bytes: Buffer): ConsoleEntry[] {
+  return decodeConsole(bytes).map(({ level, args }) => ({
+    level: CONSOLE_LEVELS[level] ?? "log",
+    text: formatWithOptions({ depth: 6, colors: false }, ...args),
+  }));
+}
