@@ -38,9 +38,11 @@ class OwnedValue {
     value_ = JS_UNDEFINED;
     return v;
   }
+  // Drops the reference; afterwards the owner no longer touches its context (which may be gone).
   void reset() {
-    if (ctx_) JS_FreeValue(ctx_, value_);
+    if (ctx_ && JS_VALUE_HAS_REF_COUNT(value_)) JS_FreeValue(ctx_, value_);
     value_ = JS_UNDEFINED;
+    ctx_ = nullptr;
   }
 
  private:
