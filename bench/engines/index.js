@@ -1,0 +1,34 @@
+// Registry of engine adapters, in report order. Each adapter module documents its engine.
+//
+// Adapter contract (all engines implement the same primitives so the workloads stay identical):
+//   id, label                 stable key and display name
+//   unsupported               { caseId: reason } for cases the engine has no way to run
+//   load()                    one-time import/instantiation; resolves to { version, quickjs, build, threading }
+//   createSession({ sync, async })  a live runtime+context with host functions `name -> fn`; returns
+//     { evalSync?(code), evalAsync(code, { awaitResult }), setString(name, s), spin(code, ms), dispose(),
+//       snapshot?(), restore?(bytes) }
+//   createEvalTool?()         the engine's LangChain eval tool: { invoke(code), dispose() }
+
+export const ENGINE_IDS = [
+  "quickjs-native",
+  "wasm-bellard-sync",
+  "wasm-ng-sync",
+  "wasm-ng-asyncify",
+  "langchain-quickjs",
+  "isolated-vm",
+];
+
+const modules = {
+  "quickjs-native": "./quickjs-native.js",
+  "wasm-bellard-sync": "./qjs-emscripten-bellard-sync.js",
+  "wasm-ng-sync": "./qjs-emscripten-ng-sync.js",
+  "wasm-ng-asyncify": "./qjs-emscripten-ng-asyncify.js",
+  "langchain-quickjs": "./langchain-quickjs.js",
+  "isolated-vm": "./isolated-vm.js",
+};
+
+/** The adapter for an engine id. */
+export async function loadAdapter(id) {
+  if (!modules[id]) throw new Error(`unknown engine ${id}`);
+  return (await import(modules[id])).default;
+}

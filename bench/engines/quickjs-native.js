@@ -1,0 +1,97 @@
+// quickjs-native (this repository): QuickJS-ng compiled into a Node-API addon. Loaded from the
+// repository's own build output (dist/ + build/Release), never from an installed copy.
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { makeLookupTool, resolvePtcTools } from "../workloads/fake-tool.js";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const MEMORY_LIMIT = 64 * 1024 * 1024;
+
+let api;
+
+/** Why the library cannot be loaded from this checkout, or null when it can. */
+function missingBuild() {
+  const addonDir = `${root}build/Release`;
+  const hasAddon = existsSync(addonDir) && readdirSync(addonDir).some((f) => f.endsWith(".node"));
+  if (!hasAddon) return "native addon not built (build/Release/*.node missing): run `npm run build`";
+  if (!existsSync(`${root}dist/index.js`)) return "TypeScript layer not built (dist/index.js missing): run `npm run build:ts`";
+  return null;
+}
+
+function hasSnapshots() {
+  return typeof api?.Sandbox?.restore === "function" && typeof api?.Sandbox?.prototype?.snapshot === "function";
+}
+
+export default {
+  id: "quickjs-native",
+  label: "quickjs-native (this package)",
+  get unsupported() {
+    const reasons = {};
+    if (api && !hasSnapshots()) {
+      const why = "snapshot API not present yet (sb.snapshot() / Sandbox.restore())";
+      reasons["snapshot-10k"] = why;
+      reasons["snapshot-1m"] = why;
+    }
+    return reasons;
+  },
+
+  async load() {
+    const missing = missingBuild();
+    if (missing) throw new Error(missing);
+    api = await import(pathToFileURL(`${root}dist/index.js`).href);
+    const lock = JSON.parse(readFileSync(`${root}deps/quickjs-ng.lock.json`, "utf8"));
+    const pkg = JSON.parse(readFileSync(`${root}package.json`, "utf8"));
+    return {
+      version: `quickjs-native ${pkg.version} (this checkout)`,
+      quickjs: `QuickJS-ng ${lock.version} + deps/patches`,
+      build: "native addon, cmake-js Release, engine at -O2",
+      threading: "evalSync on the calling thread; eval on addon-owned executor threads",
+    };
+  },
+
+  createSession({ sync = {}, async: asyncFns = {} } = {}) {
+    const sb = new api.Sandbox({ memoryLimitBytes: MEMORY_LIMIT });
+    for (const [name, fn] of Object.entries(sync)) sb.defineFunction(name, fn);
+    for (const [name, fn] of Object.entries(asyncFns)) sb.defineAsyncFunction(name, (args) => fn(...args));
+    return {
+      evalSync: (code) => sb.evalSync(code),
+      // sb.eval returns a promise completion value as-is (it cannot be copied out) and awaits
+      // only top-level `await`; the other engines settle a returned promise, so the same guest
+      // source is awaited explicitly when the case says its value is a promise.
+      evalAsync: (code, { awaitResult = false } = {}) => sb.eval(awaitResult ? `await (${code})` : code),
+      setString(name, value) {
+        sb.setGlobal(name, value);
+      },
+      async spin(code, ms) {
+        try {
+          await sb.eval(code, { timeoutMs: ms });
+        } catch {
+          return;
+        }
+        throw new Error("spin loop ended without a timeout");
+      },
+      snapshot: () => sb.snapshot(),
+      restore: (bytes) => api.Sandbox.restore(bytes, { memoryLimitBytes: MEMORY_LIMIT }),
+      dispose: () => sb.dispose(),
+    };
+  },
+
+  async createEvalTool() {
+    const langchainEntry = `${root}dist/langchain/index.js`;
+    if (!existsSync(langchainEntry)) throw new Error("middleware not built yet (dist/langchain/index.js missing)");
+    const lc = await import(pathToFileURL(langchainEntry).href);
+    if (typeof lc.createCodeInterpreterMiddleware !== "function") {
+      throw new Error("quickjs-native/langchain does not export createCodeInterpreterMiddleware yet");
+    }
+    const lookup = makeLookupTool();
+    const middleware = lc.createCodeInterpreterMiddleware({ ptc: [lookup] });
+    const evalTool = middleware.tools?.find((t) => t.name === "eval") ?? middleware.tools?.[0];
+    if (!evalTool) throw new Error("the middleware exposes no eval tool");
+    const config = { configurable: { thread_id: "bench-thread" } };
+    await resolvePtcTools(middleware, [lookup, evalTool], config);
+    return {
+      invoke: (code) => evalTool.invoke({ code }, config),
+      dispose: () => middleware.dispose?.(),
+    };
+  },
+};

@@ -1,0 +1,56 @@
+// One engine's cases in a process of their own: `node --expose-gc lib/child.js ENGINE MODE OUT
+// [--quick]`, MODE = timed | memory:N | eventloop. Writes a JSON result to OUT; progress to stderr.
+import { writeFileSync } from "node:fs";
+import { loadAdapter } from "../engines/index.js";
+import { runTimedCases } from "./timed-cases.js";
+import { runMemoryCase } from "./memory-case.js";
+import { runEventLoopCase } from "./event-loop-case.js";
+import { formatRow } from "./format.js";
+
+const [engineId, mode, outPath, ...flags] = process.argv.slice(2);
+const quick = flags.includes("--quick");
+const say = (text) => process.stderr.write(`  ${engineId.padEnd(18)} ${text}\n`);
+
+async function main() {
+  const adapter = await loadAdapter(engineId);
+  const loadStarted = performance.now();
+  let info;
+  try {
+    info = await adapter.load();
+  } catch (error) {
+    const unavailable = String(error?.message ?? error);
+    say(`unavailable: ${unavailable}`);
+    return { engine: engineId, label: adapter.label, unavailable };
+  }
+  const loadMs = performance.now() - loadStarted;
+  const out = { engine: engineId, label: adapter.label, info, rows: [] };
+  if (mode === "timed") {
+    out.rows.push({ case: "load", status: "ok", onceMs: loadMs });
+    say(formatRow(out.rows[0]));
+    out.rows.push(...(await runTimedCases(adapter, { quick, onProgress: (row) => say(formatRow(row)) })));
+  } else if (mode.startsWith("memory:")) {
+    const count = Number(mode.slice("memory:".length));
+    const row = { case: count >= 10000 ? "rss-10k" : "rss-100", ...(await runMemoryCase(adapter, count, { onProgress: say })) };
+    say(formatRow(row));
+    out.rows.push(row);
+  } else if (mode === "eventloop") {
+    const row = { case: "event-loop", ...(await runEventLoopCase(adapter, quick ? 500 : 2000)) };
+    say(formatRow(row));
+    out.rows.push(row);
+  } else {
+    throw new Error(`unknown mode ${mode}`);
+  }
+  return out;
+}
+
+main().then(
+  (out) => {
+    writeFileSync(outPath, JSON.stringify(out));
+    // Engines may keep handles (thread pools, WASM workers) alive: the result is written, leave.
+    process.exit(0);
+  },
+  (error) => {
+    writeFileSync(outPath, JSON.stringify({ engine: engineId, crashed: String(error?.stack ?? error) }));
+    process.exit(1);
+  },
+);

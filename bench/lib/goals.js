@@ -1,0 +1,64 @@
+// The issue's goals for quickjs-native, evaluated against one run's results.
+
+const NATIVE = "quickjs-native";
+
+function row(run, engine, caseId) {
+  const result = run.results.find((r) => r.engine === engine);
+  return result?.rows.find((r) => r.case === caseId && r.status === "ok");
+}
+
+function missing(run, engine, caseId) {
+  const result = run.results.find((r) => r.engine === engine);
+  if (!result) return `${engine} not run`;
+  if (result.unavailable) return `${engine} unavailable: ${result.unavailable}`;
+  const r = result.rows.find((x) => x.case === caseId);
+  if (!r) return `${caseId} not measured${run.quick && caseId === "rss-10k" ? " (full run only)" : ""}`;
+  return `${caseId} ${r.status}: ${r.reason}`;
+}
+
+/** Each goal: { goal, target, measured, status: "met"|"not met"|"not measured", detail } */
+export function evaluateGoals(run) {
+  const goals = [];
+  const add = (goal, target, compute) => {
+    try {
+      const { value, text, met } = compute();
+      goals.push({ goal, target, measured: text, status: met ? "met" : "not met", value });
+    } catch (reason) {
+      goals.push({ goal, target, measured: "—", status: "not measured", detail: String(reason.message ?? reason) });
+    }
+  };
+  const need = (engine, caseId) => {
+    const r = row(run, engine, caseId);
+    if (!r) throw new Error(missing(run, engine, caseId));
+    return r;
+  };
+  add("new session vs raw C", "≤ 1.5×", () => {
+    const ratio = need(NATIVE, "session").medianUs / need("c-floor", "session").medianUs;
+    return { value: ratio, text: `${ratio.toFixed(2)}×`, met: ratio <= 1.5 };
+  });
+  add("10k-object transform vs raw C", "≤ 1.2×", () => {
+    const ratio = need(NATIVE, "transform").medianUs / need("c-floor", "transform").medianUs;
+    return { value: ratio, text: `${ratio.toFixed(2)}×`, met: ratio <= 1.2 };
+  });
+  add("sync host call", "≤ 0.5 µs per call", () => {
+    const us = need(NATIVE, "sync-host").medianUs / 10000;
+    return { value: us, text: `${us.toFixed(3)} µs`, met: us <= 0.5 };
+  });
+  add("awaited async host call (off-thread eval)", "≤ 15 µs per call", () => {
+    const us = need(NATIVE, "async-host").medianUs / 10000;
+    return { value: us, text: `${us.toFixed(2)} µs`, met: us <= 15 };
+  });
+  add("eval tool call end to end vs @langchain/quickjs", "≥ 5× faster", () => {
+    const speedup = need("langchain-quickjs", "eval-tool").medianUs / need(NATIVE, "eval-tool").medianUs;
+    return { value: speedup, text: `${speedup.toFixed(1)}× faster`, met: speedup >= 5 };
+  });
+  add("RSS per live session", "≤ 300 KB", () => {
+    const r = row(run, NATIVE, "rss-10k") ?? need(NATIVE, "rss-100");
+    return { value: r.perSessionKB, text: `${r.perSessionKB.toFixed(0)} KB (${r.sessions.toLocaleString("en-US")} sessions)`, met: r.perSessionKB <= 300 };
+  });
+  add("event-loop p99 while 2 guests spin", "≤ 5 ms", () => {
+    const r = need(NATIVE, "event-loop");
+    return { value: r.p99Ms, text: `${r.p99Ms.toFixed(2)} ms`, met: r.p99Ms <= 5 };
+  });
+  return goals;
+}

@@ -1,0 +1,179 @@
+// Renders bench/RESULTS.md from one run's results (every ratio comes from the same run).
+import { CASES } from "../workloads/cases.js";
+import { evaluateGoals } from "./goals.js";
+import { formatOps, formatRatio, formatUs } from "./format.js";
+
+const NATIVE = "quickjs-native";
+const FLOOR = "c-floor";
+const esc = (s) => String(s ?? "").replace(/\|/g, "\\|").replace(/\n/g, " ");
+
+function table(headers, rows) {
+  return [
+    `| ${headers.join(" | ")} |`,
+    `|${headers.map((h, i) => (i === 0 ? "---" : "---:")).join("|")}|`,
+    ...rows.map((r) => `| ${r.map(esc).join(" | ")} |`),
+  ].join("\n");
+}
+
+function findRow(result, caseId) {
+  return result?.rows.find((r) => r.case === caseId);
+}
+
+/** Why an engine has no number for a case. */
+function reasonFor(result, caseId, run) {
+  if (result.unavailable) return `engine unavailable: ${result.unavailable}`;
+  const r = findRow(result, caseId);
+  if (r) return `${r.status}: ${r.reason}`;
+  if (result.problems.length) return `not measured: ${result.problems.join("; ")}`;
+  return run.quick ? "not measured in --quick" : "not measured";
+}
+
+function timedSection(run, info) {
+  const native = findRow(run.results.find((r) => r.engine === NATIVE), info.id);
+  const floor = findRow(run.results.find((r) => r.engine === FLOOR), info.id);
+  const base = (r) => (r?.status === "ok" ? r.medianUs : NaN);
+  const rows = [];
+  for (const result of run.results) {
+    if (result.engine === FLOOR && !info.cFloor) continue;
+    const r = findRow(result, info.id);
+    const label = result.label ?? result.engine;
+    if (r?.status === "ok") {
+      rows.push([
+        label,
+        formatUs(r.medianUs),
+        formatUs(r.p99Us),
+        formatOps(r.opsPerSec),
+        formatRatio(r.medianUs / base(native)),
+        formatRatio(r.medianUs / base(floor)),
+        r.samples,
+        r.note ?? "",
+      ]);
+    } else {
+      rows.push([label, "—", "—", "—", "—", "—", "—", reasonFor(result, info.id, run)]);
+    }
+  }
+  return table(["engine", "median", "p99", "ops/s", "vs quickjs-native", "vs raw C", "samples", "note"], rows);
+}
+
+function onceSection(run) {
+  const rows = run.results
+    .filter((r) => r.engine !== FLOOR)
+    .map((result) => {
+      const r = findRow(result, "load");
+      return r?.status === "ok"
+        ? [result.label, `${r.onceMs.toFixed(1)} ms`, ""]
+        : [result.label, "—", reasonFor(result, "load", run)];
+    });
+  return table(["engine", "first load", "note"], rows);
+}
+
+function memorySection(run, info) {
+  const native = findRow(run.results.find((r) => r.engine === NATIVE), info.id);
+  const rows = run.results
+    .filter((r) => r.engine !== FLOOR)
+    .map((result) => {
+      const r = findRow(result, info.id);
+      return r?.status === "ok"
+        ? [result.label, `${r.perSessionKB.toFixed(0)} KB`, r.sessions.toLocaleString("en-US"), formatRatio(r.perSessionKB / native?.perSessionKB), r.note ?? ""]
+        : [result.label, "—", "—", "—", reasonFor(result, info.id, run)];
+    });
+  return table(["engine", "RSS per session", "live sessions", "vs quickjs-native", "note"], rows);
+}
+
+function eventLoopSection(run) {
+  const rows = run.results
+    .filter((r) => r.engine !== FLOOR)
+    .map((result) => {
+      const r = findRow(result, "event-loop");
+      return r?.status === "ok"
+        ? [result.label, `${r.p99Ms.toFixed(2)} ms`, `${r.maxMs.toFixed(1)} ms`, `${r.wallMs.toFixed(0)} ms`, `2 × ${r.spinMs} ms`]
+        : [result.label, "—", "—", "—", reasonFor(result, "event-loop", run)];
+    });
+  return table(["engine", "p99 delay", "max delay", "wall time", "guest spin"], rows);
+}
+
+function atAGlance(run) {
+  const timed = CASES.filter((c) => c.kind === "time");
+  const engines = run.results;
+  const rows = timed.map((c) => [
+    `(${c.letter}) ${c.title}`,
+    ...engines.map((result) => {
+      const r = findRow(result, c.id);
+      return r?.status === "ok" ? formatUs(r.medianUs) : result.engine === FLOOR && !c.cFloor ? "" : "—";
+    }),
+  ]);
+  return table(["median per operation", ...engines.map((r) => r.label ?? r.engine)], rows);
+}
+
+const FAIRNESS = [
+  "Every engine runs the byte-identical guest sources in `bench/workloads/guest/`; each case checks the guest's answer against the value Node computes from the same source, so an engine that skips work fails the case instead of looking fast.",
+  "Each engine's cases run in child processes of their own (timed cases, each memory count, and the event-loop case are separate processes), one engine at a time, never in parallel.",
+  "Timing: tinybench, per-operation samples with warm-up; median and p99 of those samples; ops/s = 1 / median. The C floor uses the same estimator (linear-interpolated quantiles) over `clock_gettime` samples.",
+  "Session settings: 64 MiB memory limit where the engine has one, default stack size, no console capture except where the engine always installs it (@langchain/quickjs).",
+  "Host-function marshalling is each engine's own: quickjs-native `defineFunction` / `defineAsyncFunction`; quickjs-emscripten `newFunction` (+ `newPromise` settled through `executePendingJobs` for async; asyncified functions cannot serve an `await` loop because continuations run inside the synchronous job queue); isolated-vm `ivm.Callback` (sync) and an `ivm.Reference` applied with `result.promise` behind a one-line guest shim (async); @langchain/quickjs PTC tools (`tools.host({ args })`, text results) behind a one-line guest shim.",
+  "@langchain/quickjs has no way to hand data to a session except code or tools; case (f) sets the input string through the QuickJS context its ReplSession owns, then evaluates through `ReplSession.eval` (with its transform).",
+  "Case (a) excludes the one-time load, which is reported separately; for @langchain/quickjs it includes its lazy start (console and tools setup), which its `eval` would otherwise pay on first use.",
+  "Case (i) uses the same fake `lookup` tool (no I/O) in both middlewares and resolves PTC tools once through `wrapModelCall`, as an agent's first model call would.",
+  "The machine is shared (2 cores); runs of the same suite have varied by up to 1.6×, so compare within one run: every ratio here is computed from this run's medians.",
+];
+
+/** Markdown for bench/RESULTS.md. */
+export function renderReport(run) {
+  const m = run.machine;
+  const out = [];
+  out.push("# Benchmark results", "");
+  out.push(
+    `Generated by \`npm run ${run.quick ? "bench:quick" : "bench"}\` on ${m.date} in ${run.durationS.toFixed(0)} s. All numbers and ratios below come from this one run${run.quick ? " (quick smoke run: short time budgets, fewer samples, no 10,000-session memory case; use `npm run bench` for numbers worth quoting)" : ""}.`,
+    "",
+  );
+  out.push("## Machine", "");
+  out.push(table(["", ""], [["CPU", m.cpu], ["memory", m.memory], ["OS", m.os], ["Node", `${m.node} (V8 ${m.v8})`]]), "");
+
+  out.push("## Engines", "");
+  out.push(
+    table(
+      ["engine", "package versions", "JS engine", "build", "threading", "status"],
+      run.results.map((r) => [
+        r.label ?? r.engine,
+        r.info?.version ?? "—",
+        r.info?.quickjs ?? "—",
+        r.info?.build ?? "—",
+        r.info?.threading ?? "—",
+        r.unavailable ? `unavailable: ${r.unavailable}` : r.problems.length ? `partial: ${r.problems.join("; ")}` : "ran",
+      ]),
+    ),
+    "",
+  );
+
+  out.push("## Goals (quickjs-native)", "");
+  out.push(
+    table(
+      ["goal", "target", "measured", "status"],
+      evaluateGoals(run).map((g) => [g.goal, g.target, g.measured, g.status === "not measured" ? `not measured: ${g.detail}` : g.status]),
+    ),
+    "",
+  );
+
+  out.push("## Chart", "", "Median time per operation, log scale (shorter is faster).", "", "![Median time per operation by case and engine, log scale](chart.svg)", "");
+  out.push("## At a glance", "", atAGlance(run), "");
+
+  out.push("## Results by case", "");
+  out.push("Ratios are this engine's median divided by quickjs-native's and by raw C's (below 1× is faster).", "");
+  for (const info of CASES) {
+    if (info.fullOnly && run.quick) continue;
+    out.push(`### (${info.letter}) ${info.title}`, "", `One operation: ${info.includes}`, "");
+    if (info.kind === "time") out.push(timedSection(run, info));
+    else if (info.kind === "once") out.push(onceSection(run));
+    else if (info.kind === "memory") out.push(memorySection(run, info));
+    else out.push(eventLoopSection(run));
+    out.push("");
+  }
+
+  out.push("## Fairness notes", "");
+  for (const note of FAIRNESS) out.push(`- ${note}`);
+  out.push("- Builds:");
+  for (const r of run.results) if (r.info) out.push(`  - ${r.label}: ${r.info.quickjs}; ${r.info.build}.`);
+  out.push("");
+  out.push("Reproduce: `npm ci && npm run bench` (full, a few minutes) or `npm run bench:quick` (smoke run). `node bench/run.js --engines=quickjs-native,isolated-vm` runs a subset.", "");
+  return out.join("\n");
+}

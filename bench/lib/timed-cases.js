@@ -1,0 +1,154 @@
+// The timed cases (a)-(f), (i), (j) for one engine adapter, in one process.
+import { guestSource } from "../workloads/sources.js";
+import { hostAsync, hostSync } from "../workloads/host-functions.js";
+import { checkFor } from "../workloads/expected.js";
+import { makeJsonInput } from "../workloads/json-input.js";
+import { measure } from "./measure.js";
+
+const isThenable = (v) => typeof v?.then === "function";
+
+/** Guest statement leaving roughly `bytes` of plain data in the session (for snapshots). */
+function stateSource(bytes) {
+  const rows = Math.max(1, Math.round(bytes / 100));
+  return `globalThis.state = Array.from({ length: ${rows} }, (_, i) => ({ id: i, label: "row-" + i, text: "x".repeat(64) })); 0`;
+}
+
+/**
+ * Each entry: how to set up and run one case against an adapter. `setup` returns the
+ * operation to time plus its teardown; returning a string skips the case with that reason.
+ */
+const RUNNERS = {
+  async session({ adapter }) {
+    // Sync engines are timed without an await so no microtask hop is added to their cost.
+    const first = adapter.createSession();
+    (await first).dispose();
+    const op = isThenable(first)
+      ? async () => (await adapter.createSession()).dispose()
+      : () => adapter.createSession().dispose();
+    return { op };
+  },
+
+  async "eval-sync"({ adapter }) {
+    const s = await adapter.createSession();
+    if (!s.evalSync) return { skip: "no synchronous eval", teardown: () => s.dispose() };
+    const code = guestSource("one-plus-one.js");
+    return { op: () => s.evalSync(code), teardown: () => s.dispose() };
+  },
+
+  async "eval-async"({ adapter }) {
+    const s = await adapter.createSession();
+    const code = guestSource("one-plus-one.js");
+    return { op: async () => s.evalAsync(code), teardown: () => s.dispose() };
+  },
+
+  async transform({ adapter }) {
+    const s = await adapter.createSession();
+    const code = guestSource("transform.js");
+    return {
+      op: s.evalSync ? () => s.evalSync(code) : async () => s.evalAsync(code),
+      note: s.evalSync ? undefined : "async eval (the engine has no sync eval)",
+      teardown: () => s.dispose(),
+    };
+  },
+
+  async "sync-host"({ adapter }) {
+    const s = await adapter.createSession({ sync: { host: hostSync } });
+    const code = guestSource("sync-host-calls.js");
+    return { op: () => s.evalSync(code), teardown: () => s.dispose() };
+  },
+
+  async "async-host"({ adapter }) {
+    const s = await adapter.createSession({ async: { host: hostAsync } });
+    const code = guestSource("async-host-calls.js");
+    return { op: async () => s.evalAsync(code, { awaitResult: true }), teardown: () => s.dispose() };
+  },
+
+  async json({ adapter, jsonInput }) {
+    const s = await adapter.createSession();
+    const code = guestSource("json-roundtrip.js");
+    const op = s.evalSync
+      ? () => {
+          s.setString("input", jsonInput);
+          return s.evalSync(code);
+        }
+      : async () => {
+          s.setString("input", jsonInput);
+          return s.evalAsync(code);
+        };
+    return { op, note: s.evalSync ? undefined : "async eval (the engine has no sync eval)", teardown: () => s.dispose() };
+  },
+
+  async "eval-tool"({ adapter }) {
+    if (!adapter.createEvalTool) return { skip: "no LangChain eval-tool middleware for this engine" };
+    let evalTool;
+    try {
+      evalTool = await adapter.createEvalTool();
+    } catch (error) {
+      return { skip: error.message };
+    }
+    const code = guestSource("eval-tool-call.js");
+    return { op: async () => evalTool.invoke(code), teardown: () => evalTool.dispose() };
+  },
+
+  "snapshot-10k": ({ adapter }) => snapshotRunner(adapter, 10 * 1024),
+  "snapshot-1m": ({ adapter }) => snapshotRunner(adapter, 1024 * 1024),
+};
+
+async function snapshotRunner(adapter, bytes) {
+  const s = await adapter.createSession();
+  if (!s.snapshot || !s.restore) {
+    s.dispose();
+    return { skip: "no snapshot/restore API" };
+  }
+  await (s.evalSync ? s.evalSync(stateSource(bytes)) : s.evalAsync(stateSource(bytes)));
+  const bytesOrPromise = s.snapshot();
+  const restored = s.restore(await bytesOrPromise);
+  (await restored).dispose();
+  const op =
+    isThenable(bytesOrPromise) || isThenable(restored)
+      ? async () => (await s.restore(await s.snapshot())).dispose()
+      : () => s.restore(s.snapshot()).dispose();
+  return { op, teardown: () => s.dispose() };
+}
+
+/** Timed case ids in run order. */
+export const TIMED_CASE_IDS = Object.keys(RUNNERS);
+
+/**
+ * Runs every timed case for `adapter`; never throws for a case: failures and skips become
+ * result rows with their reason. `onProgress(row)` is called after each case.
+ */
+export async function runTimedCases(adapter, { quick, onProgress }) {
+  const jsonInput = makeJsonInput();
+  const rows = [];
+  for (const id of TIMED_CASE_IDS) {
+    let row;
+    const reason = adapter.unsupported?.[id];
+    if (reason) {
+      row = { case: id, status: "skipped", reason };
+    } else {
+      let teardown;
+      try {
+        const plan = await RUNNERS[id]({ adapter, jsonInput });
+        teardown = plan.teardown;
+        if (plan.skip) {
+          row = { case: id, status: "skipped", reason: plan.skip };
+        } else {
+          const stats = await measure(id, plan.op, { quick, check: checkFor(id, { jsonInput }) });
+          row = { case: id, status: "ok", ...stats, ...(plan.note ? { note: plan.note } : {}) };
+        }
+      } catch (error) {
+        row = { case: id, status: "failed", reason: String(error?.message ?? error).split("\n")[0].slice(0, 300) };
+      } finally {
+        try {
+          await teardown?.();
+        } catch {
+          // A failed teardown must not hide the case's own result.
+        }
+      }
+    }
+    rows.push(row);
+    onProgress?.(row);
+  }
+  return rows;
+}

@@ -1,0 +1,137 @@
+#!/usr/bin/env node
+// Benchmark driver: `node bench/run.js [--quick] [--engines id,id]`.
+// Installs bench deps if needed, builds the raw-C floor, runs each engine's cases in child
+// processes of their own, then writes bench/RESULTS.md and bench/chart.svg from this one run.
+// Timing never fails the run: an engine or case that cannot run is reported with its reason.
+import { spawn } from "node:child_process";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { ensureBenchDeps } from "./lib/deps.js";
+import { buildCFloor, runCFloor, C_FLOOR_FLAGS } from "./lib/c-floor.js";
+import { describeMachine } from "./lib/machine.js";
+import { ENGINE_IDS } from "./engines/index.js";
+
+const bench = fileURLToPath(new URL("./", import.meta.url));
+const work = `${bench}.work`;
+const args = process.argv.slice(2);
+const quick = args.includes("--quick");
+const engineArg = args.find((a) => a.startsWith("--engines="))?.slice("--engines=".length);
+const engines = engineArg ? engineArg.split(",") : ENGINE_IDS;
+const say = (text) => process.stderr.write(`${text}\n`);
+const started = Date.now();
+const elapsed = () => `${((Date.now() - started) / 1000).toFixed(0)}s`;
+
+/** Runs one child; resolves to its JSON output, or to a failure record with stderr's tail. */
+function runChild(engine, mode) {
+  const out = `${work}/${engine}-${mode.replace(":", "-")}.json`;
+  const timeoutMs = (quick ? 120 : 900) * 1000;
+  return new Promise((resolve) => {
+    const child = spawn(
+      process.execPath,
+      ["--expose-gc", `${bench}lib/child.js`, engine, mode, out, ...(quick ? ["--quick"] : [])],
+      { stdio: ["ignore", "inherit", "pipe"] },
+    );
+    let tail = "";
+    child.stderr.on("data", (d) => {
+      process.stderr.write(d);
+      tail = (tail + d).slice(-2000);
+    });
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      try {
+        const parsed = JSON.parse(readFileSync(out, "utf8"));
+        if (!parsed.crashed) return resolve(parsed);
+        tail = parsed.crashed;
+      } catch {
+        // No output file: the child died before writing one; report how.
+      }
+      const how = signal === "SIGKILL" ? `timed out after ${timeoutMs / 1000} s` : `exited with ${code ?? signal}`;
+      const last = tail.trim().split("\n").filter((l) => l.trim()).slice(-3).join(" | ").slice(0, 400);
+      resolve({ engine, crashed: `${mode} process ${how}: ${last}` });
+    });
+  });
+}
+
+async function runEngine(engine, index) {
+  say(`\n[${index + 1}/${engines.length}] ${engine} (${elapsed()})`);
+  const modes = ["timed", "memory:100", ...(quick ? [] : ["memory:10000"]), "eventloop"];
+  const result = { engine, rows: [], problems: [] };
+  for (const mode of modes) {
+    const out = await runChild(engine, mode);
+    result.label ??= out.label;
+    result.info ??= out.info;
+    if (out.unavailable) {
+      result.unavailable = out.unavailable;
+      break;
+    }
+    if (out.crashed) {
+      result.problems.push(out.crashed);
+      continue;
+    }
+    result.rows.push(...out.rows);
+  }
+  return result;
+}
+
+async function runFloor() {
+  say(`\n[c-floor] raw C (${elapsed()})`);
+  try {
+    const binary = await buildCFloor(say);
+    const { makeJsonInput } = await import("./workloads/json-input.js");
+    const jsonInputPath = `${work}/input-1mb.json`;
+    writeFileSync(jsonInputPath, makeJsonInput());
+    const out = runCFloor(binary, {
+      guestDir: `${bench}workloads/guest`,
+      jsonInputPath,
+      timeMs: quick ? 120 : 1500,
+      minIterations: quick ? 3 : 10,
+      timeoutMs: (quick ? 60 : 300) * 1000,
+    });
+    const { checkFor } = await import("./workloads/expected.js");
+    const rows = out.rows.map(({ check, ...row }) => {
+      try {
+        if (row.case === "json") {
+          if (check !== "true") throw new Error("round trip changed the document");
+        } else if (row.case !== "session") {
+          checkFor(row.case)?.(JSON.parse(check));
+        }
+        return { ...row, status: "ok", opsPerSec: 1e6 / row.medianUs };
+      } catch (error) {
+        return { case: row.case, status: "failed", reason: `wrong result: ${error.message.split("\n")[0]}` };
+      }
+    });
+    return {
+      engine: "c-floor",
+      label: "raw C (QuickJS-ng, no Node)",
+      info: { version: "bench/c-floor/harness.c", quickjs: out.quickjs, build: C_FLOOR_FLAGS, threading: "single thread, no Node" },
+      rows,
+      problems: [],
+    };
+  } catch (error) {
+    return { engine: "c-floor", label: "raw C (QuickJS-ng, no Node)", unavailable: String(error.message ?? error).slice(0, 400), rows: [], problems: [] };
+  }
+}
+
+async function main() {
+  mkdirSync(work, { recursive: true });
+  say(`quickjs-native benchmarks (${quick ? "quick smoke run" : "full run"})`);
+  ensureBenchDeps(say);
+  const floor = await runFloor();
+  const results = [];
+  for (const [i, engine] of engines.entries()) results.push(await runEngine(engine, i));
+  results.push(floor);
+  const run = { quick, machine: describeMachine(), durationS: (Date.now() - started) / 1000, results };
+  writeFileSync(`${work}/results.json`, JSON.stringify(run, null, 2));
+  const { renderReport } = await import("./lib/report.js");
+  const { renderChart } = await import("./lib/chart.js");
+  writeFileSync(`${bench}chart.svg`, renderChart(run));
+  writeFileSync(`${bench}RESULTS.md`, renderReport(run));
+  say(`\nwrote bench/RESULTS.md and bench/chart.svg in ${elapsed()}`);
+}
+
+main().catch((error) => {
+  // Only the harness itself failing (deps cannot be installed, disk full) ends up here.
+  say(`bench failed: ${error?.stack ?? error}`);
+  process.exit(1);
+});
