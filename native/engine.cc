@@ -588,15 +588,9 @@ bool Engine::abandon(int64_t nowNs, int64_t graceNs) {
 
 JSValue Engine::callHost(int fnId, bool async, int argc, JSValueConst* argv) {
   if (stop_.load() != 0) return JS_ThrowInternalError(ctx_, "the eval has ended");
-  OwnedValue args(ctx_, JS_NewArray(ctx_));
-  for (int i = 0; i < argc; i++) {
-    if (JS_DefinePropertyValueUint32(ctx_, args.get(), static_cast<uint32_t>(i), JS_DupValue(ctx_, argv[i]),
-                                     JS_PROP_C_W_E) < 0)
-      return JS_EXCEPTION;
-  }
   WireWriter w;
   GuestEncoder enc(ctx_, intrinsics_, w, limits_, false);
-  if (!enc.encode(args.get())) {
+  if (!enc.encodeArguments(argc, argv)) {
     const CodecError& e = enc.error();
     if (e.status == CodecStatus::GuestException) return JS_EXCEPTION;
     std::string msg = "argument" + (e.path.empty() ? std::string() : " " + e.path) + ": " + e.message;
@@ -649,14 +643,11 @@ JSValue Engine::callHost(int fnId, bool async, int argc, JSValueConst* argv) {
 
 JSValue Engine::writeConsole(int level, int argc, JSValueConst* argv) {
   if (!options_.captureConsole || consoleTruncated_ || stop_.load() != 0) return JS_UNDEFINED;
-  OwnedValue args(ctx_, JS_NewArray(ctx_));
-  for (int i = 0; i < argc; i++)
-    JS_DefinePropertyValueUint32(ctx_, args.get(), static_cast<uint32_t>(i), JS_DupValue(ctx_, argv[i]), JS_PROP_C_W_E);
   WireWriter w;
   WireLimits consoleLimits = limits_;
   consoleLimits.maxBytes = options_.maxConsoleBytes;
   GuestEncoder enc(ctx_, intrinsics_, w, consoleLimits, true);
-  bool ok = enc.encode(args.get());
+  bool ok = enc.encodeArguments(argc, argv);
   if (!ok && enc.error().status == CodecStatus::GuestException) return JS_EXCEPTION;
   if (!ok || console_.size() + w.size() + 5 > options_.maxConsoleBytes) {
     consoleTruncated_ = true;

@@ -73,6 +73,21 @@ std::string utf8Of(JSContext* ctx, JSValueConst v) {
 
 bool GuestEncoder::encode(JSValueConst value) { return encodeValue(value, 0); }
 
+bool GuestEncoder::encodeArguments(int argc, JSValueConst* argv) {
+  out_.tag(Tag::Array);
+  out_.u32(static_cast<uint32_t>(argc));
+  out_.u32(static_cast<uint32_t>(argc));
+  nextId_++;  // the array itself is object number 0, as if it had been encoded
+  for (int i = 0; i < argc; i++) {
+    out_.u32(static_cast<uint32_t>(i));
+    if (!encodeValue(argv[i], 1)) {
+      prependPath("[" + std::to_string(i) + "]");
+      return false;
+    }
+  }
+  return true;
+}
+
 bool GuestEncoder::fail(CodecStatus status, std::string message) {
   error_.status = status;
   error_.message = std::move(message);

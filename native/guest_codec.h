@@ -33,6 +33,8 @@ class GuestEncoder {
       : ctx_(ctx), in_(intrinsics), out_(out), limits_(limits), describe_(describeUnserializable) {}
 
   bool encode(JSValueConst value);
+  // Encodes call arguments as one array value, without building a guest array first.
+  bool encodeArguments(int argc, JSValueConst* argv);
   const CodecError& error() const { return error_; }
 
  private:

@@ -131,7 +131,8 @@ export class Sandbox implements Disposable {
   #queue: Promise<void> = Promise.resolve();
   #evalSeq = 0;
   #currentEvalId = 0;
-  readonly #pendingCalls = new Map<number, AbortController>();
+  // Signals of the current eval's host calls that asked for one; tagged with that eval's id.
+  readonly #pendingCalls: Map<number, AbortController> & { evalId?: number } = new Map();
   #inSyncHostCall = 0;
   #broken = false;
 
@@ -174,7 +175,8 @@ export class Sandbox implements Disposable {
   #callSync(entry: RegisteredFunction, args: unknown[]): Buffer | [string, string] {
     this.#inSyncHostCall++;
     try {
-      const result = hostCallContext.run(this.#withSelf(), () => (entry.fn as HostFunction)(...args));
+      // Re-entry from a sync host function is caught by #inSyncHostCall, so no async context is needed.
+      const result = (entry.fn as HostFunction)(...args);
       if (result instanceof Promise) {
         result.catch(() => {});
         return ["TypeError", `host function '${entry.name}' returned a promise; register it with defineAsyncFunction`];
@@ -188,16 +190,27 @@ export class Sandbox implements Disposable {
   }
 
   #callAsync(entry: RegisteredFunction, args: unknown[], callId: number, evalId: number): void {
-    const controller = new AbortController();
-    this.#pendingCalls.set(callId, controller);
+    // Most host functions never look at their signal: create the controller only when one does.
+    let controller: AbortController | undefined;
+    const pendingCalls = this.#pendingCalls;
+    const context = {
+      get signal(): AbortSignal {
+        if (!controller) {
+          controller = new AbortController();
+          if (evalId === pendingCalls.evalId) pendingCalls.set(callId, controller);
+          else controller.abort(new SandboxError("ABORTED", "the eval that made this call has ended"));
+        }
+        return controller.signal;
+      },
+    };
     const settle = (ok: boolean, result: Buffer | [string, string]): void => {
-      this.#pendingCalls.delete(callId);
-      if (controller.signal.aborted || evalId !== this.#currentEvalId || !this.#handle) return;
+      pendingCalls.delete(callId);
+      if (evalId !== this.#currentEvalId || !this.#handle) return;
       this.#handle.settle(callId, ok, result);
     };
     let pending: unknown;
     try {
-      pending = hostCallContext.run(this.#withSelf(), () => (entry.fn as AsyncHostFunction)(args, { signal: controller.signal }));
+      pending = hostCallContext.run(this.#withSelf(), () => (entry.fn as AsyncHostFunction)(args, context));
     } catch (err) {
       settle(false, hostErrorOf(err));
       return;
@@ -341,6 +354,7 @@ export class Sandbox implements Disposable {
     const pending = handle.evalAsync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", evalId);
     if (!pending) return this.#report(this.#stubOutcome(NativeStatus.Busy), 0, o);
     this.#currentEvalId = evalId;
+    this.#pendingCalls.evalId = evalId;
     const wallMs = o.wallTimeoutMs ?? this.#options.wallTimeoutMs;
     const timer = setTimeout(() => this.#handle?.stop(NativeStop.WallBudget, evalId), wallMs);
     const onAbort = (): void => this.#handle?.stop(NativeStop.Abort, evalId);
@@ -352,6 +366,7 @@ export class Sandbox implements Disposable {
       clearTimeout(timer);
       o.signal?.removeEventListener("abort", onAbort);
       this.#currentEvalId = 0;
+      this.#pendingCalls.evalId = 0;
       for (const controller of this.#pendingCalls.values()) controller.abort(new SandboxError("ABORTED", "the eval that made this call has ended"));
       this.#pendingCalls.clear();
     }
