@@ -34,7 +34,7 @@ export interface CodeInterpreterMiddlewareOptions {
   maxStackSizeBytes?: number;
   /** Guest execution time per eval, ms; time spent awaiting tools is not counted. Default 5000. */
   executionTimeoutMs?: number;
-  /** Wall-clock budget per eval (execution plus awaited tools), ms. Default: the engine's 60000. */
+  /** Wall-clock budget per eval (execution plus awaited tools), ms. Default 60000, or `executionTimeoutMs` when larger. */
   wallTimeoutMs?: number;
   /** Name of the tool the model calls. Default `"eval"`. */
   toolName?: string;
@@ -82,7 +82,7 @@ export interface ResolvedOptions {
   memoryLimitBytes: number;
   maxStackSizeBytes: number | undefined;
   executionTimeoutMs: number;
-  wallTimeoutMs: number | undefined;
+  wallTimeoutMs: number;
   toolName: string;
   captureConsole: boolean;
   maxResultChars: number;
@@ -115,6 +115,7 @@ export const TASK_TOOL_NAME = "task";
 export const DEFAULTS = Object.freeze({
   memoryLimitBytes: 64 * 1024 * 1024,
   executionTimeoutMs: 5000,
+  wallTimeoutMs: 60_000,
   toolName: "eval",
   captureConsole: true,
   maxResultChars: 4000,
@@ -285,8 +286,8 @@ export function resolveOptions(options: CodeInterpreterMiddlewareOptions | undef
 
   const acknowledged = booleanOption("ptcAcknowledgeUnsafe", input.ptcAcknowledgeUnsafe, false);
   const executionTimeoutMs = integerOption("executionTimeoutMs", input.executionTimeoutMs, DEFAULTS.executionTimeoutMs, 1);
-  const wallTimeoutMs = integerOption("wallTimeoutMs", input.wallTimeoutMs, undefined, 1);
-  if (wallTimeoutMs !== undefined && wallTimeoutMs < executionTimeoutMs) {
+  const wallTimeoutMs = integerOption("wallTimeoutMs", input.wallTimeoutMs, Math.max(DEFAULTS.wallTimeoutMs, executionTimeoutMs), 1);
+  if (wallTimeoutMs < executionTimeoutMs) {
     fail(`wallTimeoutMs (${wallTimeoutMs}) must be >= executionTimeoutMs (${executionTimeoutMs}): wall time includes execution time`);
   }
 

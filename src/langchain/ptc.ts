@@ -250,7 +250,7 @@ function commandUpdates(update: unknown): StateUpdate[] {
 
 /**
  * Converts a tool's output for guest code. Plain return values stay typed; a message is unwrapped
- * to its content (a JSON string stays a string); an error `ToolMessage` becomes a rejection; a
+ * to its content (a JSON string stays a string); text content blocks become one string; an error `ToolMessage` becomes a rejection; a
  * `Command` yields the content of its ToolMessage as the value and its other updates as state writes
  * (its `messages` are dropped: they answer a tool call the model never made).
  */
@@ -271,18 +271,28 @@ export function toGuestValue(output: unknown): { value: unknown; updates: StateU
     return { value, updates };
   }
   if (isMessageLike(output)) return { value: unwrapMessage(output), updates: [] };
+  // LangChain reads an array of content blocks as message content (deepagents' read_file returns one).
+  if (isTextBlockList(output)) return { value: joinText(output), updates: [] };
   return { value: toPlainData(output, new Map()), updates: [] };
 }
 
 function unwrapMessage(message: MessageLike): unknown {
   const content = message.content;
-  const text = Array.isArray(content) && content.every(isTextBlock) ? content.map((b) => b.text).join("") : content;
+  const text = isTextBlockList(content) ? joinText(content) : content;
   if (message.status === "error") {
     const err = new Error(typeof text === "string" ? text : JSON.stringify(text));
     err.name = "ToolError";
     throw err;
   }
   return toPlainData(text, new Map());
+}
+
+function isTextBlockList(x: unknown): x is { type: "text"; text: string }[] {
+  return Array.isArray(x) && x.length > 0 && x.every(isTextBlock);
+}
+
+function joinText(blocks: readonly { text: string }[]): string {
+  return blocks.map((b) => b.text).join("");
 }
 
 function isTextBlock(x: unknown): x is { type: "text"; text: string } {

@@ -220,6 +220,8 @@ describe("tool output as guest values", () => {
   it("text content blocks are joined; other blocks stay structured", () => {
     const text = new ToolMessage({ content: [{ type: "text", text: "a" }, { type: "text", text: "b" }], tool_call_id: "x" });
     expect(toGuestValue(text).value).toBe("ab");
+    expect(toGuestValue([{ type: "text", text: "plain " }, { type: "text", text: "blocks" }]).value).toBe("plain blocks");
+    expect(toGuestValue([]).value).toEqual([]);
     const image = new ToolMessage({ content: [{ type: "image_url", image_url: "data:," }], tool_call_id: "x" });
     expect(toGuestValue(image).value).toEqual([{ type: "image_url", image_url: "data:," }]);
   });

@@ -1,0 +1,134 @@
+/**
+ * `quickjs-native/langchain`: a code interpreter for LangChain agents (`createAgent`, deepagents'
+ * `createDeepAgent`), as one middleware.
+ */
+import { createMiddleware, type AgentMiddleware } from "langchain";
+import type { ClientTool, StructuredToolInterface } from "@langchain/core/tools";
+import { toJsonSchema } from "@langchain/core/utils/json_schema";
+import { createEvalTool, createInterpreter, sessionKeyOf } from "./eval-tool.js";
+import { resolveOptions, type CodeInterpreterMiddlewareOptions, type ResolvedOptions } from "./options.js";
+import { renderPtcSection, renderSystemPrompt, renderTaskSection, renderToolDescription, type JSONSchema, type PromptInput } from "./prompts.js";
+import { PtcResolver, type PtcToolView } from "./ptc.js";
+
+export type { CodeInterpreterMiddlewareOptions, InterpreterMode, PtcEntry, PtcPreset, SystemPromptOption } from "./options.js";
+export { PTCCallBudgetExceededError } from "./ptc.js";
+
+/** The middleware, plus a way to close its sandboxes before the process exits. */
+export type CodeInterpreterMiddleware = AgentMiddleware<undefined, undefined, unknown, readonly ClientTool[]> & {
+  /** Closes every live sandbox of this middleware; later evals fail. Idempotent. */
+  dispose(): void;
+  [Symbol.dispose](): void;
+};
+
+const schemaCache = new WeakMap<object, JSONSchema>();
+
+function jsonSchemaOf(tool: StructuredToolInterface): JSONSchema {
+  const schema: unknown = tool.schema;
+  if (typeof schema !== "object" || schema === null) return { type: "object", properties: {} };
+  let json = schemaCache.get(schema);
+  if (json === undefined) {
+    json = toJsonSchema(tool.schema) as JSONSchema;
+    schemaCache.set(schema, json);
+  }
+  return json;
+}
+
+/** What the prompt texts depend on, for the tools of one turn. */
+function promptInput(options: ResolvedOptions, view: PtcToolView): PromptInput {
+  return {
+    mode: options.mode,
+    toolName: options.toolName,
+    limits: {
+      memoryLimitBytes: options.memoryLimitBytes,
+      executionTimeoutMs: options.executionTimeoutMs,
+      wallTimeoutMs: options.wallTimeoutMs,
+      maxResultChars: options.maxResultChars,
+      maxPtcCalls: options.maxPtcCalls,
+    },
+    captureConsole: options.captureConsole,
+    ptcTools: [...view.byCamelName.values()].map((t) => {
+      const quota = options.ptcQuotas.get(t.name);
+      return {
+        name: t.name,
+        camelName: t.camelName,
+        description: t.tool.description,
+        schema: jsonSchemaOf(t.tool),
+        ...(quota === undefined ? {} : { quota }),
+      };
+    }),
+    // task() arrives with the subagents issue; until then the prompt must not promise it.
+    taskAvailable: false,
+    // The engine's Date and Math.random are the real, unseeded ones.
+    clock: "real",
+    randomSeeded: false,
+  };
+}
+
+/** This middleware's system-prompt text for a turn, or `undefined` when it adds none. */
+function systemPromptText(options: ResolvedOptions, input: PromptInput): string | undefined {
+  const setting = options.systemPrompt;
+  switch (setting.kind) {
+    case "off":
+      return undefined;
+    case "default":
+      return renderSystemPrompt(input);
+    case "append":
+      return `${renderSystemPrompt(input)}\n\n${setting.text}`;
+    case "replace": {
+      // A custom text replaces the interpreter section only: the tools reference stays accurate.
+      const sections = [setting.text];
+      if (input.ptcTools.length > 0) sections.push(renderPtcSection(input));
+      if (input.taskAvailable) sections.push(renderTaskSection(input));
+      return sections.join("\n\n");
+    }
+  }
+}
+
+/**
+ * Creates the code interpreter middleware: an eval tool running JavaScript/TypeScript in a
+ * QuickJS sandbox per thread, optional programmatic tool calling (`tools.*` inside the code), and
+ * the system-prompt section that explains both to the model. Options are validated here; a
+ * mistake throws a `TypeError` naming the option.
+ *
+ * PTC calls happen inside an already-approved eval and bypass `interruptOn` approval.
+ */
+export function createCodeInterpreterMiddleware(options: CodeInterpreterMiddlewareOptions = {}): CodeInterpreterMiddleware {
+  const resolved = resolveOptions(options);
+  const interpreter = createInterpreter(resolved);
+  const ptc = new PtcResolver(resolved.ptc, resolved.toolName);
+  const initial = promptInput(resolved, ptc.latest);
+  const evalTool = createEvalTool({ options: resolved, interpreter, ptc }, renderToolDescription(initial));
+  let cached: { view: PtcToolView; prompt: string | undefined } | undefined;
+
+  const middleware = createMiddleware({
+    name: "CodeInterpreterMiddleware",
+    tools: [evalTool],
+    beforeAgent: async (_state, runtime) => {
+      // "turn": each agent run starts fresh, even when the previous run never reached afterAgent.
+      if (resolved.mode === "turn") await interpreter.discard(sessionKeyOf(runtime.configurable?.thread_id));
+      return undefined;
+    },
+    afterAgent: async (_state, runtime) => {
+      if (resolved.mode === "turn") await interpreter.discard(sessionKeyOf(runtime.configurable?.thread_id));
+      return undefined;
+    },
+    wrapModelCall: async (request, handler) => {
+      const view = ptc.resolve(request.tools);
+      const session = interpreter.get(sessionKeyOf(request.runtime.configurable?.thread_id));
+      if (session !== undefined) session.state.view = view;
+      if (cached?.view !== view) {
+        const input = promptInput(resolved, view);
+        cached = { view, prompt: systemPromptText(resolved, input) };
+        // The description is read when tools are bound, right after this hook: keep it in step.
+        evalTool.description = renderToolDescription(input);
+      }
+      const text = cached.prompt;
+      if (text === undefined) return handler(request);
+      const base = request.systemMessage;
+      const separator = base.text.trim() === "" ? "" : "\n\n";
+      return handler({ ...request, systemMessage: base.concat(`${separator}${text}`) });
+    },
+  });
+  const dispose = (): void => interpreter.dispose();
+  return Object.assign(middleware, { dispose, [Symbol.dispose]: dispose });
+}

@@ -1,0 +1,219 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { createAgent } from "langchain";
+import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import { tool } from "@langchain/core/tools";
+import { z } from "zod";
+import { createCodeInterpreterMiddleware, type CodeInterpreterMiddleware, type CodeInterpreterMiddlewareOptions } from "../../src/langchain/index.js";
+import { ScriptedChatModel, ToolRunRecorder, callTool, contentText, fakeWebSearch, reply, section, toolMessages } from "./support/agent.js";
+
+const live: CodeInterpreterMiddleware[] = [];
+afterEach(() => {
+  for (const m of live.splice(0)) m.dispose();
+});
+
+function middleware(options: CodeInterpreterMiddlewareOptions = {}): CodeInterpreterMiddleware {
+  const m = createCodeInterpreterMiddleware(options);
+  live.push(m);
+  return m;
+}
+
+/** Runs one agent turn whose model makes the given eval calls in order (one per model call), then replies. */
+async function runEvals(
+  codes: readonly (string | { code: string; reset?: boolean })[],
+  opts: {
+    options?: CodeInterpreterMiddlewareOptions;
+    interpreter?: CodeInterpreterMiddleware;
+    tools?: Parameters<typeof createAgent>[0]["tools"];
+    threadId?: string;
+    callbacks?: ToolRunRecorder[];
+    systemPrompt?: string;
+  } = {},
+): Promise<{ messages: BaseMessage[]; model: ScriptedChatModel; evals: BaseMessage[] }> {
+  const model = new ScriptedChatModel([
+    ...codes.map((c) => callTool("eval", typeof c === "string" ? { code: c } : c)),
+    reply("done"),
+  ]);
+  const agent = createAgent({
+    model,
+    tools: opts.tools ?? [],
+    middleware: [opts.interpreter ?? middleware(opts.options)],
+    ...(opts.systemPrompt === undefined ? {} : { systemPrompt: opts.systemPrompt }),
+  });
+  const result = await agent.invoke(
+    { messages: [new HumanMessage("go")] },
+    { configurable: { thread_id: opts.threadId ?? `t-${Math.random()}` }, callbacks: opts.callbacks ?? [] },
+  );
+  const messages = result.messages as BaseMessage[];
+  return { messages, model, evals: toolMessages(messages) };
+}
+
+describe("createAgent with the code interpreter", () => {
+  it("fans out three PTC searches in one eval; only the final value reaches the messages, and searches are child runs", async () => {
+    const { webSearch, calls } = fakeWebSearch("SEARCH-RESULT-BODY");
+    const recorder = new ToolRunRecorder();
+    const { messages, evals } = await runEvals(
+      [`const r = await Promise.all(["retrieval","memory","evaluation"].map(t => tools.webSearch({query: t})));\nr.map(x => x.score).reduce((a, b) => a + b, 0)`],
+      { options: { ptc: ["web_search"] }, tools: [webSearch], callbacks: [recorder] },
+    );
+    expect(evals).toHaveLength(1);
+    expect(section(evals[0]!, "result")).toBe(String("retrieval".length + "memory".length + "evaluation".length));
+    expect(calls.map((c) => c.query).sort()).toEqual(["evaluation", "memory", "retrieval"]);
+    for (const message of messages) expect(contentText(message)).not.toContain("SEARCH-RESULT-BODY");
+    // The run's callbacks reached the tool: it ran with our recorder among its handlers...
+    for (const call of calls) expect(call.handlers).toContain("tool-run-recorder");
+    // ...and each search is a child run of the eval tool run.
+    const evalRun = recorder.runs.find((r) => r.name === "eval");
+    const searches = recorder.runs.filter((r) => r.name === "web_search");
+    expect(evalRun).toBeDefined();
+    expect(searches).toHaveLength(3);
+    for (const s of searches) expect(s.parentRunId).toBe(evalRun?.runId);
+  });
+
+  it("a tool returning { hits: [1, 2] } arrives in the guest as an object, no JSON.parse", async () => {
+    const getHits = tool(async () => ({ hits: [1, 2] }), { name: "get_hits", description: "hits", schema: z.object({}) });
+    const { evals } = await runEvals([`const r = await tools.getHits({}); [typeof r, Array.isArray(r.hits), r.hits.length === 2]`], {
+      options: { ptc: [getHits] },
+    });
+    expect(section(evals[0]!, "result")).toBe("[ 'object', true, true ]");
+  });
+
+  it.each([
+    ["1n", "1n"],
+    ["new Map([[1, 2]])", "Map(1) { 1 => 2 }"],
+    ["undefined", "undefined"],
+  ])("renders %s as %s", async (code, expected) => {
+    const { evals } = await runEvals([code]);
+    expect(section(evals[0]!, "result")).toBe(expected);
+  });
+
+  it('shows throw "x" by value, not as an unknown error', async () => {
+    const { evals } = await runEvals([`throw "x"`]);
+    const error = section(evals[0]!, "error");
+    expect(error).toContain('"x"');
+    expect(error).not.toMatch(/unknown error/i);
+  });
+
+  it("a 1 MB string result and a 1 MB error message are cut to maxResultChars with a marker", async () => {
+    const { evals } = await runEvals([`"a".repeat(1 << 20)`, `throw new Error("b".repeat(1 << 20))`], { options: { maxResultChars: 2000 } });
+    expect(evals).toHaveLength(2);
+    for (const message of evals) {
+      const text = contentText(message);
+      expect(text.length).toBeLessThanOrEqual(2000);
+      expect(text).toMatch(/characters omitted/);
+    }
+    expect(section(evals[0]!, "result")).toMatch(/^a+\n… \[/);
+    expect(section(evals[1]!, "error")).toMatch(/^Error: b+/);
+  });
+
+  it("nothing longer than maxResultChars reaches the model, console included", async () => {
+    const { model } = await runEvals([`for (let i = 0; i < 2000; i++) console.log("line " + i); "x".repeat(50000)`], { options: { maxResultChars: 1000 } });
+    const seen = model.calls.at(-1)!.messages.filter((m) => m.getType() === "tool");
+    expect(seen).toHaveLength(1);
+    expect(contentText(seen[0]!).length).toBeLessThanOrEqual(1000);
+  });
+
+  it("adds the interpreter prompt after the agent's own system prompt, separated by a blank line", async () => {
+    const { model } = await runEvals(["1"], { systemPrompt: "You are terse." });
+    const prompt = model.calls[0]!.systemPrompt;
+    expect(prompt.startsWith("You are terse.\n\n## Code interpreter")).toBe(true);
+    expect(model.calls[0]!.toolNames).toContain("eval");
+  });
+
+  it("systemPrompt false adds nothing; a custom string replaces the interpreter section but keeps the tools reference", async () => {
+    const { webSearch } = fakeWebSearch("M");
+    const off = await runEvals(["1"], { options: { systemPrompt: false }, systemPrompt: "Base." });
+    expect(off.model.calls[0]!.systemPrompt).toBe("Base.");
+    const custom = await runEvals(["1"], { options: { systemPrompt: "Use eval wisely.", ptc: ["web_search"] }, tools: [webSearch] });
+    const prompt = custom.model.calls[0]!.systemPrompt;
+    expect(prompt.startsWith("Use eval wisely.\n\n")).toBe(true);
+    expect(prompt).not.toContain("## Code interpreter");
+    expect(prompt).toContain("webSearch");
+  });
+
+  it("PTC budget errors are catchable in the guest by name", async () => {
+    const { webSearch, calls } = fakeWebSearch("M");
+    const { evals } = await runEvals(
+      [`let caught = "none"; try { for (let i = 0; i < 5; i++) await tools.webSearch({ query: "q" + i }) } catch (e) { caught = e.name + "|" + (e instanceof Error) } caught`],
+      { options: { ptc: ["web_search"], maxPtcCalls: 2 }, tools: [webSearch] },
+    );
+    expect(section(evals[0]!, "result")).toBe("PTCCallBudgetExceededError|true");
+    expect(calls).toHaveLength(2);
+  });
+
+  it("tool errors keep their class name and message in the guest; schema errors arrive as Errors", async () => {
+    class RateLimitError extends Error {}
+    const flaky = tool(async () => {
+      throw new RateLimitError("slow down");
+    }, { name: "flaky", description: "fails", schema: z.object({}) });
+    const { webSearch } = fakeWebSearch("M");
+    const { evals } = await runEvals(
+      [
+        `try { await tools.flaky({}) } catch (e) { e.name + ": " + e.message }`,
+        `try { await tools.webSearch({ query: 5 }) } catch (e) { (e instanceof Error) + " " + e.message.split("\\n")[0] }`,
+      ],
+      { options: { ptc: [flaky, "web_search"] }, tools: [webSearch] },
+    );
+    expect(section(evals[0]!, "result")).toBe("RateLimitError: slow down");
+    expect(section(evals[1]!, "result")).toBe("true Received tool input did not match expected schema");
+  });
+});
+
+describe("interpreter sessions in an agent", () => {
+  it("thread mode: declarations persist across evals and agent runs of one thread, not into another thread", async () => {
+    const interpreter = middleware();
+    await runEvals(["const x = 41"], { interpreter, threadId: "A" });
+    const again = await runEvals(["x + 1"], { interpreter, threadId: "A" });
+    expect(section(again.evals[0]!, "result")).toBe("42");
+    const other = await runEvals(["typeof x"], { interpreter, threadId: "B" });
+    expect(section(other.evals[0]!, "result")).toBe("undefined");
+  });
+
+  it("two middleware instances never share a session, even without a thread id", async () => {
+    const a = middleware();
+    const b = middleware();
+    await runEvals(["var shared = 1"], { interpreter: a, threadId: "same" });
+    const seen = await runEvals(["typeof shared"], { interpreter: b, threadId: "same" });
+    expect(section(seen.evals[0]!, "result")).toBe("undefined");
+  });
+
+  it("reset: true drops the session's state before running", async () => {
+    const { evals } = await runEvals(["const y = 1", { code: "typeof y", reset: true }]);
+    expect(section(evals[1]!, "result")).toBe("undefined");
+  });
+
+  it("turn mode: state persists within a run and is gone in the next run", async () => {
+    const interpreter = middleware({ mode: "turn" });
+    const first = await runEvals(["const z = 5", "z * 2"], { interpreter, threadId: "T" });
+    expect(section(first.evals[1]!, "result")).toBe("10");
+    const next = await runEvals(["typeof z"], { interpreter, threadId: "T" });
+    expect(section(next.evals[0]!, "result")).toBe("undefined");
+  });
+
+  it("call mode: every eval starts fresh", async () => {
+    const { evals } = await runEvals(["const w = 5", "typeof w"], { options: { mode: "call" } });
+    expect(section(evals[1]!, "result")).toBe("undefined");
+  });
+
+  it("parallel eval calls of one thread run one after another", async () => {
+    const sleep = tool(async ({ ms }: { ms: number }) => new Promise((r) => setTimeout(() => r(ms), ms)), {
+      name: "sleep",
+      description: "waits",
+      schema: z.object({ ms: z.number() }),
+    });
+    const model = new ScriptedChatModel([
+      new (await import("@langchain/core/messages")).AIMessage({
+        content: "",
+        tool_calls: [
+          { name: "eval", args: { code: "var order = []; order.push(1); await tools.sleep({ ms: 50 }); order.push(2); 'first'" }, id: "c1", type: "tool_call" },
+          { name: "eval", args: { code: "order.push(3); order.join(',')" }, id: "c2", type: "tool_call" },
+        ],
+      }),
+      reply("done"),
+    ]);
+    const agent = createAgent({ model, tools: [], middleware: [middleware({ ptc: [sleep] })] });
+    const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "P" } });
+    const evals = toolMessages(result.messages as BaseMessage[]);
+    const second = evals.find((m) => (m as { tool_call_id?: string }).tool_call_id === "c2");
+    expect(section(second!, "result")).toBe("1,2,3");
+  });
+});
