@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -19,10 +20,13 @@ struct Executor::State {
   std::condition_variable wake;
   std::deque<std::shared_ptr<Engine>> queue;
   std::vector<std::shared_ptr<Engine>> running;  // engines a worker is inside right now
+  std::atomic<bool> pending{false};               // mirrors !queue.empty() for spinning workers
   bool started = false;
 };
 
 namespace {
+
+constexpr int64_t kSpinBeforeSleepNs = 50 * 1000;
 
 int workerCount() {
   if (const char* env = std::getenv("QJSN_EXECUTOR_THREADS")) {
@@ -47,9 +51,18 @@ void* workerMain(void* arg) {
   auto* st = static_cast<Executor::State*>(arg);
   std::unique_lock<std::mutex> lock(st->mu);
   while (true) {
+    if (st->queue.empty()) {
+      // Host results usually come back within tens of microseconds: look again briefly before
+      // sleeping, which saves a futex wake-up per awaited host call.
+      lock.unlock();
+      int64_t until = monotonicNs() + kSpinBeforeSleepNs;
+      while (monotonicNs() < until && !st->pending.load(std::memory_order_acquire)) std::this_thread::yield();
+      lock.lock();
+    }
     st->wake.wait(lock, [&] { return !st->queue.empty(); });
     std::shared_ptr<Engine> engine = std::move(st->queue.front());
     st->queue.pop_front();
+    st->pending.store(!st->queue.empty(), std::memory_order_release);
     st->running.push_back(engine);
     lock.unlock();
     bool again = engine->runSlice();
@@ -58,6 +71,7 @@ void* workerMain(void* arg) {
     if (engine->broken()) return nullptr;  // the watchdog replaced this thread while it was stuck
     if (again) {
       st->queue.push_back(std::move(engine));
+      st->pending.store(true, std::memory_order_release);
       st->wake.notify_one();
     }
   }
@@ -98,6 +112,7 @@ void Executor::schedule(std::shared_ptr<Engine> engine) {
     startThread(watchdogMain, state_, 256u << 10);
   }
   state_->queue.push_back(std::move(engine));
+  state_->pending.store(true, std::memory_order_release);
   state_->wake.notify_one();
 }
 

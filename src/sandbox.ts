@@ -215,19 +215,19 @@ export class Sandbox implements Disposable {
       settle(false, hostErrorOf(err));
       return;
     }
-    Promise.resolve(pending).then(
-      (value) => {
-        let bytes: Buffer;
-        try {
-          bytes = encodeValue(value);
-        } catch (err) {
-          settle(false, ["TypeError", `the result of '${entry.name}' cannot be copied into the sandbox: ${(err as Error).message}`]);
-          return;
-        }
-        settle(true, bytes);
-      },
-      (err: unknown) => settle(false, hostErrorOf(err)),
-    );
+    const deliver = (value: unknown): void => {
+      let bytes: Buffer;
+      try {
+        bytes = encodeValue(value);
+      } catch (err) {
+        settle(false, ["TypeError", `the result of '${entry.name}' cannot be copied into the sandbox: ${(err as Error).message}`]);
+        return;
+      }
+      settle(true, bytes);
+    };
+    // A plain (non-thenable) result settles at once, without a trip through the microtask queue.
+    if (typeof (pending as { then?: unknown } | null)?.then !== "function") deliver(pending);
+    else Promise.resolve(pending).then(deliver, (err: unknown) => settle(false, hostErrorOf(err)));
   }
 
   #withSelf(): ReadonlySet<Sandbox> {
