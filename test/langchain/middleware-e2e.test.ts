@@ -158,6 +158,43 @@ describe("createAgent with the code interpreter", () => {
   });
 });
 
+describe("eval tool behaviour through an agent", () => {
+  it("TypeScript enum and namespace run", async () => {
+    const { evals } = await runEvals(["enum Color { Red, Green }; Color.Green", "namespace N { export const x = 1 }; N.x"]);
+    expect(evals.map((m) => section(m, "result"))).toEqual(["1", "1"]);
+  });
+
+  it("a runaway eval is stopped by executionTimeoutMs and the thread's next eval still runs", async () => {
+    const { evals } = await runEvals(["var before = 7; while (true) {}", "1 + 1"], { options: { executionTimeoutMs: 200 } });
+    expect(section(evals[0]!, "error")).toMatch(/^TimeoutError/);
+    expect(section(evals[1]!, "result")).toBe("2");
+  });
+
+  it("console output comes first, warn/error lines marked; captureConsole false hides it but console exists", async () => {
+    const shown = await runEvals([`console.log("hi"); console.warn("careful"); 5`]);
+    expect(section(shown.evals[0]!, "console")).toMatch(/hi\n.*warn.*careful/);
+    expect(section(shown.evals[0]!, "result")).toBe("5");
+    const hidden = await runEvals([`console.log("hi"); typeof console.log`], { options: { captureConsole: false } });
+    expect(section(hidden.evals[0]!, "console")).toBeUndefined();
+    expect(section(hidden.evals[0]!, "result")).toBe("function");
+  });
+
+  it("a PTC call the program did not await is aborted when the eval ends", async () => {
+    let aborted!: () => void;
+    const wasAborted = new Promise<void>((resolve) => (aborted = resolve));
+    const hang = tool(async (_input: Record<string, never>, config) => {
+      await new Promise<void>((resolve) => config.signal?.addEventListener("abort", () => resolve(), { once: true }));
+      aborted();
+      return "late";
+    }, { name: "hang", description: "never finishes", schema: z.object({}) });
+    const quick = tool(async () => "ok", { name: "quick", description: "returns", schema: z.object({}) });
+    // Awaiting a later call makes sure the host has started the un-awaited one before the eval ends.
+    const { evals } = await runEvals([`tools.hang({}); await tools.quick({}); "returned early"`], { options: { ptc: [hang, quick] } });
+    expect(section(evals[0]!, "result")).toBe("returned early");
+    await wasAborted;
+  });
+});
+
 describe("interpreter sessions in an agent", () => {
   it("thread mode: declarations persist across evals and agent runs of one thread, not into another thread", async () => {
     const interpreter = middleware();
