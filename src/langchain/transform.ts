@@ -36,8 +36,13 @@ export interface TransformResult {
    * can re-create them. The last declaration of a name wins, as it does at run time.
    */
   declaredSources?: Record<string, string>;
-  /** Which path the source took: plain JavaScript, or TypeScript stripped by `transpileModule`. */
+  /** Whether the source was plain JavaScript or needed type stripping. */
   language: "javascript" | "typescript";
+  /**
+   * How types were stripped: `"erased"` (annotations replaced by spaces, every position kept) or
+   * `"transpiled"` (`transpileModule`, for `enum`, `namespace`, parameter properties and the like).
+   */
+  stripping?: "erased" | "transpiled";
   /**
    * Set when the source is not valid JavaScript or TypeScript. {@link code} then throws a
    * `SyntaxError` carrying this message, on the offending line.
@@ -54,13 +59,19 @@ const ACORN_OPTIONS: AcornOptions = {
   preserveParens: true,
 };
 
+/** Options of {@link transformCode}. */
+export interface TransformOptions {
+  /** Always strip TypeScript with `transpileModule` (milliseconds), never by erasing in place. */
+  exactTypeScript?: boolean;
+}
+
 /** Transforms one eval's source. Never throws on bad input: syntax errors surface when the script runs. */
-export function transformCode(source: string): TransformResult {
+export function transformCode(source: string, options: TransformOptions = {}): TransformResult {
   const program = parseScript(source);
   if (program !== undefined && !looksLikeTypeArguments(source, program)) {
     return { ...rewriteDeclarations(source, program), language: "javascript" };
   }
-  return transformTypeScript(source);
+  return transformTypeScript(source, options.exactTypeScript === true);
 }
 
 /**
@@ -160,13 +171,16 @@ function applyEdits(source: string, edits: Edit[]): string {
  * arguments, so such sources take the TypeScript path.
  */
 function looksLikeTypeArguments(source: string, program: Program): boolean {
-  if (!source.includes("<") || !source.includes(">")) return false;
+  // Cheap text pre-check (`name<...>(` or `` name<...>` ``) before walking the whole tree.
+  if (!MAYBE_TYPE_ARGUMENTS.test(source)) return false;
   let found = false;
   walk(program, (node) => {
     if (node.type === "BinaryExpression" && node.operator === ">" && node.left.type === "BinaryExpression" && node.left.operator === "<") found = true;
   });
   return found;
 }
+
+const MAYBE_TYPE_ARGUMENTS = /[\w$)\]]\s*<[\w$\s,.[\]|&'"{}:?<>]*>\s*[(`]/;
 
 /** Visits every node; generic over child keys so new syntax needs no update here. */
 function walk(node: AnyNode, visit: (node: AnyNode) => void): void {
@@ -196,8 +210,16 @@ function loadTypeScript(): TypeScriptModule {
   return typescript;
 }
 
-function transformTypeScript(source: string): TransformResult {
+function transformTypeScript(source: string, exact: boolean): TransformResult {
   const ts = loadTypeScript();
+  const blanked = exact ? undefined : blankErasableTypes(ts, source);
+  const program = blanked === undefined ? undefined : parseScript(blanked);
+  // Blanked output that acorn rejects (an ASI or line-break hazard) takes the slow, exact path.
+  if (blanked !== undefined && program !== undefined) return { ...rewriteDeclarations(blanked, program), language: "typescript", stripping: "erased" };
+  return transpileTypeScript(ts, source);
+}
+
+function transpileTypeScript(ts: TypeScriptModule, source: string): TransformResult {
   const output = ts.transpileModule(source, {
     fileName: "eval.ts",
     reportDiagnostics: true,
@@ -220,7 +242,7 @@ function transformTypeScript(source: string): TransformResult {
   const program = parseScript(emitted);
   // Output acorn cannot read (e.g. `export` in a script) is left for the engine to reject.
   const rewritten = program ? rewriteDeclarations(emitted, program) : { code: emitted, declaredNames: [] };
-  const result: TransformResult = { ...rewritten, language: "typescript" };
+  const result: TransformResult = { ...rewritten, language: "typescript", stripping: "transpiled" };
   if (lineMap) result.lineMap = lineMap;
   return result;
 }
@@ -233,7 +255,162 @@ function syntaxErrorResult(ts: TypeScriptModule, source: string, diagnostic: TS.
   const message = `${ts.flattenDiagnosticMessageText(diagnostic.messageText, " ")} (line ${line}, column ${column})`;
   // Thrown from the offending line so the stack trace points at it, with the parser's own words.
   const code = `${"\n".repeat(line - 1)}throw new SyntaxError(${JSON.stringify(message)});`;
-  return { code, declaredNames: [], language: "typescript", syntaxError: { message, line, column } };
+  return { code, declaredNames: [], language: "typescript", stripping: "transpiled", syntaxError: { message, line, column } };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Erasable TypeScript: types replaced by spaces, every position kept (no source map needed).
+//
+// `transpileModule` builds a program and a type checker for every call (milliseconds); most
+// model-written TypeScript only annotates, which TypeScript's parser alone can erase in tens of
+// microseconds. Anything that is not pure annotation (`enum`, `namespace`, parameter properties,
+// `<T>x` assertions, `import x = require()`) bails out to `transpileModule`.
+
+class NotErasable extends Error {}
+
+interface Blank {
+  start: number;
+  end: number;
+  /** Put `;` first, so a removed statement or class member still ends the one before it. */
+  separator: boolean;
+}
+
+function blankErasableTypes(ts: TypeScriptModule, source: string): string | undefined {
+  const file = ts.createSourceFile("eval.ts", source, { languageVersion: ts.ScriptTarget.ESNext, jsDocParsingMode: ts.JSDocParsingMode.ParseNone }, true, ts.ScriptKind.TS);
+  // Not public API, but the only cheap way to learn about syntax errors; without it, take the exact path.
+  const diagnostics = (file as unknown as { parseDiagnostics?: unknown }).parseDiagnostics;
+  if (!Array.isArray(diagnostics) || diagnostics.length > 0) return undefined;
+  const blanks: Blank[] = [];
+  const K = ts.SyntaxKind;
+  const startOf = (node: TS.Node): number => node.getStart(file);
+  const blankNode = (node: TS.Node, separator: boolean): void => {
+    blanks.push({ start: startOf(node), end: node.end, separator });
+  };
+  const expectChar = (at: number, char: string): number => {
+    if (source[at] !== char) throw new NotErasable();
+    return at;
+  };
+  /** `<...>` around a type parameter or argument list. */
+  const blankAngleList = (list: TS.NodeArray<TS.Node>): void => {
+    let open = list.pos - 1;
+    while (open > 0 && /\s/.test(source[open] ?? "")) open--;
+    let close = list.end;
+    while (close < source.length && /[\s,]/.test(source[close] ?? "")) close++;
+    blanks.push({ start: expectChar(open, "<"), end: expectChar(close, ">") + 1, separator: false });
+  };
+  /** `: Type` of an annotation. */
+  const blankAnnotation = (type: TS.TypeNode): void => {
+    let colon = startOf(type) - 1;
+    while (colon > 0 && /\s/.test(source[colon] ?? "")) colon--;
+    blanks.push({ start: expectChar(colon, ":"), end: type.end, separator: false });
+  };
+  const hasModifier = (node: TS.Node, kind: TS.SyntaxKind): boolean =>
+    ts.canHaveModifiers(node) && (ts.getModifiers(node)?.some((modifier) => modifier.kind === kind) ?? false);
+  const TYPE_ONLY_MODIFIERS = new Set<TS.SyntaxKind>([K.PublicKeyword, K.PrivateKeyword, K.ProtectedKeyword, K.ReadonlyKeyword, K.OverrideKeyword, K.AbstractKeyword]);
+
+  const visit = (node: TS.Node): void => {
+    switch (node.kind) {
+      case K.InterfaceDeclaration:
+      case K.TypeAliasDeclaration:
+        return blankNode(node, true);
+      case K.EnumDeclaration:
+      case K.ModuleDeclaration:
+        if (hasModifier(node, K.DeclareKeyword)) return blankNode(node, true);
+        throw new NotErasable();
+      case K.ImportEqualsDeclaration:
+      case K.ExportAssignment:
+      case K.TypeAssertionExpression:
+      case K.NamespaceExportDeclaration:
+        throw new NotErasable();
+      case K.ImportDeclaration:
+        if ((node as TS.ImportDeclaration).importClause?.isTypeOnly) return blankNode(node, true);
+        break;
+      case K.ExportDeclaration:
+        if ((node as TS.ExportDeclaration).isTypeOnly) return blankNode(node, true);
+        break;
+      case K.AsExpression:
+      case K.SatisfiesExpression: {
+        const expression = (node as TS.AsExpression | TS.SatisfiesExpression).expression;
+        blanks.push({ start: expression.end, end: node.end, separator: false });
+        return visit(expression);
+      }
+      case K.NonNullExpression:
+        blanks.push({ start: expectChar(node.end - 1, "!"), end: node.end, separator: false });
+        return visit((node as TS.NonNullExpression).expression);
+      case K.HeritageClause:
+        if ((node as TS.HeritageClause).token === K.ImplementsKeyword) return blankNode(node, false);
+        break;
+      case K.ExpressionWithTypeArguments: {
+        const withArguments = node as TS.ExpressionWithTypeArguments;
+        if (withArguments.typeArguments) blankAngleList(withArguments.typeArguments);
+        return visit(withArguments.expression);
+      }
+      case K.IndexSignature:
+        return blankNode(node, true);
+      case K.Parameter: {
+        const parameter = node as TS.ParameterDeclaration;
+        // Parameter properties assign fields; `this` parameters need the comma removed too.
+        if (ts.getModifiers(parameter)?.some((modifier) => TYPE_ONLY_MODIFIERS.has(modifier.kind))) throw new NotErasable();
+        if (ts.isIdentifier(parameter.name) && parameter.name.escapedText === "this") throw new NotErasable();
+        break;
+      }
+      default:
+        if (ts.isTypeNode(node) || node.kind === K.TypeParameter) return;
+    }
+    if (hasModifier(node, K.DeclareKeyword)) return blankNode(node, true);
+    const isClassMember = node.parent !== undefined && ts.isClassLike(node.parent) && ts.isClassElement(node);
+    if (isClassMember && hasModifier(node, K.AbstractKeyword)) return blankNode(node, true);
+    // Overload signatures: a function, method or constructor without a body.
+    if ((ts.isFunctionDeclaration(node) || ts.isMethodDeclaration(node) || ts.isConstructorDeclaration(node)) && node.body === undefined) return blankNode(node, true);
+    if (ts.canHaveModifiers(node)) {
+      for (const modifier of ts.getModifiers(node) ?? []) {
+        if (TYPE_ONLY_MODIFIERS.has(modifier.kind)) blanks.push({ start: startOf(modifier), end: modifier.end, separator: false });
+      }
+    }
+    const parts = node as Partial<{
+      typeParameters: TS.NodeArray<TS.TypeParameterDeclaration>;
+      typeArguments: TS.NodeArray<TS.TypeNode>;
+      type: TS.TypeNode;
+      questionToken: TS.QuestionToken;
+      exclamationToken: TS.ExclamationToken;
+    }>;
+    if (parts.typeParameters) blankAngleList(parts.typeParameters);
+    if (parts.typeArguments) blankAngleList(parts.typeArguments);
+    if (parts.type && ANNOTATED.has(node.kind)) blankAnnotation(parts.type);
+    if (parts.questionToken && OPTIONAL_MARKED.has(node.kind)) blankNode(parts.questionToken, false);
+    if (parts.exclamationToken) blankNode(parts.exclamationToken, false);
+    ts.forEachChild(node, visit);
+  };
+  const ANNOTATED = new Set<TS.SyntaxKind>([
+    K.VariableDeclaration, K.Parameter, K.PropertyDeclaration, K.FunctionDeclaration, K.FunctionExpression, K.ArrowFunction,
+    K.MethodDeclaration, K.GetAccessor, K.SetAccessor, K.Constructor,
+  ]);
+  // `?.` is a QuestionDotToken; only these `?` are optionality markers.
+  const OPTIONAL_MARKED = new Set<TS.SyntaxKind>([K.Parameter, K.PropertyDeclaration, K.MethodDeclaration]);
+
+  try {
+    ts.forEachChild(file, visit);
+  } catch (error) {
+    if (error instanceof NotErasable) return undefined;
+    throw error;
+  }
+  return applyBlanks(source, blanks);
+}
+
+function applyBlanks(source: string, blanks: Blank[]): string {
+  blanks.sort((a, b) => a.start - b.start);
+  let out = "";
+  let cursor = 0;
+  for (const blank of blanks) {
+    if (blank.end <= cursor) continue;
+    const start = Math.max(blank.start, cursor);
+    out += source.slice(cursor, start);
+    // Line breaks stay, so every later line keeps its number.
+    const spaced = source.slice(start, blank.end).replace(/[^\r\n]/g, " ");
+    out += blank.separator && start === blank.start ? `;${spaced.slice(1)}` : spaced;
+    cursor = blank.end;
+  }
+  return out + source.slice(cursor);
 }
 
 // ---------------------------------------------------------------------------------------------
