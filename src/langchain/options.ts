@@ -132,8 +132,12 @@ const KNOWN_KEYS: ReadonlySet<string> = new Set<keyof CodeInterpreterMiddlewareO
   "maxSnapshotBytes", "snapshotSigningKey", "maxLiveSessions", "sessionIdleTimeoutMs",
 ]);
 
+// Bounds of the engine's own validation (src/sandbox.ts), checked here so mistakes surface at construction.
 const MIN_MEMORY_BYTES = 1024 * 1024;
-const MIN_STACK_BYTES = 16 * 1024;
+const MAX_MEMORY_BYTES = 16 * 1024 * 1024 * 1024;
+const MIN_STACK_BYTES = 64 * 1024;
+const MAX_STACK_BYTES = 8 * 1024 * 1024;
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 const MIN_SIGNING_KEY_BYTES = 16;
 // Providers accept tool names of this shape (OpenAI's is the strictest).
 const TOOL_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
@@ -149,12 +153,13 @@ function describe(value: unknown): string {
   return Array.isArray(value) ? "an array" : "an object";
 }
 
-function integerOption(name: string, value: unknown, fallback: number, min: number): number;
-function integerOption(name: string, value: unknown, fallback: undefined, min: number): number | undefined;
-function integerOption(name: string, value: unknown, fallback: number | undefined, min: number): number | undefined {
+function integerOption(name: string, value: unknown, fallback: number, min: number, max?: number): number;
+function integerOption(name: string, value: unknown, fallback: undefined, min: number, max?: number): number | undefined;
+function integerOption(name: string, value: unknown, fallback: number | undefined, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
   if (value === undefined) return fallback;
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min) {
-    fail(`${name} must be an integer >= ${min}, got ${describe(value)}`);
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min || value > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `between ${min} and ${max}`;
+    fail(`${name} must be an integer ${range}, got ${describe(value)}`);
   }
   return value;
 }
@@ -274,7 +279,7 @@ export function resolveOptions(options: CodeInterpreterMiddlewareOptions | undef
   }
   if (toolName === TASK_TOOL_NAME) fail(`toolName cannot be "${TASK_TOOL_NAME}": deepagents uses that name for subagents`);
 
-  const memoryLimitBytes = integerOption("memoryLimitBytes", input.memoryLimitBytes, DEFAULTS.memoryLimitBytes, MIN_MEMORY_BYTES);
+  const memoryLimitBytes = integerOption("memoryLimitBytes", input.memoryLimitBytes, DEFAULTS.memoryLimitBytes, MIN_MEMORY_BYTES, MAX_MEMORY_BYTES);
   const maxSnapshotBytes = integerOption("maxSnapshotBytes", input.maxSnapshotBytes, memoryLimitBytes, 1024);
 
   let maxPtcCalls: number | null = DEFAULTS.maxPtcCalls;
@@ -285,15 +290,15 @@ export function resolveOptions(options: CodeInterpreterMiddlewareOptions | undef
   if (mode !== "thread" && mode !== "turn" && mode !== "call") fail(`mode must be "thread", "turn" or "call", got ${describe(mode)}`);
 
   const acknowledged = booleanOption("ptcAcknowledgeUnsafe", input.ptcAcknowledgeUnsafe, false);
-  const executionTimeoutMs = integerOption("executionTimeoutMs", input.executionTimeoutMs, DEFAULTS.executionTimeoutMs, 1);
-  const wallTimeoutMs = integerOption("wallTimeoutMs", input.wallTimeoutMs, Math.max(DEFAULTS.wallTimeoutMs, executionTimeoutMs), 1);
+  const executionTimeoutMs = integerOption("executionTimeoutMs", input.executionTimeoutMs, DEFAULTS.executionTimeoutMs, 1, MAX_TIMEOUT_MS);
+  const wallTimeoutMs = integerOption("wallTimeoutMs", input.wallTimeoutMs, Math.max(DEFAULTS.wallTimeoutMs, executionTimeoutMs), 1, MAX_TIMEOUT_MS);
   if (wallTimeoutMs < executionTimeoutMs) {
     fail(`wallTimeoutMs (${wallTimeoutMs}) must be >= executionTimeoutMs (${executionTimeoutMs}): wall time includes execution time`);
   }
 
   return {
     memoryLimitBytes,
-    maxStackSizeBytes: integerOption("maxStackSizeBytes", input.maxStackSizeBytes, undefined, MIN_STACK_BYTES),
+    maxStackSizeBytes: integerOption("maxStackSizeBytes", input.maxStackSizeBytes, undefined, MIN_STACK_BYTES, MAX_STACK_BYTES),
     executionTimeoutMs,
     wallTimeoutMs,
     toolName,

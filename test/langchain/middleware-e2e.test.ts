@@ -48,6 +48,12 @@ async function runEvals(
 }
 
 describe("createAgent with the code interpreter", () => {
+  it("bad options throw at construction, naming the option", () => {
+    expect(() => createCodeInterpreterMiddleware({ ptc: "all" })).toThrow(/ptcAcknowledgeUnsafe/);
+    expect(() => createCodeInterpreterMiddleware({ maxResultChars: -1 })).toThrow(/maxResultChars/);
+  });
+
+
   it("fans out three PTC searches in one eval; only the final value reaches the messages, and searches are child runs", async () => {
     const { webSearch, calls } = fakeWebSearch("SEARCH-RESULT-BODY");
     const recorder = new ToolRunRecorder();

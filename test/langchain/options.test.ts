@@ -32,9 +32,11 @@ describe("middleware options", () => {
 
   it.each([
     [{ memoryLimitBytes: 1.5 }, /memoryLimitBytes must be an integer/],
-    [{ memoryLimitBytes: 1024 }, /memoryLimitBytes must be an integer >= 1048576, got 1024/],
+    [{ memoryLimitBytes: 1024 }, /memoryLimitBytes must be an integer between 1048576 and 17179869184, got 1024/],
+    [{ maxStackSizeBytes: 1024 }, /maxStackSizeBytes must be an integer between 65536 and 8388608/],
+    [{ executionTimeoutMs: 2 ** 31 }, /executionTimeoutMs must be an integer between 1 and 2147483647/],
     [{ executionTimeoutMs: 0 }, /executionTimeoutMs/],
-    [{ executionTimeoutMs: "5s" }, /executionTimeoutMs must be an integer >= 1, got "5s"/],
+    [{ executionTimeoutMs: "5s" }, /executionTimeoutMs must be an integer between 1 and 2147483647, got "5s"/],
     [{ executionTimeoutMs: 5000, wallTimeoutMs: 100 }, /wallTimeoutMs \(100\) must be >= executionTimeoutMs \(5000\)/],
     [{ maxPtcCalls: 0 }, /maxPtcCalls/],
     [{ maxResultChars: 10 }, /maxResultChars/],
