@@ -1,0 +1,56 @@
+/**
+ * Command-line flags shared by `repl` and `eval`: the sandbox limits, parsed from human units.
+ */
+import type { SandboxOptions } from "../types.js";
+
+/** Flag definitions for node:util parseArgs, limit flags only. */
+export const LIMIT_FLAGS = {
+  "memory-limit": { type: "string" },
+  "stack-size": { type: "string" },
+  timeout: { type: "string" },
+  "wall-timeout": { type: "string" },
+} as const;
+
+/** Help lines describing {@link LIMIT_FLAGS}. */
+export const LIMIT_HELP = [
+  "  --memory-limit <size>   heap cap of the sandbox, e.g. 64MiB, 512k, 1048576 (default 64MiB)",
+  "  --stack-size <size>     guest stack cap (default 1MiB)",
+  "  --timeout <ms>          guest execution budget per eval (default 5000)",
+  "  --wall-timeout <ms>     wall-clock budget per eval, host waits included (default 60000)",
+].join("\n");
+
+/** A user mistake on the command line: printed without a stack, exit code 2. */
+export class UsageError extends Error {
+  override readonly name = "UsageError";
+}
+
+const UNITS: Record<string, number> = {
+  "": 1, b: 1,
+  k: 1024, kb: 1024, kib: 1024,
+  m: 1024 ** 2, mb: 1024 ** 2, mib: 1024 ** 2,
+  g: 1024 ** 3, gb: 1024 ** 3, gib: 1024 ** 3,
+};
+
+/** Parses `64MiB`, `512k`, `1048576` into bytes (binary units: 1k = 1024). */
+export function parseSize(flag: string, text: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text);
+  const unit = m ? UNITS[m[2]!.toLowerCase()] : undefined;
+  if (!m || unit === undefined) throw new UsageError(`--${flag}: '${text}' is not a size (examples: 64MiB, 512k, 1048576)`);
+  return Math.round(Number(m[1]) * unit);
+}
+
+function parseMs(flag: string, text: string): number {
+  const n = Number(text);
+  if (!/^\s*\d+(\.\d+)?\s*$/.test(text) || !(n > 0)) throw new UsageError(`--${flag}: '${text}' is not a positive number of milliseconds`);
+  return n;
+}
+
+/** Turns the parsed limit flags into sandbox options; flags left out keep the engine defaults. */
+export function sandboxOptionsFrom(values: { [K in keyof typeof LIMIT_FLAGS]?: string }): SandboxOptions {
+  const options: SandboxOptions = {};
+  if (values["memory-limit"] !== undefined) options.memoryLimitBytes = parseSize("memory-limit", values["memory-limit"]);
+  if (values["stack-size"] !== undefined) options.maxStackSizeBytes = parseSize("stack-size", values["stack-size"]);
+  if (values.timeout !== undefined) options.executionTimeoutMs = parseMs("timeout", values.timeout);
+  if (values["wall-timeout"] !== undefined) options.wallTimeoutMs = parseMs("wall-timeout", values["wall-timeout"]);
+  return options;
+}

@@ -1,0 +1,89 @@
+/**
+ * How eval results reach the terminal: values shown like Node's REPL (util.inspect), guest
+ * errors like Node's uncaught errors, and a JSON form for scripts.
+ */
+import { inspect } from "node:util";
+import { SandboxError } from "../errors.js";
+import type { ConsoleEntry, EvalReport, EvalStats } from "../types.js";
+
+/** Renders a value as Node's REPL would. */
+export function show(value: unknown, colors: boolean): string {
+  return inspect(value, { colors, depth: 6, maxArrayLength: 200, maxStringLength: 10_000 });
+}
+
+/** `1.5 KiB`, `64 MiB`. */
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 ** 2) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 ** 2).toFixed(1)} MiB`;
+}
+
+/** `1.23 ms`, `45 µs`. */
+export function formatMs(ms: number): string {
+  return ms < 1 ? `${Math.round(ms * 1000)} µs` : `${ms.toFixed(ms < 10 ? 2 : 1)} ms`;
+}
+
+/** One line of measurements shown after each REPL eval. */
+export function statsLine(stats: EvalStats): string {
+  const calls = stats.hostCalls ? ` · ${stats.hostCalls} host calls` : "";
+  return `${formatMs(stats.executionMs)} exec · ${formatMs(stats.wallMs)} wall · ${formatBytes(stats.memoryUsedBytes)} used (peak ${formatBytes(stats.peakMemoryBytes)})${calls}`;
+}
+
+/** A failed eval as text: guest throws read like Node's `Uncaught ...`, engine stops name their code. */
+export function describeError(error: SandboxError): string {
+  if (error.guest) {
+    const head = error.guest.nonError ? `Uncaught ${inspect(error.guest.message)}` : `Uncaught ${error.guest.name}: ${error.guest.message}`;
+    const stack = error.guest.stack?.trimEnd();
+    return stack ? `${head}\n${stack}` : head;
+  }
+  return `${error.code}: ${error.message}`;
+}
+
+/** Writes guest console output where Node's console would: log/info/debug to stdout, warn/error to stderr. */
+export function replayConsole(entries: readonly ConsoleEntry[], truncated: boolean, out: NodeJS.WritableStream, err: NodeJS.WritableStream): void {
+  for (const entry of entries) (entry.level === "warn" || entry.level === "error" ? err : out).write(`${entry.text}\n`);
+  if (truncated) err.write("[console output truncated: maxConsoleBytes reached]\n");
+}
+
+/**
+ * True when JSON.stringify/parse gives back exactly `value`: no undefined, BigInt, NaN, -0,
+ * holes, Map, Date and the like, and no cycles.
+ */
+export function isJsonExact(value: unknown, ancestors: Set<object> = new Set()): boolean {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return true;
+    case "number":
+      return Number.isFinite(value) && !Object.is(value, -0);
+    case "object": {
+      if (value === null) return true;
+      if (ancestors.has(value)) return false;
+      ancestors.add(value);
+      try {
+        if (Array.isArray(value)) {
+          for (let i = 0; i < value.length; i++) if (!(i in value) || !isJsonExact(value[i], ancestors)) return false;
+          return true;
+        }
+        const proto: unknown = Object.getPrototypeOf(value);
+        if (proto !== Object.prototype && proto !== null) return false;
+        return Object.values(value).every((v) => isJsonExact(v, ancestors));
+      } finally {
+        ancestors.delete(value);
+      }
+    }
+    default:
+      return false;
+  }
+}
+
+/** Machine-readable form of one eval: `value` only when JSON holds it exactly, `inspect` always. */
+export function reportJson(report: EvalReport): string {
+  const common = { console: report.console, consoleTruncated: report.consoleTruncated, stats: report.stats };
+  if (report.ok) {
+    const exact = isJsonExact(report.value);
+    return JSON.stringify({ ok: true, ...(exact ? { value: report.value } : {}), inspect: show(report.value, false), ...common });
+  }
+  const { code, message, guest, budget } = report.error;
+  return JSON.stringify({ ok: false, error: { code, message, ...(guest ? { guest } : {}), ...(budget ? { budget } : {}) }, ...common });
+}
