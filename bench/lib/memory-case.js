@@ -1,7 +1,9 @@
 // Case (g): resident memory per live session, measured in a process that does nothing else.
 import { guestSource } from "../workloads/sources.js";
 
-const RSS_CAP = 12 * 1024 ** 3;
+// Well under the machine's memory: other work shares it, and the per-session figure is already
+// stable long before the cap.
+const RSS_CAP = 4 * 1024 ** 3;
 
 async function settleHeap() {
   for (let i = 0; i < 3; i++) {
@@ -21,19 +23,26 @@ export async function runMemoryCase(adapter, count, { onProgress } = {}) {
   await settleHeap();
   const before = process.memoryUsage.rss();
   const live = [];
-  let stoppedEarly = false;
+  let stoppedEarly;
   for (let i = 0; i < count; i++) {
-    const s = await adapter.createSession();
-    await touch(s);
-    live.push(s);
+    try {
+      const s = await adapter.createSession();
+      live.push(s);
+      await touch(s);
+    } catch (error) {
+      // An engine whose heap is full (a 32-bit WASM memory) reports how far it got.
+      stoppedEarly = `stopped at ${live.length} sessions: ${String(error?.message ?? error).slice(0, 120)}`;
+      break;
+    }
     if ((i + 1) % 1000 === 0) {
       onProgress?.(`${i + 1}/${count} sessions`);
       if (process.memoryUsage.rss() > RSS_CAP) {
-        stoppedEarly = true;
+        stoppedEarly = `stopped at ${live.length} sessions: RSS passed ${RSS_CAP / 1024 ** 3} GiB`;
         break;
       }
     }
   }
+  if (live.length === 0) return { status: "failed", reason: stoppedEarly };
   await settleHeap();
   const after = process.memoryUsage.rss();
   const perSessionBytes = (after - before) / live.length;
@@ -41,6 +50,6 @@ export async function runMemoryCase(adapter, count, { onProgress } = {}) {
     status: "ok",
     perSessionKB: perSessionBytes / 1024,
     sessions: live.length,
-    ...(stoppedEarly ? { note: `stopped at ${live.length} sessions: RSS passed ${RSS_CAP / 1024 ** 3} GiB` } : {}),
+    ...(stoppedEarly ? { note: stoppedEarly } : {}),
   };
 }

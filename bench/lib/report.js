@@ -7,10 +7,11 @@ const NATIVE = "quickjs-native";
 const FLOOR = "c-floor";
 const esc = (s) => String(s ?? "").replace(/\|/g, "\\|").replace(/\n/g, " ");
 
-function table(headers, rows) {
+/** Markdown table; `align` has one letter per column, l or r (numbers read best right-aligned). */
+function table(headers, rows, align = "l".repeat(headers.length)) {
   return [
     `| ${headers.join(" | ")} |`,
-    `|${headers.map((h, i) => (i === 0 ? "---" : "---:")).join("|")}|`,
+    `|${headers.map((h, i) => (align[i] === "r" ? "---:" : "---")).join("|")}|`,
     ...rows.map((r) => `| ${r.map(esc).join(" | ")} |`),
   ].join("\n");
 }
@@ -52,7 +53,7 @@ function timedSection(run, info) {
       rows.push([label, "—", "—", "—", "—", "—", "—", reasonFor(result, info.id, run)]);
     }
   }
-  return table(["engine", "median", "p99", "ops/s", "vs quickjs-native", "vs raw C", "samples", "note"], rows);
+  return table(["engine", "median", "p99", "ops/s", "vs quickjs-native", "vs raw C", "samples", "note"], rows, "lrrrrrrl");
 }
 
 function onceSection(run) {
@@ -64,7 +65,7 @@ function onceSection(run) {
         ? [result.label, `${r.onceMs.toFixed(1)} ms`, ""]
         : [result.label, "—", reasonFor(result, "load", run)];
     });
-  return table(["engine", "first load", "note"], rows);
+  return table(["engine", "first load", "note"], rows, "lrl");
 }
 
 function memorySection(run, info) {
@@ -77,7 +78,7 @@ function memorySection(run, info) {
         ? [result.label, `${r.perSessionKB.toFixed(0)} KB`, r.sessions.toLocaleString("en-US"), formatRatio(r.perSessionKB / native?.perSessionKB), r.note ?? ""]
         : [result.label, "—", "—", "—", reasonFor(result, info.id, run)];
     });
-  return table(["engine", "RSS per session", "live sessions", "vs quickjs-native", "note"], rows);
+  return table(["engine", "RSS per session", "live sessions", "vs quickjs-native", "note"], rows, "lrrrl");
 }
 
 function eventLoopSection(run) {
@@ -89,20 +90,24 @@ function eventLoopSection(run) {
         ? [result.label, `${r.p99Ms.toFixed(2)} ms`, `${r.maxMs.toFixed(1)} ms`, `${r.wallMs.toFixed(0)} ms`, `2 × ${r.spinMs} ms`]
         : [result.label, "—", "—", "—", reasonFor(result, "event-loop", run)];
     });
-  return table(["engine", "p99 delay", "max delay", "wall time", "guest spin"], rows);
+  return table(["engine", "p99 delay", "max delay", "wall time", "guest spin"], rows, "lrrrl");
+}
+
+/** One cell of the summary: the case's headline number in its own unit. */
+function glanceCell(info, result) {
+  const r = findRow(result, info.id);
+  if (result.engine === FLOOR && !info.cFloor) return "";
+  if (r?.status !== "ok") return "—";
+  if (info.kind === "once") return `${r.onceMs.toFixed(1)} ms`;
+  if (info.kind === "memory") return `${r.perSessionKB.toFixed(0)} KB`;
+  if (info.kind === "eventloop") return `${r.p99Ms.toFixed(1)} ms`;
+  return formatUs(r.medianUs);
 }
 
 function atAGlance(run) {
-  const timed = CASES.filter((c) => c.kind === "time");
-  const engines = run.results;
-  const rows = timed.map((c) => [
-    `(${c.letter}) ${c.title}`,
-    ...engines.map((result) => {
-      const r = findRow(result, c.id);
-      return r?.status === "ok" ? formatUs(r.medianUs) : result.engine === FLOOR && !c.cFloor ? "" : "—";
-    }),
-  ]);
-  return table(["median per operation", ...engines.map((r) => r.label ?? r.engine)], rows);
+  const shown = CASES.filter((c) => !(c.fullOnly && run.quick));
+  const rows = shown.map((c) => [`(${c.letter}) ${c.title}`, ...run.results.map((result) => glanceCell(c, result))]);
+  return table(["case (median; RSS per session; p99 delay)", ...run.results.map((r) => r.label ?? r.engine)], rows, `l${"r".repeat(run.results.length)}`);
 }
 
 const FAIRNESS = [
@@ -150,6 +155,7 @@ export function renderReport(run) {
     table(
       ["goal", "target", "measured", "status"],
       evaluateGoals(run).map((g) => [g.goal, g.target, g.measured, g.status === "not measured" ? `not measured: ${g.detail}` : g.status]),
+      "lrrl",
     ),
     "",
   );

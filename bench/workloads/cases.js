@@ -91,7 +91,7 @@ export const CASES = [
     kind: "memory",
     sessions: 10000,
     fullOnly: true,
-    includes: "As above with 10,000 live sessions (stopped early, and reported as such, if RSS passes 12 GiB).",
+    includes: "As above with 10,000 live sessions (stopped early, and reported as such, if RSS passes 4 GiB or the engine's heap is full).",
   },
   {
     id: "event-loop",
