@@ -51,12 +51,13 @@ export function formatEvalOutput(report: EvalReport, options: FormatOptions): st
 
 /**
  * Renders a value the guest returned: strings raw, everything else the way Node's `util.inspect`
- * shows it (`10n`, `-0`, `Map(2) {...}`, `Set(1) {...}`, `<ref *1>`/`[Circular *1]`, holes), with
- * opaque guest things (functions, symbols...) as `[Function: name]` and the like.
+ * shows it (`10n`, `-0`, `Map(2) {...}`, `Set(1) {...}`, `<ref *1>`/`[Circular *1]`, holes).
+ * Opaque guest things arrive as `GuestOpaque` instances, which render themselves
+ * (`[Function name]`, `[Getter/Setter]`...).
  */
 export function renderValue(value: unknown): string {
   if (typeof value === "string") return value;
-  return inspect(withOpaquesRendered(value), INSPECT_OPTIONS);
+  return inspect(value, INSPECT_OPTIONS);
 }
 
 const INSPECT_OPTIONS = {
@@ -84,8 +85,7 @@ function renderError(error: SandboxError, options: FormatOptions): string {
   if (!guest) return `${OUTPUT_TEXT.errorLabel(error.code)}: ${error.message}`;
   if (guest.nonError) {
     // `throw "x"` shows "x" with its quotes, so an empty or whitespace string is still visible.
-    const shown = error.cause !== undefined ? renderValue(error.cause) : guest.name === "string" ? JSON.stringify(guest.message) : guest.message;
-    return OUTPUT_TEXT.thrownNonError(guest.name, shown);
+    return OUTPUT_TEXT.thrownNonError(guest.name, guest.name === "string" ? JSON.stringify(guest.message) : guest.message);
   }
   const head = guest.message === "" ? guest.name : `${guest.name}: ${guest.message}`;
   const stack = guest.stack ? mapStackLines(stripStackHeader(guest.stack, head), options) : "";
@@ -107,107 +107,6 @@ function mapStackLines(stack: string, options: FormatOptions): string {
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-}
-
-// ---------------------------------------------------------------------------------------------
-// Opaque guest things: the marshaller stands them in as `GuestOpaque` instances.
-
-interface OpaqueLike {
-  kind: string;
-  name?: string;
-}
-
-/**
- * A `GuestOpaque` is a class instance made by the host; a guest can only produce plain copies, so
- * a guest object `{ kind: "function" }` is never mistaken for one.
- */
-function isOpaque(value: object): value is OpaqueLike {
-  const prototype: unknown = Object.getPrototypeOf(value);
-  if (prototype === Object.prototype || prototype === null) return false;
-  const constructorName = (prototype as { constructor?: { name?: unknown } }).constructor?.name;
-  return constructorName === "GuestOpaque" && typeof (value as { kind?: unknown }).kind === "string";
-}
-
-function describeOpaque(opaque: OpaqueLike): string {
-  const name = typeof opaque.name === "string" && opaque.name !== "" ? opaque.name : undefined;
-  switch (opaque.kind) {
-    case "function":
-      return name ? `[Function: ${name}]` : "[Function (anonymous)]";
-    case "class":
-      return name ? `[class ${name}]` : "[class (anonymous)]";
-    case "symbol":
-      return `Symbol(${name ?? ""})`;
-    case "accessor":
-      return name ? `[Getter/Setter: ${name}]` : "[Getter/Setter]";
-    default:
-      return name ? `[${opaque.kind} ${name}]` : `[${opaque.kind}]`;
-  }
-}
-
-class RenderedOpaque {
-  constructor(private readonly text: string) {}
-  [inspect.custom](): string {
-    return this.text;
-  }
-}
-
-/** Returns `value` itself unless an opaque is inside; then a copy with each opaque rendered (cycles kept). */
-function withOpaquesRendered(value: unknown): unknown {
-  if (typeof value !== "object" || value === null || !containsOpaque(value, new Set())) return value;
-  return rebuild(value, new Map());
-}
-
-function containsOpaque(value: object, seen: Set<object>): boolean {
-  if (seen.has(value)) return false;
-  seen.add(value);
-  if (isOpaque(value)) return true;
-  for (const child of children(value)) {
-    if (typeof child === "object" && child !== null && containsOpaque(child, seen)) return true;
-  }
-  return false;
-}
-
-function children(value: object): unknown[] {
-  if (value instanceof Map) return [...value.keys(), ...value.values()];
-  if (value instanceof Set) return [...value];
-  if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer || value instanceof Date || value instanceof RegExp) return [];
-  return Object.values(value);
-}
-
-function rebuild(value: unknown, copies: Map<object, unknown>): unknown {
-  if (typeof value !== "object" || value === null) return value;
-  const existing = copies.get(value);
-  if (existing !== undefined) return existing;
-  if (isOpaque(value)) {
-    const rendered = new RenderedOpaque(describeOpaque(value));
-    copies.set(value, rendered);
-    return rendered;
-  }
-  if (value instanceof Map) {
-    const copy = new Map<unknown, unknown>();
-    copies.set(value, copy);
-    for (const [key, item] of value) copy.set(rebuild(key, copies), rebuild(item, copies));
-    return copy;
-  }
-  if (value instanceof Set) {
-    const copy = new Set<unknown>();
-    copies.set(value, copy);
-    for (const item of value) copy.add(rebuild(item, copies));
-    return copy;
-  }
-  if (Array.isArray(value)) {
-    const copy: unknown[] = new Array<unknown>(value.length);
-    copies.set(value, copy);
-    // Own keys only, so holes stay holes.
-    for (const key of Object.keys(value)) (copy as unknown as Record<string, unknown>)[key] = rebuild((value as unknown as Record<string, unknown>)[key], copies);
-    return copy;
-  }
-  const prototype: unknown = Object.getPrototypeOf(value);
-  if (prototype !== Object.prototype && prototype !== null) return value;
-  const copy = Object.create(prototype as object | null) as Record<string, unknown>;
-  copies.set(value, copy);
-  for (const [key, item] of Object.entries(value)) copy[key] = rebuild(item, copies);
-  return copy;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { SandboxError, type GuestErrorInfo, type SandboxErrorCode } from "../../src/errors.js";
 import { formatEvalOutput, renderValue, truncateMiddle } from "../../src/langchain/format.js";
+import { GuestOpaque } from "../../src/marshal.js";
 import type { ConsoleEntry, EvalReport } from "../../src/types.js";
 
 const stats = { executionMs: 1, wallMs: 1, hostCalls: 0, memoryUsedBytes: 0, peakMemoryBytes: 0 };
@@ -9,10 +10,9 @@ function ok(value: unknown, console: ConsoleEntry[] = [], consoleTruncated = fal
   return { ok: true, value, console, consoleTruncated, stats };
 }
 
-function failed(code: SandboxErrorCode, message: string, guest?: GuestErrorInfo, cause?: unknown): EvalReport {
-  const details: { guest?: GuestErrorInfo; cause?: unknown } = {};
+function failed(code: SandboxErrorCode, message: string, guest?: GuestErrorInfo): EvalReport {
+  const details: { guest?: GuestErrorInfo } = {};
   if (guest) details.guest = guest;
-  if (cause !== undefined) details.cause = cause;
   return { ok: false, error: new SandboxError(code, message, details), console: [], consoleTruncated: false, stats };
 }
 
@@ -21,14 +21,6 @@ const format = (report: EvalReport, maxResultChars = 4000): string => formatEval
 /** Body of one `<section>` of the output. */
 function section(output: string, name: string): string | undefined {
   return new RegExp(`<${name}>\\n([\\s\\S]*?)\\n</${name}>`).exec(output)?.[1];
-}
-
-/** Stands in for the marshaller's placeholder class: only its class name and shape matter. */
-class GuestOpaque {
-  constructor(
-    readonly kind: string,
-    readonly name?: string,
-  ) {}
 }
 
 describe("renderValue: results render faithfully", () => {
@@ -52,11 +44,11 @@ describe("renderValue: results render faithfully", () => {
   });
 
   it("shows opaque guest functions by name, nested and with cycles kept", () => {
-    const holder: Record<string, unknown> = { f: new GuestOpaque("function", "score"), anon: new GuestOpaque("function"), sym: new GuestOpaque("symbol", "tag") };
+    const holder: Record<string, unknown> = { f: new GuestOpaque("function", "score"), anon: new GuestOpaque("function"), acc: new GuestOpaque("accessor") };
     holder["again"] = holder;
-    expect(renderValue(holder)).toBe("<ref *1> {\n  f: [Function: score],\n  anon: [Function (anonymous)],\n  sym: Symbol(tag),\n  again: [Circular *1]\n}");
-    expect(renderValue(new Map([["k", new GuestOpaque("function", "g")]]))).toBe("Map(1) { 'k' => [Function: g] }");
-    expect(renderValue(new GuestOpaque("function", "top"))).toBe("[Function: top]");
+    expect(renderValue(holder)).toBe("<ref *1> {\n  f: [Function score],\n  anon: [Function (anonymous)],\n  acc: [Getter/Setter],\n  again: [Circular *1]\n}");
+    expect(renderValue(new Map([["k", new GuestOpaque("function", "g")]]))).toBe("Map(1) { 'k' => [Function g] }");
+    expect(renderValue(new GuestOpaque("function", "top"))).toBe("[Function top]");
   });
 
   it("does not mistake a guest's plain { kind: 'function' } object for a function", () => {
@@ -114,8 +106,8 @@ describe("formatEvalOutput: errors", () => {
     expect(section(output, "error")).toBe('Uncaught string (not an Error): "x"');
   });
 
-  it("shows a thrown non-Error by its copied value when the engine provides it", () => {
-    const output = format(failed("GUEST_ERROR", "[object Object]", { name: "object", message: "[object Object]", nonError: true }, { code: 7 }));
+  it("shows a thrown object by its rendered value", () => {
+    const output = format(failed("GUEST_ERROR", "{ code: 7 }", { name: "object", message: "{ code: 7 }", nonError: true }));
     expect(section(output, "error")).toBe("Uncaught object (not an Error): { code: 7 }");
   });
 

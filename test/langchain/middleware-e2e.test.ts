@@ -81,6 +81,7 @@ describe("createAgent with the code interpreter", () => {
       options: { ptc: [getHits] },
     });
     expect(section(evals[0]!, "result")).toBe("[ 'object', true, true ]");
+    expect((evals[0] as { status?: string }).status).toBe("success");
   });
 
   it.each([
@@ -95,6 +96,7 @@ describe("createAgent with the code interpreter", () => {
   it('shows throw "x" by value, not as an unknown error', async () => {
     const { evals } = await runEvals([`throw "x"`]);
     const error = section(evals[0]!, "error");
+    expect((evals[0] as { status?: string }).status).toBe("error");
     expect(error).toContain('"x"');
     expect(error).not.toMatch(/unknown error/i);
   });
