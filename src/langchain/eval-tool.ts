@@ -90,6 +90,8 @@ function bindTools(session: Session, live: LiveSandbox, view: PtcToolView): void
 /** What one eval produced for the model and for the graph. */
 interface EvalOutcome {
   text: string;
+  /** False when the code threw or was stopped: the ToolMessage is then marked as an error. */
+  ok: boolean;
   updates: readonly StateUpdate[];
 }
 
@@ -115,7 +117,7 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
       filename: SCRIPT_FILENAME,
       ...(transformed.lineMap === undefined ? {} : { lineMap: transformed.lineMap }),
     });
-    return { text, updates: context.updates };
+    return { text, ok: report.ok, updates: context.updates };
   } finally {
     session.state.active = undefined;
     if (options.mode === "call") session.discard();
@@ -132,16 +134,18 @@ export interface EvalToolDeps {
 let commandModule: Promise<typeof import("@langchain/langgraph")> | undefined;
 
 /**
- * The eval result as the ToolNode expects it: plain text, or, when PTC calls requested state
- * updates, a `Command` carrying those updates and the eval's ToolMessage together.
+ * The eval result as the ToolNode expects it: its ToolMessage (status "error" when the code failed),
+ * wrapped in a `Command` with the state updates PTC calls requested, if any. Invoked without a tool
+ * call (directly, outside an agent), it is the text alone.
  */
 async function toToolOutput(outcome: EvalOutcome, config: EvalRunConfig, toolName: string): Promise<unknown> {
   const toolCallId = config.toolCall?.id ?? config.toolCallId;
-  if (outcome.updates.length === 0 || toolCallId === undefined) return outcome.text;
+  if (toolCallId === undefined) return outcome.text;
+  const message = new ToolMessage({ content: outcome.text, tool_call_id: toolCallId, name: toolName, status: outcome.ok ? "success" : "error" });
+  if (outcome.updates.length === 0) return message;
   // Only tools that themselves return a Command get here, so @langchain/langgraph is installed.
   commandModule ??= import("@langchain/langgraph");
   const { Command } = await commandModule;
-  const message = new ToolMessage({ content: outcome.text, tool_call_id: toolCallId, name: toolName });
   return new Command({ update: [...outcome.updates, ["messages", [message]]] });
 }
 
