@@ -173,6 +173,8 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
                            InstanceMethod("getGlobal", &SandboxHandle::GetGlobal),
                            InstanceMethod("memoryUsage", &SandboxHandle::MemoryUsage),
                            InstanceMethod("dispose", &SandboxHandle::Dispose),
+                           InstanceMethod("setClock", &SandboxHandle::SetClock),
+                           InstanceMethod("setRandomSeed", &SandboxHandle::SetRandomSeed),
                        });
   }
 
@@ -373,6 +375,23 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     a.Set(1u, Napi::Number::New(env, static_cast<double>(engine_->memoryPeak())));
     a.Set(2u, Napi::Number::New(env, static_cast<double>(engine_->memoryLimit())));
     return a;
+  }
+
+  // setClock(fixed, epochMs, localTimeUtc) -> false when busy or refused (native/clock.cc)
+  Napi::Value SetClock(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!alive(info) || info.Length() < 3) return env.Undefined();
+    return Napi::Boolean::New(env, engine_->setClock(info[0].ToBoolean().Value(), info[1].ToNumber().DoubleValue(),
+                                                     info[2].ToBoolean().Value()));
+  }
+
+  // setRandomSeed(seed: integer below 2**53) -> false when busy
+  Napi::Value SetRandomSeed(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!alive(info) || info.Length() < 1) return env.Undefined();
+    double seed = info[0].ToNumber().DoubleValue();
+    if (!(seed >= 0 && seed < 9007199254740992.0)) return Napi::Boolean::New(env, false);
+    return Napi::Boolean::New(env, engine_->setRandomSeed(static_cast<uint64_t>(seed)));
   }
 
   Napi::Value Dispose(const Napi::CallbackInfo& info) {

@@ -104,6 +104,15 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // Fills `out` with wire bytes of the global's own data property; returns an error text or "".
   std::string getGlobal(const std::string& name, std::vector<uint8_t>* out, EvalStatus* status);
 
+  // --- deterministic time and randomness (native/clock.cc, deps patch 0030); main thread ------
+  // Each returns false when an eval is active or the engine is gone, changing nothing.
+  // Date.now()/new Date() return `epochMs` while `fixed`; local-time methods use UTC if asked.
+  bool setClock(bool fixed, double epochMs, bool localTimeUtc);
+  bool setRandomSeed(uint64_t seed);
+  // The Math.random generator state, so snapshots can carry it.
+  bool randomState(uint64_t* state);
+  bool setRandomState(uint64_t state);
+
   // --- async evals (state transitions are guarded by mu_) -----------------------------------
   // Starts an eval to be run by the executor. False when another eval is active.
   bool beginAsync(EvalRequest request, uint64_t evalId);

@@ -9,6 +9,7 @@ export { GuestOpaque } from "./marshal.js";
 export type { GuestOpaqueKind } from "./marshal.js";
 export type {
   SandboxOptions,
+  SandboxClock,
   EvalOptions,
   EvalReport,
   EvalStats,

@@ -34,6 +34,8 @@ export interface NativeHandle {
   getGlobal(name: string): [status: number, result: Buffer | string | undefined];
   memoryUsage(): [used: number, peak: number, limit: number];
   dispose(): void;
+  setClock(fixed: boolean, epochMs: number, localTimeUtc: boolean): boolean;
+  setRandomSeed(seed: number): boolean;
 }
 
 interface NativeModule {

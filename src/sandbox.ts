@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
+import { randomInt } from "node:crypto";
 import { formatWithOptions } from "node:util";
 import { SandboxError, type GuestErrorInfo } from "./errors.js";
 import { GuestOpaque, decodeConsole, decodeValue, encodeValue } from "./marshal.js";
@@ -12,18 +13,23 @@ import type {
   EvalStats,
   HostFunction,
   MemoryUsage,
+  SandboxClock,
   SandboxOptions,
 } from "./types.js";
 
 const MiB = 1024 * 1024;
-const DEFAULTS: Required<SandboxOptions> = {
+const DEFAULTS: Required<Omit<SandboxOptions, "randomSeed">> = {
   memoryLimitBytes: 64 * MiB,
   maxStackSizeBytes: 1 * MiB,
   executionTimeoutMs: 5000,
   wallTimeoutMs: 60_000,
   captureConsole: true,
   maxConsoleBytes: 1 * MiB,
+  clock: "frozen",
 };
+const OPTION_KEYS = [...Object.keys(DEFAULTS), "randomSeed"];
+// Date.now() values must stay inside the Date range (±8.64e15 ms).
+const MAX_TIME_MS = 8.64e15;
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 const CONSOLE_LEVELS: readonly ConsoleLevel[] = ["log", "info", "warn", "error", "debug"];
 const PATH_SEGMENT = /^[A-Za-z_$][\w$]*$/;
@@ -54,10 +60,10 @@ function checkKeys(what: string, value: object, allowed: readonly string[]): voi
 }
 
 function validateOptions(options: unknown): Required<SandboxOptions> {
-  if (options === undefined) return { ...DEFAULTS };
+  if (options === undefined) return validateOptions({});
   if (typeof options !== "object" || options === null) throw invalid("Sandbox options must be an object");
-  checkKeys("Sandbox", options, Object.keys(DEFAULTS));
-  const o = { ...DEFAULTS, ...(options as SandboxOptions) };
+  checkKeys("Sandbox", options, OPTION_KEYS);
+  const o = { ...DEFAULTS, randomSeed: 0, ...(options as SandboxOptions) };
   checkInteger("memoryLimitBytes", o.memoryLimitBytes, 1 * MiB, 16 * 1024 * MiB);
   // Executor threads have native.threadStackBytes of stack; keep a wide margin for C frames.
   checkInteger("maxStackSizeBytes", o.maxStackSizeBytes, 64 * 1024, Math.min(8 * MiB, native.threadStackBytes / 2));
@@ -65,7 +71,33 @@ function validateOptions(options: unknown): Required<SandboxOptions> {
   checkTimeout("wallTimeoutMs", o.wallTimeoutMs);
   if (typeof o.captureConsole !== "boolean") throw invalid("captureConsole must be a boolean");
   checkInteger("maxConsoleBytes", o.maxConsoleBytes, 0, 256 * MiB);
+  checkClock(o.clock);
+  // A fresh seed comes from the CSPRNG: upstream seeds from the time, which leaks the host clock.
+  if ((options as SandboxOptions).randomSeed === undefined) o.randomSeed = randomInt(2 ** 48 - 1);
+  else checkInteger("randomSeed", o.randomSeed, 0, Number.MAX_SAFE_INTEGER);
   return o;
+}
+
+function checkClock(clock: unknown): asserts clock is SandboxClock {
+  if (clock === "real" || clock === "frozen") return;
+  if (typeof clock === "object" && clock !== null && typeof (clock as { now?: unknown }).now === "function") return;
+  throw invalid(`clock must be "real", "frozen" or an object with a now() method; got ${formatWithOptions({ depth: 0 }, "%O", clock)}`);
+}
+
+/** The guest's Date.now() for the eval about to start: undefined for the real clock. */
+function evalClockMs(clock: SandboxClock): number | undefined {
+  if (clock === "real") return undefined;
+  if (clock === "frozen") return Date.now();
+  let ms: unknown;
+  try {
+    ms = clock.now();
+  } catch (err) {
+    throw new SandboxError("INVALID_ARGUMENT", "the sandbox's clock.now() threw", { cause: err });
+  }
+  if (typeof ms !== "number" || !Number.isFinite(ms) || Math.abs(ms) > MAX_TIME_MS) {
+    throw invalid(`clock.now() must return a finite number of ms within ±${MAX_TIME_MS}; got ${formatWithOptions({ depth: 0 }, "%O", ms)}`);
+  }
+  return ms;
 }
 
 const EVAL_OPTION_KEYS = ["timeoutMs", "wallTimeoutMs", "filename", "signal", "unserializable"] as const;
@@ -145,6 +177,14 @@ export class Sandbox implements Disposable {
     } catch (err) {
       throw new SandboxError("OUT_OF_MEMORY", "could not create the sandbox runtime", { cause: err });
     }
+    this.#handle.setRandomSeed(o.randomSeed);
+  }
+
+  // Sets the guest clock for the eval about to start; the engine is idle here (a busy engine
+  // refuses it, and then refuses the eval too).
+  #startClock(handle: NativeHandle): void {
+    const ms = evalClockMs(this.#options.clock);
+    handle.setClock(ms !== undefined, ms ?? 0, this.#options.clock !== "real");
   }
 
   /** True once {@link Sandbox.dispose} ran. */
@@ -314,6 +354,7 @@ export class Sandbox implements Disposable {
     if (o.signal?.aborted) return this.#report(this.#stubOutcome(NativeStatus.Aborted), 0, o);
     const handle = this.#live();
     if (this.#broken) return this.#report(this.#stubOutcome(NativeStatus.Broken), 0, o);
+    this.#startClock(handle);
     const started = performance.now();
     const raw = handle.evalSync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe");
     return this.#report(raw, performance.now() - started, o);
@@ -349,6 +390,7 @@ export class Sandbox implements Disposable {
     if (this.#broken) return this.#report(this.#stubOutcome(NativeStatus.Broken), 0, o);
     if (o.signal?.aborted) return this.#report(this.#stubOutcome(NativeStatus.Aborted), 0, o);
     const handle = this.#handle;
+    this.#startClock(handle);
     const evalId = ++this.#evalSeq;
     const started = performance.now();
     const pending = handle.evalAsync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", evalId);

@@ -17,7 +17,29 @@ export interface SandboxOptions {
   captureConsole?: boolean;
   /** Cap on the console text kept per eval, in bytes of UTF-8; a truncation marker follows. Default 1 MiB. */
   maxConsoleBytes?: number;
+  /**
+   * What `Date.now()` and `new Date()` return inside the sandbox. Default `"frozen"`.
+   * See {@link SandboxClock}.
+   */
+  clock?: SandboxClock;
+  /**
+   * Seed of `Math.random`: two sandboxes with the same seed produce the same sequence. An integer
+   * from 0 to 2^53 − 1. Default: a fresh seed from the host's cryptographic generator (never derived
+   * from the clock); the seed in force is readable in {@link Sandbox.options}.
+   */
+  randomSeed?: number;
 }
+
+/**
+ * The guest's clock.
+ * - `"frozen"`: the host time at the start of each eval, constant while it runs (guest code can
+ *   neither time itself nor observe host timing). Local time is UTC.
+ * - `"real"`: the host's system clock, read on every call, in the host's time zone.
+ * - `{ now() }`: the host function is called once at the start of each eval and its value (ms since
+ *   the epoch) is frozen for that eval. It is not called per `Date.now()`: guest code runs off the
+ *   main thread, where host code cannot be called synchronously without blocking it. Local time is UTC.
+ */
+export type SandboxClock = "real" | "frozen" | { now(): number };
 
 /** Options of one eval. */
 export interface EvalOptions {

@@ -77,7 +77,7 @@ describe("the execution budget interrupts guest loops", () => {
   });
 
   it("gives each eval a fresh budget", () => {
-    const sb = sandbox({ executionTimeoutMs: 300 });
+    const sb = sandbox({ executionTimeoutMs: 300, clock: "real" }); // the loop reads the real clock
     // Each eval burns ~150 ms; together they exceed one budget, alone none does.
     for (let i = 0; i < 3; i++) {
       expect(sb.evalSync("{ const end = Date.now() + 150; while (Date.now() < end) {} } 'done'")).toBe("done");

@@ -1,0 +1,69 @@
+// Shared checks of the hostile-input suites: every attack must leave the host process alive and
+// responsive, fail with a typed SandboxError, give its memory back, and leave other sandboxes
+// exactly as they were.
+import { afterEach, expect } from "vitest";
+import { Sandbox, SandboxError, type SandboxErrorCode, type SandboxOptions } from "../../src/index.js";
+
+const live: Sandbox[] = [];
+
+/** A sandbox disposed after the current test. */
+export function sandbox(options?: SandboxOptions): Sandbox {
+  const sb = new Sandbox(options);
+  live.push(sb);
+  return sb;
+}
+
+afterEach(() => {
+  for (const sb of live.splice(0)) sb.dispose();
+});
+
+/** The SandboxError code `fn` throws (synchronously or by rejecting); fails the test for any other error. */
+export async function codeOf(fn: () => unknown): Promise<SandboxErrorCode | "no error"> {
+  try {
+    await fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(SandboxError);
+    return (err as SandboxError).code;
+  }
+  return "no error";
+}
+
+/** Asserts the Node event loop turns within `withinMs` (it is not blocked by a guest). */
+export async function expectHostResponsive(withinMs = 250): Promise<void> {
+  const started = performance.now();
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  expect(performance.now() - started).toBeLessThan(withinMs);
+}
+
+/**
+ * A bystander: a sandbox created before an attack, holding state. `check()` asserts the attack
+ * did not touch it (its global survives, it still evaluates, it is not busy or broken).
+ */
+export function bystander(): { sb: Sandbox; check(): Promise<void> } {
+  const sb = sandbox();
+  sb.evalSync("globalThis.marker = { n: 7, text: 'untouched' }");
+  return {
+    sb,
+    async check() {
+      expect(sb.evalSync("marker.n * 6")).toBe(42);
+      expect(await sb.eval("marker.text")).toBe("untouched");
+    },
+  };
+}
+
+/**
+ * Asserts a sandbox's runtime gives memory back after an attack: usage after a GC-triggering
+ * eval is within `slackBytes` of `baselineBytes`.
+ */
+export function expectMemoryBack(sb: Sandbox, baselineBytes: number, slackBytes = 512 * 1024): void {
+  // A fresh allocation-heavy eval makes the engine collect whatever the attack left behind.
+  sb.evalSync("{ let junk = []; for (let i = 0; i < 2000; i++) junk.push({ i }); junk = null; } undefined");
+  expect(sb.memoryUsage().usedBytes).toBeLessThan(baselineBytes + slackBytes);
+}
+
+/** Runs `fn` and returns its duration in ms with its result. */
+export async function timed<T>(fn: () => Promise<T> | T): Promise<[T, number]> {
+  const started = performance.now();
+  const result = await fn();
+  return [result, performance.now() - started];
+}
