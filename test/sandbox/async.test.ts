@@ -1,0 +1,437 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { Sandbox, SandboxError, type HostCallContext } from "../../src/index.js";
+
+const live: Sandbox[] = [];
+function sandbox(options?: ConstructorParameters<typeof Sandbox>[0]): Sandbox {
+  const sb = new Sandbox(options);
+  live.push(sb);
+  return sb;
+}
+afterEach(() => {
+  for (const sb of live.splice(0)) sb.dispose();
+});
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+async function rejected(p: Promise<unknown>): Promise<SandboxError> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).toBeInstanceOf(SandboxError);
+    return err as SandboxError;
+  }
+  throw new Error("expected a SandboxError, got a value");
+}
+
+/** An async host function that resolves `value` after `ms`, honouring its abort signal. */
+function delayed(sb: Sandbox, name: string, log?: Array<{ args: unknown[]; signal: AbortSignal }>): void {
+  sb.defineAsyncFunction(name, ([value, ms], { signal }: HostCallContext) => {
+    log?.push({ args: [value, ms], signal });
+    return new Promise((resolve) => setTimeout(() => resolve(value), Number(ms)));
+  });
+}
+
+describe("top-level await", () => {
+  it("returns the completion value of the last statement", async () => {
+    const sb = sandbox();
+    expect(await sb.eval("const x = await Promise.resolve(20); x * 2 + 2")).toBe(42);
+    expect(await sb.eval("await null; 'last'")).toBe("last");
+    expect(await sb.eval("1 + 1")).toBe(2);
+  });
+
+  it("awaits an async host function and gets its copied result", async () => {
+    const sb = sandbox();
+    sb.defineAsyncFunction("lookup", async ([key]) => ({ key, found: true, at: new Date(0) }));
+    expect(await sb.eval("const r = await lookup('k'); [r.key, r.found, r.at.getTime()]")).toEqual(["k", true, 0]);
+  });
+
+  it("gives the guest a promise at once from an async host function", async () => {
+    const sb = sandbox();
+    delayed(sb, "later");
+    expect(await sb.eval("const p = later(1, 20); const kind = p instanceof Promise; [kind, await p]")).toEqual([true, 1]);
+  });
+
+  it("rejects the guest promise with the host error's message only", async () => {
+    const sb = sandbox();
+    sb.defineAsyncFunction("broken", async () => {
+      throw new TypeError("tool failed");
+    });
+    expect(await sb.eval("try { await broken(); 'no' } catch (e) { [e instanceof Error, e.message] }")).toEqual([true, "tool failed"]);
+  });
+
+  it("reports an unhandled rejection of the script as GUEST_ERROR", async () => {
+    const sb = sandbox();
+    const err = await rejected(sb.eval("await Promise.reject(new RangeError('nope'))"));
+    expect(err.code).toBe("GUEST_ERROR");
+    expect(err.guest).toMatchObject({ name: "RangeError", message: "nope" });
+  });
+
+  it("sums 10,000 sequentially awaited host calls correctly", async () => {
+    const sb = sandbox();
+    sb.defineAsyncFunction("host", async ([i]) => Number(i) * 2);
+    const report = await sb.run("let s = 0; for (let i = 0; i < 10000; i++) s += await host(i); s");
+    expect(report.ok && report.value).toBe(2 * ((9999 * 10000) / 2));
+    expect(report.stats.hostCalls).toBe(10000);
+  });
+
+  it("counts sync host calls made during an async eval", async () => {
+    const sb = sandbox();
+    sb.defineFunction("inc", (x) => Number(x) + 1);
+    const report = await sb.run("let v = 0; for (let i = 0; i < 100; i++) v = inc(v); await null; v");
+    expect(report.ok && report.value).toBe(100);
+    expect(report.stats.hostCalls).toBe(100);
+  });
+});
+
+describe("two budgets: execution and wall", () => {
+  it("does not count a 3 s host wait against executionTimeoutMs 100", async () => {
+    const sb = sandbox({ executionTimeoutMs: 100 });
+    delayed(sb, "slowHost");
+    const report = await sb.run("await slowHost('done', 3000)");
+    expect(report.ok && report.value).toBe("done");
+    expect(report.stats.executionMs).toBeLessThan(100);
+    expect(report.stats.wallMs).toBeGreaterThanOrEqual(2900);
+  });
+
+  it("fails a 3 s host wait with a wall TIMEOUT under wallTimeoutMs 1000, on time", async () => {
+    const sb = sandbox({ executionTimeoutMs: 100 });
+    delayed(sb, "slowHost");
+    const started = performance.now();
+    const err = await rejected(sb.eval("await slowHost('done', 3000)", { wallTimeoutMs: 1000 }));
+    const elapsed = performance.now() - started;
+    expect(err.code).toBe("TIMEOUT");
+    expect(err.budget).toBe("wall");
+    expect(elapsed).toBeGreaterThanOrEqual(950);
+    expect(elapsed).toBeLessThan(1500);
+  });
+
+  it("applies the sandbox's wallTimeoutMs when the eval sets none", async () => {
+    const sb = sandbox({ wallTimeoutMs: 300 });
+    delayed(sb, "slowHost");
+    const err = await rejected(sb.eval("await slowHost(1, 2000)"));
+    expect(err.budget).toBe("wall");
+  });
+
+  it("counts only guest execution across awaits", async () => {
+    const sb = sandbox({ executionTimeoutMs: 300, clock: "real" });
+    delayed(sb, "pause");
+    // 4 x 100 ms of spinning exceeds 300 ms of execution, though each slice alone does not.
+    const err = await rejected(sb.eval("for (let i = 0; i < 4; i++) { const end = Date.now() + 100; while (Date.now() < end) {} await pause(0, 10); } 'survived'"));
+    expect(err.code).toBe("TIMEOUT");
+    expect(err.budget).toBe("execution");
+  });
+
+  it("runs Promise.all over 50 host calls of 100 ms in parallel", async () => {
+    const sb = sandbox();
+    let inFlight = 0;
+    let maxInFlight = 0;
+    sb.defineAsyncFunction("slowHost", async ([i]) => {
+      inFlight++;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      await sleep(100);
+      inFlight--;
+      return Number(i) * 10;
+    });
+    const started = performance.now();
+    const value = await sb.eval("await Promise.all([...Array(50)].map((_, i) => slowHost(i)))");
+    const elapsed = performance.now() - started;
+    expect(value).toEqual(Array.from({ length: 50 }, (_, i) => i * 10));
+    expect(maxInFlight).toBe(50);
+    expect(elapsed).toBeLessThan(1000);
+  });
+
+  it("keeps running guest code while host calls are pending", async () => {
+    const sb = sandbox();
+    delayed(sb, "slowHost");
+    const value = await sb.eval("const p = slowHost('host', 100); let n = 0; for (let i = 0; i < 1e5; i++) n += i; [n, await p]");
+    expect(value).toEqual([4999950000, "host"]);
+  });
+});
+
+describe("abort", () => {
+  it("rejects with ABORTED promptly and interrupts spinning guest code", async () => {
+    const sb = sandbox({ executionTimeoutMs: 30_000 });
+    const controller = new AbortController();
+    const pending = sb.eval("while (true) {}", { signal: controller.signal });
+    await sleep(100);
+    const abortedAt = performance.now();
+    controller.abort();
+    const err = await rejected(pending);
+    expect(err.code).toBe("ABORTED");
+    expect(performance.now() - abortedAt).toBeLessThan(200);
+    expect(await sb.eval("1+1")).toBe(2);
+  });
+
+  it("rejects with ABORTED promptly while waiting on a host call, and fires that call's signal", async () => {
+    const sb = sandbox();
+    const calls: Array<{ args: unknown[]; signal: AbortSignal }> = [];
+    delayed(sb, "slowHost", calls);
+    const controller = new AbortController();
+    const pending = sb.eval("await Promise.all([slowHost(1, 5000), slowHost(2, 5000)])", { signal: controller.signal });
+    await sleep(50);
+    expect(calls).toHaveLength(2);
+    const fired = calls.map((c) => new Promise<boolean>((resolve) => c.signal.addEventListener("abort", () => resolve(true), { once: true })));
+    const abortedAt = performance.now();
+    controller.abort();
+    const err = await rejected(pending);
+    expect(err.code).toBe("ABORTED");
+    expect(performance.now() - abortedAt).toBeLessThan(200);
+    expect(await Promise.all(fired)).toEqual([true, true]);
+    expect(calls.every((c) => c.signal.aborted)).toBe(true);
+  });
+
+  it("rejects at once when the signal is already aborted, running nothing", async () => {
+    const sb = sandbox();
+    sb.evalSync("globalThis.ran = false");
+    const err = await rejected(sb.eval("ran = true", { signal: AbortSignal.abort() }));
+    expect(err.code).toBe("ABORTED");
+    expect(sb.evalSync("ran")).toBe(false);
+  });
+
+  it("fires pending host calls' signals when the eval times out", async () => {
+    const sb = sandbox();
+    const calls: Array<{ args: unknown[]; signal: AbortSignal }> = [];
+    delayed(sb, "slowHost", calls);
+    const err = await rejected(sb.eval("await slowHost(1, 5000)", { wallTimeoutMs: 200 }));
+    expect(err.code).toBe("TIMEOUT");
+    expect(calls[0]!.signal.aborted).toBe(true);
+  });
+});
+
+describe("nothing leaks forward after a timeout or abort", () => {
+  it("never delivers a late host result of a timed-out eval into a later eval", async () => {
+    const sb = sandbox();
+    delayed(sb, "echoLater");
+    await rejected(sb.eval("globalThis.got = []; echoLater('STALE', 200).then((v) => got.push(v)); while (true) {}", { timeoutMs: 100 }));
+    // The stale result arrives (~200 ms) while this eval waits for its own call (~400 ms).
+    const value = await sb.eval("const mine = await echoLater('FRESH', 400); [mine, got]");
+    expect(value).toEqual(["FRESH", []]);
+    await sleep(100);
+    expect(await sb.eval("await null; got")).toEqual([]);
+  });
+
+  it("never delivers a late host result of an aborted eval into a later eval", async () => {
+    const sb = sandbox();
+    delayed(sb, "echoLater");
+    const controller = new AbortController();
+    const first = sb.eval("globalThis.got2 = []; got2.push(await echoLater('STALE', 200))", { signal: controller.signal });
+    setTimeout(() => controller.abort(), 50);
+    expect((await rejected(first)).code).toBe("ABORTED");
+    const value = await sb.eval("const mine = await echoLater('FRESH', 400); [mine, got2]");
+    expect(value).toEqual(["FRESH", []]);
+  });
+
+  it("never delivers a late host result into a later sync eval", async () => {
+    const sb = sandbox();
+    delayed(sb, "echoLater");
+    await rejected(sb.eval("globalThis.got3 = []; echoLater('STALE', 100).then((v) => got3.push(v)); await echoLater(0, 5000)", { wallTimeoutMs: 50 }));
+    await sleep(200);
+    expect(sb.evalSync("Promise.resolve().then(() => {}); got3")).toEqual([]);
+  });
+
+  it("never runs leftover jobs of a timed-out eval later", async () => {
+    const sb = sandbox();
+    await rejected(sb.eval("globalThis.leftoverRuns = 0; Promise.resolve().then(() => { leftoverRuns++; }); (async () => { await null; leftoverRuns++; })(); while (true) {}", { timeoutMs: 100 }));
+    expect(await sb.eval("await null; await null; leftoverRuns")).toBe(0);
+    expect(sb.evalSync("leftoverRuns")).toBe(0);
+  });
+
+  it("never resumes an interrupted async function later", async () => {
+    const sb = sandbox();
+    delayed(sb, "pause");
+    await rejected(sb.eval("globalThis.resumed = false; await pause(0, 50); while (true) {}", { timeoutMs: 100 }));
+    await sleep(100);
+    expect(await sb.eval("await pause(0, 100); resumed")).toBe(false);
+  });
+
+  it("stops a job flood with the eval's budget and leaves no flood behind", async () => {
+    const sb = sandbox();
+    const started = performance.now();
+    const err = await rejected(sb.eval("globalThis.floods = 0; (function f() { floods++; Promise.resolve().then(f); })()", { timeoutMs: 200 }));
+    expect(err.code).toBe("TIMEOUT");
+    expect(performance.now() - started).toBeLessThan(1000);
+    const before = sb.evalSync("floods") as number;
+    expect(await sb.eval("await null; 1+1", { timeoutMs: 1000 })).toBe(2);
+    expect(sb.evalSync("floods")).toBe(before);
+  });
+
+  it("stops a job flood in evalSync too", () => {
+    const sb = sandbox();
+    let code: string | undefined;
+    try {
+      sb.evalSync("(function f() { Promise.resolve().then(f); })()", { timeoutMs: 200 });
+    } catch (err) {
+      code = (err as SandboxError).code;
+    }
+    expect(code).toBe("TIMEOUT");
+    expect(sb.evalSync("1+1")).toBe(2);
+  });
+});
+
+describe("queueing and concurrency", () => {
+  it("runs evals on one sandbox one after another, in call order", async () => {
+    const sb = sandbox();
+    const order: number[] = [];
+    sb.defineFunction("record", (i) => {
+      order.push(Number(i));
+    });
+    delayed(sb, "pause");
+    // Earlier evals wait longer: if they overlapped, later ones would finish first.
+    const results = await Promise.all([0, 1, 2, 3, 4].map((i) => sb.eval(`await pause(0, ${60 - i * 12}); record(${i}); ${i}`)));
+    expect(results).toEqual([0, 1, 2, 3, 4]);
+    expect(order).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  it("keeps a failed eval from blocking the queue", async () => {
+    const sb = sandbox();
+    const settled = await Promise.allSettled([sb.eval("throw new Error('first')"), sb.eval("while (true) {}", { timeoutMs: 50 }), sb.eval("'third'")]);
+    expect(settled.map((s) => s.status)).toEqual(["rejected", "rejected", "fulfilled"]);
+    expect((settled[2] as PromiseFulfilledResult<unknown>).value).toBe("third");
+  });
+
+  it("runs 100 sandboxes concurrently with correct results", async () => {
+    const boxes = Array.from({ length: 100 }, (_, k) => {
+      const sb = sandbox();
+      sb.setGlobal("k", k);
+      sb.defineAsyncFunction("offset", async ([x]) => {
+        await sleep(5);
+        return Number(x) * 1000;
+      });
+      return sb;
+    });
+    const values = await Promise.all(boxes.map((sb) => sb.eval("let s = 0; for (let i = 0; i < 20000; i++) s += i % (k + 1); s + await offset(k)")));
+    const expected = Array.from({ length: 100 }, (_, k) => {
+      let s = 0;
+      for (let i = 0; i < 20000; i++) s += i % (k + 1);
+      return s + k * 1000;
+    });
+    expect(values).toEqual(expected);
+  });
+
+  it("runs evals of different sandboxes in parallel on the executor", async () => {
+    const a = sandbox({ clock: "real" });
+    const b = sandbox({ clock: "real" });
+    const started = performance.now();
+    const spin = "{ const end = Date.now() + 400; while (Date.now() < end) {} } 'spun'";
+    expect(await Promise.all([a.eval(spin), b.eval(spin)])).toEqual(["spun", "spun"]);
+    // Serialised they would take 800 ms.
+    expect(performance.now() - started).toBeLessThan(750);
+  });
+});
+
+describe("deep recursion on the executor thread", () => {
+  it("gives STACK_OVERFLOW for uncaught recursion, never a crash", async () => {
+    const err = await rejected(sandbox().eval("function f() { return f() + 1; } await null; f()"));
+    expect(err.code).toBe("STACK_OVERFLOW");
+  });
+
+  it("gives a catchable RangeError inside the guest", async () => {
+    expect(await sandbox().eval("await null; function f() { return f() + 1; } let r; try { f(); } catch (e) { r = e instanceof RangeError; } r")).toBe(true);
+  });
+
+  it("gives STACK_OVERFLOW for recursion resumed after a host call", async () => {
+    const sb = sandbox();
+    delayed(sb, "pause");
+    const err = await rejected(sb.eval("async function dive(n) { if (n === 0) await pause(0, 1); return 1 + (await dive(n - 1)); } await dive(1e6)"));
+    expect(["STACK_OVERFLOW", "OUT_OF_MEMORY"]).toContain(err.code);
+    expect(await sb.eval("1+1")).toBe(2);
+  });
+});
+
+describe("dispose at any time", () => {
+  it("rejects a running eval with DISPOSED, 100 times in a row", async () => {
+    const codes: string[] = [];
+    for (let i = 0; i < 100; i++) {
+      const sb = new Sandbox();
+      const pending = sb.eval("while (true) {}").then(
+        () => "resolved",
+        (err: SandboxError) => err.code,
+      );
+      if (i % 2 === 1) await new Promise((r) => setImmediate(r)); // half of them once running
+      sb.dispose();
+      codes.push(await pending);
+    }
+    expect(new Set(codes)).toEqual(new Set(["DISPOSED"]));
+  });
+
+  it("rejects an eval waiting on host calls with DISPOSED and fires their signals", async () => {
+    const sb = new Sandbox();
+    const calls: Array<{ args: unknown[]; signal: AbortSignal }> = [];
+    delayed(sb, "slowHost", calls);
+    const pending = sb.eval("await Promise.all([slowHost(1, 300), slowHost(2, 300)])");
+    await sleep(50);
+    expect(calls).toHaveLength(2);
+    sb.dispose();
+    expect((await rejected(pending)).code).toBe("DISPOSED");
+    expect(calls.every((c) => c.signal.aborted)).toBe(true);
+    await sleep(400); // the host results arrive after dispose: nothing may crash
+    expect(sb.disposed).toBe(true);
+  });
+
+  it("rejects queued evals with DISPOSED", async () => {
+    const sb = new Sandbox();
+    const running = sb.eval("while (true) {}");
+    const queued = [sb.eval("1"), sb.eval("2")];
+    await sleep(20);
+    sb.dispose();
+    const codes = await Promise.all([running, ...queued].map((p) => rejected(p).then((e) => e.code)));
+    expect(codes).toEqual(["DISPOSED", "DISPOSED", "DISPOSED"]);
+  });
+
+  it("is safe to dispose twice, and through Symbol.dispose", async () => {
+    const sb = new Sandbox();
+    const pending = sb.eval("while (true) {}");
+    sb.dispose();
+    sb.dispose();
+    sb[Symbol.dispose]();
+    expect(sb.disposed).toBe(true);
+    expect((await rejected(pending)).code).toBe("DISPOSED");
+  });
+
+  it("disposes from inside its own host function without crashing", async () => {
+    const sb = new Sandbox();
+    sb.defineAsyncFunction("selfDestruct", async () => {
+      sb.dispose();
+      return 1;
+    });
+    const err = await rejected(sb.eval("await selfDestruct(); 'after'"));
+    expect(err.code).toBe("DISPOSED");
+  });
+
+  it("disposes from inside a sync host function without crashing", async () => {
+    const sb = new Sandbox();
+    sb.defineFunction("selfDestructSync", () => {
+      sb.dispose();
+      return 1;
+    });
+    const err = await rejected(sb.eval("selfDestructSync(); while (true) {}"));
+    expect(err.code).toBe("DISPOSED");
+  });
+});
+
+describe("the Node event loop keeps running while guests spin", () => {
+  it("keeps a 10 ms interval firing while two sandboxes spin for 2 s, then both time out and evaluate 1+1", async () => {
+    const a = sandbox({ executionTimeoutMs: 2000 });
+    const b = sandbox({ executionTimeoutMs: 2000 });
+    let last = performance.now();
+    let maxGap = 0;
+    let ticks = 0;
+    const timer = setInterval(() => {
+      const now = performance.now();
+      maxGap = Math.max(maxGap, now - last);
+      last = now;
+      ticks++;
+    }, 10);
+    const started = performance.now();
+    const settled = await Promise.allSettled([a.eval("while (true) {}"), b.eval("while (true) {}")]);
+    clearInterval(timer);
+    const elapsed = performance.now() - started;
+    console.info(`event loop: max interval gap ${maxGap.toFixed(1)} ms over ${elapsed.toFixed(0)} ms (${ticks} ticks)`);
+    expect(settled.map((s) => (s.status === "rejected" ? (s.reason as SandboxError).code : "fulfilled"))).toEqual(["TIMEOUT", "TIMEOUT"]);
+    expect(elapsed).toBeGreaterThanOrEqual(1950);
+    expect(maxGap).toBeLessThan(200);
+    expect(ticks).toBeGreaterThan(50);
+    expect(await a.eval("1+1")).toBe(2);
+    expect(await b.eval("1+1")).toBe(2);
+  });
+});
