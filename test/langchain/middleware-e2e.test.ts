@@ -221,6 +221,14 @@ describe("interpreter sessions in an agent", () => {
     expect(section(seen.evals[0]!, "result")).toBe("undefined");
   });
 
+  it("beyond maxLiveSessions the least recently used thread's interpreter is closed", async () => {
+    const interpreter = middleware({ maxLiveSessions: 1 });
+    await runEvals(["var kept = 1"], { interpreter, threadId: "L1" });
+    await runEvals(["var other = 2"], { interpreter, threadId: "L2" });
+    const back = await runEvals(["typeof kept"], { interpreter, threadId: "L1" });
+    expect(section(back.evals[0]!, "result")).toBe("undefined");
+  });
+
   it("reset: true drops the session's state before running", async () => {
     const { evals } = await runEvals(["const y = 1", { code: "typeof y", reset: true }]);
     expect(section(evals[1]!, "result")).toBe("undefined");
