@@ -268,6 +268,9 @@ function syntaxErrorResult(ts: TypeScriptModule, source: string, diagnostic: TS.
 
 class NotErasable extends Error {}
 
+/** A next line that would continue an expression left open by erasing the type before it. */
+const CONTINUES_PREVIOUS_LINE = /^[ \t]*(?:\/\/[^\n]*)?\r?\n\s*[([`+\-/]/;
+
 interface Blank {
   start: number;
   end: number;
@@ -330,6 +333,9 @@ function blankErasableTypes(ts: TypeScriptModule, source: string): string | unde
         break;
       case K.AsExpression:
       case K.SatisfiesExpression: {
+        // `x as T` + newline + `[1].map(...)`: a type ends at the line break, but once the type is
+        // gone `x[1]` would continue the expression.
+        if (CONTINUES_PREVIOUS_LINE.test(source.slice(node.end, node.end + 200))) throw new NotErasable();
         const expression = (node as TS.AsExpression | TS.SatisfiesExpression).expression;
         blanks.push({ start: expression.end, end: node.end, separator: false });
         return visit(expression);

@@ -235,6 +235,11 @@ describe("transformCode: TypeScript annotations are erased in place", () => {
     expect(await s.run("x")).toBe(1);
   });
 
+  it("does not let a line after `as T` continue the expression once the type is erased", async () => {
+    const source = "const seen: number[] = []\nconst list = [1, 2] as number[]\n[3, 4].forEach((n) => seen.push(n))\nseen.length + list.length";
+    expect(await (await session()).run(source)).toBe(4);
+  });
+
   it("falls back to transpiling when erasing would break a line before =>", async () => {
     const source = "const f = (a: number): {\n  v: number\n} => ({ v: a })\nf(2).v";
     expect(transformCode(source).stripping).toBe("transpiled");
