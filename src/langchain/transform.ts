@@ -369,9 +369,12 @@ function blankErasableTypes(ts: TypeScriptModule, source: string): string | unde
     // Overload signatures: a function, method or constructor without a body.
     if ((ts.isFunctionDeclaration(node) || ts.isMethodDeclaration(node) || ts.isConstructorDeclaration(node)) && node.body === undefined) return blankNode(node, true);
     if (ts.canHaveModifiers(node)) {
-      for (const modifier of ts.getModifiers(node) ?? []) {
-        if (TYPE_ONLY_MODIFIERS.has(modifier.kind)) blanks.push({ start: startOf(modifier), end: modifier.end, separator: false });
-      }
+      // A member's leading modifier becomes `;`: `a = 1` + newline + `private [k] = 2` must not
+      // read as `a = 1[k] = 2`. Not after a decorator, which must stay attached.
+      const leadingSeparator = (ts.getDecorators(node)?.length ?? 0) === 0;
+      (ts.getModifiers(node) ?? []).forEach((modifier, index) => {
+        if (TYPE_ONLY_MODIFIERS.has(modifier.kind)) blanks.push({ start: startOf(modifier), end: modifier.end, separator: index === 0 && leadingSeparator });
+      });
     }
     const parts = node as Partial<{
       typeParameters: TS.NodeArray<TS.TypeParameterDeclaration>;

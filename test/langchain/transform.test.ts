@@ -240,6 +240,12 @@ describe("transformCode: TypeScript annotations are erased in place", () => {
     expect(await (await session()).run(source)).toBe(4);
   });
 
+  it("does not let an erased member modifier join a computed member to the field above", async () => {
+    const source = "const k = 'key'\nclass F {\n  a = 1\n  private [k] = 2\n  protected readonly b: number = 3\n}\nconst f: any = new F()\n;[f.a, f.key, f.b]";
+    expect(transformCode(source).stripping).toBe("erased");
+    expect(await (await session()).run(source)).toEqual([1, 2, 3]);
+  });
+
   it("falls back to transpiling when erasing would break a line before =>", async () => {
     const source = "const f = (a: number): {\n  v: number\n} => ({ v: a })\nf(2).v";
     expect(transformCode(source).stripping).toBe("transpiled");
