@@ -51,8 +51,10 @@ function sandboxOptions(options: ResolvedOptions): SandboxOptions {
     executionTimeoutMs: options.executionTimeoutMs,
     wallTimeoutMs: options.wallTimeoutMs,
     captureConsole: options.captureConsole,
+    clock: options.clock,
   };
   if (options.maxStackSizeBytes !== undefined) out.maxStackSizeBytes = options.maxStackSizeBytes;
+  if (options.randomSeed !== undefined) out.randomSeed = options.randomSeed;
   return out;
 }
 

@@ -58,9 +58,8 @@ function promptInput(options: ResolvedOptions, view: PtcToolView): PromptInput {
     }),
     // task() arrives with the subagents issue; until then the prompt must not promise it.
     taskAvailable: false,
-    // The engine's Date and Math.random are the real, unseeded ones.
-    clock: "real",
-    randomSeeded: false,
+    clock: typeof options.clock === "string" ? options.clock : "host",
+    randomSeeded: options.randomSeed !== undefined,
   };
 }
 

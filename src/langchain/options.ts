@@ -4,6 +4,7 @@
  * at construction time (never at the first eval).
  */
 import type { StructuredToolInterface } from "@langchain/core/tools";
+import type { SandboxClock } from "../types.js";
 import { camelCaseToolName } from "./signatures.js";
 
 /** How long interpreter state lives. */
@@ -71,6 +72,13 @@ export interface CodeInterpreterMiddlewareOptions {
   maxSnapshotBytes?: number;
   /** HMAC key for interpreter snapshots (at least 16 bytes); unsigned snapshots when omitted. */
   snapshotSigningKey?: string | Uint8Array;
+  /**
+   * What `Date` reads inside the interpreter: `"frozen"` (default: the time the eval started, constant
+   * while it runs), `"real"` (the host clock), or `{ now() }` (your clock, read once per eval).
+   */
+  clock?: SandboxClock;
+  /** Seed of `Math.random` (an integer 0..2^53-1) for reproducible runs; default: a fresh random seed per sandbox. */
+  randomSeed?: number;
   /** Most interpreter sessions kept alive at once; the least recently used idle one is closed first. Default 64. */
   maxLiveSessions?: number;
   /** An idle session is closed after this many ms. Default 1800000 (30 min). */
@@ -96,6 +104,8 @@ export interface ResolvedOptions {
   snapshotSigningKey: Uint8Array | undefined;
   maxLiveSessions: number;
   sessionIdleTimeoutMs: number;
+  clock: SandboxClock;
+  randomSeed: number | undefined;
 }
 
 /** The `ptc` option, normalised: which presets, which names, which instances. */
@@ -122,6 +132,7 @@ export const DEFAULTS = Object.freeze({
   maxPtcCalls: 256,
   subagents: true,
   mode: "thread" as InterpreterMode,
+  clock: "frozen" as SandboxClock,
   maxLiveSessions: 64,
   sessionIdleTimeoutMs: 30 * 60 * 1000,
 });
@@ -129,7 +140,7 @@ export const DEFAULTS = Object.freeze({
 const KNOWN_KEYS: ReadonlySet<string> = new Set<keyof CodeInterpreterMiddlewareOptions>([
   "memoryLimitBytes", "maxStackSizeBytes", "executionTimeoutMs", "wallTimeoutMs", "toolName", "captureConsole",
   "maxResultChars", "systemPrompt", "ptc", "ptcAcknowledgeUnsafe", "maxPtcCalls", "ptcQuotas", "subagents", "mode",
-  "maxSnapshotBytes", "snapshotSigningKey", "maxLiveSessions", "sessionIdleTimeoutMs",
+  "maxSnapshotBytes", "snapshotSigningKey", "maxLiveSessions", "sessionIdleTimeoutMs", "clock", "randomSeed",
 ]);
 
 // Bounds of the engine's own validation (src/sandbox.ts), checked here so mistakes surface at construction.
@@ -242,6 +253,13 @@ export function assertNoCamelCollisions(names: Iterable<string>): void {
   }
 }
 
+function resolveClock(value: unknown): SandboxClock {
+  if (value === undefined) return DEFAULTS.clock;
+  if (value === "frozen" || value === "real") return value;
+  if (typeof value === "object" && value !== null && typeof (value as { now?: unknown }).now === "function") return value as SandboxClock;
+  fail(`clock must be "frozen", "real" or an object with a now() method, got ${describe(value)}`);
+}
+
 function resolveQuotas(value: unknown): ReadonlyMap<string, number> {
   const quotas = new Map<string, number>();
   if (value === undefined) return quotas;
@@ -314,5 +332,7 @@ export function resolveOptions(options: CodeInterpreterMiddlewareOptions | undef
     snapshotSigningKey: resolveSigningKey(input.snapshotSigningKey),
     maxLiveSessions: integerOption("maxLiveSessions", input.maxLiveSessions, DEFAULTS.maxLiveSessions, 1),
     sessionIdleTimeoutMs: integerOption("sessionIdleTimeoutMs", input.sessionIdleTimeoutMs, DEFAULTS.sessionIdleTimeoutMs, 1000),
+    clock: resolveClock(input.clock),
+    randomSeed: integerOption("randomSeed", input.randomSeed, undefined, 0),
   };
 }

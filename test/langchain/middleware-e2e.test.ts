@@ -138,6 +138,16 @@ describe("createAgent with the code interpreter", () => {
     expect(prompt).toContain("webSearch");
   });
 
+  it("the prompt's clock claim matches the interpreter's clock", async () => {
+    const timing = `const a = Date.now(); let i = 0; while (i < 3e6) i++; Date.now() === a`;
+    const frozen = await runEvals([timing]);
+    expect(section(frozen.evals[0]!, "result")).toBe("true");
+    expect(frozen.model.calls[0]!.systemPrompt).toMatch(/clock is frozen/);
+    const fixed = await runEvals([`new Date().toISOString()`], { options: { clock: { now: () => Date.UTC(2020, 0, 2) } } });
+    expect(section(fixed.evals[0]!, "result")).toBe("2020-01-02T00:00:00.000Z");
+    expect(fixed.model.calls[0]!.systemPrompt).toMatch(/clock supplied by the application/);
+  });
+
   it("PTC budget errors are catchable in the guest by name", async () => {
     const { webSearch, calls } = fakeWebSearch("M");
     const { evals } = await runEvals(

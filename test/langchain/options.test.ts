@@ -24,6 +24,8 @@ describe("middleware options", () => {
     expect(r.systemPrompt).toEqual({ kind: "default" });
     expect(r.ptc).toEqual({ safe: false, all: false, names: [], instances: [] });
     expect(r.maxLiveSessions).toBe(DEFAULTS.maxLiveSessions);
+    expect(r.clock).toBe("frozen");
+    expect(r.randomSeed).toBeUndefined();
   });
 
   it("maxSnapshotBytes follows a custom memoryLimitBytes", () => {
@@ -53,6 +55,8 @@ describe("middleware options", () => {
     [{ snapshotSigningKey: 42 }, /snapshotSigningKey must be a string or a Uint8Array/],
     [{ maxLiveSessions: 0 }, /maxLiveSessions/],
     [{ memoryLimit: 1 }, /unknown option "memoryLimit"/],
+    [{ clock: "utc" }, /clock must be "frozen", "real" or an object with a now\(\) method/],
+    [{ randomSeed: -1 }, /randomSeed/],
   ])("refuses %j at construction", (options, message) => {
     expect(() => resolveOptions(options as never)).toThrow(message);
   });
