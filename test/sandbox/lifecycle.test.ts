@@ -1,0 +1,98 @@
+import { describe, expect, it } from "vitest";
+import { Sandbox } from "../../src/index.js";
+
+const MiB = 1024 * 1024;
+const gc = (globalThis as { gc?: () => void }).gc;
+
+/** Memory after a full collection, with finalizers given time to run. */
+async function settledMemory(): Promise<NodeJS.MemoryUsage> {
+  for (let i = 0; i < 4; i++) {
+    gc?.();
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return process.memoryUsage();
+}
+
+/**
+ * RSS growth over `rounds` runs of `make`, measured after one full warm-up pass of the same
+ * workload: V8 grows its young generation (~30 MiB) under allocation pressure and keeps it, so
+ * only growth past that steady state is a leak.
+ */
+async function rssGrowth(rounds: number, make: (i: number) => Promise<void> | void): Promise<number> {
+  for (let i = 0; i < rounds; i++) await make(i);
+  const before = await settledMemory();
+  for (let i = 0; i < rounds; i++) await make(i);
+  const after = await settledMemory();
+  const mib = (n: number): string => (n / MiB).toFixed(2);
+  console.info(`RSS growth over ${rounds} rounds: ${mib(after.rss - before.rss)} MiB (V8 heap committed: ${mib(after.heapTotal - before.heapTotal)} MiB)`);
+  return after.rss - before.rss;
+}
+
+describe("sandbox lifecycle leaks nothing", () => {
+  it("runs with a collectable heap (--expose-gc)", () => {
+    expect(typeof gc).toBe("function");
+  });
+
+  it("leaves RSS within 10 MiB after 10,000 sandboxes created and disposed", async () => {
+    const growth = await rssGrowth(10_000, () => {
+      const sb = new Sandbox();
+      sb.dispose();
+    });
+    expect(growth).toBeLessThan(10 * MiB);
+  }, 120_000);
+
+  it("leaves RSS within 10 MiB after 10,000 sandboxes that defined functions and evaluated", async () => {
+    const growth = await rssGrowth(10_000, (i) => {
+      using sb = new Sandbox();
+      sb.defineFunction("tools.id", (x) => x);
+      sb.setGlobal("input", { i, list: [1, 2, 3] });
+      expect(sb.evalSync("console.log(input.i); tools.id(input).list.length")).toBe(3);
+    });
+    expect(growth).toBeLessThan(10 * MiB);
+  }, 120_000);
+
+  it("leaves RSS within 10 MiB after 2,000 async evals with host calls on fresh sandboxes", async () => {
+    const growth = await rssGrowth(2_000, async () => {
+      const sb = new Sandbox();
+      sb.defineAsyncFunction("fetchIt", async ([x]) => ({ x }));
+      expect(await sb.eval("(await fetchIt(4)).x")).toBe(4);
+      sb.dispose();
+    });
+    expect(growth).toBeLessThan(10 * MiB);
+  }, 120_000);
+
+  it("leaves RSS within 10 MiB after 1,000 sandboxes disposed mid-eval", async () => {
+    const growth = await rssGrowth(1_000, async (i) => {
+      const sb = new Sandbox();
+      sb.defineAsyncFunction("never", () => new Promise(() => {}));
+      const pending = sb.eval(i % 2 ? "const big = new Uint8Array(1 << 20); while (true) {}" : "await never()").catch(() => undefined);
+      await new Promise((r) => setImmediate(r));
+      sb.dispose();
+      await pending;
+    });
+    expect(growth).toBeLessThan(10 * MiB);
+  }, 120_000);
+
+  it("frees sandboxes that were dropped without dispose once they are collected", async () => {
+    const growth = await rssGrowth(1_000, () => {
+      const sb = new Sandbox();
+      sb.evalSync("globalThis.blob = new Uint8Array(64 * 1024).fill(1); 0");
+    });
+    // 1,000 forgotten runtimes holding 64 KiB each would be over 60 MiB if never freed.
+    expect(growth).toBeLessThan(10 * MiB);
+  }, 120_000);
+
+  it("keeps one long-lived sandbox's memory flat across many evals", async () => {
+    const sb = new Sandbox();
+    try {
+      for (let i = 0; i < 200; i++) sb.evalSync(`{ const tmp = Array.from({ length: 1000 }, (_, j) => ({ j })); tmp.length }`);
+      const before = sb.memoryUsage().usedBytes;
+      for (let i = 0; i < 5000; i++) sb.evalSync(`{ const tmp = Array.from({ length: 1000 }, (_, j) => ({ j })); tmp.length }`);
+      const after = sb.memoryUsage().usedBytes;
+      expect(after - before).toBeLessThan(1 * MiB);
+    } finally {
+      sb.dispose();
+    }
+  }, 120_000);
+});
