@@ -158,6 +158,17 @@ describe("createAgent with the code interpreter", () => {
     expect(calls).toHaveLength(2);
   });
 
+  it("a per-tool quota refuses that tool's extra calls in the guest, and the prompt states it", async () => {
+    const { webSearch, calls } = fakeWebSearch("M");
+    const { evals, model } = await runEvals(
+      [`const out = await Promise.allSettled([1, 2, 3].map((i) => tools.webSearch({ query: "q" + i }))); out.map((o) => o.status === "fulfilled" ? "ok" : o.reason.name).join(",")`],
+      { options: { ptc: ["web_search"], ptcQuotas: { web_search: 2 } }, tools: [webSearch] },
+    );
+    expect(section(evals[0]!, "result")).toBe("ok,ok,PTCCallBudgetExceededError");
+    expect(calls).toHaveLength(2);
+    expect(model.calls[0]!.systemPrompt).toContain("`tools.webSearch` 2 calls");
+  });
+
   it("tool errors keep their class name and message in the guest; schema errors arrive as Errors", async () => {
     class RateLimitError extends Error {}
     const flaky = tool(async () => {
