@@ -371,7 +371,7 @@ function blankErasableTypes(ts: TypeScriptModule, source: string): string | unde
     if (ts.canHaveModifiers(node)) {
       // A member's leading modifier becomes `;`: `a = 1` + newline + `private [k] = 2` must not
       // read as `a = 1[k] = 2`. Not after a decorator, which must stay attached.
-      const leadingSeparator = (ts.getDecorators(node)?.length ?? 0) === 0;
+      const leadingSeparator = !ts.canHaveDecorators(node) || (ts.getDecorators(node)?.length ?? 0) === 0;
       (ts.getModifiers(node) ?? []).forEach((modifier, index) => {
         if (TYPE_ONLY_MODIFIERS.has(modifier.kind)) blanks.push({ start: startOf(modifier), end: modifier.end, separator: index === 0 && leadingSeparator });
       });
