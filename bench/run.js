@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { ensureBenchDeps } from "./lib/deps.js";
 import { buildCFloor, runCFloor, C_FLOOR_FLAGS } from "./lib/c-floor.js";
-import { describeMachine } from "./lib/machine.js";
+import { currentLoad, describeMachine } from "./lib/machine.js";
 import { ENGINE_IDS } from "./engines/index.js";
 
 const bench = fileURLToPath(new URL("./", import.meta.url));
@@ -115,13 +115,14 @@ async function runFloor() {
 
 async function main() {
   mkdirSync(work, { recursive: true });
+  const machine = describeMachine();
   say(`quickjs-native benchmarks (${quick ? "quick smoke run" : "full run"})`);
   ensureBenchDeps(say);
   const floor = await runFloor();
   const results = [];
   for (const [i, engine] of engines.entries()) results.push(await runEngine(engine, i));
   results.push(floor);
-  const run = { quick, machine: describeMachine(), durationS: (Date.now() - started) / 1000, results };
+  const run = { quick, machine: { ...machine, loadAtEnd: currentLoad() }, durationS: (Date.now() - started) / 1000, results };
   writeFileSync(`${work}/results.json`, JSON.stringify(run, null, 2));
   const { renderReport } = await import("./lib/report.js");
   const { renderChart } = await import("./lib/chart.js");

@@ -21,7 +21,8 @@ function vendoredQuickjs(variantPackage) {
   const readme = readFileSync(join(dirname(require.resolve(`${variantPackage}/package.json`)), "README.md"), "utf8");
   const library = /^## Library: (\S+)/m.exec(readme)?.[1] ?? "unknown library";
   const version = /^Version \[([^\]]+)\]/m.exec(readme)?.[1] ?? "unknown version";
-  return `${library === "quickjs" ? "QuickJS (bellard)" : library} ${version}`;
+  const name = { quickjs: "QuickJS (bellard)", "quickjs-ng": "QuickJS-ng" }[library] ?? library;
+  return `${name} ${version.replace(/^v(?=\d)/, "")}`;
 }
 
 /** Guest handle for a host value (the workloads only pass numbers and strings back in). */

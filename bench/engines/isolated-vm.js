@@ -16,7 +16,7 @@ export default {
     return {
       version: `isolated-vm ${require("isolated-vm/package.json").version}`,
       quickjs: `not QuickJS: V8 ${process.versions.v8} (Node's own)`,
-      build: "native addon (node-gyp, -O3 V8 from the Node binary)",
+      build: "native addon built from source by node-gyp (Release); the V8 inside the Node binary",
       threading: "sync eval on the calling thread; async eval on isolated-vm's thread pool",
     };
   },

@@ -42,7 +42,7 @@ export default {
     const asyncifyPkg = "@jitl/quickjs-ng-wasmfile-release-asyncify";
     return {
       version: `@langchain/quickjs ${require("@langchain/quickjs/package.json").version} (quickjs-emscripten ${require("quickjs-emscripten/package.json").version})`,
-      quickjs: `QuickJS-ng via ${asyncifyPkg} ${require(`${asyncifyPkg}/package.json`).version} (0.12.1)`,
+      quickjs: `QuickJS-ng through ${asyncifyPkg} ${require(`${asyncifyPkg}/package.json`).version} (same build as the asyncify row)`,
       build: "emscripten WASM, release build, asyncify; acorn-typescript transform per eval",
       threading: "guest runs on the Node main thread, one eval at a time per process",
     };

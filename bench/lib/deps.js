@@ -13,9 +13,18 @@ function lockHash() {
   return createHash("sha256").update(readFileSync(`${bench}package-lock.json`)).digest("hex");
 }
 
-/** Environment for npm: native addons (isolated-vm) build against the local Node headers. */
+/**
+ * Environment for npm in bench/. Under `npm run bench` the parent npm exports its project's
+ * location (npm_config_local_prefix), which would point this install at the repository root:
+ * drop what npm run injects. Native addons (isolated-vm) build against the local Node headers.
+ */
 function npmEnv() {
   const env = { ...process.env };
+  for (const key of Object.keys(env)) {
+    if (key === "npm_config_local_prefix" || key === "npm_package_json" || key === "INIT_CWD") delete env[key];
+    else if (key.startsWith("npm_lifecycle_") || key === "npm_command") delete env[key];
+    else if (key === "npm_config_allow_scripts" && env[key] === "") delete env[key];
+  }
   const prefix = dirname(dirname(process.execPath));
   if (!env.npm_config_nodedir && existsSync(join(prefix, "include/node/common.gypi"))) env.npm_config_nodedir = prefix;
   return env;

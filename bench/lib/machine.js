@@ -11,5 +11,11 @@ export function describeMachine() {
     node: process.version,
     v8: process.versions.v8,
     date: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
+    loadAtStart: os.loadavg()[0],
   };
+}
+
+/** One-minute load average now (to show how busy the machine was while measuring). */
+export function currentLoad() {
+  return os.loadavg()[0];
 }

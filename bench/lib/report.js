@@ -119,6 +119,9 @@ const FAIRNESS = [
   "@langchain/quickjs has no way to hand data to a session except code or tools; case (f) sets the input string through the QuickJS context its ReplSession owns, then evaluates through `ReplSession.eval` (with its transform).",
   "Case (a) excludes the one-time load, which is reported separately; for @langchain/quickjs it includes its lazy start (console and tools setup), which its `eval` would otherwise pay on first use.",
   "Case (i) uses the same fake `lookup` tool (no I/O) in both middlewares and resolves PTC tools once through `wrapModelCall`, as an agent's first model call would.",
+  "@langchain/quickjs starts each eval's timeout when `eval()` is called and runs evals one at a time per process, so in case (h) the second guest's budget runs out while it waits: its wall time shows one spin, not two.",
+  "quickjs-native's `eval` copies out the completion value and does not settle a returned promise (the other engines do), so for case (e) its adapter evaluates `await (<source>)`, which runs the same guest source as an async script.",
+  "The C floor creates contexts with `JS_NewContext` (all intrinsics); an engine that leaves intrinsics out can create sessions faster than the floor.",
   "The machine is shared (2 cores); runs of the same suite have varied by up to 1.6×, so compare within one run: every ratio here is computed from this run's medians.",
 ];
 
@@ -132,7 +135,20 @@ export function renderReport(run) {
     "",
   );
   out.push("## Machine", "");
-  out.push(table(["", ""], [["CPU", m.cpu], ["memory", m.memory], ["OS", m.os], ["Node", `${m.node} (V8 ${m.v8})`]]), "");
+  out.push(
+    table(["", ""], [
+      ["CPU", m.cpu],
+      ["memory", m.memory],
+      ["OS", m.os],
+      ["Node", `${m.node} (V8 ${m.v8})`],
+      ["load average (1 min) at start / end", `${m.loadAtStart.toFixed(2)} / ${m.loadAtEnd.toFixed(2)}`],
+    ]),
+    "",
+  );
+  const cores = Number(/× (\d+)$/.exec(m.cpu)?.[1] ?? 1);
+  if (Math.max(m.loadAtStart, m.loadAtEnd) > cores) {
+    out.push(`> The machine was busy with other work during this run (load above its ${cores} cores): absolute numbers are inflated and noisier than usual; ratios within the run are the figures to read.`, "");
+  }
 
   out.push("## Engines", "");
   out.push(
