@@ -57,10 +57,12 @@ function main() {
     if (s.status !== 0) console.warn("prebuild: strip unavailable; shipping an unstripped binary");
   }
 
-  // Prove the copy loads through the same resolution the package uses at run time.
+  // Prove the copy loads through the same resolution the package uses at run time. LD_BIND_NOW
+  // makes the loader resolve every symbol up front: an addon linked against a stale engine
+  // library would otherwise load fine and die at its first call.
   const resolved = spawnSync(process.execPath, ["-e",
     "const p=require('node-gyp-build').path(process.argv[1]);require(p);console.log(p)", root],
-    { cwd: root, encoding: "utf8", env: { ...process.env, PREBUILDS_ONLY: "1" } });
+    { cwd: root, encoding: "utf8", env: { ...process.env, PREBUILDS_ONLY: "1", LD_BIND_NOW: "1" } });
   if (resolved.status !== 0 || resolved.stdout.trim() !== target) {
     console.error(`prebuild: node-gyp-build does not resolve ${relative(root, target)}:\n${resolved.stderr}${resolved.stdout}`);
     process.exit(1);
