@@ -224,6 +224,29 @@ describe("eval tool behaviour through an agent", () => {
   });
 });
 
+describe("aborting an agent run", () => {
+  it("stops the running eval and aborts its in-flight PTC call", async () => {
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    let toolSawAbort = false;
+    const hang = tool(async (_input: Record<string, never>, config) => {
+      started();
+      await new Promise<void>((resolve) => config.signal?.addEventListener("abort", () => resolve(), { once: true }));
+      toolSawAbort = true;
+      return "late";
+    }, { name: "hang", description: "never finishes", schema: z.object({}) });
+    const model = new ScriptedChatModel([callTool("eval", { code: "await tools.hang({})" }), reply("done")]);
+    const agent = createAgent({ model, tools: [], middleware: [middleware({ ptc: [hang] })] });
+    const controller = new AbortController();
+    const run = agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "abort" }, signal: controller.signal });
+    await running;
+    controller.abort();
+    await expect(run).rejects.toThrow(/abort/i);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(toolSawAbort).toBe(true);
+  });
+});
+
 describe("interpreter sessions in an agent", () => {
   it("thread mode: declarations persist across evals and agent runs of one thread, not into another thread", async () => {
     const interpreter = middleware();
