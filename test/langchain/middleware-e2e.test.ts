@@ -224,6 +224,30 @@ describe("eval tool behaviour through an agent", () => {
   });
 });
 
+describe("approval (documented hazard)", () => {
+  it("interruptOn pauses a direct web_search call but not the same tool called from code", async () => {
+    const { humanInTheLoopMiddleware } = await import("langchain");
+    const { MemorySaver } = await import("@langchain/langgraph");
+    const { webSearch, calls } = fakeWebSearch("M");
+    const run = async (step: ReturnType<typeof callTool>) => {
+      const model = new ScriptedChatModel([step, reply("done")]);
+      const agent = createAgent({
+        model,
+        tools: [webSearch],
+        middleware: [humanInTheLoopMiddleware({ interruptOn: { web_search: true } }), middleware({ ptc: ["web_search"] })],
+        checkpointer: new MemorySaver(),
+      });
+      return agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: `hitl-${Math.random()}` } });
+    };
+    const direct = await run(callTool("web_search", { query: "direct" }));
+    expect("__interrupt__" in direct && direct.__interrupt__).toBeTruthy();
+    expect(calls).toHaveLength(0);
+    const fromCode = await run(callTool("eval", { code: `(await tools.webSearch({ query: "code" })).title` }));
+    expect("__interrupt__" in fromCode && fromCode.__interrupt__).toBeFalsy();
+    expect(calls.map((c) => c.query)).toEqual(["code"]);
+  });
+});
+
 describe("aborting an agent run", () => {
   it("stops the running eval and aborts its in-flight PTC call", async () => {
     let started!: () => void;
