@@ -11,12 +11,22 @@ const require = createRequire(import.meta.url);
 const forced = /^(1|true)$/i.test(process.env.npm_config_build_from_source ?? "") ||
   process.env.npm_config_build_from_source === "quickjs-native";
 
+let unusable = "";
 if (!forced) {
+  let found;
   try {
-    require("node-gyp-build").path(root);
-    process.exit(0);
+    found = require("node-gyp-build").path(root);
   } catch {
     // no prebuild or earlier build matches: build below
+  }
+  if (found) {
+    // A matching name is not enough: a prebuild made on a newer glibc/libstdc++ fails to load.
+    try {
+      require(found);
+      process.exit(0);
+    } catch (err) {
+      unusable = `the prebuilt binary ${found.slice(root.length + 1)} does not load here (${String(err?.message ?? err).split("\n")[0]})`;
+    }
   }
 }
 
@@ -25,8 +35,9 @@ function run(cmd, args) {
   return r.status === 0;
 }
 
-console.log(forced ? "quickjs-native: building from source (requested)" : "quickjs-native: no prebuilt binary for " +
-  `${process.platform}-${process.arch}; building from source`);
+console.log(forced ? "quickjs-native: building from source (requested)"
+  : unusable ? `quickjs-native: ${unusable}; building from source`
+  : `quickjs-native: no prebuilt binary for ${process.platform}-${process.arch}; building from source`);
 const ok = run("bash", ["deps/fetch-quickjs.sh"]) &&
   run(process.execPath, [require.resolve("cmake-js/bin/cmake-js"), "compile", "--CDCMAKE_BUILD_TYPE=Release"]);
 if (!ok) {
