@@ -16,6 +16,7 @@
 #include "engine.h"
 #include "executor.h"
 
+#include <unordered_set>
 namespace qjsn {
 
 namespace {
@@ -189,6 +190,8 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     EngineOptions o;
     o.memoryLimitBytes = static_cast<size_t>(info[0].ToNumber().Int64Value());
     o.maxStackSizeBytes = static_cast<size_t>(info[1].ToNumber().Int64Value());
+                           InstanceMethod("writeSnapshot", &SandboxHandle::WriteSnapshot),
+                           InstanceMethod("readSnapshot", &SandboxHandle::ReadSnapshot),
     o.captureConsole = info[2].ToBoolean().Value();
     o.maxConsoleBytes = static_cast<size_t>(info[3].ToNumber().Int64Value());
     dispatcher_ = Napi::Persistent(info[4].As<Napi::Function>());
@@ -394,6 +397,44 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     return Napi::Boolean::New(env, engine_->setRandomSeed(static_cast<uint64_t>(seed)));
   }
 
+  static Napi::Value snapshotResultToJs(Napi::Env env, const SnapshotResult& r, Napi::Value payload) {
+    Napi::Array notRestored = Napi::Array::New(env, r.notRestored.size() * 2);
+    for (size_t i = 0; i < r.notRestored.size(); i++) {
+      notRestored.Set(static_cast<uint32_t>(2 * i), Napi::String::New(env, r.notRestored[i].name));
+      notRestored.Set(static_cast<uint32_t>(2 * i + 1), Napi::String::New(env, r.notRestored[i].type));
+    }
+    Napi::Array a = Napi::Array::New(env, 3);
+    a.Set(0u, Napi::Number::New(env, static_cast<int>(r.status)));
+    a.Set(1u, r.status == SnapshotStatus::Ok ? payload : Napi::String::New(env, r.message).As<Napi::Value>());
+    a.Set(2u, notRestored);
+    return a;
+  }
+
+  // writeSnapshot(excludedNames, maxBytes) -> [status, body | message, [name, type, ...]]; "BUSY"
+  Napi::Value WriteSnapshot(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!alive(info) || info.Length() < 2 || !info[0].IsArray()) return env.Undefined();
+    if (engine_->busy()) return Napi::String::New(env, "BUSY");
+    std::unordered_set<std::u16string> exclude;
+    Napi::Array names = info[0].As<Napi::Array>();
+    for (uint32_t i = 0; i < names.Length(); i++) exclude.insert(names.Get(i).ToString().Utf16Value());
+    std::vector<uint8_t> body;
+    SnapshotResult r = engine_->writeSnapshot(exclude, static_cast<uint64_t>(info[1].ToNumber().Int64Value()), &body);
+    Napi::Value payload = env.Undefined();
+    if (r.status == SnapshotStatus::Ok) payload = Napi::Buffer<uint8_t>::Copy(env, body.data(), body.size());
+    return snapshotResultToJs(env, r, payload);
+  }
+
+  // readSnapshot(body, budgetMs) -> [status, undefined | message, [name, type, ...]]; "BUSY"
+  Napi::Value ReadSnapshot(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!alive(info) || info.Length() < 2) return env.Undefined();
+    if (engine_->busy()) return Napi::String::New(env, "BUSY");
+    std::vector<uint8_t> body = bytesOf(info[0]);
+    SnapshotResult r = engine_->readSnapshot(body.data(), body.size(), info[1].ToNumber().DoubleValue());
+    return snapshotResultToJs(env, r, env.Undefined());
+  }
+
   Napi::Value Dispose(const Napi::CallbackInfo& info) {
     if (engine_) {
       if (deferred_) {
@@ -487,3 +528,4 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
 static Napi::Object InitAddon(Napi::Env env, Napi::Object exports) { return qjsn::Init(env, exports); }
 
 NODE_API_MODULE(quickjs_native, InitAddon)
+  exports.Set("engineVersion", Napi::String::New(env, JS_GetVersion()));

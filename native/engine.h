@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "intrinsics.h"
+#include "snapshot.h"
 #include "wire.h"
 
 namespace qjsn {
@@ -94,6 +95,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   Engine& operator=(const Engine&) = delete;
 
   bool valid() const { return ctx_ != nullptr; }
+  JSContext* context() const { return ctx_; }
   uint32_t id() const { return id_; }
 
   // --- main thread, while no async eval is active -------------------------------------------
@@ -112,6 +114,13 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // The Math.random generator state, so snapshots can carry it.
   bool randomState(uint64_t* state);
   bool setRandomState(uint64_t state);
+
+  // --- snapshots (native/snapshot.cc); main thread, while no eval is active -----------------
+  // Writes every user-defined global except `exclude` (names the host owns) as a snapshot body.
+  SnapshotResult writeSnapshot(const std::unordered_set<std::u16string>& exclude, uint64_t maxBytes,
+                               std::vector<uint8_t>* out);
+  // Defines the globals of a snapshot body; re-created source runs under `budgetMs` of execution.
+  SnapshotResult readSnapshot(const uint8_t* data, size_t size, double budgetMs);
 
   // --- async evals (state transitions are guarded by mu_) -----------------------------------
   // Starts an eval to be run by the executor. False when another eval is active.

@@ -37,6 +37,12 @@ enum class Tag : uint8_t {
   Opaque = 0x12,      // u8 OpaqueKind, string name: a value that cannot be copied, described
   Symbol = 0x13,      // reserved for snapshots
   Latin1 = 0x14,      // u32 length, bytes: a string whose units all fit in one byte
+  // Snapshot bodies only (native/snapshot.h):
+  Function = 0x15,     // u32 size, UTF-8 source text, then own properties and prototype properties,
+                       // each as u32 count, count * (string key, value)
+  Prototype = 0x16,    // value (a Function): that function's `prototype` object
+  Instance = 0x17,     // value (the prototype object), u32 count, count * (string key, value)
+  Placeholder = 0x18,  // string type, string name: a value that was not stored; reading it throws
 };
 
 // What an Opaque placeholder stands for (also used in UNSERIALIZABLE messages).

@@ -34,6 +34,10 @@ export interface NativeHandle {
   getGlobal(name: string): [status: number, result: Buffer | string | undefined];
   memoryUsage(): [used: number, peak: number, limit: number];
   dispose(): void;
+  /** [status, body | message, flat [name, type, ...] of placeholders], or "BUSY". */
+  writeSnapshot(excludedNames: string[], maxBodyBytes: number): [status: number, result: Buffer | string | undefined, notRestored: string[]] | "BUSY";
+  /** [status, undefined | message, flat [name, type, ...] of placeholders], or "BUSY". */
+  readSnapshot(body: Uint8Array, budgetMs: number): [status: number, message: string | undefined, notRestored: string[]] | "BUSY";
   setClock(fixed: boolean, epochMs: number, localTimeUtc: boolean): boolean;
   setRandomSeed(seed: number): boolean;
 }
@@ -47,6 +51,8 @@ interface NativeModule {
     dispatcher: NativeDispatcher,
   ) => NativeHandle;
   threadStackBytes: number;
+  /** QuickJS-ng version compiled in. */
+  engineVersion: string;
 }
 
 /** Status codes of native/engine.h EvalStatus. */

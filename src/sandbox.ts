@@ -4,6 +4,7 @@ import { formatWithOptions } from "node:util";
 import { SandboxError, type GuestErrorInfo } from "./errors.js";
 import { GuestOpaque, decodeConsole, decodeValue, encodeValue } from "./marshal.js";
 import { native, NativeStatus, NativeStop, type NativeHandle, type NativeOutcome } from "./native.js";
+import { openSnapshot, resolveSnapshotOptions, restoreBody, splitRestoreOptions, takeSnapshot, type RestoreOptions, type RestoredSandbox, type SnapshotOptions } from "./snapshot.js";
 import type {
   AsyncHostFunction,
   ConsoleEntry,
@@ -471,6 +472,44 @@ export class Sandbox implements Disposable {
         return new SandboxError("BUSY", "the sandbox is busy: a host function cannot run code in its own sandbox");
       default:
         return new SandboxError("GUEST_ERROR", `unexpected engine status ${status}`);
+    }
+  }
+
+  /**
+   * Captures every global the guest defined (top-level `var`/`let`/`const`/`function`/`class`,
+   * assigned globals, `setGlobal` values) as a self-contained snapshot: data in our own format,
+   * functions and classes as source text, never engine bytecode. Shared references and cycles
+   * are kept; what cannot be stored (closures over a function's locals, Proxies, Promises,
+   * symbols...) becomes a placeholder. Host functions are not included: define them again after
+   * {@link Sandbox.restore}. Throws `INVALID_SNAPSHOT` over `maxSnapshotBytes`, `BUSY` during an eval.
+   */
+  snapshot(options?: SnapshotOptions): Uint8Array {
+    const resolved = resolveSnapshotOptions(options, this.#options.memoryLimitBytes);
+    const handle = this.#live();
+    if (this.#broken) throw new SandboxError("BROKEN", "a broken sandbox cannot be snapshotted");
+    const hostRoots = new Set(this.#functions.map((f) => f.name.split(".")[0]!));
+    return takeSnapshot(handle, [...hostRoots], resolved, native.engineVersion);
+  }
+
+  /**
+   * Creates a sandbox from a {@link Sandbox.snapshot}. Sizes, header and digest (or signature,
+   * with `signing`) are checked before the body is read; anything truncated, altered, oversized,
+   * or signed for another thread or turn throws `INVALID_SNAPSHOT`. Functions and classes are
+   * re-created from their source under `restoreTimeoutMs`. Placeholders throw
+   * `Value for 'NAME' was not restored because it is not serializable (type: TYPE).` when read;
+   * `notRestored` lists them.
+   */
+  static restore(bytes: Uint8Array, options?: RestoreOptions): RestoredSandbox {
+    const split = splitRestoreOptions(options);
+    const sandbox = new Sandbox(split.sandbox);
+    try {
+      const resolved = resolveSnapshotOptions(split.snapshot, sandbox.#options.memoryLimitBytes);
+      const body = openSnapshot(bytes, resolved);
+      const notRestored = restoreBody(sandbox.#live(), body, split.restoreTimeoutMs ?? sandbox.#options.executionTimeoutMs);
+      return { sandbox, notRestored };
+    } catch (err) {
+      sandbox.dispose();
+      throw err;
     }
   }
 

@@ -1,0 +1,265 @@
+/**
+ * The envelope around a sandbox snapshot: a fixed header, the body native/snapshot.cc writes (every
+ * user-defined global as data plus function source text, never engine bytecode), and a digest.
+ * Every length is checked and the digest verified before a byte of the body is parsed.
+ *
+ * ```
+ * offset size
+ *      0    8  magic "QJSNSNAP"
+ *      8    2  format version (u16 LE), 1
+ *     10    2  flags (u16 LE): bit 0 = signed
+ *     12    4  body length (u32 LE)
+ *     16    8  turn (u64 LE): the turn counter a signed snapshot is bound to, 0 when unsigned
+ *     24    8  engine version that wrote it, ASCII, NUL-padded (informational: the body format
+ *              does not depend on it)
+ *     32    n  body
+ *   32+n   32  HMAC-SHA256 (signed) or SHA-256 (unsigned) of everything before it
+ * ```
+ * The HMAC also covers the thread id, which is not stored: a snapshot taken on another thread
+ * or at another turn fails verification.
+ */
+import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import { SandboxError } from "./errors.js";
+import type { NativeHandle } from "./native.js";
+import type { SandboxOptions } from "./types.js";
+
+const MAGIC = Buffer.from("QJSNSNAP", "latin1");
+/** Version of the snapshot layout this build writes and reads. */
+export const SNAPSHOT_FORMAT_VERSION = 1;
+const HEADER_BYTES = 32;
+const DIGEST_BYTES = 32;
+/** Bytes a snapshot adds around its body. */
+export const SNAPSHOT_OVERHEAD_BYTES = HEADER_BYTES + DIGEST_BYTES;
+const FLAG_SIGNED = 1;
+const KNOWN_FLAGS = FLAG_SIGNED;
+const MAX_BODY_BYTES = 0xffff_ffff;
+const MIN_KEY_BYTES = 16;
+const HMAC_DOMAIN = Buffer.from("quickjs-native snapshot\0", "latin1");
+
+/** Binds a snapshot to a key, a conversation thread and a turn. */
+export interface SnapshotSigning {
+  /** HMAC-SHA256 key, at least 16 bytes. */
+  key: string | Uint8Array;
+  /** The thread the snapshot belongs to; another thread's snapshot is refused. */
+  threadId: string;
+  /** Turn counter (a non-negative safe integer); restoring expects exactly this turn. */
+  turn: number;
+}
+
+/** Options of {@link Sandbox.snapshot}. */
+export interface SnapshotOptions {
+  /** Largest snapshot accepted, in bytes, envelope included. Default: the sandbox's `memoryLimitBytes`. */
+  maxSnapshotBytes?: number;
+  /** Sign the snapshot (HMAC-SHA256). Unsigned snapshots carry a SHA-256 digest against corruption. */
+  signing?: SnapshotSigning;
+}
+
+/** Options of {@link Sandbox.restore}: the new sandbox's options plus the snapshot's. */
+export interface RestoreOptions extends SandboxOptions, SnapshotOptions {
+  /** Execution budget for re-creating functions and classes from their source, ms. Default: `executionTimeoutMs`. */
+  restoreTimeoutMs?: number;
+}
+
+/** A global (or a part of one, `name.key`) that came back as a placeholder which throws when read. */
+export interface NotRestored {
+  /** The global's name, or the path to the part that was lost (`state.timer`, `list[3]`). */
+  name: string;
+  /** What it was: `closure`, `Promise`, `Proxy`, `WeakMap`, `symbol`, `native function`, `accessor`... */
+  type: string;
+}
+
+/** What {@link Sandbox.restore} returns. */
+export interface RestoredSandbox {
+  sandbox: import("./sandbox.js").Sandbox;
+  /** Every placeholder the restored sandbox holds; each throws `Value for 'NAME' was not restored...` when read. */
+  notRestored: NotRestored[];
+}
+
+/** Header fields of a snapshot, read after its lengths are checked (the digest is not verified). */
+export interface SnapshotInfo {
+  formatVersion: number;
+  signed: boolean;
+  turn: number;
+  engineVersion: string;
+  bodyBytes: number;
+}
+
+const SNAPSHOT_OPTION_KEYS = ["maxSnapshotBytes", "signing"] as const;
+const RESTORE_OPTION_KEYS = [...SNAPSHOT_OPTION_KEYS, "restoreTimeoutMs"] as const;
+
+/** Status codes of native/snapshot.h SnapshotStatus. */
+const enum NativeSnapshotStatus {
+  Ok = 0,
+  TooLarge = 1,
+  Invalid = 2,
+  OutOfMemory = 3,
+  Interrupted = 4,
+}
+
+function invalidArgument(message: string): SandboxError {
+  return new SandboxError("INVALID_ARGUMENT", message);
+}
+
+function invalidSnapshot(message: string): SandboxError {
+  return new SandboxError("INVALID_SNAPSHOT", message);
+}
+
+interface ResolvedSnapshotOptions {
+  maxSnapshotBytes: number;
+  signing?: { key: Buffer; threadId: string; turn: number };
+}
+
+function resolveSigning(signing: unknown): ResolvedSnapshotOptions["signing"] {
+  if (signing === undefined) return undefined;
+  if (typeof signing !== "object" || signing === null) throw invalidArgument("signing must be an object { key, threadId, turn }");
+  const { key, threadId, turn } = signing as SnapshotSigning;
+  let keyBytes: Buffer;
+  if (typeof key === "string") keyBytes = Buffer.from(key, "utf8");
+  else if (key instanceof Uint8Array) keyBytes = Buffer.from(key);
+  else throw invalidArgument("signing.key must be a string or a Uint8Array");
+  if (keyBytes.length < MIN_KEY_BYTES) throw invalidArgument(`signing.key must be at least ${MIN_KEY_BYTES} bytes`);
+  if (typeof threadId !== "string" || threadId.length > 4096) throw invalidArgument("signing.threadId must be a string of at most 4096 characters");
+  if (typeof turn !== "number" || !Number.isSafeInteger(turn) || turn < 0) throw invalidArgument("signing.turn must be a non-negative safe integer");
+  return { key: keyBytes, threadId, turn };
+}
+
+function resolveOptions(options: Partial<SnapshotOptions>, defaultMaxBytes: number): ResolvedSnapshotOptions {
+  const max = options.maxSnapshotBytes ?? defaultMaxBytes;
+  if (typeof max !== "number" || !Number.isInteger(max) || max < SNAPSHOT_OVERHEAD_BYTES + 4 || max > MAX_BODY_BYTES) {
+    throw invalidArgument(`maxSnapshotBytes must be an integer between ${SNAPSHOT_OVERHEAD_BYTES + 4} and ${MAX_BODY_BYTES}`);
+  }
+  const signing = resolveSigning(options.signing);
+  return signing ? { maxSnapshotBytes: max, signing } : { maxSnapshotBytes: max };
+}
+
+/** Validates the options of `sandbox.snapshot()`. */
+export function resolveSnapshotOptions(options: unknown, defaultMaxBytes: number): ResolvedSnapshotOptions {
+  if (options === undefined) return { maxSnapshotBytes: defaultMaxBytes };
+  if (typeof options !== "object" || options === null) throw invalidArgument("snapshot options must be an object");
+  for (const key of Object.keys(options)) {
+    if (!(SNAPSHOT_OPTION_KEYS as readonly string[]).includes(key)) throw invalidArgument(`unknown snapshot option '${key}'; known options: ${SNAPSHOT_OPTION_KEYS.join(", ")}`);
+  }
+  return resolveOptions(options as SnapshotOptions, defaultMaxBytes);
+}
+
+/** Splits `Sandbox.restore` options into the sandbox's and the snapshot's. */
+export function splitRestoreOptions(options: unknown): { sandbox: SandboxOptions | undefined; snapshot: Partial<SnapshotOptions>; restoreTimeoutMs?: number } {
+  if (options === undefined) return { sandbox: undefined, snapshot: {} };
+  if (typeof options !== "object" || options === null) throw invalidArgument("restore options must be an object");
+  const sandbox: Record<string, unknown> = {};
+  const snapshot: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(options)) {
+    if ((RESTORE_OPTION_KEYS as readonly string[]).includes(key)) snapshot[key] = value;
+    else sandbox[key] = value;
+  }
+  const { restoreTimeoutMs, ...rest } = snapshot;
+  if (restoreTimeoutMs !== undefined && (typeof restoreTimeoutMs !== "number" || !(restoreTimeoutMs > 0) || restoreTimeoutMs > 2 ** 31 - 1)) {
+    throw invalidArgument("restoreTimeoutMs must be a number of milliseconds between 0 (exclusive) and 2147483647");
+  }
+  const out: { sandbox: SandboxOptions; snapshot: Partial<SnapshotOptions>; restoreTimeoutMs?: number } = { sandbox: sandbox as SandboxOptions, snapshot: rest as Partial<SnapshotOptions> };
+  if (restoreTimeoutMs !== undefined) out.restoreTimeoutMs = restoreTimeoutMs;
+  return out;
+}
+
+function digest(signing: ResolvedSnapshotOptions["signing"], covered: Uint8Array): Buffer {
+  if (!signing) return createHash("sha256").update(covered).digest();
+  const thread = Buffer.from(signing.threadId, "utf8");
+  const threadLength = Buffer.alloc(4);
+  threadLength.writeUInt32LE(thread.length);
+  return createHmac("sha256", signing.key).update(HMAC_DOMAIN).update(threadLength).update(thread).update(covered).digest();
+}
+
+function nativeFailure(status: number, message: string): SandboxError {
+  switch (status) {
+    case NativeSnapshotStatus.TooLarge: return invalidSnapshot(message);
+    case NativeSnapshotStatus.OutOfMemory: return new SandboxError("OUT_OF_MEMORY", message);
+    case NativeSnapshotStatus.Interrupted: return new SandboxError("TIMEOUT", message, { budget: "execution" });
+    default: return invalidSnapshot(message);
+  }
+}
+
+function notRestoredList(flat: string[]): NotRestored[] {
+  const out: NotRestored[] = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) out.push({ name: flat[i]!, type: flat[i + 1]! });
+  return out;
+}
+
+/**
+ * Writes a snapshot of `handle`'s globals, except `excludedNames` (the host's own functions).
+ * Throws `INVALID_SNAPSHOT` when it would exceed `maxSnapshotBytes`, `BUSY` while an eval runs.
+ */
+export function takeSnapshot(handle: NativeHandle, excludedNames: string[], options: ResolvedSnapshotOptions, engineVersion: string): Uint8Array {
+  const maxBody = options.maxSnapshotBytes - SNAPSHOT_OVERHEAD_BYTES;
+  const raw = handle.writeSnapshot(excludedNames, maxBody);
+  if (raw === "BUSY") throw new SandboxError("BUSY", "cannot take a snapshot while an eval runs");
+  const [status, result] = raw;
+  if (status !== NativeSnapshotStatus.Ok || typeof result === "string" || result === undefined) {
+    const message = typeof result === "string" ? result : "the snapshot could not be written";
+    throw nativeFailure(status, status === NativeSnapshotStatus.TooLarge ? `the snapshot exceeds maxSnapshotBytes (${options.maxSnapshotBytes}): ${message}` : message);
+  }
+  const body = result;
+  const out = Buffer.alloc(HEADER_BYTES + body.length + DIGEST_BYTES);
+  MAGIC.copy(out, 0);
+  out.writeUInt16LE(SNAPSHOT_FORMAT_VERSION, 8);
+  out.writeUInt16LE(options.signing ? FLAG_SIGNED : 0, 10);
+  out.writeUInt32LE(body.length, 12);
+  out.writeBigUInt64LE(BigInt(options.signing?.turn ?? 0), 16);
+  out.write(engineVersion.slice(0, 8), 24, 8, "latin1");
+  body.copy(out, HEADER_BYTES);
+  const covered = out.subarray(0, HEADER_BYTES + body.length);
+  digest(options.signing, covered).copy(out, HEADER_BYTES + body.length);
+  return new Uint8Array(out.buffer, out.byteOffset, out.length);
+}
+
+/** Reads a snapshot's header after checking its lengths. Does not verify the digest. */
+export function inspectSnapshot(bytes: unknown): SnapshotInfo {
+  if (!(bytes instanceof Uint8Array)) throw invalidSnapshot("a snapshot must be a Uint8Array");
+  if (bytes.length < SNAPSHOT_OVERHEAD_BYTES + 4) throw invalidSnapshot(`the snapshot is truncated (${bytes.length} bytes)`);
+  const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+  if (!b.subarray(0, 8).equals(MAGIC)) throw invalidSnapshot("not a quickjs-native snapshot (bad magic)");
+  const formatVersion = b.readUInt16LE(8);
+  if (formatVersion !== SNAPSHOT_FORMAT_VERSION) throw invalidSnapshot(`snapshot format version ${formatVersion} is not supported (this build reads version ${SNAPSHOT_FORMAT_VERSION})`);
+  const flags = b.readUInt16LE(10);
+  if ((flags & ~KNOWN_FLAGS) !== 0) throw invalidSnapshot(`unknown snapshot flags 0x${flags.toString(16)}`);
+  const bodyBytes = b.readUInt32LE(12);
+  if (bodyBytes !== b.length - SNAPSHOT_OVERHEAD_BYTES) throw invalidSnapshot(`the snapshot is truncated or padded: its header says ${bodyBytes + SNAPSHOT_OVERHEAD_BYTES} bytes, it has ${b.length}`);
+  const turn = b.readBigUInt64LE(16);
+  if (turn > BigInt(Number.MAX_SAFE_INTEGER)) throw invalidSnapshot("the snapshot's turn counter is out of range");
+  const engineVersion = b.toString("latin1", 24, 32).replace(/\0+$/, "");
+  if (!/^[\x20-\x7e]*$/.test(engineVersion)) throw invalidSnapshot("the snapshot's engine version is not text");
+  return { formatVersion, signed: (flags & FLAG_SIGNED) !== 0, turn: Number(turn), engineVersion, bodyBytes };
+}
+
+/**
+ * Checks size, header and digest (or signature), then returns the body. Throws `INVALID_SNAPSHOT`
+ * for anything truncated, altered, oversized, unsigned when a key is given, or signed for another
+ * thread or turn.
+ */
+export function openSnapshot(bytes: unknown, options: ResolvedSnapshotOptions): Buffer {
+  if (bytes instanceof Uint8Array && bytes.length > options.maxSnapshotBytes) {
+    throw invalidSnapshot(`the snapshot is ${bytes.length} bytes, over maxSnapshotBytes (${options.maxSnapshotBytes})`);
+  }
+  const info = inspectSnapshot(bytes);
+  const b = Buffer.from((bytes as Uint8Array).buffer, (bytes as Uint8Array).byteOffset, (bytes as Uint8Array).length);
+  if (options.signing && !info.signed) throw invalidSnapshot("the snapshot is not signed, and a signing key is configured");
+  if (!options.signing && info.signed) throw invalidSnapshot("the snapshot is signed; pass its signing key, thread id and turn to restore it");
+  if (options.signing && info.turn !== options.signing.turn) {
+    throw invalidSnapshot(`the snapshot is from turn ${info.turn}, expected turn ${options.signing.turn}`);
+  }
+  const end = HEADER_BYTES + info.bodyBytes;
+  const expected = digest(options.signing, b.subarray(0, end));
+  if (!timingSafeEqual(expected, b.subarray(end))) {
+    throw invalidSnapshot(options.signing ? "the snapshot's signature does not match (altered, or from another thread or key)" : "the snapshot's checksum does not match (corrupted)");
+  }
+  return b.subarray(HEADER_BYTES, end);
+}
+
+/** Defines a verified body's globals in a fresh sandbox's handle and lists what came back as placeholders. */
+export function restoreBody(handle: NativeHandle, body: Buffer, budgetMs: number): NotRestored[] {
+  const raw = handle.readSnapshot(body, budgetMs);
+  if (raw === "BUSY") throw new SandboxError("BUSY", "cannot restore into a sandbox while an eval runs");
+  const [status, message, notRestored] = raw;
+  if (status !== NativeSnapshotStatus.Ok) throw nativeFailure(status, typeof message === "string" ? `the snapshot could not be restored: ${message}` : "the snapshot could not be restored");
+  return notRestoredList(notRestored);
+}
+
