@@ -518,6 +518,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   env.AddCleanupHook([bridge]() { bridge->closeAll(); });
   exports.Set("SandboxHandle", SandboxHandle::Define(env));
   exports.Set("threadStackBytes", Napi::Number::New(env, static_cast<double>(Executor::kThreadStackBytes)));
+  exports.Set("engineVersion", Napi::String::New(env, JS_GetVersion()));
   return exports;
 }
 
@@ -528,4 +529,3 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
 static Napi::Object InitAddon(Napi::Env env, Napi::Object exports) { return qjsn::Init(env, exports); }
 
 NODE_API_MODULE(quickjs_native, InitAddon)
-  exports.Set("engineVersion", Napi::String::New(env, JS_GetVersion()));
