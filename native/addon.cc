@@ -6,17 +6,21 @@
 // before calling in, so the guards here are cheap one-liners that only keep the process alive.
 #include <napi.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <optional>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "engine.h"
 #include "executor.h"
 
-#include <unordered_set>
 namespace qjsn {
 
 namespace {
@@ -68,6 +72,23 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
     if (--activeEvals_ == 0) tsfn_.Unref(env_);
   }
   uint32_t nextSandboxId() { return ++lastSandboxId_; }
+  // Freed runtimes leave many small holes in the C heap; give the pages back now and then so a
+  // server's RSS follows its live sandboxes.
+  void returnMemoryToSystem(int64_t freedBytes) {
+    freedSinceTrim_ += freedBytes;
+    if (freedSinceTrim_ < kTrimEveryBytes) return;
+    freedSinceTrim_ = 0;
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+  }
+  // The answer to a sync host call that can no longer reach its sandbox's JavaScript side.
+  static HostResult closedResult() {
+    HostResult r;
+    r.ok = false;
+    r.errorMessage = "the sandbox is shutting down";
+    return r;
+  }
   void closeAll();
   HostResult runSyncCall(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t>& args);
 
@@ -105,12 +126,6 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
       tsfn_.NonBlockingCall([self](Napi::Env, Napi::Function) { self->drain(); });
     }
   }
-  static HostResult closedResult() {
-    HostResult r;
-    r.ok = false;
-    r.errorMessage = "the sandbox's environment is shutting down";
-    return r;
-  }
   static void finishSlot(SyncSlot* slot, HostResult r) {
     std::lock_guard<std::mutex> lock(slot->mu);
     slot->result = std::move(r);
@@ -128,6 +143,8 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   std::unordered_map<uint32_t, SandboxHandle*> handles_;
   int activeEvals_ = 0;
   uint32_t lastSandboxId_ = 0;
+  int64_t freedSinceTrim_ = 0;
+  static constexpr int64_t kTrimEveryBytes = 64ll << 20;
 };
 
 Napi::Value outcomeToJs(Napi::Env env, EvalOutcome& o) {
@@ -173,6 +190,8 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
                            InstanceMethod("setGlobal", &SandboxHandle::SetGlobal),
                            InstanceMethod("getGlobal", &SandboxHandle::GetGlobal),
                            InstanceMethod("memoryUsage", &SandboxHandle::MemoryUsage),
+                           InstanceMethod("writeSnapshot", &SandboxHandle::WriteSnapshot),
+                           InstanceMethod("readSnapshot", &SandboxHandle::ReadSnapshot),
                            InstanceMethod("dispose", &SandboxHandle::Dispose),
                            InstanceMethod("setClock", &SandboxHandle::SetClock),
                            InstanceMethod("setRandomSeed", &SandboxHandle::SetRandomSeed),
@@ -190,11 +209,11 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     EngineOptions o;
     o.memoryLimitBytes = static_cast<size_t>(info[0].ToNumber().Int64Value());
     o.maxStackSizeBytes = static_cast<size_t>(info[1].ToNumber().Int64Value());
-                           InstanceMethod("writeSnapshot", &SandboxHandle::WriteSnapshot),
-                           InstanceMethod("readSnapshot", &SandboxHandle::ReadSnapshot),
     o.captureConsole = info[2].ToBoolean().Value();
     o.maxConsoleBytes = static_cast<size_t>(info[3].ToNumber().Int64Value());
-    dispatcher_ = Napi::Persistent(info[4].As<Napi::Function>());
+    // Weak: the dispatcher closes over the Sandbox that owns this handle, and a strong reference
+    // would keep both alive forever. An eval in flight keeps them alive through its promise.
+    dispatcher_ = Napi::Weak(info[4].As<Napi::Function>());
     id_ = bridge_->nextSandboxId();
     engine_ = std::make_shared<Engine>(id_, o, bridge_);
     if (!engine_->valid()) {
@@ -204,6 +223,10 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     }
     napi_type_tag_object(env, info.This(), &kHandleTag);
     bridge_->registerHandle(id_, this);
+    // V8 sees only a small wrapper object; tell it what the runtime behind it costs so forgotten
+    // (never disposed) sandboxes get collected before thousands pile up.
+    externalBytes_ = static_cast<int64_t>(engine_->memoryUsed()) + kHandleOverheadBytes;
+    Napi::MemoryManagement::AdjustExternalMemory(env, externalBytes_);
   }
 
   ~SandboxHandle() override { release(); }
@@ -212,6 +235,8 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     if (!engine_) return;
     if (engine_->dispose()) Executor::instance().schedule(engine_);
     engine_.reset();
+    Napi::MemoryManagement::AdjustExternalMemory(Env(), -externalBytes_);
+    bridge_->returnMemoryToSystem(externalBytes_);
     if (deferred_) {
       bridge_->evalEnded();
       deferred_.reset();
@@ -233,6 +258,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     if (!deferred_ || evalId != evalId_) return;  // the eval ended; the call is dropped
     Napi::Env env = Env();
     Napi::HandleScope scope(env);
+    if (dispatcher_.Value().IsEmpty()) return;
     Napi::Value argBuf = Napi::Buffer<uint8_t>::Copy(env, args.data(), args.size());
     dispatcher_.Call({Napi::Number::New(env, 1), Napi::Number::New(env, fnId), Napi::Number::New(env, callId), argBuf,
                       Napi::Number::New(env, static_cast<double>(evalId))});
@@ -243,6 +269,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     Napi::Env env = Env();
     Napi::HandleScope scope(env);
     HostResult r;
+    if (dispatcher_.Value().IsEmpty()) return EnvBridge::closedResult();
     Napi::Value argBuf = Napi::Buffer<uint8_t>::Copy(env, args.data(), args.size());
     Napi::Value ret = dispatcher_.Call({Napi::Number::New(env, 0), Napi::Number::New(env, fnId), Napi::Number::New(env, 0),
                                         argBuf, Napi::Number::New(env, 0)});
@@ -370,33 +397,6 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     return a;
   }
 
-  Napi::Value MemoryUsage(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    if (!alive(info)) return env.Undefined();
-    Napi::Array a = Napi::Array::New(env, 3);
-    a.Set(0u, Napi::Number::New(env, static_cast<double>(engine_->memoryUsed())));
-    a.Set(1u, Napi::Number::New(env, static_cast<double>(engine_->memoryPeak())));
-    a.Set(2u, Napi::Number::New(env, static_cast<double>(engine_->memoryLimit())));
-    return a;
-  }
-
-  // setClock(fixed, epochMs, localTimeUtc) -> false when busy or refused (native/clock.cc)
-  Napi::Value SetClock(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    if (!alive(info) || info.Length() < 3) return env.Undefined();
-    return Napi::Boolean::New(env, engine_->setClock(info[0].ToBoolean().Value(), info[1].ToNumber().DoubleValue(),
-                                                     info[2].ToBoolean().Value()));
-  }
-
-  // setRandomSeed(seed: integer below 2**53) -> false when busy
-  Napi::Value SetRandomSeed(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    if (!alive(info) || info.Length() < 1) return env.Undefined();
-    double seed = info[0].ToNumber().DoubleValue();
-    if (!(seed >= 0 && seed < 9007199254740992.0)) return Napi::Boolean::New(env, false);
-    return Napi::Boolean::New(env, engine_->setRandomSeed(static_cast<uint64_t>(seed)));
-  }
-
   static Napi::Value snapshotResultToJs(Napi::Env env, const SnapshotResult& r, Napi::Value payload) {
     Napi::Array notRestored = Napi::Array::New(env, r.notRestored.size() * 2);
     for (size_t i = 0; i < r.notRestored.size(); i++) {
@@ -435,6 +435,33 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     return snapshotResultToJs(env, r, env.Undefined());
   }
 
+  Napi::Value MemoryUsage(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!alive(info)) return env.Undefined();
+    Napi::Array a = Napi::Array::New(env, 3);
+    a.Set(0u, Napi::Number::New(env, static_cast<double>(engine_->memoryUsed())));
+    a.Set(1u, Napi::Number::New(env, static_cast<double>(engine_->memoryPeak())));
+    a.Set(2u, Napi::Number::New(env, static_cast<double>(engine_->memoryLimit())));
+    return a;
+  }
+
+  // setClock(fixed, epochMs, localTimeUtc) -> false when busy or refused (native/clock.cc)
+  Napi::Value SetClock(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!alive(info) || info.Length() < 3) return env.Undefined();
+    return Napi::Boolean::New(env, engine_->setClock(info[0].ToBoolean().Value(), info[1].ToNumber().DoubleValue(),
+                                                     info[2].ToBoolean().Value()));
+  }
+
+  // setRandomSeed(seed: integer below 2**53) -> false when busy
+  Napi::Value SetRandomSeed(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!alive(info) || info.Length() < 1) return env.Undefined();
+    double seed = info[0].ToNumber().DoubleValue();
+    if (!(seed >= 0 && seed < 9007199254740992.0)) return Napi::Boolean::New(env, false);
+    return Napi::Boolean::New(env, engine_->setRandomSeed(static_cast<uint64_t>(seed)));
+  }
+
   Napi::Value Dispose(const Napi::CallbackInfo& info) {
     if (engine_) {
       if (deferred_) {
@@ -455,6 +482,8 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   uint32_t id_ = 0;
   uint64_t evalId_ = 0;
   std::optional<Napi::Promise::Deferred> deferred_;
+  int64_t externalBytes_ = 0;
+  static constexpr int64_t kHandleOverheadBytes = 16 * 1024;
 };
 
 HostResult EnvBridge::runSyncCall(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t>& args) {

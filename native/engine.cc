@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "guest_codec.h"
+#include "realm.h"
 
 namespace qjsn {
 
@@ -123,7 +124,7 @@ Engine::Engine(uint32_t id, const EngineOptions& options, std::shared_ptr<HostBr
   }
   ctx_ = ctx;
   JS_SetContextOpaque(ctx_, this);
-  if (!intrinsics_.load(ctx_)) {
+  if (!intrinsics_.load(ctx_) || !trimRealm(ctx_)) {
     teardown();
     return;
   }
@@ -231,18 +232,8 @@ bool Engine::compileAndStart(const EvalRequest& request, bool asyncMode, EvalOut
     classifyException(exc.get(), out);
     return false;
   }
-  if (topLevelAwait) {
-    evalPromise_ = OwnedValue(ctx_, result);
-  } else {
-    JSValue settled = JS_NewSettledPromise(ctx_, false, result);
-    JS_FreeValue(ctx_, result);
-    if (JS_IsException(settled)) {
-      OwnedValue exc(ctx_, JS_GetException(ctx_));
-      classifyException(exc.get(), out);
-      return false;
-    }
-    evalPromise_ = OwnedValue(ctx_, settled);
-  }
+  if (topLevelAwait) evalPromise_ = OwnedValue(ctx_, result);
+  else completion_ = OwnedValue(ctx_, result);
   asyncScript_ = topLevelAwait;
   (void)asyncMode;
   return true;
@@ -259,7 +250,12 @@ void Engine::drainJobs() {
 
 // True when the eval's promise has settled; fills the outcome.
 bool Engine::settled(EvalOutcome* out) {
-  if (JS_IsUndefined(evalPromise_.get())) return true;  // failed before it started: already filled
+  if (!asyncScript_) {
+    // A plain script: its completion value is final. It is never resolved through a promise,
+    // which would look up `then` on it and run guest code (a getter, a Proxy trap).
+    encodeValueInto(completion_.get(), request_.describeUnserializable, out);
+    return true;
+  }
   JSPromiseStateEnum st = JS_PromiseState(ctx_, evalPromise_.get());
   if (st == JS_PROMISE_PENDING) return false;
   OwnedValue result(ctx_, JS_PromiseResult(ctx_, evalPromise_.get()));
@@ -311,19 +307,24 @@ void Engine::classifyException(JSValue exc, EvalOutcome* out) {
                                                   : EvalStatus::Timeout;
     return;
   }
+  // Only limit errors the engine itself raised during this eval count: a guest can throw a
+  // look-alike RangeError or InternalError, or `null`.
+  uint32_t raisedOom, raisedOverflow;
+  JS_GetRaisedLimitErrors(rt_, &raisedOom, &raisedOverflow);
+  bool ranOutOfMemory = raisedOom != raisedOomAtStart_;
   bool nearLimit = memory_.used.load() + (64u << 10) >= options_.memoryLimitBytes;
-  if (JS_IsNull(exc) && nearLimit) {
+  if (JS_IsNull(exc) && (ranOutOfMemory || nearLimit)) {
     out->status = EvalStatus::OutOfMemory;
     return;
   }
   if (JS_IsError(exc)) {
     std::string name = errorText(ctx_, exc, "name");
     std::string message = errorText(ctx_, exc, "message");
-    if (name == "InternalError" && message == "out of memory") {
+    if (ranOutOfMemory && name == "InternalError" && message == "out of memory") {
       out->status = EvalStatus::OutOfMemory;
       return;
     }
-    if (name == "RangeError" && message == "Maximum call stack size exceeded") {
+    if (raisedOverflow != raisedOverflowAtStart_ && name == "RangeError" && message == "Maximum call stack size exceeded") {
       out->status = EvalStatus::StackOverflow;
       return;
     }
@@ -335,13 +336,14 @@ void Engine::classifyException(JSValue exc, EvalOutcome* out) {
     out->value = std::move(w.bytes());
   } else {
     JS_FreeValue(ctx_, JS_GetException(ctx_));
-    if (nearLimit) out->status = EvalStatus::OutOfMemory;
+    if (ranOutOfMemory || nearLimit) out->status = EvalStatus::OutOfMemory;
   }
 }
 
 void Engine::clearEvalState() {
   pending_.clear();
   evalPromise_.reset();
+  completion_.reset();
   inbox_.clear();
 }
 
@@ -376,6 +378,7 @@ void Engine::resetEvalCounters(uint64_t evalId) {
   console_.bytes().clear();
   memory_.peak.store(memory_.used.load());
   asyncScript_ = false;
+  JS_GetRaisedLimitErrors(rt_, &raisedOomAtStart_, &raisedOverflowAtStart_);
 }
 
 EvalOutcome Engine::evalSync(const EvalRequest& request) {
@@ -399,7 +402,9 @@ EvalOutcome Engine::evalSync(const EvalRequest& request) {
   enterGuest(request.executionBudgetMs);
   if (compileAndStart(request, false, &out)) {
     drainJobs();
-    if (!settled(&out)) {
+    if (stop_.load() != 0) {
+      classifyException(JS_UNDEFINED, &out);
+    } else if (!settled(&out)) {
       out.status = EvalStatus::GuestError;
       OwnedValue err(ctx_, JS_NewError(ctx_));
       JS_DefinePropertyValueStr(
@@ -645,11 +650,14 @@ JSValue Engine::writeConsole(int level, int argc, JSValueConst* argv) {
   if (!options_.captureConsole || consoleTruncated_ || stop_.load() != 0) return JS_UNDEFINED;
   WireWriter w;
   WireLimits consoleLimits = limits_;
-  consoleLimits.maxBytes = options_.maxConsoleBytes;
+  // A loose bound on the raw arguments (UTF-8 text is at most twice their size here); the exact
+  // cap on formatted text is applied by src/sandbox.ts.
+  size_t rawCap = options_.maxConsoleBytes * 2 + 64;
+  consoleLimits.maxBytes = rawCap;
   GuestEncoder enc(ctx_, intrinsics_, w, consoleLimits, true);
   bool ok = enc.encodeArguments(argc, argv);
   if (!ok && enc.error().status == CodecStatus::GuestException) return JS_EXCEPTION;
-  if (!ok || console_.size() + w.size() + 5 > options_.maxConsoleBytes) {
+  if (!ok || console_.size() + w.size() + 5 > rawCap) {
     consoleTruncated_ = true;
     return JS_UNDEFINED;
   }

@@ -195,6 +195,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   bool started_ = false;
   bool abandoned_ = false;
   bool asyncScript_ = false;
+  OwnedValue completion_;  // a plain script's completion value (async scripts use evalPromise_)
+  uint32_t raisedOomAtStart_ = 0, raisedOverflowAtStart_ = 0;
   int64_t stopRequestedNs_ = 0;
   uint64_t evalId_ = 0;         // the eval whose state is in the runtime
   uint64_t pendingEvalId_ = 0;  // the async eval accepted by beginAsync

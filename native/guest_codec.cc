@@ -303,6 +303,11 @@ bool GuestEncoder::encodeError(JSValueConst v) {
   OwnedValue name = dataProperty(v, "name", true);
   OwnedValue message = dataProperty(v, "message", true);
   OwnedValue stack = dataProperty(v, "stack", false);
+  if (JS_IsUndefined(stack.get())) {
+    // A genuine Error keeps its trace in an internal slot behind the built-in getter, which only
+    // reads that slot (Error.prepareStackTrace ran when the error was created, not now).
+    stack = OwnedValue(ctx_, JS_Call(ctx_, in_.errorStack.get(), v, 0, nullptr));
+  }
   if (name.isException() || message.isException() || stack.isException()) return guestFailed();
   out_.tag(Tag::Error);
   if (JS_IsString(name.get())) {

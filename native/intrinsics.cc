@@ -50,6 +50,8 @@ bool Intrinsics::load(JSContext* ctx) {
     errorCtors[i] = globalProp(ctx, kErrorNames[i]);
     ok = ok && isFn(ctx, errorCtors[i]);
   }
+  errorStack = protoGetter(ctx, errorCtors[0].get(), "stack");
+  ok = ok && isFn(ctx, errorStack);
   OwnedValue plain(ctx, JS_NewObject(ctx));
   objectClassId = JS_GetClassID(plain.get());
   return ok;
@@ -57,7 +59,7 @@ bool Intrinsics::load(JSContext* ctx) {
 
 void Intrinsics::clear() {
   OwnedValue* all[] = {&mapCtor, &mapSet, &mapForEach, &setCtor, &setAdd, &setForEach,
-                       &dateGetTime, &regexpCtor, &regexpSource, &bigintCtor};
+                       &dateGetTime, &regexpCtor, &regexpSource, &bigintCtor, &errorStack};
   for (OwnedValue* v : all) v->reset();
   for (auto& v : regexpFlagGetters) v.reset();
   for (auto& v : errorCtors) v.reset();

@@ -17,6 +17,7 @@ struct Intrinsics {
   OwnedValue regexpFlagGetters[8];  // in canonical flag order "dgimsuvy"
   OwnedValue bigintCtor;
   OwnedValue errorCtors[static_cast<int>(ErrorCtor::Count)];
+  OwnedValue errorStack;  // Error.prototype's `stack` getter: returns the trace stored at creation
   JSClassID objectClassId = 0;
 
   static constexpr const char* kFlagNames[8] = {"hasIndices", "global",  "ignoreCase", "multiline",

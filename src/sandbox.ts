@@ -422,9 +422,11 @@ export class Sandbox implements Disposable {
   }
 
   #report(raw: NativeOutcome, wallMs: number, o: EvalOptions, wallBudgetMs?: number): EvalReport {
-    const [status, valueBytes, message, stop, consoleBytes, consoleTruncated, executionMs, hostCalls, memoryUsedBytes, peakMemoryBytes] = raw;
+    const [status, valueBytes, message, stop, consoleBytes, rawTruncated, executionMs, hostCalls, memoryUsedBytes, peakMemoryBytes] = raw;
     const stats: EvalStats = { executionMs, wallMs, hostCalls, memoryUsedBytes, peakMemoryBytes };
-    const console = consoleBytes ? formatConsole(consoleBytes) : [];
+    const kept = consoleBytes ? formatConsole(consoleBytes, this.#options.maxConsoleBytes) : { entries: [], truncated: false };
+    const console = kept.entries;
+    const consoleTruncated = rawTruncated || kept.truncated;
     if (status === NativeStatus.Ok) {
       try {
         return { ok: true, value: valueBytes ? decodeValue(valueBytes) : undefined, console, consoleTruncated, stats };
@@ -532,9 +534,16 @@ export class Sandbox implements Disposable {
   }
 }
 
-function formatConsole(bytes: Buffer): ConsoleEntry[] {
-  return decodeConsole(bytes).map(({ level, args }) => ({
-    level: CONSOLE_LEVELS[level] ?? "log",
-    text: formatWithOptions({ depth: 6, colors: false }, ...args),
-  }));
+// The cap is exact here, in UTF-8 bytes of the formatted text; the engine keeps a looser bound on
+// the raw arguments so a console flood cannot exhaust memory before we get to count.
+function formatConsole(bytes: Buffer, maxBytes: number): { entries: ConsoleEntry[]; truncated: boolean } {
+  const entries: ConsoleEntry[] = [];
+  let used = 0;
+  for (const { level, args } of decodeConsole(bytes)) {
+    const text = formatWithOptions({ depth: 6, colors: false }, ...args);
+    used += Buffer.byteLength(text);
+    if (used > maxBytes) return { entries, truncated: true };
+    entries.push({ level: CONSOLE_LEVELS[level] ?? "log", text });
+  }
+  return { entries, truncated: false };
 }

@@ -15,7 +15,7 @@ export interface SandboxOptions {
   wallTimeoutMs?: number;
   /** Keep `console.*` output of each eval. When false, `console` still exists and output is discarded. Default true. */
   captureConsole?: boolean;
-  /** Cap on the console text kept per eval, in bytes of UTF-8; a truncation marker follows. Default 1 MiB. */
+  /** Cap on the console text kept per eval, in UTF-8 bytes of the formatted lines; past it `consoleTruncated` is set. Default 1 MiB. */
   maxConsoleBytes?: number;
   /**
    * What `Date.now()` and `new Date()` return inside the sandbox. Default `"frozen"`.
