@@ -59,6 +59,24 @@ describe("top-level await", () => {
     expect(await sb.eval("try { await broken(); 'no' } catch (e) { [e instanceof Error, e.message] }")).toEqual([true, "tool failed"]);
   });
 
+  it("rejects the guest promise with a readable message when the host rejects with a non-Error", async () => {
+    const sb = sandbox();
+    sb.defineAsyncFunction("odd", async () => {
+      throw { code: 7 };
+    });
+    const seen = (await sb.eval("try { await odd(); 'no' } catch (e) { [e instanceof Error, e.message] }")) as [boolean, string];
+    expect(seen[0]).toBe(true);
+    expect(seen[1]).toContain("7");
+  });
+
+  it("rejects the guest promise when the host result cannot be copied", async () => {
+    const sb = sandbox();
+    sb.defineAsyncFunction("giveFn", async () => () => 1);
+    const seen = (await sb.eval("try { await giveFn(); 'no' } catch (e) { [e instanceof Error, e.message] }")) as [boolean, string];
+    expect(seen[0]).toBe(true);
+    expect(seen[1]).toMatch(/function/);
+  });
+
   it("reports an unhandled rejection of the script as GUEST_ERROR", async () => {
     const sb = sandbox();
     const err = await rejected(sb.eval("await Promise.reject(new RangeError('nope'))"));
@@ -308,6 +326,25 @@ describe("queueing and concurrency", () => {
     expect(values).toEqual(expected);
   });
 
+  it("holds no executor thread for sandboxes waiting on host calls", async () => {
+    const waiting = Array.from({ length: 50 }, () => {
+      const sb = sandbox();
+      delayed(sb, "slowHost");
+      return sb.eval("await slowHost('waited', 1000)");
+    });
+    await sleep(50);
+    const started = performance.now();
+    expect(await sandbox().eval("let s = 0; for (let i = 0; i < 1e5; i++) s += i; s")).toBe(4999950000);
+    expect(performance.now() - started).toBeLessThan(500);
+    expect(new Set(await Promise.all(waiting))).toEqual(new Set(["waited"]));
+  });
+
+  it("settles 10,000 concurrent host calls of one eval correctly", async () => {
+    const sb = sandbox();
+    sb.defineAsyncFunction("id", async ([x]) => x);
+    expect(await sb.eval("const all = await Promise.all(Array.from({ length: 10000 }, (_, i) => id(i))); all.reduce((a, b) => a + b, 0)")).toBe((9999 * 10000) / 2);
+  });
+
   it("runs evals of different sandboxes in parallel on the executor", async () => {
     const a = sandbox({ clock: "real" });
     const b = sandbox({ clock: "real" });
@@ -396,6 +433,22 @@ describe("dispose at any time", () => {
     });
     const err = await rejected(sb.eval("await selfDestruct(); 'after'"));
     expect(err.code).toBe("DISPOSED");
+  });
+
+  it("disposes from inside a sync host function called by evalSync without crashing", () => {
+    const sb = new Sandbox();
+    sb.defineFunction("selfDestructInline", () => {
+      sb.dispose();
+      return 1;
+    });
+    let code: string | undefined;
+    try {
+      sb.evalSync("selfDestructInline(); 'after'");
+    } catch (err) {
+      code = (err as SandboxError).code;
+    }
+    expect(code).toBe("DISPOSED");
+    expect(sb.disposed).toBe(true);
   });
 
   it("disposes from inside a sync host function without crashing", async () => {
