@@ -82,7 +82,7 @@ export const CASES = [
     title: "RSS per live session (100 sessions)",
     kind: "memory",
     sessions: 100,
-    includes: "Process RSS growth after creating 100 sessions that each evaluated `1+1`, divided by 100 (own process, after GC).",
+    includes: "Process RSS growth after creating 100 sessions that each evaluated `1+1`, divided by 100 (own process, after GC). WASM engines grow one linear memory in large steps, so their 100-session figure is coarse: read the 10,000-session row for them.",
   },
   {
     id: "rss-10k",
