@@ -337,6 +337,15 @@ W Writer::object(JSValueConst v, uint32_t depth) {
     out_.tag(Tag::Object);
     out_.u8(JS_IsNull(proto.get()) ? 1 : 0);
   } else {
+    // Private fields and methods belong to the class that made the object; a re-created class
+    // has new private names, so such an instance cannot be rebuilt.
+    OwnedPropertyEnum privates(ctx_);
+    if (!privates.load(v, JS_GPN_PRIVATE_MASK)) return guestFailed();
+    if (privates.size() > 0) {
+      ids_.erase(JS_VALUE_GET_PTR(v));
+      numbered_.pop_back();
+      return unstorable("instance with private fields");
+    }
     out_.tag(Tag::Instance);
     W r = value(proto.get(), depth + 1);
     if (r != W::Ok) return r;

@@ -1,0 +1,183 @@
+import { createHash } from "node:crypto";
+import { afterEach, describe, expect, it } from "vitest";
+import { Sandbox, SandboxError } from "../../src/index.js";
+import { inspectSnapshot, SNAPSHOT_OVERHEAD_BYTES } from "../../src/snapshot.js";
+
+const live: Sandbox[] = [];
+afterEach(() => {
+  for (const sb of live.splice(0)) sb.dispose();
+});
+
+const KEY = "k".repeat(32);
+const signing = { key: KEY, threadId: "thread-1", turn: 4 };
+
+function sandboxWith(code: string): Sandbox {
+  const sb = new Sandbox();
+  live.push(sb);
+  sb.evalSync(`${code}\n;undefined`);
+  return sb;
+}
+
+/** Restores, and returns the error code, or "ok". Restored sandboxes are disposed. */
+function attempt(bytes: Uint8Array, options?: Parameters<typeof Sandbox.restore>[1]): string {
+  try {
+    Sandbox.restore(bytes, options).sandbox.dispose();
+    return "ok";
+  } catch (err) {
+    if (!(err instanceof SandboxError)) throw err;
+    return err.code;
+  }
+}
+
+/** A snapshot around `body` with a valid SHA-256, as src/snapshot.ts lays it out. */
+function sealed(body: Uint8Array): Uint8Array {
+  const out = Buffer.alloc(32 + body.length + 32);
+  out.write("QJSNSNAP", 0, "latin1");
+  out.writeUInt16LE(1, 8);
+  out.writeUInt32LE(body.length, 12);
+  out.write("0.17.0", 24, "latin1");
+  out.set(body, 32);
+  createHash("sha256").update(out.subarray(0, 32 + body.length)).digest().copy(out, 32 + body.length);
+  return out;
+}
+
+function bodyOf(bytes: Uint8Array): Uint8Array {
+  return bytes.subarray(32, bytes.length - 32);
+}
+
+const SMALL_STATE = "var a = { n: 1, s: 'x' }; a.self = a; let list = [1, a]; function f(x) { return x + 1 }";
+
+describe("a signed snapshot is refused when anything changed", () => {
+  const bytes = sandboxWith(SMALL_STATE).snapshot({ signing });
+
+  it("restores untouched with the same key, thread and turn", () => {
+    const { sandbox, notRestored } = Sandbox.restore(bytes, { signing });
+    live.push(sandbox);
+    expect(notRestored).toEqual([]);
+    expect(sandbox.evalSync("a.self === a && list[1] === a && f(1)")).toBe(2);
+    expect(inspectSnapshot(bytes)).toEqual({ formatVersion: 1, signed: true, turn: 4, engineVersion: "0.17.0", bodyBytes: bytes.length - SNAPSHOT_OVERHEAD_BYTES });
+  });
+
+  it("refuses it truncated at every length", () => {
+    for (let length = 0; length < bytes.length; length++) {
+      expect([length, attempt(bytes.subarray(0, length), { signing })]).toEqual([length, "INVALID_SNAPSHOT"]);
+    }
+    expect(attempt(Buffer.concat([bytes, Buffer.from([0])]), { signing })).toBe("INVALID_SNAPSHOT");
+  });
+
+  it("refuses it with any single bit flipped", () => {
+    for (let i = 0; i < bytes.length; i++) {
+      for (let bit = 0; bit < 8; bit++) {
+        const copy = Uint8Array.from(bytes);
+        copy[i]! ^= 1 << bit;
+        expect([i, bit, attempt(copy, { signing })]).toEqual([i, bit, "INVALID_SNAPSHOT"]);
+      }
+    }
+  });
+
+  it("refuses another thread's, another turn's, another key's, and an unsigned snapshot", () => {
+    expect(attempt(bytes, { signing: { ...signing, threadId: "thread-2" } })).toBe("INVALID_SNAPSHOT");
+    expect(attempt(bytes, { signing: { ...signing, turn: 5 } })).toBe("INVALID_SNAPSHOT");
+    expect(attempt(bytes, { signing: { ...signing, turn: 3 } })).toBe("INVALID_SNAPSHOT");
+    expect(attempt(bytes, { signing: { ...signing, key: "z".repeat(32) } })).toBe("INVALID_SNAPSHOT");
+    expect(attempt(bytes)).toBe("INVALID_SNAPSHOT");
+    const older = sandboxWith(SMALL_STATE).snapshot({ signing: { ...signing, turn: 3 } });
+    expect(attempt(older, { signing })).toBe("INVALID_SNAPSHOT");
+    const unsigned = sandboxWith(SMALL_STATE).snapshot();
+    expect(attempt(unsigned, { signing })).toBe("INVALID_SNAPSHOT");
+    expect(attempt(unsigned)).toBe("ok");
+  });
+
+  it("refuses a short key, a non-integer turn and input that is not bytes", () => {
+    expect(attempt(bytes, { signing: { ...signing, key: "short" } })).toBe("INVALID_ARGUMENT");
+    expect(attempt(bytes, { signing: { ...signing, turn: 1.5 } })).toBe("INVALID_ARGUMENT");
+    expect(attempt("QJSNSNAP" as never)).toBe("INVALID_SNAPSHOT");
+  });
+});
+
+describe("an unsigned snapshot carries a checksum", () => {
+  it("refuses any single flipped byte", () => {
+    const bytes = sandboxWith(SMALL_STATE).snapshot();
+    for (let i = 0; i < bytes.length; i++) {
+      const copy = Uint8Array.from(bytes);
+      copy[i]! ^= 0xff;
+      expect([i, attempt(copy)]).toEqual([i, "INVALID_SNAPSHOT"]);
+    }
+  });
+});
+
+describe("the body reader is hardened against data that passes the checksum", () => {
+  const rich = sandboxWith(`
+    var a = { n: 1, s: "x\\u1234", big: 12n, d: new Date(0), r: /x/g, e: new Error("m") }; a.self = a;
+    let list = [1, , a, new Map([[1, a]]), new Set([2])]; const buf = new Uint16Array([1, 2]);
+    class K { m() { return 1 } } var k = new K(); function f(x) { return x + 1 } var p = Promise.resolve();
+  `).snapshot();
+  const body = bodyOf(rich);
+
+  it("every truncation of the body is refused", () => {
+    for (let length = 0; length < body.length; length++) {
+      expect([length, attempt(sealed(body.subarray(0, length)))]).toEqual([length, "INVALID_SNAPSHOT"]);
+    }
+  });
+
+  it("every single-byte change either restores or is refused with a typed error, and never crashes", () => {
+    const codes = new Map<string, number>();
+    for (let i = 0; i < body.length; i++) {
+      for (const mask of [0x01, 0x80, 0xff]) {
+        const copy = Uint8Array.from(body);
+        copy[i]! ^= mask;
+        const code = attempt(sealed(copy));
+        codes.set(code, (codes.get(code) ?? 0) + 1);
+      }
+    }
+    expect([...codes.keys()].every((c) => ["ok", "INVALID_SNAPSHOT", "TIMEOUT", "OUT_OF_MEMORY"].includes(c))).toBe(true);
+    expect(codes.get("INVALID_SNAPSHOT")).toBeGreaterThan(body.length);
+  });
+
+  it("huge counts and lengths are refused before anything is allocated", () => {
+    const entries = Buffer.alloc(4);
+    entries.writeUInt32LE(0xffffffff);
+    expect(attempt(sealed(entries))).toBe("INVALID_SNAPSHOT");
+    // One global whose value is an array claiming 4 billion entries.
+    const hugeArray = Buffer.from([1, 0, 0, 0, 0, 0, 0x14, 1, 0, 0, 0, 0x61, 0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
+    expect(attempt(sealed(hugeArray))).toBe("INVALID_SNAPSHOT");
+    // A function whose source length runs past the end.
+    const longSource = Buffer.from([1, 0, 0, 0, 0, 0, 0x14, 1, 0, 0, 0, 0x61, 0x15, 0xff, 0xff, 0xff, 0x7f, 0x41]);
+    expect(attempt(sealed(longSource))).toBe("INVALID_SNAPSHOT");
+  });
+
+  it("a placeholder outside a property, a forward reference and a duplicate global are refused", () => {
+    const header = (n: number): number[] => [n, 0, 0, 0];
+    const entry = (name: string): number[] => [0, 7, 0x14, name.length, 0, 0, 0, ...Buffer.from(name, "latin1")];
+    const placeholderInSet = [0x0d, 1, 0, 0, 0, 0x18, 0x14, 1, 0, 0, 0, 0x78, 0x14, 1, 0, 0, 0, 0x78];
+    expect(attempt(sealed(Uint8Array.from([...header(1), ...entry("a"), ...placeholderInSet])))).toBe("INVALID_SNAPSHOT");
+    const forward = [0x11, 5, 0, 0, 0];
+    expect(attempt(sealed(Uint8Array.from([...header(1), ...entry("a"), ...forward])))).toBe("INVALID_SNAPSHOT");
+    expect(attempt(sealed(Uint8Array.from([...header(2), ...entry("a"), ...entry("a"), 0x00, 0x00])))).toBe("INVALID_SNAPSHOT");
+    expect(attempt(sealed(Uint8Array.from([...header(1), ...entry("a"), 0x01])))).toBe("ok");
+  });
+});
+
+describe("maxSnapshotBytes", () => {
+  it("a snapshot over the cap is not produced", () => {
+    const sb = sandboxWith("var text = 'x'.repeat(10000)");
+    let err: unknown;
+    try {
+      sb.snapshot({ maxSnapshotBytes: 5000 });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(SandboxError);
+    expect((err as SandboxError).code).toBe("INVALID_SNAPSHOT");
+    expect((err as SandboxError).message).toContain("maxSnapshotBytes (5000)");
+    expect(sb.snapshot({ maxSnapshotBytes: 20000 }).length).toBeLessThan(20000);
+  });
+
+  it("a snapshot over the reader's cap is refused before it is read; the default cap is memoryLimitBytes", () => {
+    const bytes = sandboxWith("var text = 'x'.repeat(10000)").snapshot();
+    expect(attempt(bytes, { maxSnapshotBytes: 5000 })).toBe("INVALID_SNAPSHOT");
+    expect(attempt(bytes, { maxSnapshotBytes: bytes.length })).toBe("ok");
+    const big = sandboxWith("var text = 'x'.repeat(1.5 * 1024 * 1024)").snapshot();
+    expect(attempt(big, { memoryLimitBytes: 1024 * 1024 })).toBe("INVALID_SNAPSHOT");
+  });
+});
