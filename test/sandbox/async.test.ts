@@ -300,6 +300,21 @@ describe("queueing and concurrency", () => {
     expect(order).toEqual([0, 1, 2, 3, 4]);
   });
 
+  it("does not let evalSync jump ahead of an eval called before it", async () => {
+    const sb = sandbox();
+    const first = sb.eval("globalThis.order = (globalThis.order ?? '') + 'async;'; 1");
+    // evalSync cannot wait for the queued eval, so the only in-order answer is to refuse.
+    let second: unknown;
+    try {
+      second = sb.evalSync("globalThis.order = (globalThis.order ?? '') + 'sync;'; 2");
+    } catch (err) {
+      second = (err as SandboxError).code;
+    }
+    expect(await first).toBe(1);
+    expect(second).toBe("BUSY");
+    expect(sb.evalSync("order")).toBe("async;");
+  });
+
   it("keeps a failed eval from blocking the queue", async () => {
     const sb = sandbox();
     const settled = await Promise.allSettled([sb.eval("throw new Error('first')"), sb.eval("while (true) {}", { timeoutMs: 50 }), sb.eval("'third'")]);

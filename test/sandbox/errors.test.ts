@@ -363,6 +363,24 @@ describe("BUSY", () => {
     expect(isSandboxError(innerError, "BUSY")).toBe(true);
   });
 
+  it("refuses synchronous use of a sandbox while its async eval runs", async () => {
+    const sb = sandbox();
+    const running = sb.eval("while (true) {}", { timeoutMs: 300 }).catch((e: SandboxError) => e.code);
+    await new Promise((r) => setTimeout(r, 20));
+    const codes: string[] = [];
+    for (const use of [() => sb.evalSync("1"), () => sb.setGlobal("g", 1), () => sb.getGlobal("g"), () => sb.defineFunction("late", () => 1)]) {
+      try {
+        use();
+        codes.push("ran");
+      } catch (err) {
+        codes.push((err as SandboxError).code);
+      }
+    }
+    expect(codes).toEqual(["BUSY", "BUSY", "BUSY", "BUSY"]);
+    expect(await running).toBe("TIMEOUT");
+    expect(sb.evalSync("1+1")).toBe(2);
+  });
+
   it("lets a host function use a different sandbox", async () => {
     const sb = sandbox();
     const other = sandbox();
