@@ -22,6 +22,34 @@ function hasSnapshots() {
   return typeof api?.Sandbox?.restore === "function" && typeof api?.Sandbox?.prototype?.snapshot === "function";
 }
 
+/** The adapter's session shape over one Sandbox (a new one or a restored one). */
+function session(sb) {
+  return {
+    evalSync: (code) => sb.evalSync(code),
+    // sb.eval returns a promise completion value as-is (it cannot be copied out) and awaits
+    // only top-level `await`; the other engines settle a returned promise, so the same guest
+    // source is awaited explicitly when the case says its value is a promise.
+    evalAsync: (code, { awaitResult = false } = {}) => sb.eval(awaitResult ? `await (${code})` : code),
+    setString(name, value) {
+      sb.setGlobal(name, value);
+    },
+    async spin(code, ms) {
+      try {
+        await sb.eval(code, { timeoutMs: ms });
+      } catch {
+        return;
+      }
+      throw new Error("spin loop ended without a timeout");
+    },
+    snapshot: () => sb.snapshot(),
+    restore(bytes) {
+      const restored = api.Sandbox.restore(bytes, { memoryLimitBytes: MEMORY_LIMIT });
+      return session(restored.sandbox ?? restored);
+    },
+    dispose: () => sb.dispose(),
+  };
+}
+
 export default {
   id: "quickjs-native",
   label: "quickjs-native (this package)",
@@ -53,27 +81,7 @@ export default {
     const sb = new api.Sandbox({ memoryLimitBytes: MEMORY_LIMIT });
     for (const [name, fn] of Object.entries(sync)) sb.defineFunction(name, fn);
     for (const [name, fn] of Object.entries(asyncFns)) sb.defineAsyncFunction(name, (args) => fn(...args));
-    return {
-      evalSync: (code) => sb.evalSync(code),
-      // sb.eval returns a promise completion value as-is (it cannot be copied out) and awaits
-      // only top-level `await`; the other engines settle a returned promise, so the same guest
-      // source is awaited explicitly when the case says its value is a promise.
-      evalAsync: (code, { awaitResult = false } = {}) => sb.eval(awaitResult ? `await (${code})` : code),
-      setString(name, value) {
-        sb.setGlobal(name, value);
-      },
-      async spin(code, ms) {
-        try {
-          await sb.eval(code, { timeoutMs: ms });
-        } catch {
-          return;
-        }
-        throw new Error("spin loop ended without a timeout");
-      },
-      snapshot: () => sb.snapshot(),
-      restore: (bytes) => api.Sandbox.restore(bytes, { memoryLimitBytes: MEMORY_LIMIT }),
-      dispose: () => sb.dispose(),
-    };
+    return session(sb);
   },
 
   async createEvalTool() {

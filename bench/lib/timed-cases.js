@@ -7,9 +7,13 @@ import { measure } from "./measure.js";
 
 const isThenable = (v) => typeof v?.then === "function";
 
-/** Guest statement leaving roughly `bytes` of plain data in the session (for snapshots). */
-function stateSource(bytes) {
-  const rows = Math.max(1, Math.round(bytes / 100));
+/** Rows of guest state that make roughly `bytes` of data (about 100 bytes a row as JSON). */
+function stateRows(bytes) {
+  return Math.max(1, Math.round(bytes / 100));
+}
+
+/** Guest statement leaving `rows` rows of plain data in the session (for snapshots). */
+function stateSource(rows) {
   return `globalThis.state = Array.from({ length: ${rows} }, (_, i) => ({ id: i, label: "row-" + i, text: "x".repeat(64) })); 0`;
 }
 
@@ -100,15 +104,23 @@ async function snapshotRunner(adapter, bytes) {
     s.dispose();
     return { skip: "no snapshot/restore API" };
   }
-  await (s.evalSync ? s.evalSync(stateSource(bytes)) : s.evalAsync(stateSource(bytes)));
+  const rows = stateRows(bytes);
+  const evalAny = (session, code) => (session.evalSync ? session.evalSync(code) : session.evalAsync(code));
+  await evalAny(s, stateSource(rows));
   const bytesOrPromise = s.snapshot();
+  const snapshotBytes = (await bytesOrPromise).byteLength;
   const restored = s.restore(await bytesOrPromise);
+  // The restored session must hold the state, or the case measures nothing.
+  const check = `state.length === ${rows} && state[${rows - 1}].label === "row-${rows - 1}"`;
+  const holds = await evalAny(await restored, check);
   (await restored).dispose();
+  if (holds !== true) throw new Error("the restored session does not hold the snapshotted state");
   const op =
     isThenable(bytesOrPromise) || isThenable(restored)
       ? async () => (await s.restore(await s.snapshot())).dispose()
       : () => s.restore(s.snapshot()).dispose();
-  return { op, teardown: () => s.dispose() };
+  const size = snapshotBytes >= 1024 * 1024 ? `${(snapshotBytes / 1024 / 1024).toFixed(2)} MB` : `${(snapshotBytes / 1024).toFixed(1)} KB`;
+  return { op, note: `${rows.toLocaleString("en-US")} rows of guest state; snapshot is ${size}`, teardown: () => s.dispose() };
 }
 
 /** Timed case ids in run order. */
