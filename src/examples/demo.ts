@@ -111,7 +111,7 @@ async function realModel(spec: string): Promise<BaseChatModel> {
   if (!provider) throw new Error(`--model takes provider:model, e.g. openai:gpt-4.1 or anthropic:claude-sonnet-4-5; got '${spec}'`);
   if (key && !process.env[key]) throw new Error(`--model ${spec} needs ${key} in the environment`);
   try {
-    return (await initChatModel(spec, { temperature: 0 })) as unknown as BaseChatModel;
+    return (await initChatModel(spec)) as unknown as BaseChatModel;
   } catch (err) {
     throw new Error(`could not create ${spec}: ${(err as Error).message}\n(the provider's package must be installed, e.g. npm install @langchain/${provider})`);
   }
