@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <memory>
 #include <cstring>
+#include <deque>
 #include <optional>
+#include <string_view>
 #include <unordered_map>
 
 #include "engine.h"
@@ -125,6 +127,10 @@ class Writer {
     objectProto_ = OwnedValue(ctx, JS_GetPrototype(ctx, plain.get()));
   }
 
+  ~Writer() {
+    for (auto& [atom, bytes] : keys_) JS_FreeAtom(ctx_, atom);
+  }
+
   SnapshotResult run(const std::unordered_set<std::u16string>& baseline, const std::unordered_set<std::u16string>& exclude);
 
  private:
@@ -182,6 +188,7 @@ class Writer {
   std::unordered_map<void*, uint32_t> ids_;
   std::vector<void*> numbered_;
   std::vector<Segment> path_;
+  std::unordered_map<JSAtom, std::string> keys_;  // atom (counted) -> its wire bytes
   uint32_t nodes_ = 0;
   std::string type_;  // why the last Unstorable value cannot be stored
   SnapshotResult result_;
@@ -212,16 +219,25 @@ bool Writer::string(JSValueConst s) {
   return true;
 }
 
+// Property names repeat across records of one shape: each is converted once per snapshot.
 bool Writer::atomKey(JSAtom atom) {
+  auto cached = keys_.find(atom);
+  if (cached != keys_.end()) {
+    out_.raw(cached->second.data(), cached->second.size());
+    return true;
+  }
+  size_t start = out_.size();
   OwnedValue key(ctx_, JS_AtomToValue(ctx_, atom));
   if (key.isException()) return false;
   if (JS_VALUE_GET_TAG(key.get()) == JS_TAG_INT) {
     char buf[16];
     int n = snprintf(buf, sizeof buf, "%d", JS_VALUE_GET_INT(key.get()));
     out_.latin1(buf, static_cast<size_t>(n));
-    return true;
+  } else if (!string(key.get())) {
+    return false;
   }
-  return string(key.get());
+  keys_.emplace(JS_DupAtom(ctx_, atom), std::string(reinterpret_cast<const char*>(out_.bytes().data() + start), out_.size() - start));
+  return true;
 }
 
 void Writer::placeholder(const std::string& type) {
@@ -650,6 +666,7 @@ class Reader {
         atomPrototype_(ctx, JS_NewAtom(ctx, "prototype")) {}
   ~Reader() {
     for (JSValue v : objects_) JS_FreeValue(ctx_, v);
+    for (auto& [raw, atom] : keyAtoms_) JS_FreeAtom(ctx_, atom);
   }
 
   SnapshotResult run();
@@ -664,13 +681,16 @@ class Reader {
   JSValue leaf();
   JSValue function(uint32_t depth);
   bool properties(JSValueConst target, uint32_t depth);
-  bool slotValue(JSValueConst target, JSAtom key, const std::string& keyText, uint32_t depth);
-  bool defineSlot(JSValueConst target, JSAtom key, JSValue v, const std::string& keyText);
+  bool slotValue(JSValueConst target, JSAtom key, std::string_view segment, uint32_t depth);
+  bool defineSlot(JSValueConst target, JSAtom key, JSValue v);
   bool definePlaceholder(JSValueConst target, JSAtom key, const std::string& name, const std::string& type, int flags);
   JSValue evaluate(const uint8_t* source, uint32_t size);
   bool readKey(std::u16string* key) { return readString(rd_, key); }
+  // Reads a property name; its atom is cached by its wire bytes. Returns JS_ATOM_NULL (status
+  // set) on failure; the atom is borrowed from the cache.
+  JSAtom readKeyAtom(std::string_view* raw);
   JSAtom atomOf(const std::u16string& key);  // a new atom, JS_ATOM_NULL on failure
-  std::string pathText(const std::string& leafKey);
+  std::string pathText();
   JSValue invalid(const char* what) {
     if (result_.status == SnapshotStatus::Ok) {
       result_.status = SnapshotStatus::Invalid;
@@ -699,7 +719,10 @@ class Reader {
   WireReader rd_;
   OwnedAtom atomPrototype_;
   std::vector<JSValue> objects_;  // counted: JS_NULL marks a function that did not re-create
-  std::vector<std::string> path_;
+  // Path segments as wire bytes of a name, or "[index]" text (prefixed by a NUL byte).
+  std::vector<std::string_view> path_;
+  std::deque<std::string> indexTexts_;  // a deque: growing it keeps earlier texts in place
+  std::unordered_map<std::string_view, JSAtom> keyAtoms_;  // counted atoms
   uint32_t nodes_ = 0;
   // Set by a value that could not be re-created or a placeholder, taken by the enclosing slot.
   std::optional<Failure> failure_;
@@ -707,11 +730,45 @@ class Reader {
   SnapshotResult result_;
 };
 
-std::string Reader::pathText(const std::string& leafKey) {
+std::string Reader::pathText() {
   std::string text;
-  for (const std::string& s : path_) text += (text.empty() ? "" : ".") + s;
-  if (!leafKey.empty()) text += (text.empty() ? "" : ".") + leafKey;
+  for (std::string_view seg : path_) {
+    if (!seg.empty() && seg[0] == '\0') {
+      text.append(seg.substr(1));
+      continue;
+    }
+    std::u16string name;
+    WireReader r(reinterpret_cast<const uint8_t*>(seg.data()), seg.size());
+    if (!readString(r, &name)) continue;
+    if (!text.empty()) text += ".";
+    text += utf8Of(ctx_, name);
+  }
   return text;
+}
+
+JSAtom Reader::readKeyAtom(std::string_view* raw) {
+  size_t at = size_ - rd_.remaining();
+  Tag t;
+  uint32_t n;
+  const uint8_t* units;
+  if (!rd_.tag(&t) || (t != Tag::String && t != Tag::Latin1) || !rd_.u32(&n) ||
+      (t == Tag::String && n > rd_.remaining() / 2) || !rd_.bytes(&units, t == Tag::String ? size_t{n} * 2 : n)) {
+    invalid("bad property name");
+    return JS_ATOM_NULL;
+  }
+  *raw = std::string_view(reinterpret_cast<const char*>(base_ + at), size_ - rd_.remaining() - at);
+  auto cached = keyAtoms_.find(*raw);
+  if (cached != keyAtoms_.end()) return cached->second;
+  std::u16string key;
+  WireReader again(base_ + at, raw->size());
+  readString(again, &key);
+  JSAtom atom = atomOf(key);
+  if (atom == JS_ATOM_NULL) {
+    guestFailed();
+    return JS_ATOM_NULL;
+  }
+  keyAtoms_.emplace(*raw, atom);
+  return atom;
 }
 
 JSAtom Reader::atomOf(const std::u16string& key) {
@@ -738,7 +795,7 @@ bool Reader::definePlaceholder(JSValueConst target, JSAtom key, const std::strin
 }
 
 // Defines the value just read at `key`, or a placeholder when it was one or could not be re-created.
-bool Reader::defineSlot(JSValueConst target, JSAtom key, JSValue v, const std::string& keyText) {
+bool Reader::defineSlot(JSValueConst target, JSAtom key, JSValue v) {
   if (placeholder_) {
     JS_FreeValue(ctx_, v);
     auto [type, name] = std::move(*placeholder_);
@@ -750,7 +807,7 @@ bool Reader::defineSlot(JSValueConst target, JSAtom key, JSValue v, const std::s
     JS_FreeValue(ctx_, v);
     std::string type = std::move(failure_->type);
     failure_.reset();
-    return definePlaceholder(target, key, pathText(keyText), type, JS_PROP_C_W_E);
+    return definePlaceholder(target, key, pathText(), type, JS_PROP_C_W_E);
   }
   return JS_DefinePropertyValue(ctx_, target, key, v, JS_PROP_C_W_E) >= 0;
 }
@@ -759,27 +816,25 @@ bool Reader::properties(JSValueConst target, uint32_t depth) {
   uint32_t count;
   if (!rd_.u32(&count)) return fail(invalid("truncated properties"));
   if (count > rd_.remaining()) return fail(invalid("property count larger than data"));
-  std::u16string key;
   for (uint32_t i = 0; i < count; i++) {
-    if (!readKey(&key)) return fail(invalid("bad property name"));
-    OwnedAtom atom(ctx_, atomOf(key));
-    if (atom.get() == JS_ATOM_NULL) return fail(guestFailed());
-    std::string keyText = utf8Of(ctx_, key);
-    if (!slotValue(target, atom.get(), keyText, depth + 1)) return false;
+    std::string_view raw;
+    JSAtom atom = readKeyAtom(&raw);
+    if (atom == JS_ATOM_NULL || !slotValue(target, atom, raw, depth + 1)) return false;
   }
   return true;
 }
 
 // Reads one slot's value and defines it. A failure pending from the enclosing value is set
 // aside meanwhile, so it is reported where it happened.
-bool Reader::slotValue(JSValueConst target, JSAtom key, const std::string& keyText, uint32_t depth) {
+bool Reader::slotValue(JSValueConst target, JSAtom key, std::string_view segment, uint32_t depth) {
   std::optional<Failure> outer = std::move(failure_);
   failure_.reset();
-  path_.push_back(keyText);
+  path_.push_back(segment);
   JSValue v = value(depth, true);
+  bool ok = !JS_IsException(v) && defineSlot(target, key, v);
   path_.pop_back();
   if (JS_IsException(v)) return false;
-  if (!defineSlot(target, key, v, keyText)) return fail(guestFailed());
+  if (!ok) return fail(guestFailed());
   if (outer) failure_ = std::move(outer);
   return true;
 }
@@ -873,7 +928,8 @@ JSValue Reader::function(uint32_t depth) {
     return r == 1 && !d.isAccessor() && JS_IsObject(d.desc.value) ? OwnedValue::dup(ctx_, d.desc.value)
                                                                    : OwnedValue(ctx_, JS_UNDEFINED);
   }() : OwnedValue(ctx_, JS_UNDEFINED);
-  path_.push_back("prototype");
+  static const std::string_view kPrototype("\x14\x09\0\0\0prototype", 14);
+  path_.push_back(kPrototype);
   bool ok = properties(JS_IsObject(proto.get()) ? proto.get() : scratch.get(), depth);
   path_.pop_back();
   if (!ok) return JS_EXCEPTION;
@@ -936,7 +992,10 @@ JSValue Reader::value(uint32_t depth, bool slot) {
         if (index >= length) return invalid("array index out of range");
         OwnedAtom atom(ctx_, JS_NewAtomUInt32(ctx_, index));
         if (atom.get() == JS_ATOM_NULL) return guestFailed();
-        if (!slotValue(arr.get(), atom.get(), "[" + std::to_string(index) + "]", depth + 1)) return JS_EXCEPTION;
+        indexTexts_.push_back(std::string(1, '\0') + "[" + std::to_string(index) + "]");
+        bool ok = slotValue(arr.get(), atom.get(), indexTexts_.back(), depth + 1);
+        indexTexts_.pop_back();
+        if (!ok) return JS_EXCEPTION;
       }
       if (JS_SetLength(ctx_, arr.get(), length) < 0) return guestFailed();
       return arr.release();
@@ -1053,16 +1112,19 @@ SnapshotResult Reader::run() {
     Binding binding;
     uint8_t flags;
     std::u16string name;
+    std::string_view raw;  // the name's wire bytes, for paths
   };
   std::vector<Entry> entries(count);
   std::unordered_set<std::u16string> names;
   for (Entry& e : entries) {
     uint8_t binding;
+    size_t nameAt = 0;
     if (!rd_.u8(&binding) || binding >= static_cast<uint8_t>(Binding::Count) || !rd_.u8(&e.flags) ||
-        !readKey(&e.name) || e.name.empty()) {
+        (nameAt = size_ - rd_.remaining(), !readKey(&e.name)) || e.name.empty()) {
       invalid("bad global entry");
       return std::move(result_);
     }
+    e.raw = std::string_view(reinterpret_cast<const char*>(base_ + nameAt), size_ - rd_.remaining() - nameAt);
     e.binding = static_cast<Binding>(binding);
     if (!names.insert(e.name).second) {
       invalid("a global appears twice");
@@ -1088,7 +1150,7 @@ SnapshotResult Reader::run() {
   for (size_t i = 0; i < entries.size(); i++) {
     const Entry& e = entries[i];
     JSAtom atom = atoms[i]->get();
-    path_.assign(1, utf8Of(ctx_, e.name));
+    path_.assign(1, e.raw);
     JSValue v = value(0, true);
     if (JS_IsException(v)) return std::move(result_);
     bool lexicalBinding = e.binding != Binding::GlobalProperty;
@@ -1096,7 +1158,7 @@ SnapshotResult Reader::run() {
     if (placeholder_ || failure_) {
       // The global lexical object holds plain values only; a placeholder lives on the global object.
       if (lexicalBinding) JS_DeleteProperty(ctx_, lexical.get(), atom, 0);
-      ok = defineSlot(global.get(), atom, v, "") ? 0 : -1;
+      ok = defineSlot(global.get(), atom, v) ? 0 : -1;
     } else if (lexicalBinding) {
       int flags = JS_PROP_ENUMERABLE | JS_PROP_CONFIGURABLE | (e.binding == Binding::Lexical ? JS_PROP_WRITABLE : 0);
       ok = JS_DefinePropertyValue(ctx_, lexical.get(), atom, v, flags);

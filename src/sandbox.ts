@@ -503,10 +503,11 @@ export class Sandbox implements Disposable {
    */
   static restore(bytes: Uint8Array, options?: RestoreOptions): RestoredSandbox {
     const split = splitRestoreOptions(options);
+    const sandboxOptions = validateOptions(split.sandbox);
+    // The envelope is checked before a runtime exists: refusals cost no sandbox.
+    const body = openSnapshot(bytes, resolveSnapshotOptions(split.snapshot, sandboxOptions.memoryLimitBytes));
     const sandbox = new Sandbox(split.sandbox);
     try {
-      const resolved = resolveSnapshotOptions(split.snapshot, sandbox.#options.memoryLimitBytes);
-      const body = openSnapshot(bytes, resolved);
       const notRestored = restoreBody(sandbox.#live(), body, split.restoreTimeoutMs ?? sandbox.#options.executionTimeoutMs);
       return { sandbox, notRestored };
     } catch (err) {

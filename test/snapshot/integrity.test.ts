@@ -63,7 +63,7 @@ describe("a signed snapshot is refused when anything changed", () => {
       expect([length, attempt(bytes.subarray(0, length), { signing })]).toEqual([length, "INVALID_SNAPSHOT"]);
     }
     expect(attempt(Buffer.concat([bytes, Buffer.from([0])]), { signing })).toBe("INVALID_SNAPSHOT");
-  });
+  }, 300_000);
 
   it("refuses it with any single bit flipped", () => {
     for (let i = 0; i < bytes.length; i++) {
@@ -73,7 +73,7 @@ describe("a signed snapshot is refused when anything changed", () => {
         expect([i, bit, attempt(copy, { signing })]).toEqual([i, bit, "INVALID_SNAPSHOT"]);
       }
     }
-  });
+  }, 300_000);
 
   it("refuses another thread's, another turn's, another key's, and an unsigned snapshot", () => {
     expect(attempt(bytes, { signing: { ...signing, threadId: "thread-2" } })).toBe("INVALID_SNAPSHOT");
@@ -103,7 +103,7 @@ describe("an unsigned snapshot carries a checksum", () => {
       copy[i]! ^= 0xff;
       expect([i, attempt(copy)]).toEqual([i, "INVALID_SNAPSHOT"]);
     }
-  });
+  }, 300_000);
 });
 
 describe("the body reader is hardened against data that passes the checksum", () => {
@@ -118,7 +118,7 @@ describe("the body reader is hardened against data that passes the checksum", ()
     for (let length = 0; length < body.length; length++) {
       expect([length, attempt(sealed(body.subarray(0, length)))]).toEqual([length, "INVALID_SNAPSHOT"]);
     }
-  });
+  }, 300_000);
 
   it("every single-byte change either restores or is refused with a typed error, and never crashes", () => {
     const codes = new Map<string, number>();
@@ -132,7 +132,7 @@ describe("the body reader is hardened against data that passes the checksum", ()
     }
     expect([...codes.keys()].every((c) => ["ok", "INVALID_SNAPSHOT", "TIMEOUT", "OUT_OF_MEMORY"].includes(c))).toBe(true);
     expect(codes.get("INVALID_SNAPSHOT")).toBeGreaterThan(body.length);
-  });
+  }, 300_000);
 
   it("huge counts and lengths are refused before anything is allocated", () => {
     const entries = Buffer.alloc(4);
