@@ -269,7 +269,7 @@ W Writer::value(JSValueConst v, uint32_t depth) {
   if (++nodes_ > limits_.maxNodes)
     return fatal(SnapshotStatus::TooLarge, "the state has more than " + std::to_string(limits_.maxNodes) + " values");
   if (out_.size() > limits_.maxBytes)
-    return fatal(SnapshotStatus::TooLarge, "the snapshot is larger than " + std::to_string(limits_.maxBytes) + " bytes");
+    return fatal(SnapshotStatus::TooLarge, "the state takes more than " + std::to_string(limits_.maxBytes) + " bytes");
   switch (JS_VALUE_GET_NORM_TAG(v)) {
     case JS_TAG_UNDEFINED: out_.tag(Tag::Undefined); return W::Ok;
     case JS_TAG_NULL: out_.tag(Tag::Null); return W::Ok;

@@ -195,7 +195,7 @@ export function takeSnapshot(handle: NativeHandle, excludedNames: string[], opti
   const [status, result] = raw;
   if (status !== NativeSnapshotStatus.Ok || typeof result === "string" || result === undefined) {
     const message = typeof result === "string" ? result : "the snapshot could not be written";
-    throw nativeFailure(status, status === NativeSnapshotStatus.TooLarge ? `the snapshot exceeds maxSnapshotBytes (${options.maxSnapshotBytes}): ${message}` : message);
+    throw nativeFailure(status, status === NativeSnapshotStatus.TooLarge ? `the snapshot cannot be written (maxSnapshotBytes (${options.maxSnapshotBytes}), nesting and value caps): ${message}` : message);
   }
   const body = result;
   const out = Buffer.alloc(HEADER_BYTES + body.length + DIGEST_BYTES);

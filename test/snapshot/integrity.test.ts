@@ -180,4 +180,27 @@ describe("maxSnapshotBytes", () => {
     const big = sandboxWith("var text = 'x'.repeat(1.5 * 1024 * 1024)").snapshot();
     expect(attempt(big, { memoryLimitBytes: 1024 * 1024 })).toBe("INVALID_SNAPSHOT");
   });
+
+  it("a restore that runs out of memory fails with OUT_OF_MEMORY", () => {
+    const bytes = sandboxWith("var rows = Array.from({ length: 20000 }, (_, i) => ({ i, s: 'x' + i }))").snapshot();
+    expect(attempt(bytes, { memoryLimitBytes: 1024 * 1024 })).toBe("OUT_OF_MEMORY");
+    expect(attempt(bytes, { memoryLimitBytes: 64 * 1024 * 1024 })).toBe("ok");
+  });
+});
+
+describe("nesting", () => {
+  it("state nested 500 deep round-trips; deeper than the 512-level cap is refused with INVALID_SNAPSHOT", () => {
+    const sb = sandboxWith("var deep = []; for (let i = 0; i < 500; i++) deep = [deep]; var m = new Map(); for (let i = 0; i < 300; i++) m = new Map([[1, m]])");
+    const { sandbox } = Sandbox.restore(sb.snapshot());
+    live.push(sandbox);
+    expect(sandbox.evalSync("let n = 0, d = deep; while (d.length) { d = d[0]; n++ } n")).toBe(500);
+    sb.evalSync("var deeper = []; for (let i = 0; i < 600; i++) deeper = [deeper]; undefined");
+    let code = "none";
+    try {
+      sb.snapshot();
+    } catch (err) {
+      code = (err as SandboxError).code;
+    }
+    expect(code).toBe("INVALID_SNAPSHOT");
+  });
 });
