@@ -18,8 +18,8 @@ function stateSource(rows) {
 }
 
 /**
- * Each entry: how to set up and run one case against an adapter. `setup` returns the
- * operation to time plus its teardown; returning a string skips the case with that reason.
+ * Each entry sets up one case against an adapter and resolves to `{ op, note?, teardown? }`
+ * (the operation to time) or `{ skip: reason, teardown? }`.
  */
 const RUNNERS = {
   async session({ adapter }) {
