@@ -68,6 +68,9 @@ check_project() {
     try { sb.evalSync("for (;;) {}"); throw new Error("timeout did not fire"); }
     catch (e) { if (!(e instanceof SandboxError) || e.code !== "TIMEOUT") throw e; }
     sb.dispose();
+    // The agent entry point resolves with its runtime dependencies (acorn, typescript, the peers).
+    const { createCodeInterpreterMiddleware } = await import("quickjs-native/langchain");
+    createCodeInterpreterMiddleware().dispose();
     const require = createRequire(import.meta.url);
     const pkg = require.resolve("quickjs-native/package.json").replace(/package\.json$/, "");
     console.log(require("node-gyp-build").path(pkg).slice(pkg.length));
