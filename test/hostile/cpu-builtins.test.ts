@@ -1,0 +1,164 @@
+/**
+ * CPU exhaustion inside single built-in calls. QuickJS only checks its interrupt handler from the
+ * interpreter loop and a few builtins, so one call that loops over a guest-chosen length in C
+ * (`Array.prototype.reverse.call({length: 2**53-1})`) used to run for hours past any timeout.
+ * deps/patches/0002-0005 make those loops poll the handler; these tests prove the execution
+ * budget now holds inside each of them without the watchdog's help, and that the sandbox, its
+ * memory and its neighbours come out intact.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { SandboxError } from "../../src/index.js";
+import { bystander, expectHostResponsive, expectMemoryBack, sandbox, timed } from "./harness.js";
+
+const MiB = 1024 * 1024;
+const BUDGET_MS = 200;
+// Generous on purpose: the point is "stops near the budget" versus "runs for seconds to hours".
+const STOPPED_WITHIN_MS = 2000;
+// Room for the big inputs below, so that running out of memory never ends an attack before its budget.
+const MEMORY_LIMIT = 1024 * MiB;
+
+// Each case is one built-in call that took > 2 s (most: hours) on unpatched QuickJS-ng 0.17.0.
+// Block scopes keep every input unreachable once the eval ends, so memory can be checked after.
+const offenders: [string, string][] = [
+  // Array.prototype on array-likes and sparse arrays (patch 0002)
+  ["Array.prototype.reverse on {length: 2**53-1}", "Array.prototype.reverse.call({ length: 2 ** 53 - 1 })"],
+  ["Array.prototype.join on {length: 2**32-1}", "Array.prototype.join.call({ length: 2 ** 32 - 1 })"],
+  ["Array.prototype.toString of new Array(1e9)", "new Array(1e9) + ''"],
+  ["Array.prototype.toLocaleString on {length: 2**32-1}", "Array.prototype.toLocaleString.call({ length: 2 ** 32 - 1 })"],
+  ["Array.prototype.copyWithin on {length: 2**53-1}", "Array.prototype.copyWithin.call({ length: 2 ** 53 - 1 }, 1, 0)"],
+  ["Array.prototype.splice removing from {length: 2**53-1}", "Array.prototype.splice.call({ length: 2 ** 53 - 1 }, 0, 1)"],
+  ["Array.prototype.splice inserting into {length: 2**53-2}", "Array.prototype.splice.call({ length: 2 ** 53 - 2 }, 0, 0, 1)"],
+  ["Array.prototype.unshift on {length: 2**53-2}", "Array.prototype.unshift.call({ length: 2 ** 53 - 2 }, 1)"],
+  ["Array.prototype.shift on {length: 2**53-1}", "Array.prototype.shift.call({ length: 2 ** 53 - 1 })"],
+  ["Array.prototype.fill on {length: 2**53-1}", "Array.prototype.fill.call({ length: 2 ** 53 - 1 }, 0)"],
+  ["Array.prototype.slice of new Array(2**32-1)", "new Array(2 ** 32 - 1).slice()"],
+  ["Array.prototype.sort on {length: 2**53-1}", "Array.prototype.sort.call({ length: 2 ** 53 - 1 })"],
+  ["Array.prototype.concat of a spreadable {length: 2**53-1}", "[].concat({ length: 2 ** 53 - 1, [Symbol.isConcatSpreadable]: true })"],
+  ["Array.prototype.flat on {length: 2**53-1}", "Array.prototype.flat.call({ length: 2 ** 53 - 1 })"],
+  ["Array.prototype.flatMap on {length: 2**53-1}", "Array.prototype.flatMap.call({ length: 2 ** 53 - 1 }, (x) => x)"],
+  // String search and replace (patch 0003): 'aaa...a' searched for 'aaa...ab' compares the
+  // whole needle at every position, 2**38 character compares in one call.
+  ["String.prototype.indexOf with a near-miss needle", "{ const s = 'a'.repeat(2 ** 20); s.indexOf('a'.repeat(2 ** 19) + 'b') }"],
+  ["String.prototype.lastIndexOf with a near-miss needle", "{ const s = 'a'.repeat(2 ** 20); s.lastIndexOf('a'.repeat(2 ** 19) + 'b') }"],
+  ["String.prototype.includes with a near-miss needle", "{ const s = 'a'.repeat(2 ** 20); s.includes('a'.repeat(2 ** 19) + 'b') }"],
+  ["String.prototype.split with a near-miss separator", "{ const s = 'a'.repeat(2 ** 20); s.split('a'.repeat(2 ** 19) + 'b') }"],
+  ["String.prototype.replace with a near-miss pattern", "{ const s = 'a'.repeat(2 ** 20); s.replace('a'.repeat(2 ** 19) + 'b', '') }"],
+  ["String.prototype.replaceAll of every character of 128 MiB", "{ const s = 'a'.repeat(2 ** 27); s.replaceAll('a', '').length }"],
+  ["a global RegExp deleting every character of 128 MiB", "{ const s = 'a'.repeat(2 ** 27); s.replace(/a/g, '').length }"],
+  // Typed arrays converted element by element (patch 0004)
+  ["TypedArray.prototype.join of 2**26 elements", "{ const t = new Uint8Array(2 ** 26); t.join().length }"],
+  ["a TypedArray built from {length: 2**27}", "new Uint8Array({ length: 2 ** 27 }).length"],
+  ["TypedArray.from({length: 2**27})", "Uint8Array.from({ length: 2 ** 27 }).length"],
+  ["TypedArray.prototype.set from {length: 2**27}", "{ const t = new Uint8Array(2 ** 27); t.set({ length: 2 ** 27 }); }"],
+  // String builders (patch 0006): bounded by memory, but one piece at a time
+  ["String.prototype.repeat of a two-character string to 512 MiB", "'ab'.repeat(2 ** 28).length"],
+  ["String.prototype.padEnd with a two-character filler to 512 MiB", "''.padEnd(2 ** 29, 'ab').length"],
+  // JSON, String.raw (patch 0005)
+  ["JSON.stringify with a replacer array of length 2**32-1", "{ const r = []; r.length = 2 ** 32 - 1; JSON.stringify({ a: 1 }, r) }"],
+  ["JSON.stringify of new Array(2**32-1)", "JSON.stringify(new Array(2 ** 32 - 1)).length"],
+  ["String.raw with raw.length 2**53-1", "String.raw({ raw: { length: 2 ** 53 - 1 } }).length"],
+];
+
+/** Runs `code` on the executor thread and returns the error it was rejected with (or "no error"). */
+async function rejectionOf(run: () => Promise<unknown>): Promise<unknown> {
+  try {
+    await run();
+  } catch (err) {
+    return err;
+  }
+  return "no error";
+}
+
+describe("built-ins that loop over a guest-chosen length stop at the execution budget", () => {
+  it.each(offenders)("%s ends in TIMEOUT near the budget, and the sandbox recovers", async (_label, code) => {
+    const other = bystander();
+    const sb = sandbox({ executionTimeoutMs: BUDGET_MS, memoryLimitBytes: MEMORY_LIMIT });
+    const baseline = sb.memoryUsage().usedBytes;
+
+    const [err, ms] = await timed(() => rejectionOf(() => sb.eval(code)));
+
+    expect(err).toBeInstanceOf(SandboxError);
+    expect((err as SandboxError).code).toBe("TIMEOUT");
+    // The watchdog answers a stuck builtin with this message and breaks the sandbox; the
+    // interrupt handler must have stopped the builtin itself.
+    expect((err as SandboxError).message).not.toContain("cannot be interrupted");
+    expect(ms).toBeLessThan(STOPPED_WITHIN_MS);
+    expect(sb.evalSync("1+1")).toBe(2);
+    expect(await sb.eval("1+1")).toBe(2);
+    expectMemoryBack(sb, baseline);
+    await other.check();
+    await expectHostResponsive();
+  });
+
+  it("keeps the interrupt uncatchable inside a builtin, like everywhere else", async () => {
+    const sb = sandbox({ executionTimeoutMs: BUDGET_MS });
+    const code = "for (;;) { try { Array.prototype.reverse.call({ length: 2 ** 53 - 1 }); } catch {} finally { continue; } }";
+    const [err, ms] = await timed(() => rejectionOf(() => sb.eval(code)));
+    expect((err as SandboxError).code).toBe("TIMEOUT");
+    expect(ms).toBeLessThan(STOPPED_WITHIN_MS);
+    expect(sb.evalSync("1+1")).toBe(2);
+  });
+
+  it("stops a default TypedArray sort of 2**23 random float64s (over a second unpatched)", async () => {
+    const sb = sandbox({ executionTimeoutMs: BUDGET_MS, memoryLimitBytes: MEMORY_LIMIT });
+    // Filling the array runs the interpreter 2**23 times; give it its own budget.
+    sb.evalSync("globalThis.data = new Float64Array(2 ** 23); for (let i = 0; i < data.length; i++) data[i] = Math.random(); undefined", { timeoutMs: 30_000 });
+    const [err, ms] = await timed(() => rejectionOf(() => sb.eval("data.sort(); 0")));
+    expect((err as SandboxError).code).toBe("TIMEOUT");
+    expect((err as SandboxError).message).not.toContain("cannot be interrupted");
+    expect(ms).toBeLessThan(STOPPED_WITHIN_MS);
+    // Interrupted mid-sort, the array still holds the same numbers, in some order.
+    expect(sb.evalSync("data.length")).toBe(2 ** 23);
+    expect(await sb.eval("1+1")).toBe(2);
+  });
+
+  it("stops a BigInt decimal conversion quadratic in its size (about 5 s unpatched)", async () => {
+    const sb = sandbox({ executionTimeoutMs: BUDGET_MS });
+    // Building the ~830 kbit BigInt is one multiplication-heavy call; give it its own budget.
+    sb.evalSync("globalThis.big = 3n ** (2n ** 19n); undefined", { timeoutMs: 20_000 });
+    const [err, ms] = await timed(() => rejectionOf(() => sb.eval("big.toString().length")));
+    expect((err as SandboxError).code).toBe("TIMEOUT");
+    expect((err as SandboxError).message).not.toContain("cannot be interrupted");
+    expect(ms).toBeLessThan(STOPPED_WITHIN_MS);
+    expect(sb.evalSync("typeof big")).toBe("bigint");
+  });
+});
+
+// The issue's acceptance cases, on the Node main thread (evalSync), where no watchdog exists at
+// all: only the interrupt handler can stop them. A regression would block the calling thread for
+// hours, so they run in a child Node process on the built package (dist/, which `npm test` builds
+// first) that is killed after a bound.
+const entry = fileURLToPath(new URL("../../dist/index.js", import.meta.url));
+
+describe("acceptance: evalSync on the main thread stops at the budget", () => {
+  it.each([
+    ["Array.prototype.reverse.call({length: 2**53-1})", "Array.prototype.reverse.call({ length: 2 ** 53 - 1 })"],
+    ["Array.prototype.join.call({length: 2**32-1})", "Array.prototype.join.call({ length: 2 ** 32 - 1 })"],
+    ["new Array(1e9) + ''", "new Array(1e9) + ''"],
+  ])("%s ends in TIMEOUT within the budget", (_label, code) => {
+    expect(existsSync(entry), "dist/index.js is missing: run `npm run build:ts`").toBe(true);
+    const script = `
+      const { Sandbox } = await import(${JSON.stringify(entry)});
+      const sb = new Sandbox({ executionTimeoutMs: ${BUDGET_MS} });
+      const started = performance.now();
+      let code = "no error";
+      try { sb.evalSync(process.env.GUEST_CODE); } catch (err) { code = err.code ?? String(err); }
+      const ms = performance.now() - started;
+      process.stdout.write(JSON.stringify({ code, ms, after: sb.evalSync("1+1") }));
+      sb.dispose();
+    `;
+    const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], {
+      env: { ...process.env, GUEST_CODE: code },
+      encoding: "utf8",
+      timeout: 20_000,
+    });
+    expect(child.signal, `child killed (still looping?): ${child.stderr}`).toBeNull();
+    const report = JSON.parse(child.stdout) as { code: string; ms: number; after: number };
+    expect(report.code).toBe("TIMEOUT");
+    expect(report.ms).toBeLessThan(STOPPED_WITHIN_MS);
+    expect(report.after).toBe(2);
+  });
+});
