@@ -140,8 +140,14 @@ function guestInfo(thrown: unknown): GuestErrorInfo {
 }
 
 function hostErrorOf(err: unknown): [string, string] {
-  if (err instanceof Error) return [err.name || "Error", err.message];
-  return ["Error", typeof err === "string" ? err : formatWithOptions({ depth: 2 }, "%O", err)];
+  // Host functions can throw anything, even a Proxy whose traps throw: describing it must not
+  // throw, or an async call would never settle (test/hostile/host-abuse.test.ts).
+  try {
+    if (err instanceof Error) return [String(err.name || "Error"), String(err.message)];
+    return ["Error", typeof err === "string" ? err : formatWithOptions({ depth: 2 }, "%O", err)];
+  } catch {
+    return ["Error", "the host function threw a value that cannot be described"];
+  }
 }
 
 interface RegisteredFunction {

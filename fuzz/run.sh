@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Builds the fuzz targets, replays every committed crash regression, then fuzzes each target for
+# FUZZ_SECONDS (default 60) starting from its seed corpus. New corpus entries stay in
+# fuzz/out/corpus/ (not committed); a crash leaves its input in fuzz/out/crashes/ and fails the run.
+# To keep a crash as a regression: fix it, then copy the input to fuzz/regressions/<target>/.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+out="$root/fuzz/out"
+seconds="${FUZZ_SECONDS:-60}"
+
+bash "$root/fuzz/build.sh"
+status=0
+for bin in "$out"/*_fuzz; do
+  target="$(basename "$bin" _fuzz)"
+  seeds="$root/fuzz/corpus/$target"
+  regressions="$root/fuzz/regressions/$target"
+  work="$out/corpus/$target"
+  mkdir -p "$work" "$out/crashes"
+  opts=(-rss_limit_mb=2048 -max_len=65536 -timeout=10 -print_final_stats=1 -artifact_prefix="$out/crashes/$target-")
+  if compgen -G "$regressions/*" >/dev/null; then
+    echo "== fuzz $target: replaying $(ls "$regressions" | wc -l) regression inputs"
+    "$bin" "${opts[@]}" "$regressions"/* || status=1
+  fi
+  echo "== fuzz $target: ${seconds}s from $(ls "$seeds" | wc -l) seeds"
+  if ! "$bin" "${opts[@]}" -max_total_time="$seconds" "$work" "$seeds" > "$out/$target.log" 2>&1; then
+    status=1
+    tail -n 60 "$out/$target.log"
+    for crash in "$out/crashes/$target-"*; do
+      [[ -f "$crash" ]] && echo "crash input $(basename "$crash") (base64): $(base64 -w0 "$crash")"
+    done
+  else
+    grep -E "^(Done|stat::number_of_executed_units|stat::peak_rss_mb)" "$out/$target.log" || true
+  fi
+done
+exit $status
