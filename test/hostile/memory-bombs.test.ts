@@ -74,21 +74,21 @@ describe("guest allocations past the limit", () => {
 
   it("gives memory back after an async eval that ran out of memory", async () => {
     const sb = sandbox({ memoryLimitBytes: 64 * MiB });
-    await expect(sb.eval("const grow = []; await null; for (;;) grow.push(new Uint8Array(1 << 20));")).rejects.toMatchObject({ code: "OUT_OF_MEMORY" });
-    // The script's locals are unreachable once it ended: the next eval can use the memory again.
+    await expect(sb.eval("{ const grow = []; await null; for (;;) grow.push(new Uint8Array(1 << 20)); }")).rejects.toMatchObject({ code: "OUT_OF_MEMORY" });
+    // Block-scoped, so unreachable once the eval ended (top-level const would be a lasting global).
     expect(await sb.eval("new Uint8Array(40e6).length")).toBe(40e6);
   });
 
   it("gives memory back after an async eval that timed out", async () => {
     const sb = sandbox({ memoryLimitBytes: 64 * MiB });
-    await expect(sb.eval("const big = new Uint8Array(40e6); await null; while (true) {}", { timeoutMs: 100 })).rejects.toMatchObject({ code: "TIMEOUT" });
+    await expect(sb.eval("{ const big = new Uint8Array(40e6); await null; while (true) {} }", { timeoutMs: 100 })).rejects.toMatchObject({ code: "TIMEOUT" });
     expect(await sb.eval("new Uint8Array(40e6).length")).toBe(40e6);
   });
 
   it("gives memory back after an async eval that hit the wall budget while waiting", async () => {
     const sb = sandbox({ memoryLimitBytes: 64 * MiB });
     sb.defineAsyncFunction("never", () => new Promise(() => {}));
-    await expect(sb.eval("const big = new Uint8Array(40e6); await never()", { wallTimeoutMs: 200 })).rejects.toMatchObject({ code: "TIMEOUT", budget: "wall" });
+    await expect(sb.eval("{ const big = new Uint8Array(40e6); await never(); }", { wallTimeoutMs: 200 })).rejects.toMatchObject({ code: "TIMEOUT", budget: "wall" });
     expect(await sb.eval("new Uint8Array(40e6).length")).toBe(40e6);
   });
 });

@@ -64,6 +64,12 @@ describe("setGlobal and getGlobal", () => {
     expect(sb.getGlobal("missing")).toBeUndefined();
   });
 
+  it("keeps top-level declarations of sync and async evals for later evals", async () => {
+    sb.evalSync("const fromSync = 1; let mutable = 2; class Kept {}");
+    await sb.eval("const fromAsync = await Promise.resolve(3)");
+    expect(sb.evalSync("[fromSync, mutable, typeof Kept, fromAsync]")).toEqual([1, 2, "function", 3]);
+  });
+
   it("keeps globals across evals of both kinds", async () => {
     sb.evalSync("globalThis.counter = 1");
     await sb.eval("counter++; await null; counter++");
