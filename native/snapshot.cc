@@ -1224,6 +1224,7 @@ const std::unordered_set<std::u16string>& baselineGlobals(const EngineOptions& o
 
 SnapshotResult Engine::writeSnapshot(const std::unordered_set<std::u16string>& exclude, uint64_t maxBytes,
                                      std::vector<uint8_t>* out) {
+  if (!ctx_) return {SnapshotStatus::Invalid, "the sandbox is broken or disposed", {}};
   const auto& baseline = baselineGlobals(options_);
   JS_UpdateStackTop(rt_);
   WireLimits limits = limits_;
@@ -1239,6 +1240,7 @@ SnapshotResult Engine::writeSnapshot(const std::unordered_set<std::u16string>& e
 }
 
 SnapshotResult Engine::readSnapshot(const uint8_t* data, size_t size, double budgetMs) {
+  if (!ctx_) return {SnapshotStatus::Invalid, "the sandbox is broken or disposed", {}};
   stop_.store(0);
   executionMs_ = 0;
   enterGuest(budgetMs);

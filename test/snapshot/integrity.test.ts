@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { deflateRawSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { Sandbox, SandboxError } from "../../src/index.js";
 import { inspectSnapshot, SNAPSHOT_OVERHEAD_BYTES } from "../../src/snapshot.js";
@@ -30,10 +31,11 @@ function attempt(bytes: Uint8Array, options?: Parameters<typeof Sandbox.restore>
 }
 
 /** A snapshot around `body` with a valid SHA-256, as src/snapshot.ts lays it out. */
-function sealed(body: Uint8Array): Uint8Array {
+function sealed(body: Uint8Array, flags = 0): Uint8Array {
   const out = Buffer.alloc(32 + body.length + 32);
   out.write("QJSNSNAP", 0, "latin1");
   out.writeUInt16LE(1, 8);
+  out.writeUInt16LE(flags, 10);
   out.writeUInt32LE(body.length, 12);
   out.write("0.17.0", 24, "latin1");
   out.set(body, 32);
@@ -55,7 +57,7 @@ describe("a signed snapshot is refused when anything changed", () => {
     live.push(sandbox);
     expect(notRestored).toEqual([]);
     expect(sandbox.evalSync("a.self === a && list[1] === a && f(1)")).toBe(2);
-    expect(inspectSnapshot(bytes)).toEqual({ formatVersion: 1, signed: true, turn: 4, engineVersion: "0.17.0", bodyBytes: bytes.length - SNAPSHOT_OVERHEAD_BYTES });
+    expect(inspectSnapshot(bytes)).toEqual({ formatVersion: 1, signed: true, compressed: false, turn: 4, engineVersion: "0.17.0", bodyBytes: bytes.length - SNAPSHOT_OVERHEAD_BYTES });
   });
 
   it("refuses it truncated at every length", () => {
@@ -202,5 +204,30 @@ describe("nesting", () => {
       code = (err as SandboxError).code;
     }
     expect(code).toBe("INVALID_SNAPSHOT");
+  });
+});
+
+describe("compressed snapshots", () => {
+  it("a deflated snapshot restores the same state, smaller, and is still refused when altered", () => {
+    const sb = sandboxWith("var rows = Array.from({ length: 500 }, (_, i) => ({ id: i, name: 'row ' + i, tags: ['a', 'b'] })); var box = { rows }; box.self = box");
+    const plain = sb.snapshot({ signing });
+    const small = sb.snapshot({ signing, compress: true });
+    expect(small.length * 3).toBeLessThan(plain.length);
+    expect(inspectSnapshot(small).compressed).toBe(true);
+    const { sandbox } = Sandbox.restore(small, { signing });
+    live.push(sandbox);
+    expect(sandbox.evalSync("[rows.length, rows[499].name, box.self === box && box.rows === rows]")).toEqual([500, "row 499", true]);
+    for (const i of [0, 10, 20, 40, small.length - 40, small.length - 1]) {
+      const copy = Uint8Array.from(small);
+      copy[i]! ^= 0x04;
+      expect([i, attempt(copy, { signing })]).toEqual([i, "INVALID_SNAPSHOT"]);
+    }
+  });
+
+  it("a body that inflates past maxSnapshotBytes is refused (no decompression bomb)", () => {
+    const bomb = sealed(deflateRawSync(Buffer.alloc(8 * 1024 * 1024)), 2);
+    expect(bomb.length).toBeLessThan(64 * 1024);
+    expect(attempt(bomb, { maxSnapshotBytes: 1024 * 1024 })).toBe("INVALID_SNAPSHOT");
+    expect(attempt(sealed(Buffer.from("not deflate data"), 2))).toBe("INVALID_SNAPSHOT");
   });
 });
