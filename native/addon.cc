@@ -10,7 +10,9 @@
 #include <malloc.h>
 #endif
 
+#include <algorithm>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -28,6 +30,7 @@ namespace {
 const napi_type_tag kHandleTag = {0x7a1c5e0d2f4b4c11ULL, 0x9e3b6a85d0c2f417ULL};
 
 class SandboxHandle;
+std::vector<uint8_t> bytesOf(const Napi::Value& v);
 
 // One per Node environment (main thread or worker).
 class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBridge> {
@@ -35,6 +38,9 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   EnvBridge(Napi::Env env) : env_(env), mainThread_(std::this_thread::get_id()) {}
 
   void start() {
+    Napi::Buffer<uint8_t> exchange = Napi::Buffer<uint8_t>::New(env_, kExchangeBytes);
+    exchangeData_ = exchange.Data();  // stable: the persistent reference keeps the buffer alive
+    exchange_ = Napi::Persistent(exchange);
     tsfn_ = Napi::ThreadSafeFunction::New(env_, Napi::Function::New(env_, [](const Napi::CallbackInfo&) {}),
                                           "quickjs-native", 0, 1);
     tsfn_.Unref(env_);
@@ -72,6 +78,31 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
     if (--activeEvals_ == 0) tsfn_.Unref(env_);
   }
   uint32_t nextSandboxId() { return ++lastSandboxId_; }
+
+  // The buffer shared with src/sandbox.ts for host call arguments and results (main thread only;
+  // every use is a synchronous write-then-read).
+  static constexpr size_t kExchangeBytes = 64 * 1024;
+  Napi::Buffer<uint8_t> exchange() { return exchange_.Value(); }
+  // Puts `bytes` where the dispatcher reads them: the exchange buffer when they fit (returns its
+  // byte count and leaves `spill` empty), else a Buffer of their own in `spill`.
+  uint32_t stage(const std::vector<uint8_t>& bytes, Napi::Value* spill) {
+    if (bytes.size() <= kExchangeBytes) {
+      std::memcpy(exchangeData_, bytes.data(), bytes.size());
+      *spill = env_.Undefined();
+      return static_cast<uint32_t>(bytes.size());
+    }
+    *spill = Napi::Buffer<uint8_t>::Copy(env_, bytes.data(), bytes.size());
+    return 0;
+  }
+  // Reads a result the dispatcher or `settle` handed back: a byte count in the exchange buffer or
+  // a Buffer/Uint8Array of its own.
+  std::vector<uint8_t> resultBytes(const Napi::Value& v) {
+    if (v.IsNumber()) {
+      size_t n = std::min<size_t>(v.As<Napi::Number>().Uint32Value(), kExchangeBytes);
+      return std::vector<uint8_t>(exchangeData_, exchangeData_ + n);
+    }
+    return bytesOf(v);
+  }
   // Freed runtimes leave many small holes in the C heap; give the pages back now and then so a
   // server's RSS follows its live sandboxes.
   void returnMemoryToSystem(int64_t freedBytes) {
@@ -137,6 +168,8 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   Napi::Env env_;
   std::thread::id mainThread_;
   Napi::ThreadSafeFunction tsfn_;
+  Napi::Reference<Napi::Buffer<uint8_t>> exchange_;
+  uint8_t* exchangeData_ = nullptr;
   std::mutex mu_;
   std::deque<Message> outbox_;
   bool closed_ = false;
@@ -259,9 +292,10 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     Napi::Env env = Env();
     Napi::HandleScope scope(env);
     if (dispatcher_.Value().IsEmpty()) return;
-    Napi::Value argBuf = Napi::Buffer<uint8_t>::Copy(env, args.data(), args.size());
-    dispatcher_.Call({Napi::Number::New(env, 1), Napi::Number::New(env, fnId), Napi::Number::New(env, callId), argBuf,
-                      Napi::Number::New(env, static_cast<double>(evalId))});
+    Napi::Value spill;
+    uint32_t argLength = bridge_->stage(args, &spill);
+    dispatcher_.Call({Napi::Number::New(env, 1), Napi::Number::New(env, fnId), Napi::Number::New(env, callId),
+                      Napi::Number::New(env, argLength), spill, Napi::Number::New(env, static_cast<double>(evalId))});
     if (env.IsExceptionPending()) env.GetAndClearPendingException();
   }
 
@@ -270,17 +304,18 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     Napi::HandleScope scope(env);
     HostResult r;
     if (dispatcher_.Value().IsEmpty()) return EnvBridge::closedResult();
-    Napi::Value argBuf = Napi::Buffer<uint8_t>::Copy(env, args.data(), args.size());
+    Napi::Value spill;
+    uint32_t argLength = bridge_->stage(args, &spill);
     Napi::Value ret = dispatcher_.Call({Napi::Number::New(env, 0), Napi::Number::New(env, fnId), Napi::Number::New(env, 0),
-                                        argBuf, Napi::Number::New(env, 0)});
+                                        Napi::Number::New(env, argLength), spill, Napi::Number::New(env, 0)});
     if (env.IsExceptionPending()) {
       Napi::Error e = env.GetAndClearPendingException();
       r.ok = false;
       r.errorMessage = "host function failed";
       return r;
     }
-    if (ret.IsBuffer() || ret.IsTypedArray()) {
-      r.value = bytesOf(ret);
+    if (ret.IsNumber() || ret.IsBuffer() || ret.IsTypedArray()) {
+      r.value = bridge_->resultBytes(ret);
       return r;
     }
     r.ok = false;
@@ -351,7 +386,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     r.callId = info[0].ToNumber().Uint32Value();
     r.ok = info[1].ToBoolean().Value();
     if (r.ok) {
-      r.value = bytesOf(info[2]);
+      r.value = bridge_->resultBytes(info[2]);
     } else if (info[2].IsArray()) {
       Napi::Array a = info[2].As<Napi::Array>();
       r.errorName = a.Get(0u).ToString().Utf8Value();
@@ -546,6 +581,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   env.SetInstanceData(new std::shared_ptr<EnvBridge>(bridge));
   env.AddCleanupHook([bridge]() { bridge->closeAll(); });
   exports.Set("SandboxHandle", SandboxHandle::Define(env));
+  exports.Set("exchange", bridge->exchange());
   exports.Set("threadStackBytes", Napi::Number::New(env, static_cast<double>(Executor::kThreadStackBytes)));
   exports.Set("engineVersion", Napi::String::New(env, JS_GetVersion()));
   return exports;

@@ -1,6 +1,7 @@
 #include "engine.h"
 
 #include <malloc.h>
+#include <pthread.h>
 #include <time.h>
 
 #include <cstdlib>
@@ -191,8 +192,40 @@ int Engine::onInterrupt() {
   return 0;
 }
 
+namespace {
+
+// Bytes of stack left below the caller on this thread, or 0 when unknown. Executor threads have a
+// known, large stack; the Node main thread's is whatever the process got (often 8 MiB, partly used).
+size_t stackRemaining() {
+  thread_local uintptr_t low = 0;
+  if (low == 0) {
+    pthread_attr_t attr;
+    void* addr = nullptr;
+    size_t size = 0;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      pthread_attr_getstack(&attr, &addr, &size);
+      pthread_attr_destroy(&attr);
+    }
+    low = reinterpret_cast<uintptr_t>(addr);
+    if (low == 0) return 0;
+  }
+  char here;
+  uintptr_t sp = reinterpret_cast<uintptr_t>(&here);
+  return sp > low ? sp - low : 0;
+}
+
+constexpr size_t kStackReserveBytes = 512 * 1024;  // C frames of built-ins, the regexp engine, JSON
+constexpr size_t kCompileReserveBytes = 256 * 1024;
+
+}  // namespace
+
 void Engine::enterGuest(double budgetMs) {
   JS_UpdateStackTop(rt_);
+  // The guest's stack budget never exceeds what this thread really has left.
+  size_t stack = options_.maxStackSizeBytes;
+  size_t remaining = stackRemaining();
+  if (remaining > kStackReserveBytes && remaining - kStackReserveBytes < stack) stack = remaining - kStackReserveBytes;
+  JS_SetMaxStackSize(rt_, stack);
   budgetMs_ = budgetMs;
   resumeClock();
 }
@@ -219,7 +252,11 @@ bool Engine::compileAndStart(const EvalRequest& request, bool asyncMode, EvalOut
   // (their top-level let/const/class stay in the global scope for later evals).
   bool topLevelAwait = request.code.find("await") != std::string::npos;
   int flags = JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_COMPILE_ONLY | (topLevelAwait ? JS_EVAL_FLAG_ASYNC : 0);
+  // Compiling gets a small reserve above the limit, so a guest whose data fills the limit can
+  // still run the code that frees it (`hoard = null`); execution itself stays under the limit.
+  JS_SetMemoryLimit(rt_, options_.memoryLimitBytes + kCompileReserveBytes);
   JSValue fn = JS_Eval(ctx_, request.code.c_str(), request.code.size(), request.filename.c_str(), flags);
+  JS_SetMemoryLimit(rt_, options_.memoryLimitBytes);
   if (JS_IsException(fn)) {
     OwnedValue exc(ctx_, JS_GetException(ctx_));
     classifyException(exc.get(), out);
@@ -724,7 +761,8 @@ std::string Engine::defineFunction(const std::string& path, uint32_t fnId, bool 
     return "out of memory";
   }
   OwnedAtom atom(ctx_, JS_NewAtomLen(ctx_, leaf.data(), leaf.size()));
-  if (JS_DefinePropertyValue(ctx_, parent.get(), atom.get(), fn, JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0) {
+  // Enumerable, so `Object.keys(tools)` lists what a namespace of host functions offers.
+  if (JS_DefinePropertyValue(ctx_, parent.get(), atom.get(), fn, JS_PROP_C_W_E) < 0) {
     JS_FreeValue(ctx_, JS_GetException(ctx_));
     return "cannot define '" + leaf + "'";
   }

@@ -2,6 +2,10 @@
 
 #include <pthread.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -27,6 +31,7 @@ struct Executor::State {
 namespace {
 
 constexpr int64_t kSpinBeforeSleepNs = 50 * 1000;
+constexpr int kWorkerNice = 10;
 
 int workerCount() {
   if (const char* env = std::getenv("QJSN_EXECUTOR_THREADS")) {
@@ -49,6 +54,11 @@ void startThread(void* (*body)(void*), void* arg, size_t stackBytes) {
 
 void* workerMain(void* arg) {
   auto* st = static_cast<Executor::State*>(arg);
+#if defined(__linux__)
+  // Guest code is batch work: when it competes with the Node event loop for a core, the event
+  // loop must win, so a spinning guest never delays the server's other requests.
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kWorkerNice);
+#endif
   std::unique_lock<std::mutex> lock(st->mu);
   while (true) {
     if (st->queue.empty()) {

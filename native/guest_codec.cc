@@ -419,8 +419,12 @@ JSValue GuestDecoder::guestFailed() {
   return JS_EXCEPTION;
 }
 
+GuestDecoder::~GuestDecoder() {
+  for (JSValue v : objects_) JS_FreeValue(ctx_, v);
+}
+
 JSValue GuestDecoder::remember(JSValue v) {
-  if (!JS_IsException(v)) objects_.push_back(v);
+  if (!JS_IsException(v)) objects_.push_back(JS_DupValue(ctx_, v));
   return v;
 }
 
@@ -593,7 +597,7 @@ JSValue GuestDecoder::decodeValue(WireReader& in, uint32_t depth) {
       JSValue args[3] = {buffer.get(), JS_NewInt64(ctx_, offset), JS_NewInt64(ctx_, length)};
       JSValue v = JS_NewTypedArray(ctx_, 3, args, qjsTypeOf(static_cast<TypedKind>(kind)));
       if (JS_IsException(v)) return guestFailed();
-      objects_[slot] = v;
+      objects_[slot] = JS_DupValue(ctx_, v);
       return v;
     }
     case Tag::Error: {
@@ -618,7 +622,7 @@ JSValue GuestDecoder::decodeValue(WireReader& in, uint32_t depth) {
       if (JS_IsString(stack.get()) &&
           JS_DefinePropertyValueStr(ctx_, err.get(), "stack", stack.release(), JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0)
         return guestFailed();
-      objects_[slot] = err.get();
+      objects_[slot] = JS_DupValue(ctx_, err.get());
       return err.release();
     }
     case Tag::BackRef: {

@@ -74,6 +74,9 @@ class GuestDecoder {
  public:
   GuestDecoder(JSContext* ctx, const Intrinsics& intrinsics, const WireLimits& limits)
       : ctx_(ctx), in_(intrinsics), limits_(limits) {}
+  ~GuestDecoder();
+  GuestDecoder(const GuestDecoder&) = delete;
+  GuestDecoder& operator=(const GuestDecoder&) = delete;
 
   // Returns JS_EXCEPTION on failure; error() says why (a guest exception may be pending).
   JSValue decode(WireReader& in);
@@ -90,7 +93,10 @@ class GuestDecoder {
   const Intrinsics& in_;
   const WireLimits& limits_;
   uint32_t nodes_ = 0;
-  std::vector<JSValueConst> objects_;  // borrowed: each is owned by the value being built
+  // One reference to each numbered object, for BACKREFs, released with the decoder. Owned, not
+  // borrowed: malformed data can drop an object from the value being built (a duplicate key or
+  // index, an Error stack that is not a string) and still refer to it later.
+  std::vector<JSValue> objects_;
   CodecError error_;
 };
 

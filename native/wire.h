@@ -93,6 +93,7 @@ struct WireLimits {
 
 class WireWriter {
  public:
+  WireWriter() { buf_.reserve(64); }
   std::vector<uint8_t>& bytes() { return buf_; }
   size_t size() const { return buf_.size(); }
 

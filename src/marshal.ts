@@ -91,11 +91,13 @@ function unserializable(what: string, path: string): SandboxError {
 }
 
 class Writer {
-  buf = Buffer.allocUnsafe(256);
   pos = 0;
-  private ids = new Map<object, number>();
+  private ids: Map<object, number> | undefined; // created on the first object: most host call values are scalars
 
-  constructor(private readonly limits: CopyLimits) {}
+  constructor(
+    private readonly limits: CopyLimits,
+    public buf: Buffer = Buffer.allocUnsafe(256),
+  ) {}
 
   private ensure(n: number): void {
     if (this.pos + n <= this.buf.length) return;
@@ -161,6 +163,7 @@ class Writer {
   }
 
   private object(v: object, depth: number, path: string): void {
+    this.ids ??= new Map();
     const seen = this.ids.get(v);
     if (seen !== undefined) {
       this.u8(Tag.BackRef);
@@ -259,6 +262,16 @@ export function encodeValue(value: unknown, limits: CopyLimits = DEFAULT_LIMITS)
   const w = new Writer(limits);
   w.value(value, 0, "");
   return w.buf.subarray(0, w.pos);
+}
+
+/**
+ * Encodes into `target` when the value fits (returns the byte count), else into a new buffer.
+ * Host calls use this with a buffer shared with the addon, so small values cost no allocation.
+ */
+export function encodeValueInto(value: unknown, target: Buffer, limits: CopyLimits = DEFAULT_LIMITS): number | Buffer {
+  const w = new Writer(limits, target);
+  w.value(value, 0, "");
+  return w.buf === target ? w.pos : w.buf.subarray(0, w.pos);
 }
 
 class Reader {

@@ -21,14 +21,19 @@ export type NativeOutcome = [
   peakMemoryBytes: number,
 ];
 
-/** Called by the addon on the main thread for each guest call of a host function. */
-export type NativeDispatcher = (kind: 0 | 1, fnId: number, callId: number, args: Buffer, evalId: number) => Buffer | [string, string] | undefined;
+/**
+ * Called by the addon on the main thread for each guest call of a host function. The arguments
+ * are in the handle's exchange buffer (`argLength` bytes) unless they did not fit, in which case
+ * `args` holds them. A sync call answers with the result's byte count in the exchange buffer, a
+ * Buffer, or `[name, message]` for an error.
+ */
+export type NativeDispatcher = (kind: 0 | 1, fnId: number, callId: number, argLength: number, args: Buffer | undefined, evalId: number) => number | Buffer | [string, string] | undefined;
 
 export interface NativeHandle {
   evalSync(code: string, filename: string, budgetMs: number, describe: boolean): NativeOutcome;
   evalAsync(code: string, filename: string, budgetMs: number, describe: boolean, evalId: number): Promise<NativeOutcome> | null;
   stop(reason: number, evalId: number): void;
-  settle(callId: number, ok: boolean, result: Buffer | [string, string]): void;
+  settle(callId: number, ok: boolean, result: number | Buffer | [string, string]): void;
   defineFunction(path: string, fnId: number, async: boolean): string;
   setGlobal(name: string, bytes: Buffer): string;
   getGlobal(name: string): [status: number, result: Buffer | string | undefined];
@@ -51,6 +56,8 @@ interface NativeModule {
     dispatcher: NativeDispatcher,
   ) => NativeHandle;
   threadStackBytes: number;
+  /** The buffer shared with the addon for host call arguments and results. */
+  exchange: Buffer;
   /** QuickJS-ng version compiled in. */
   engineVersion: string;
 }

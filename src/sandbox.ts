@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { randomInt } from "node:crypto";
 import { formatWithOptions } from "node:util";
 import { SandboxError, type GuestErrorInfo } from "./errors.js";
-import { GuestOpaque, decodeConsole, decodeValue, encodeValue } from "./marshal.js";
+import { GuestOpaque, decodeConsole, decodeValue, encodeValue, encodeValueInto } from "./marshal.js";
 import { native, NativeStatus, NativeStop, type NativeHandle, type NativeOutcome } from "./native.js";
 import { openSnapshot, resolveSnapshotOptions, restoreBody, splitRestoreOptions, takeSnapshot, type RestoreOptions, type RestoredSandbox, type SnapshotOptions } from "./snapshot.js";
 import type {
@@ -126,6 +126,10 @@ function validatePath(name: unknown): string {
   return name;
 }
 
+// Shared with the addon (one per Node environment): host call arguments and results of usual size
+// cross without allocation. Every use is a synchronous write-then-read, so sandboxes can share it.
+const exchange: Buffer = native.exchange;
+
 /** Which sandboxes' host functions are running in the current async context (re-entry check). */
 const hostCallContext = new AsyncLocalStorage<ReadonlySet<Sandbox>>();
 
@@ -173,6 +177,7 @@ export class Sandbox implements Disposable {
   // Signals of the current eval's host calls that asked for one; tagged with that eval's id.
   readonly #pendingCalls: Map<number, AbortController> & { evalId?: number } = new Map();
   #inSyncHostCall = 0;
+  #asyncEvals = 0; // queued or running eval()/run() calls
   #broken = false;
 
   /** Creates a sandbox. Throws `INVALID_ARGUMENT` for bad options. */
@@ -199,18 +204,26 @@ export class Sandbox implements Disposable {
     return this.#handle === undefined;
   }
 
+  /**
+   * True once an eval was stopped by the watchdog while stuck in a built-in that cannot be
+   * interrupted: every later eval fails with `BROKEN`. Dispose it and create a new sandbox.
+   */
+  get broken(): boolean {
+    return this.#broken;
+  }
+
   /** The options in force, defaults filled in. */
   get options(): Readonly<Required<SandboxOptions>> {
     return this.#options;
   }
 
   // Called by the addon for every guest call of a host function (main thread).
-  readonly #dispatch = (kind: 0 | 1, fnId: number, callId: number, argBytes: Buffer, evalId: number): Buffer | [string, string] | undefined => {
+  readonly #dispatch = (kind: 0 | 1, fnId: number, callId: number, argLength: number, argBytes: Buffer | undefined, evalId: number): number | Buffer | [string, string] | undefined => {
     const entry = this.#functions[fnId];
     if (!entry) return ["Error", "unknown host function"];
     let args: unknown[];
     try {
-      args = decodeValue(argBytes) as unknown[];
+      args = decodeValue(argBytes ?? exchange.subarray(0, argLength)) as unknown[];
     } catch (err) {
       return hostErrorOf(err);
     }
@@ -219,7 +232,7 @@ export class Sandbox implements Disposable {
     return undefined;
   };
 
-  #callSync(entry: RegisteredFunction, args: unknown[]): Buffer | [string, string] {
+  #callSync(entry: RegisteredFunction, args: unknown[]): number | Buffer | [string, string] {
     this.#inSyncHostCall++;
     try {
       // Re-entry from a sync host function is caught by #inSyncHostCall, so no async context is needed.
@@ -228,7 +241,7 @@ export class Sandbox implements Disposable {
         result.catch(() => {});
         return ["TypeError", `host function '${entry.name}' returned a promise; register it with defineAsyncFunction`];
       }
-      return encodeValue(result);
+      return encodeValueInto(result, exchange);
     } catch (err) {
       return hostErrorOf(err);
     } finally {
@@ -250,7 +263,7 @@ export class Sandbox implements Disposable {
         return controller.signal;
       },
     };
-    const settle = (ok: boolean, result: Buffer | [string, string]): void => {
+    const settle = (ok: boolean, result: number | Buffer | [string, string]): void => {
       pendingCalls.delete(callId);
       if (evalId !== this.#currentEvalId || !this.#handle) return;
       this.#handle.settle(callId, ok, result);
@@ -263,9 +276,9 @@ export class Sandbox implements Disposable {
       return;
     }
     const deliver = (value: unknown): void => {
-      let bytes: Buffer;
+      let bytes: number | Buffer;
       try {
-        bytes = encodeValue(value);
+        bytes = encodeValueInto(value, exchange);
       } catch (err) {
         settle(false, ["TypeError", `the result of '${entry.name}' cannot be copied into the sandbox: ${(err as Error).message}`]);
         return;
@@ -361,6 +374,8 @@ export class Sandbox implements Disposable {
     if (o.signal?.aborted) return this.#report(this.#stubOutcome(NativeStatus.Aborted), 0, o);
     const handle = this.#live();
     if (this.#broken) return this.#report(this.#stubOutcome(NativeStatus.Broken), 0, o);
+    // Evals run in call order: an inline eval cannot wait for queued async ones, so it refuses.
+    if (this.#asyncEvals > 0) return this.#report(this.#stubOutcome(NativeStatus.Busy), 0, o);
     this.#startClock(handle);
     const started = performance.now();
     const raw = handle.evalSync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe");
@@ -384,10 +399,12 @@ export class Sandbox implements Disposable {
     const previous = this.#queue;
     let release!: () => void;
     this.#queue = new Promise((resolve) => (release = resolve));
+    this.#asyncEvals++;
     try {
       await previous;
       return await this.#runNow(code, o);
     } finally {
+      this.#asyncEvals--;
       release();
     }
   }
