@@ -114,6 +114,19 @@ bool membersCaptureLocals(JSContext* ctx, JSValueConst obj, const std::string& s
   return false;
 }
 
+// Takes the pending exception after the engine raised: a stack overflow (deep nesting) is a
+// size problem, anything else is out of memory.
+void takeEngineFailure(JSContext* ctx, SnapshotResult* result) {
+  OwnedValue exc(ctx, JS_GetException(ctx));
+  if (result->status != SnapshotStatus::OutOfMemory || !JS_IsError(exc.get())) return;
+  OwnedAtom messageAtom(ctx, JS_NewAtom(ctx, "message"));
+  OwnedValue message = ownData(ctx, exc.get(), messageAtom.get());  // never a getter: guest code may have thrown it
+  if (JS_IsString(message.get()) && utf8Of(ctx, message.get()).find("stack") != std::string::npos) {
+    result->status = SnapshotStatus::TooLarge;
+    result->message = "the state is nested too deeply for the sandbox's stack (maxStackSizeBytes)";
+  }
+}
+
 enum class W { Ok, Unstorable, Fatal };
 
 class Writer {
@@ -196,6 +209,7 @@ class Writer {
   bool collectionIsMap_ = false;
   uint32_t collectionDepth_ = 0, collectionCount_ = 0;
   W collectionStatus_ = W::Ok;
+  bool ownStop_ = false;  // the pending exception is our stop signal, not the engine's
 };
 
 std::string Writer::pathText() {
@@ -470,6 +484,9 @@ JSValue collectionEntry(JSContext* ctx, JSValueConst, int argc, JSValueConst* ar
   if (r == W::Ok && self->collectionIsMap_) r = self->value(value, self->collectionDepth_ + 1);
   if (r != W::Ok) {
     self->collectionStatus_ = r;
+    // The engine's own exception (stack overflow, out of memory) travels up as it is.
+    if (r == W::Fatal && JS_HasException(ctx)) return JS_EXCEPTION;
+    self->ownStop_ = true;
     return JS_ThrowInternalError(ctx, "snapshot stopped");
   }
   self->collectionCount_++;
@@ -485,6 +502,8 @@ W Writer::collection(JSValueConst v, bool isMap, uint32_t depth) {
   bool savedIsMap = collectionIsMap_;
   uint32_t savedDepth = collectionDepth_, savedCount = collectionCount_;
   W savedStatus = collectionStatus_;
+  bool savedOwnStop = ownStop_;
+  ownStop_ = false;
   collectionIsMap_ = isMap;
   collectionDepth_ = depth;
   collectionCount_ = 0;
@@ -497,12 +516,8 @@ W Writer::collection(JSValueConst v, bool isMap, uint32_t depth) {
     JSValueConst args[1] = {callback.get()};
     OwnedValue done(ctx_, JS_Call(ctx_, (isMap ? in_.mapForEach : in_.setForEach).get(), v, 1, args));
     if (done.isException()) {
-      if (collectionStatus_ != W::Ok) {
-        JS_FreeValue(ctx_, JS_GetException(ctx_));  // our own stop signal
-        r = collectionStatus_;
-      } else {
-        r = guestFailed();
-      }
+      if (ownStop_) JS_FreeValue(ctx_, JS_GetException(ctx_));  // our own stop signal
+      r = collectionStatus_ != W::Ok ? collectionStatus_ : guestFailed();
     }
   }
   uint32_t count = collectionCount_;
@@ -510,6 +525,7 @@ W Writer::collection(JSValueConst v, bool isMap, uint32_t depth) {
   collectionDepth_ = savedDepth;
   collectionCount_ = savedCount;
   collectionStatus_ = savedStatus;
+  ownStop_ = savedOwnStop;
   if (r == W::Ok) out_.patchU32(countAt, count);
   return r;
 }
@@ -591,7 +607,7 @@ SnapshotResult Writer::run(const std::unordered_set<std::u16string>& baseline,
     else r = slot(e.value.get(), 0);
     if (r != W::Ok) {
       if (result_.status == SnapshotStatus::Ok) guestFailed();
-      JS_FreeValue(ctx_, JS_GetException(ctx_));
+      takeEngineFailure(ctx_, &result_);
       return std::move(result_);
     }
   }
@@ -1248,7 +1264,7 @@ SnapshotResult Engine::readSnapshot(const uint8_t* data, size_t size, double bud
   limits.maxBytes = size;
   SnapshotResult r = readSnapshotBody(ctx_, intrinsics_, limits, data, size);
   leaveGuest();
-  JS_FreeValue(ctx_, JS_GetException(ctx_));
+  takeEngineFailure(ctx_, &r);
   // Nothing restored may leave work behind for the first eval.
   JS_DropPendingJobs(rt_);
   return r;

@@ -49,6 +49,16 @@ function measure(label, rows, runs) {
     sb.evalSync("JSON.parse(JSON.stringify(data)).length");
     jsonMs.push(performance.now() - t);
   }
+  const zipMs = [], unzipMs = [];
+  let zipped;
+  for (let i = 0; i < Math.min(runs, 20); i++) {
+    let t = performance.now();
+    zipped = sb.snapshot({ signing, compress: true });
+    zipMs.push(performance.now() - t);
+    t = performance.now();
+    Sandbox.restore(zipped, { memoryLimitBytes: 256 * 1024 * 1024, signing }).sandbox.dispose();
+    unzipMs.push(performance.now() - t);
+  }
   sb.dispose();
   const f = (x) => x.toFixed(3);
   console.log(
@@ -56,6 +66,7 @@ function measure(label, rows, runs) {
       `snapshot ${f(median(snapMs))} ms  restore ${f(median(restoreMs))} ms  turn ${f(median(snapMs) + median(restoreMs))} ms  ` +
       `| signed: snapshot ${f(median(signedSnapMs))} ms  restore ${f(median(signedRestoreMs))} ms  | guest JSON round trip of data ${f(median(jsonMs))} ms`,
   );
+  console.log(`${"".padEnd(8)} signed+deflated: bytes=${zipped.length}  snapshot ${f(median(zipMs))} ms  restore ${f(median(unzipMs))} ms`);
 }
 
 // Warm up the baseline global list and the code paths.
