@@ -151,7 +151,7 @@ class Writer {
     Binding binding;
     uint8_t flags;
     JSAtom atom;  // borrowed from the enumeration that produced it
-    OwnedValue value;
+    OwnedValue value, getter, setter;
     bool accessor;
   };
   // One step of the path to the value being written, for placeholder names.
@@ -167,7 +167,14 @@ class Writer {
   W function(JSValueConst v, uint32_t depth);
   W array(JSValueConst v, uint32_t depth);
   W properties(JSValueConst obj, uint32_t depth);
+  // Where the output stood, to take back a value that turned out not to be storable.
+  struct Mark {
+    size_t bytes, objects, report;
+  };
+  Mark mark() const { return {out_.size(), numbered_.size(), result_.notRestored.size()}; }
+  void rollback(const Mark& m);
   W slot(JSValueConst v, uint32_t depth);
+  W accessor(JSValueConst getter, JSValueConst setter, uint32_t depth);
   W collection(JSValueConst v, bool isMap, uint32_t depth);
   W typedArray(JSValueConst v, int type, uint32_t depth);
   W leaf(JSValueConst v);
@@ -266,16 +273,37 @@ void Writer::placeholder(const std::string& type) {
 // A value in a place that can hold a placeholder (a property, an element, a global): when it
 // cannot be stored, what was written of it is taken back and a placeholder takes its place.
 W Writer::slot(JSValueConst v, uint32_t depth) {
-  size_t bytesMark = out_.size(), idsMark = numbered_.size(), reportMark = result_.notRestored.size();
+  Mark m = mark();
   W r = value(v, depth);
   if (r != W::Unstorable) return r;
-  out_.bytes().resize(bytesMark);
-  while (numbered_.size() > idsMark) {
+  rollback(m);
+  placeholder(type_);
+  return W::Ok;
+}
+
+void Writer::rollback(const Mark& m) {
+  out_.bytes().resize(m.bytes);
+  while (numbered_.size() > m.objects) {
     ids_.erase(numbered_.back());
     numbered_.pop_back();
   }
-  result_.notRestored.resize(reportMark);
-  placeholder(type_);
+  result_.notRestored.resize(m.report);
+}
+
+// An accessor property: its getter and setter, re-created from source like any function. When
+// either cannot be, the property is a placeholder.
+W Writer::accessor(JSValueConst getter, JSValueConst setter, uint32_t depth) {
+  Mark m = mark();
+  out_.tag(Tag::Accessor);
+  W r = W::Ok;
+  for (JSValueConst f : {getter, setter}) {
+    if (r != W::Ok) break;
+    if (JS_IsUndefined(f)) out_.tag(Tag::Undefined);
+    else r = JS_IsFunction(ctx_, f) ? value(f, depth) : unstorable("accessor");
+  }
+  if (r != W::Unstorable) return r;
+  rollback(m);
+  placeholder(type_ == "accessor" ? type_ : "accessor (" + type_ + ")");
   return W::Ok;
 }
 
@@ -425,8 +453,7 @@ W Writer::properties(JSValueConst obj, uint32_t depth) {
     if (!atomKey(keys.atom(i))) return guestFailed();
     path_.push_back({keys.atom(i), 0});
     W w = W::Ok;
-    if (d.isAccessor()) placeholder("accessor");
-    else w = slot(d.desc.value, depth + 1);
+    w = d.isAccessor() ? accessor(d.desc.getter, d.desc.setter, depth + 1) : slot(d.desc.value, depth + 1);
     path_.pop_back();
     if (w != W::Ok) return w;
     count++;
@@ -466,8 +493,7 @@ W Writer::array(JSValueConst v, uint32_t depth) {
     out_.u32(index);
     path_.push_back({JS_ATOM_NULL, index});
     W w = W::Ok;
-    if (d.isAccessor()) placeholder("accessor");
-    else w = slot(d.desc.value, depth + 1);
+    w = d.isAccessor() ? accessor(d.desc.getter, d.desc.setter, depth + 1) : slot(d.desc.value, depth + 1);
     path_.pop_back();
     if (w != W::Ok) return w;
     count++;
@@ -563,13 +589,17 @@ bool Writer::collect(JSValueConst holder, Binding defaultBinding, const std::uno
     if (r < 0) return false;
     if (r == 0) continue;
     if (JS_IsUninitialized(d.desc.value)) continue;  // a let/const whose initializer threw: never usable
-    Entry e{defaultBinding, 0, keys.atom(i), OwnedValue(), d.isAccessor()};
+    Entry e{defaultBinding, 0, keys.atom(i), OwnedValue(), OwnedValue(), OwnedValue(), d.isAccessor()};
     if (defaultBinding == Binding::GlobalProperty) {
       e.flags = static_cast<uint8_t>(d.desc.flags & (JS_PROP_CONFIGURABLE | JS_PROP_WRITABLE | JS_PROP_ENUMERABLE));
     } else if (!(d.desc.flags & JS_PROP_WRITABLE)) {
       e.binding = Binding::LexicalConst;
     }
     if (!e.accessor) e.value = OwnedValue::dup(ctx_, d.desc.value);
+    else {
+      e.getter = OwnedValue::dup(ctx_, d.desc.getter);
+      e.setter = OwnedValue::dup(ctx_, d.desc.setter);
+    }
     entries->push_back(std::move(e));
   }
   return true;
@@ -603,8 +633,7 @@ SnapshotResult Writer::run(const std::unordered_set<std::u16string>& baseline,
   for (const Entry& e : entries) {
     path_.assign(1, {e.atom, 0});
     W r = W::Ok;
-    if (e.accessor) placeholder("accessor");
-    else r = slot(e.value.get(), 0);
+    r = e.accessor ? accessor(e.getter.get(), e.setter.get(), 0) : slot(e.value.get(), 0);
     if (r != W::Ok) {
       if (result_.status == SnapshotStatus::Ok) guestFailed();
       takeEngineFailure(ctx_, &result_);
@@ -743,6 +772,7 @@ class Reader {
   // Set by a value that could not be re-created or a placeholder, taken by the enclosing slot.
   std::optional<Failure> failure_;
   std::optional<std::pair<std::string, std::string>> placeholder_;  // (type, name)
+  std::optional<std::pair<OwnedValue, OwnedValue>> accessor_;         // (getter, setter)
   SnapshotResult result_;
 };
 
@@ -812,6 +842,14 @@ bool Reader::definePlaceholder(JSValueConst target, JSAtom key, const std::strin
 
 // Defines the value just read at `key`, or a placeholder when it was one or could not be re-created.
 bool Reader::defineSlot(JSValueConst target, JSAtom key, JSValue v) {
+  std::optional<std::pair<OwnedValue, OwnedValue>> accessor = std::move(accessor_);
+  accessor_.reset();
+  if (accessor && !failure_) {
+    JS_FreeValue(ctx_, v);
+    return JS_DefineProperty(ctx_, target, key, JS_UNDEFINED, accessor->first.get(), accessor->second.get(),
+                             JS_PROP_HAS_GET | JS_PROP_HAS_SET | JS_PROP_HAS_CONFIGURABLE | JS_PROP_HAS_ENUMERABLE |
+                                 JS_PROP_CONFIGURABLE | JS_PROP_ENUMERABLE) >= 0;
+  }
   if (placeholder_) {
     JS_FreeValue(ctx_, v);
     auto [type, name] = std::move(*placeholder_);
@@ -1092,6 +1130,17 @@ JSValue Reader::value(uint32_t depth, bool slot) {
       if (r == 0 || d.isAccessor() || !JS_IsObject(d.desc.value)) return invalid("function without a prototype");
       return JS_DupValue(ctx_, d.desc.value);
     }
+    case Tag::Accessor: {
+      if (!slot) return invalid("accessor outside a property");
+      OwnedValue getter(ctx_, value(depth + 1, false));
+      if (getter.isException()) return JS_EXCEPTION;
+      OwnedValue setter(ctx_, value(depth + 1, false));
+      if (setter.isException()) return JS_EXCEPTION;
+      for (JSValueConst f : {getter.get(), setter.get()})
+        if (!JS_IsUndefined(f) && !JS_IsFunction(ctx_, f) && !failure_) return invalid("accessor that is not a function");
+      accessor_.emplace(std::move(getter), std::move(setter));
+      return JS_UNDEFINED;
+    }
     case Tag::Placeholder: {
       std::u16string type, name;
       if (!readString(rd_, &type) || !readString(rd_, &name)) return invalid("bad placeholder");
@@ -1171,7 +1220,7 @@ SnapshotResult Reader::run() {
     if (JS_IsException(v)) return std::move(result_);
     bool lexicalBinding = e.binding != Binding::GlobalProperty;
     int ok;
-    if (placeholder_ || failure_) {
+    if (placeholder_ || failure_ || accessor_) {
       // The global lexical object holds plain values only; a placeholder lives on the global object.
       if (lexicalBinding) JS_DeleteProperty(ctx_, lexical.get(), atom, 0);
       ok = defineSlot(global.get(), atom, v) ? 0 : -1;

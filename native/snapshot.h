@@ -1,15 +1,19 @@
 // Snapshot bodies: every user-defined global of a context, written in the wire format as one
 // graph (shared references and cycles kept across globals), and read back into a fresh context.
 //
-// A body is data plus source text, never engine bytecode. Functions and classes are stored as
-// their source text and re-created by evaluating it in the new context; instances keep their
-// class's prototype. What cannot be stored (a closure over a function's locals, a Proxy, a
-// Promise, a symbol...) is stored as a named placeholder that throws when read.
+// A body is data plus source text, never engine bytecode. Functions, classes, getters and setters
+// are stored as their source text and re-created by evaluating it in the new context; instances
+// keep their class's prototype. What cannot be stored (a closure over a function's locals, a
+// Proxy, a Promise, a symbol, an instance with private fields...) is stored as a named placeholder
+// that throws when read. Not kept: symbol-keyed and non-enumerable properties, named properties
+// of arrays, extra own properties of Errors, property attributes (frozen objects thaw), changes
+// to built-ins and their prototypes, the `lastIndex` of regular expressions.
 //
 //   body    := u32 count, count * entry
 //   entry   := u8 Binding, u8 property flags (JS_PROP_* of a global object property),
 //              string name, value
-//   value   := any wire value, plus Function / Prototype / Instance / Placeholder (wire.h)
+//   value   := any wire value, plus Function / Prototype / Instance / Placeholder / Accessor
+//              (wire.h); Placeholder and Accessor only where a property is defined
 //
 // The header, size caps and signatures are src/snapshot.ts's job; this layer trusts nothing and
 // checks every length before reading it.

@@ -72,7 +72,10 @@ export interface RestoreOptions extends SandboxOptions, SnapshotOptions {
 export interface NotRestored {
   /** The global's name, or the path to the part that was lost (`state.timer`, `list[3]`). */
   name: string;
-  /** What it was: `closure`, `Promise`, `Proxy`, `WeakMap`, `symbol`, `native function`, `accessor`... */
+  /**
+   * What it was: `closure`, `Promise`, `Proxy`, `WeakMap`, `Generator`, `symbol`, `native function`,
+   * `instance with private fields`, `accessor (closure)`...
+   */
   type: string;
 }
 

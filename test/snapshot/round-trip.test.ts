@@ -173,6 +173,18 @@ describe("functions, classes and instances", () => {
     expect(restored.evalSync("protoOnly.greet()")).toBe("hi there");
   });
 
+  it("re-creates getters and setters of object literals, arrays and globals", () => {
+    const { restored, notRestored } = carry(`
+      var stats = { values: [1, 2, 3], get mean() { return this.values.reduce((a, b) => a + b) / this.values.length }, set add(v) { this.values.push(v) } };
+      Object.defineProperty(globalThis, "now", { get() { return stats.values.length }, configurable: true, enumerable: true });
+      var list = [0]; Object.defineProperty(list, 1, { get() { return "second" }, enumerable: true, configurable: true });
+    `);
+    expect(notRestored).toEqual([]);
+    expect(restored.evalSync("stats.mean")).toBe(2);
+    expect(restored.evalSync("stats.add = 6; [stats.mean, now]")).toEqual([3, 4]);
+    expect(restored.evalSync("[list.length, list[1]]")).toEqual([2, "second"]);
+  });
+
   it("a class whose static initializer reads a later global still re-creates", () => {
     const { restored, notRestored } = carry("var settings = { size: 3 }; class Box { static defaults = settings; size() { return Box.defaults.size } }");
     expect(notRestored).toEqual([]);
@@ -195,7 +207,7 @@ describe("what cannot be stored becomes a placeholder that says so", () => {
     const { restored, notRestored } = carry(`
       var proxy = new Proxy({}, {}), weak = new WeakMap(), weakSet = new WeakSet(), pending = Promise.resolve(1);
       var gen = (function* () { yield 1 })(), sym = Symbol("s"), log = console.log;
-      Object.defineProperty(globalThis, "computed", { get() { return 1 }, configurable: true, enumerable: true });
+      Object.defineProperty(globalThis, "computed", { get: (() => { let n = 1; return () => n })(), configurable: true, enumerable: true });
     `);
     const byName = (a: { name: string }, b: { name: string }): number => a.name.localeCompare(b.name);
     expect([...notRestored].sort(byName)).toEqual([
@@ -206,7 +218,7 @@ describe("what cannot be stored becomes a placeholder that says so", () => {
       { name: "gen", type: "Generator" },
       { name: "sym", type: "symbol" },
       { name: "log", type: "native function" },
-      { name: "computed", type: "accessor" },
+      { name: "computed", type: "accessor (closure)" },
     ].sort(byName));
     for (const { name, type } of notRestored) {
       expect(thrown(() => restored.evalSync(name)).guest?.message).toBe(`Value for '${name}' was not restored because it is not serializable (type: ${type}).`);
