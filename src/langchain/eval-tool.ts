@@ -12,6 +12,7 @@ import type { ResolvedOptions } from "./options.js";
 import { EVAL_INPUT_DESCRIPTIONS } from "./prompts.js";
 import { PtcEvalContext, type EvalRunConfig, type PtcResolver, type PtcToolView, type StateUpdate } from "./ptc.js";
 import { SessionRegistry, type InterpreterSession } from "./sessions.js";
+import type { TaskDispatcher } from "./task.js";
 import { transformCode } from "./transform.js";
 
 /** Arguments of the eval tool. */
@@ -102,15 +103,18 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
   if (input.reset === true) session.discard();
   const view = session.state.view ?? deps.ptc.latest;
   const context = new PtcEvalContext(config, options);
+  let tasks: ReturnType<TaskDispatcher["begin"]>;
   try {
     const live = session.resource;
     bindTools(session, live, view);
+    tasks = deps.task?.begin(session, live.sandbox, config, options.wallTimeoutMs);
     const transformed = transformCode(input.code);
     session.state.active = { context, view };
     const report = await live.sandbox.run(transformed.code, {
       filename: SCRIPT_FILENAME,
       unserializable: "describe",
       ...(config.signal === undefined ? {} : { signal: config.signal }),
+      ...(tasks === undefined ? {} : { wallTimeoutMs: tasks.wallTimeoutMs }),
     });
     // A sandbox the engine gave up on cannot serve the next eval; start that one fresh.
     if (!report.ok && (report.error.code === "BROKEN" || report.error.code === "DISPOSED")) session.discard();
@@ -121,6 +125,7 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
     });
     return { text, ok: report.ok, updates: context.updates };
   } finally {
+    tasks?.end();
     session.state.active = undefined;
     if (options.mode === "call") session.discard();
   }
@@ -131,6 +136,8 @@ export interface EvalToolDeps {
   options: ResolvedOptions;
   interpreter: Interpreter;
   ptc: PtcResolver;
+  /** `task()` for subagents; absent when the middleware never installs it. */
+  task?: TaskDispatcher;
 }
 
 let commandModule: Promise<typeof import("@langchain/langgraph")> | undefined;

@@ -9,9 +9,11 @@ import { createEvalTool, createInterpreter, sessionKeyOf } from "./eval-tool.js"
 import { resolveOptions, type CodeInterpreterMiddlewareOptions, type ResolvedOptions } from "./options.js";
 import { renderPtcSection, renderSystemPrompt, renderTaskSection, renderToolDescription, type JSONSchema, type PromptInput } from "./prompts.js";
 import { PtcResolver, type PtcToolView } from "./ptc.js";
+import { TaskDispatcher, type TaskCatalog } from "./task.js";
 
 export type { CodeInterpreterMiddlewareOptions, InterpreterMode, PtcEntry, PtcPreset, SystemPromptOption } from "./options.js";
 export { PTCCallBudgetExceededError } from "./ptc.js";
+export type { SubagentProgressEvent } from "./task.js";
 
 /** The middleware, plus a way to close its sandboxes before the process exits. */
 export type CodeInterpreterMiddleware = AgentMiddleware<undefined, undefined, unknown, readonly ClientTool[]> & {
@@ -34,7 +36,7 @@ function jsonSchemaOf(tool: StructuredToolInterface): JSONSchema {
 }
 
 /** What the prompt texts depend on, for the tools of one turn. */
-function promptInput(options: ResolvedOptions, view: PtcToolView): PromptInput {
+function promptInput(options: ResolvedOptions, view: PtcToolView, task?: TaskCatalog): PromptInput {
   return {
     mode: options.mode,
     toolName: options.toolName,
@@ -56,8 +58,9 @@ function promptInput(options: ResolvedOptions, view: PtcToolView): PromptInput {
         ...(quota === undefined ? {} : { quota }),
       };
     }),
-    // task() arrives with the subagents issue; until then the prompt must not promise it.
-    taskAvailable: false,
+    taskAvailable: task !== undefined,
+    subagents: task?.subagents ?? [],
+    subagentTimeoutMs: options.subagentTimeoutMs,
     clock: typeof options.clock === "string" ? options.clock : "host",
     randomSeeded: options.randomSeed !== undefined,
   };
@@ -89,15 +92,17 @@ function systemPromptText(options: ResolvedOptions, input: PromptInput): string 
  * the system-prompt section that explains both to the model. Options are validated here; a
  * mistake throws a `TypeError` naming the option.
  *
- * PTC calls happen inside an already-approved eval and bypass `interruptOn` approval.
+ * PTC calls and subagents started with `task()` happen inside an already-approved eval and
+ * bypass `interruptOn` approval; `subagents: false` leaves `task()` out.
  */
 export function createCodeInterpreterMiddleware(options: CodeInterpreterMiddlewareOptions = {}): CodeInterpreterMiddleware {
   const resolved = resolveOptions(options);
   const interpreter = createInterpreter(resolved);
   const ptc = new PtcResolver(resolved.ptc, resolved.toolName);
+  const task = new TaskDispatcher(resolved);
   const initial = promptInput(resolved, ptc.latest);
-  const evalTool = createEvalTool({ options: resolved, interpreter, ptc }, renderToolDescription(initial));
-  let cached: { view: PtcToolView; prompt: string | undefined } | undefined;
+  const evalTool = createEvalTool({ options: resolved, interpreter, ptc, task }, renderToolDescription(initial));
+  let cached: { view: PtcToolView; task: TaskCatalog | undefined; prompt: string | undefined } | undefined;
 
   const middleware = createMiddleware({
     name: "CodeInterpreterMiddleware",
@@ -115,9 +120,10 @@ export function createCodeInterpreterMiddleware(options: CodeInterpreterMiddlewa
       const view = ptc.resolve(request.tools);
       const session = interpreter.get(sessionKeyOf(request.runtime.configurable?.thread_id));
       if (session !== undefined) session.state.view = view;
-      if (cached?.view !== view) {
-        const input = promptInput(resolved, view);
-        cached = { view, prompt: systemPromptText(resolved, input) };
+      const catalog = task.observe(request.tools, session);
+      if (cached?.view !== view || cached.task !== catalog) {
+        const input = promptInput(resolved, view, catalog);
+        cached = { view, task: catalog, prompt: systemPromptText(resolved, input) };
         // The description is read when tools are bound, right after this hook: keep it in step.
         evalTool.description = renderToolDescription(input);
       }

@@ -61,8 +61,19 @@ export interface CodeInterpreterMiddlewareOptions {
   maxPtcCalls?: number | null;
   /** PTC calls allowed per eval for single tools, by tool name, e.g. `{ web_search: 5 }`. */
   ptcQuotas?: Readonly<Record<string, number>>;
-  /** Install `task()` for subagents when the agent has deepagents' `task` tool. Default true. */
+  /**
+   * Install a `task()` global for dispatching subagents from code when the agent has deepagents'
+   * `task` tool; `false` turns it off. Default true.
+   *
+   * Subagents started from code run inside an already-approved eval: they bypass `interruptOn` approval of `task`.
+   */
   subagents?: boolean;
+  /**
+   * Wall-clock budget of each subagent dispatched with `task()`, ms; a subagent still running then is
+   * cancelled and its promise rejects. An eval in which `task()` is available gets this much wall
+   * time on top of `wallTimeoutMs`. Default 600000 (10 min).
+   */
+  subagentTimeoutMs?: number;
   /**
    * How long interpreter state lives: `"thread"` (default) across agent runs on one thread,
    * `"turn"` within one agent run, `"call"` within one eval.
@@ -99,6 +110,7 @@ export interface ResolvedOptions {
   maxPtcCalls: number | null;
   ptcQuotas: ReadonlyMap<string, number>;
   subagents: boolean;
+  subagentTimeoutMs: number;
   mode: InterpreterMode;
   maxSnapshotBytes: number;
   snapshotSigningKey: Uint8Array | undefined;
@@ -131,6 +143,7 @@ export const DEFAULTS = Object.freeze({
   maxResultChars: 4000,
   maxPtcCalls: 256,
   subagents: true,
+  subagentTimeoutMs: 600_000,
   mode: "thread" as InterpreterMode,
   clock: "frozen" as SandboxClock,
   maxLiveSessions: 64,
@@ -139,7 +152,7 @@ export const DEFAULTS = Object.freeze({
 
 const KNOWN_KEYS: ReadonlySet<string> = new Set<keyof CodeInterpreterMiddlewareOptions>([
   "memoryLimitBytes", "maxStackSizeBytes", "executionTimeoutMs", "wallTimeoutMs", "toolName", "captureConsole",
-  "maxResultChars", "systemPrompt", "ptc", "ptcAcknowledgeUnsafe", "maxPtcCalls", "ptcQuotas", "subagents", "mode",
+  "maxResultChars", "systemPrompt", "ptc", "ptcAcknowledgeUnsafe", "maxPtcCalls", "ptcQuotas", "subagents", "subagentTimeoutMs", "mode",
   "maxSnapshotBytes", "snapshotSigningKey", "maxLiveSessions", "sessionIdleTimeoutMs", "clock", "randomSeed",
 ]);
 
@@ -327,6 +340,7 @@ export function resolveOptions(options: CodeInterpreterMiddlewareOptions | undef
     maxPtcCalls,
     ptcQuotas: resolveQuotas(input.ptcQuotas),
     subagents: booleanOption("subagents", input.subagents, DEFAULTS.subagents),
+    subagentTimeoutMs: integerOption("subagentTimeoutMs", input.subagentTimeoutMs, DEFAULTS.subagentTimeoutMs, 1, MAX_TIMEOUT_MS),
     mode,
     maxSnapshotBytes,
     snapshotSigningKey: resolveSigningKey(input.snapshotSigningKey),

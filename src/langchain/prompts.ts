@@ -58,6 +58,8 @@ export interface PromptInput {
   subagents?: readonly SubagentInfo[];
   /** Subagent calls in flight per session before more are queued. Default 32. */
   maxConcurrentSubagents?: number;
+  /** Wall-clock budget of each subagent, ms, when known. */
+  subagentTimeoutMs?: number;
 }
 
 const DEFAULT_MAX_CONCURRENT_SUBAGENTS = 32;
@@ -164,7 +166,7 @@ export function renderTaskSection(input: PromptInput): string {
     `- **Batches of about 10**: use \`Promise.all\` over slices as above. At most ${inFlight} subagents run at once; more are queued, not failed.`,
     "- **Return the last expression**: end with the filtered or summarized result, not every answer.",
     ...(input.mode === "call" ? [] : ["- **Reuse variables from earlier calls**: results stored in top-level variables are still there; do not dispatch the same work twice."]),
-    `- Time spent waiting for subagents does not count as execution time, and \`task\` calls do not count toward the \`tools\` call limit. When the interpreter call ends (error, time limit, abort), its running subagents are cancelled.`,
+    `- Time spent waiting for subagents does not count as execution time, and \`task\` calls do not count toward the \`tools\` call limit.${input.subagentTimeoutMs === undefined ? "" : ` Each subagent may run for up to ${formatMs(input.subagentTimeoutMs)}, and a call that uses \`task\` gets that much extra time in total.`} When the interpreter call ends (error, time limit, abort), its running subagents are cancelled.`,
     "- A failed subagent rejects with an `Error` naming its type; catch it or use `Promise.allSettled`.",
     "- Subagents started from code run inside an already-approved interpreter call and skip the human approval (`interruptOn`) that a direct `task` call may need.",
   ].join("\n");

@@ -202,7 +202,8 @@ function singleObjectArgument(camelName: string, args: readonly unknown[]): Reco
   throw new TypeError(`tools.${camelName} takes one object argument, e.g. tools.${camelName}({ ... })`);
 }
 
-function withoutRunIdentity(config: EvalRunConfig): EvalRunConfig {
+/** `config` without the eval call's own run id, run name and tool call, for runs it starts. */
+export function withoutRunIdentity(config: EvalRunConfig): EvalRunConfig {
   // The eval call's own run id/name and tool call must not be reused by its children.
   const { runId: _runId, runName: _runName, toolCall: _toolCall, ...rest } = config;
   return rest;

@@ -71,6 +71,7 @@ function input(mode: PromptMode, options: { ptc?: boolean; task?: boolean } = {}
     clock: "real",
     randomSeeded: false,
     subagents: options.task ? [{ name: "researcher", description: "Researches one question in depth." }, { name: "reviewer", description: "Reviews one file." }] : [],
+    ...(options.task ? { subagentTimeoutMs: 600_000 } : {}),
   };
 }
 
