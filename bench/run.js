@@ -126,9 +126,12 @@ async function main() {
   writeFileSync(`${work}/results.json`, JSON.stringify(run, null, 2));
   const { renderReport } = await import("./lib/report.js");
   const { renderChart } = await import("./lib/chart.js");
-  writeFileSync(`${bench}chart.svg`, renderChart(run));
-  writeFileSync(`${bench}RESULTS.md`, renderReport(run));
-  say(`\nwrote bench/RESULTS.md and bench/chart.svg in ${elapsed()}`);
+  // A subset run must not replace the published report: it goes next to the raw results.
+  const outDir = engineArg ? work : bench.replace(/\/$/, "");
+  writeFileSync(`${outDir}/chart.svg`, renderChart(run));
+  writeFileSync(`${outDir}/RESULTS.md`, renderReport(run));
+  const shown = engineArg ? "bench/.work/" : "bench/";
+  say(`\nwrote ${shown}RESULTS.md and ${shown}chart.svg in ${elapsed()}`);
 }
 
 main().catch((error) => {
