@@ -450,16 +450,22 @@ export class TaskDispatcher {
       return scope.dispatch(args, signal);
     });
     // Guest code must not replace or wrap `task` for later evals: a frozen, non-configurable global.
-    sandbox.evalSync(
-      `(() => {
-        const host = globalThis.${HIDDEN_PATH};
-        delete globalThis.${HIDDEN_PATH};
-        const task = function task(request) { return host(request); };
-        Object.freeze(task);
-        Object.defineProperty(globalThis, "task", { value: task, writable: false, enumerable: false, configurable: false });
-      })();`,
-      { filename: "<task>" },
-    );
+    // A global the guest already made non-configurable (`var task` before subagents were offered)
+    // wins: defineProperty throws, and that guest keeps its own `task`.
+    try {
+      sandbox.evalSync(
+        `(() => {
+          const host = globalThis.${HIDDEN_PATH};
+          delete globalThis.${HIDDEN_PATH};
+          const task = function task(request) { return host(request); };
+          Object.freeze(task);
+          Object.defineProperty(globalThis, "task", { value: task, writable: false, enumerable: false, configurable: false });
+        })();`,
+        { filename: "<task>" },
+      );
+    } catch {
+      // The name is taken; see above.
+    }
     this.#installed.add(sandbox);
   }
 }

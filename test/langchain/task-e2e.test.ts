@@ -28,7 +28,7 @@ interface DeepRun {
   subagents?: unknown[];
 }
 
-/** Starts the agent run; the fake subagents' observers are available at once. */
+/** Starts the agent run; the fake subagents' observers and the middleware are available at once. */
 function startDeep(run: DeepRun) {
   const interpreter = createCodeInterpreterMiddleware(run.options ?? {});
   live.push(interpreter);
@@ -45,7 +45,7 @@ function startDeep(run: DeepRun) {
     ],
   });
   const done = finishDeep(run, agent, model);
-  return { done, classifier: classifierModel.observer, verifier: verifierModel.observer };
+  return { done, interpreter, classifier: classifierModel.observer, verifier: verifierModel.observer };
 }
 
 async function finishDeep(run: DeepRun, agent: ReturnType<typeof createDeepAgent>, model: ScriptedChatModel) {
@@ -280,5 +280,33 @@ describe("task() in a deep agent", () => {
     const { evals, model } = await runDeep({ codes: [`typeof task`], options: { subagents: false } });
     expect(section(evals[0]!, "result")).toBe("undefined");
     expect(model.calls[0]!.systemPrompt).not.toContain("Dispatching subagents");
+  });
+
+  it("an eval stopped by its execution time limit cancels its running subagents", async () => {
+    const { evals, classifier: c } = await runDeep({
+      codes: [
+        `task({ description: "Classify file-1 ", subagentType: "classifier" });
+        await task({ description: "Classify file-0 ", subagentType: "classifier" });
+        for (;;) {}`,
+      ],
+      options: { executionTimeoutMs: 300 },
+      classifier: { delayMs: (t) => (t.includes("file-0 ") ? 50 : 20_000) },
+    });
+    expect(section(evals[0]!, "error")).toMatch(/^TimeoutError/);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(c.aborted).toEqual(["Classify file-1 "]);
+  });
+
+  it("disposing the middleware mid-eval cancels the eval's running subagents", async () => {
+    const run = startDeep({
+      codes: [`await Promise.all([1, 2].map((i) => task({ description: "Classify file-" + i + " ", subagentType: "classifier" })))`],
+      classifier: { delayMs: 20_000 },
+    });
+    await run.classifier.whenStarted(2);
+    run.interpreter.dispose();
+    await run.done.catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(run.classifier.aborted.sort()).toEqual(["Classify file-1 ", "Classify file-2 "]);
+    expect(run.classifier.completed).toEqual([]);
   });
 });

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { tool } from "@langchain/core/tools";
 import { z } from "zod";
-import { checkResponseSchema, InFlightLimiter, parseTaskRequest, RESPONSE_SCHEMA_LIMITS, SUBAGENT_RESPONSE_FORMAT_CONFIG_KEY, subagentsOf } from "../../src/langchain/task.js";
+import { Sandbox } from "../../src/sandbox.js";
+import { checkResponseSchema, InFlightLimiter, parseTaskRequest, RESPONSE_SCHEMA_LIMITS, SUBAGENT_RESPONSE_FORMAT_CONFIG_KEY, subagentsOf, TaskDispatcher } from "../../src/langchain/task.js";
 import { resolveOptions } from "../../src/langchain/options.js";
 
 const TYPES = ["general-purpose", "reviewer"];
@@ -129,5 +130,47 @@ describe("subagent options", () => {
     expect(resolveOptions({}).subagentTimeoutMs).toBe(600_000);
     expect(resolveOptions({ subagentTimeoutMs: 1000 }).subagentTimeoutMs).toBe(1000);
     expect(() => resolveOptions({ subagentTimeoutMs: 0 })).toThrow(/subagentTimeoutMs must be an integer/);
+  });
+});
+
+describe("installing task()", () => {
+  const taskTool = tool(async ({ description }: { description: string; subagent_type: string }) => `done: ${description}`, {
+    name: "task",
+    description: "- reviewer: Reviews one file.",
+    schema: z.object({ description: z.string(), subagent_type: z.string().describe("Available: reviewer") }),
+  });
+
+  it("routes calls to the eval that is running, and refuses them once it has ended", async () => {
+    using sandbox = new Sandbox();
+    const dispatcher = new TaskDispatcher({ subagents: true, subagentTimeoutMs: 1000 });
+    const session = {};
+    dispatcher.observe([taskTool], session);
+    const scope = dispatcher.begin(session, sandbox, {}, 5000);
+    expect(scope?.wallTimeoutMs).toBe(6000);
+    expect(await sandbox.eval(`await task({ description: "a.ts", subagentType: "reviewer" })`)).toBe("done: a.ts");
+    scope!.end();
+    await expect(sandbox.eval(`await task({ description: "a.ts", subagentType: "reviewer" })`)).rejects.toThrow(/task\(\) is not available in this eval/);
+  });
+
+  it("leaves a guest's own non-configurable `task` in place instead of failing the eval", () => {
+    using sandbox = new Sandbox();
+    sandbox.evalSync("var task = 'mine'");
+    const dispatcher = new TaskDispatcher({ subagents: true, subagentTimeoutMs: 1000 });
+    const session = {};
+    dispatcher.observe([taskTool], session);
+    expect(() => dispatcher.begin(session, sandbox, {}, 5000)).not.toThrow();
+    expect(sandbox.evalSync("task")).toBe("mine");
+  });
+
+  it("is not installed when subagents is false or the agent has no task tool", () => {
+    using sandbox = new Sandbox();
+    const off = new TaskDispatcher({ subagents: false, subagentTimeoutMs: 1000 });
+    expect(off.observe([taskTool], {})).toBeUndefined();
+    expect(off.begin({}, sandbox, {}, 5000)).toBeUndefined();
+    const none = new TaskDispatcher({ subagents: true, subagentTimeoutMs: 1000 });
+    const session = {};
+    expect(none.observe([], session)).toBeUndefined();
+    expect(none.begin(session, sandbox, {}, 5000)).toBeUndefined();
+    expect(sandbox.evalSync("typeof task")).toBe("undefined");
   });
 });
