@@ -1,15 +1,20 @@
 /**
  * The eval tool: queue on the thread's session, transform the model's code, run it in the
- * session's sandbox with the `tools` namespace bound to this call, format the report, and hand
- * back text (or a `Command` when PTC calls asked for graph-state updates).
+ * session's sandbox with the `tools` namespace bound to this call (progress on the custom stream),
+ * format the report with its outcome line, hint and kept full texts, and hand back a ToolMessage
+ * carrying the outcome as its `artifact` (or a `Command` when there are graph-state updates).
  */
 import { tool, type DynamicStructuredTool } from "@langchain/core/tools";
 import { ToolMessage } from "@langchain/core/messages";
 import { Sandbox } from "../sandbox.js";
 import type { HostCallContext, SandboxOptions } from "../types.js";
+import { EvalActivity, type ProgressWriter } from "./activity.js";
 import { formatEvalOutput } from "./format.js";
+import { hintFor } from "./hints.js";
+import { keptOutputPath, OutputStore, StateFilesWriter, stateFilesOf } from "./kept-outputs.js";
 import type { ResolvedOptions } from "./options.js";
-import { EVAL_INPUT_DESCRIPTIONS } from "./prompts.js";
+import { outcomeOf, type EvalOutcomeMetadata, type KeptOutput } from "./outcome.js";
+import { EVAL_INPUT_DESCRIPTIONS, OUTPUT_TEXT } from "./prompts.js";
 import { PtcEvalContext, type EvalRunConfig, type PtcResolver, type PtcToolView, type StateUpdate } from "./ptc.js";
 import { SessionRegistry, type InterpreterSession } from "./sessions.js";
 import type { TaskDispatcher } from "./task.js";
@@ -32,13 +37,17 @@ export interface SessionState {
   /** Tools offered in the thread's latest model turn. */
   view: PtcToolView | undefined;
   /** PTC context of the eval running now, if any: host functions route calls through it. */
-  active: { context: PtcEvalContext; view: PtcToolView } | undefined;
+  active: { context: PtcEvalContext; view: PtcToolView; activity: EvalActivity } | undefined;
+  /** Full texts of cut outputs, when the agent has no files in state (read back with `readOutput`). */
+  outputs: OutputStore;
 }
 
 export type Interpreter = SessionRegistry<LiveSandbox, SessionState>;
 type Session = InterpreterSession<LiveSandbox, SessionState>;
 
 const SCRIPT_FILENAME = "<eval>";
+/** Guest function reading the session's {@link OutputStore}. */
+const READ_OUTPUT_FUNCTION = "readOutput";
 const DEFAULT_SESSION_KEY = "default";
 
 /** The session key of a run: its LangGraph thread, or the middleware instance's own session. */
@@ -65,17 +74,33 @@ export function createInterpreter(options: ResolvedOptions): Interpreter {
   return new SessionRegistry<LiveSandbox, SessionState>({
     maxLiveSessions: options.maxLiveSessions,
     idleTimeoutMs: options.sessionIdleTimeoutMs,
-    open: () => ({ sandbox: new Sandbox(config), defined: new Set() }),
+    open: (session) => {
+      const sandbox = new Sandbox(config);
+      sandbox.defineFunction(READ_OUTPUT_FUNCTION, (path: unknown) => {
+        const text = typeof path === "string" ? session.state.outputs.get(path) : undefined;
+        if (text === undefined) throw new Error(OUTPUT_TEXT.noKeptOutput(String(path)));
+        return text;
+      });
+      return { sandbox, defined: new Set() };
+    },
     close: (live) => live.sandbox.dispose(),
-    initState: () => ({ view: undefined, active: undefined }),
+    initState: () => ({ view: undefined, active: undefined, outputs: new OutputStore(options.maxKeptOutputChars) }),
   });
 }
 
 /**
- * Defines `tools.<camelName>` for each tool of `view` not yet defined in this sandbox. Each host
- * function looks up the eval running at call time, so one definition serves every later eval.
+ * Makes the sandbox's `tools` namespace match `view`: defines `tools.<camelName>` for each tool not
+ * yet defined, and deletes those the model is no longer offered (middleware may filter tools per
+ * turn). Each host function looks up the eval running at call time, so one definition serves every
+ * later eval.
  */
 function bindTools(session: Session, live: LiveSandbox, view: PtcToolView): void {
+  for (const camelName of [...live.defined]) {
+    if (view.byCamelName.has(camelName)) continue;
+    // The guest may have replaced or frozen `tools`; the host function refuses calls either way.
+    live.sandbox.evalSync(`try { delete globalThis.tools[${JSON.stringify(camelName)}] } catch {}`, { timeoutMs: 100 });
+    live.defined.delete(camelName);
+  }
   for (const camelName of view.byCamelName.keys()) {
     if (live.defined.has(camelName)) continue;
     live.sandbox.defineAsyncFunction(`tools.${camelName}`, (args: unknown[], { signal }: HostCallContext) => {
@@ -96,34 +121,77 @@ interface EvalOutcome {
   /** False when the code threw or was stopped: the ToolMessage is then marked as an error. */
   ok: boolean;
   updates: readonly StateUpdate[];
+  metadata: EvalOutcomeMetadata;
+}
+
+/** LangGraph's custom-stream writer for this run, when the caller streams in "custom" mode. */
+function writerOf(config: EvalRunConfig): ProgressWriter | undefined {
+  const candidate = (config as { writer?: unknown }).writer ?? (config.configurable as { writer?: unknown } | undefined)?.writer;
+  return typeof candidate === "function" ? (candidate as ProgressWriter) : undefined;
+}
+
+/** Sandbox global names for the hints, bounded: a hostile guest may define millions. */
+function globalNamesOf(sandbox: Sandbox): readonly string[] {
+  try {
+    const names = sandbox.evalSync("Object.getOwnPropertyNames(globalThis).slice(0, 5000)", { timeoutMs: 100 });
+    return Array.isArray(names) ? names.filter((n): n is string => typeof n === "string") : [];
+  } catch {
+    return [];
+  }
 }
 
 async function evaluate(session: Session, input: EvalToolInput, config: EvalRunConfig, deps: EvalToolDeps): Promise<EvalOutcome> {
   const { options } = deps;
   if (input.reset === true) session.discard();
   const view = session.state.view ?? deps.ptc.latest;
-  const context = new PtcEvalContext(config, options);
+  const evalCallId = config.toolCall?.id ?? config.toolCallId ?? `eval-${Date.now()}`;
+  const activity = new EvalActivity(evalCallId, writerOf(config));
+  const context = new PtcEvalContext(config, options, activity);
   let tasks: ReturnType<TaskDispatcher["begin"]>;
   try {
     const live = session.resource;
     bindTools(session, live, view);
-    tasks = deps.task?.begin(session, live.sandbox, config, options.wallTimeoutMs);
+    tasks = deps.task?.begin(session, live.sandbox, config, options.wallTimeoutMs, activity);
     const transformed = transformCode(input.code);
-    session.state.active = { context, view };
+    session.state.active = { context, view, activity };
     const report = await live.sandbox.run(transformed.code, {
       filename: SCRIPT_FILENAME,
       unserializable: "describe",
       ...(config.signal === undefined ? {} : { signal: config.signal }),
       ...(tasks === undefined ? {} : { wallTimeoutMs: tasks.wallTimeoutMs }),
     });
+    activity.console(report.console);
     // A sandbox the engine gave up on cannot serve the next eval; start that one fresh.
-    if (!report.ok && (report.error.code === "BROKEN" || report.error.code === "DISPOSED")) session.discard();
+    const broken = !report.ok && (report.error.code === "BROKEN" || report.error.code === "DISPOSED");
+    if (broken) session.discard();
+    const hint = hintFor(report, {
+      activity,
+      view,
+      globalNames: () => (broken ? [] : globalNamesOf(live.sandbox)),
+      wallTimeoutMs: tasks?.wallTimeoutMs ?? options.wallTimeoutMs,
+    });
+    const files = stateFilesOf(config.state);
+    const filesWriter = files === undefined ? undefined : new StateFilesWriter(files, options.maxKeptOutputChars);
+    const kept: KeptOutput[] = [];
+    const keep = (section: KeptOutput["section"], text: string): KeptOutput | undefined => {
+      if (options.maxKeptOutputChars === 0) return undefined;
+      const path = keptOutputPath(evalCallId, section);
+      const entry = filesWriter?.put(section, path, text) ?? session.state.outputs.put(section, path, text);
+      kept.push(entry);
+      return entry;
+    };
+    // The status line does not depend on what is kept, so it is rendered before the parts are cut.
+    const status = OUTPUT_TEXT.outcome(outcomeOf(report, activity, [], hint));
     const text = formatEvalOutput(report, {
       maxResultChars: options.maxResultChars,
       filename: SCRIPT_FILENAME,
       ...(transformed.lineMap === undefined ? {} : { lineMap: transformed.lineMap }),
+      keep,
+      status,
+      ...(hint === undefined ? {} : { hint }),
     });
-    return { text, ok: report.ok, updates: context.updates };
+    const updates = [...context.updates, ...(filesWriter?.updates ?? [])];
+    return { text, ok: report.ok, updates, metadata: outcomeOf(report, activity, kept, hint) };
   } finally {
     tasks?.end();
     session.state.active = undefined;
@@ -150,7 +218,13 @@ let commandModule: Promise<typeof import("@langchain/langgraph")> | undefined;
 async function toToolOutput(outcome: EvalOutcome, config: EvalRunConfig, toolName: string): Promise<unknown> {
   const toolCallId = config.toolCall?.id ?? config.toolCallId;
   if (toolCallId === undefined) return outcome.text;
-  const message = new ToolMessage({ content: outcome.text, tool_call_id: toolCallId, name: toolName, status: outcome.ok ? "success" : "error" });
+  const message = new ToolMessage({
+    content: outcome.text,
+    artifact: outcome.metadata,
+    tool_call_id: toolCallId,
+    name: toolName,
+    status: outcome.ok ? "success" : "error",
+  });
   if (outcome.updates.length === 0) return message;
   // Only tools that themselves return a Command get here, so @langchain/langgraph is installed.
   commandModule ??= import("@langchain/langgraph");

@@ -10,11 +10,13 @@
  * escaped, and anything shaped like one of our tags or a chat-template marker is defused, so
  * guest output cannot close a section early or pose as a tool result or system instruction. The
  * parts share one budget of `maxResultChars`; an oversized part keeps its head and tail around a
- * marker saying how much was cut.
+ * marker saying how much was cut and, when the caller keeps full texts, where the full text went.
+ * A `<hint>` for a known mistake and a one-line `<status>` close the output when given.
  */
 import { inspect } from "node:util";
 import type { SandboxError } from "../errors.js";
 import type { ConsoleEntry, EvalReport } from "../types.js";
+import type { KeptOutput } from "./outcome.js";
 import { OUTPUT_TEXT } from "./prompts.js";
 
 /** Options of {@link formatEvalOutput}. */
@@ -27,9 +29,15 @@ export interface FormatOptions {
   filename?: string;
   /** One-line host notices shown first (what a restore lost, a rollback...). */
   notices?: string[];
+  /** Keeps the full text of a part that must be cut, and says where; without it, cut text is gone. */
+  keep?: (section: KeptOutput["section"], text: string) => KeptOutput | undefined;
+  /** A hint for a known mistake, shown after the result or error. */
+  hint?: string;
+  /** The one-line outcome, shown last. */
+  status?: string;
 }
 
-type Section = "notice" | "console" | "result" | "error";
+type Section = "notice" | "console" | "result" | "error" | "hint" | "status";
 
 /** Renders one eval's report as the text the model reads. */
 export function formatEvalOutput(report: EvalReport, options: FormatOptions): string {
@@ -39,6 +47,8 @@ export function formatEvalOutput(report: EvalReport, options: FormatOptions): st
   if (consoleText !== undefined) parts.push({ section: "console", text: consoleText });
   if (report.ok) parts.push({ section: "result", text: renderValue(report.value) });
   else parts.push({ section: "error", text: renderError(report.error, options) });
+  if (options.hint !== undefined) parts.push({ section: "hint", text: options.hint });
+  if (options.status !== undefined) parts.push({ section: "status", text: options.status });
 
   const safe = parts.map((part) => ({ section: part.section, text: neutralize(part.text) }));
   const framing = safe.reduce((sum, part) => sum + frame(part.section, "").length, 0) + safe.length - 1;
@@ -46,7 +56,15 @@ export function formatEvalOutput(report: EvalReport, options: FormatOptions): st
     safe.map((part) => part.text.length),
     Math.max(0, Math.floor(options.maxResultChars) - framing),
   );
-  return safe.map((part, index) => frame(part.section, truncateMiddle(part.text, budgets[index] ?? 0))).join("\n");
+  return safe
+    .map((part, index) => {
+      const budget = budgets[index] ?? 0;
+      const section = part.section;
+      const keepable = section === "console" || section === "result" || section === "error";
+      const kept = keepable && part.text.length > budget ? options.keep?.(section, part.text) : undefined;
+      return frame(part.section, truncateMiddle(part.text, budget, kept));
+    })
+    .join("\n");
 }
 
 /**
@@ -112,7 +130,7 @@ function escapeRegExp(text: string): string {
 // ---------------------------------------------------------------------------------------------
 // Untrusted text.
 
-const OUR_TAGS = "notice|console|result|error";
+const OUR_TAGS = "notice|console|result|error|hint|status";
 /** Tags of ours and shapes that chat formats and agent frameworks give meaning to. */
 const TAG_LIKE = new RegExp(
   `<(?=\\s*\\/?\\s*(?:${OUR_TAGS}|system|user|assistant|human|tool|tool_result|tool_use|tool_call|function_results?|function_calls?|instructions?|stdout|stderr|output)(?:[\\s>/=]|$))`,
@@ -158,14 +176,17 @@ function shareBudget(lengths: number[], budget: number): number[] {
   return shares;
 }
 
-/** Keeps the head and the tail of `text` within `budget` characters, the marker included. */
-export function truncateMiddle(text: string, budget: number): string {
+/**
+ * Keeps the head and the tail of `text` within `budget` characters, the marker included; the
+ * marker names where the full text was kept, if it was.
+ */
+export function truncateMiddle(text: string, budget: number, kept?: KeptOutput): string {
   if (text.length <= budget) return text;
   // Sized for the largest possible count; the exact count printed below is never longer.
-  const keep = Math.max(0, budget - OUTPUT_TEXT.truncated(text.length).length);
+  const keep = Math.max(0, budget - OUTPUT_TEXT.truncated(text.length, kept).length);
   const headEnd = avoidSplitPair(text, Math.ceil(keep * 0.6));
   const tailStart = Math.max(headEnd, avoidSplitPair(text, text.length - (keep - headEnd)));
-  return `${text.slice(0, headEnd)}${OUTPUT_TEXT.truncated(tailStart - headEnd)}${text.slice(tailStart)}`;
+  return `${text.slice(0, headEnd)}${OUTPUT_TEXT.truncated(tailStart - headEnd, kept)}${text.slice(tailStart)}`;
 }
 
 /** Moves a cut off the middle of a surrogate pair. */

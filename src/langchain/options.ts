@@ -43,6 +43,11 @@ export interface CodeInterpreterMiddlewareOptions {
   captureConsole?: boolean;
   /** Cap on each part (console, result, error) of the text the model reads, in characters. Default 4000. */
   maxResultChars?: number;
+  /**
+   * Full texts of cut outputs kept per thread, in characters (in the agent's files when it has
+   * deepagents' `files` state, else in memory); the oldest go first. Default 1000000.
+   */
+  maxKeptOutputChars?: number;
   /** Replace (string), extend (`{ append }`) or turn off (`false`) the interpreter's system-prompt section. */
   systemPrompt?: SystemPromptOption;
   /**
@@ -105,6 +110,7 @@ export interface ResolvedOptions {
   toolName: string;
   captureConsole: boolean;
   maxResultChars: number;
+  maxKeptOutputChars: number;
   systemPrompt: { kind: "default" } | { kind: "replace"; text: string } | { kind: "append"; text: string } | { kind: "off" };
   ptc: ResolvedPtcSpec;
   maxPtcCalls: number | null;
@@ -141,6 +147,7 @@ export const DEFAULTS = Object.freeze({
   toolName: "eval",
   captureConsole: true,
   maxResultChars: 4000,
+  maxKeptOutputChars: 1_000_000,
   maxPtcCalls: 256,
   subagents: true,
   subagentTimeoutMs: 600_000,
@@ -152,7 +159,7 @@ export const DEFAULTS = Object.freeze({
 
 const KNOWN_KEYS: ReadonlySet<string> = new Set<keyof CodeInterpreterMiddlewareOptions>([
   "memoryLimitBytes", "maxStackSizeBytes", "executionTimeoutMs", "wallTimeoutMs", "toolName", "captureConsole",
-  "maxResultChars", "systemPrompt", "ptc", "ptcAcknowledgeUnsafe", "maxPtcCalls", "ptcQuotas", "subagents", "subagentTimeoutMs", "mode",
+  "maxResultChars", "maxKeptOutputChars", "systemPrompt", "ptc", "ptcAcknowledgeUnsafe", "maxPtcCalls", "ptcQuotas", "subagents", "subagentTimeoutMs", "mode",
   "maxSnapshotBytes", "snapshotSigningKey", "maxLiveSessions", "sessionIdleTimeoutMs", "clock", "randomSeed",
 ]);
 
@@ -335,6 +342,7 @@ export function resolveOptions(options: CodeInterpreterMiddlewareOptions | undef
     toolName,
     captureConsole: booleanOption("captureConsole", input.captureConsole, DEFAULTS.captureConsole),
     maxResultChars: integerOption("maxResultChars", input.maxResultChars, DEFAULTS.maxResultChars, 100),
+    maxKeptOutputChars: integerOption("maxKeptOutputChars", input.maxKeptOutputChars, DEFAULTS.maxKeptOutputChars, 0),
     systemPrompt: resolveSystemPrompt(input.systemPrompt),
     ptc: resolvePtc(input.ptc, acknowledged, toolName),
     maxPtcCalls,

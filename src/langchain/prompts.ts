@@ -7,6 +7,7 @@
  * line.
  */
 import type { SandboxErrorCode } from "../errors.js";
+import type { EvalOutcomeMetadata, KeptOutput } from "./outcome.js";
 import { camelCaseToolName, renderToolSignatures, type ToolSignatureInput } from "./signatures.js";
 
 export { camelCaseToolName, renderToolSignatures };
@@ -84,7 +85,7 @@ export function renderInterpreterSection(input: PromptInput): string {
     "- **TypeScript**: type annotations, interfaces, generics, `as`, `satisfies`, `!`, `enum` and `namespace` are accepted; types are stripped, never checked.",
     `- **State**: ${STATE_TEXT[input.mode]}`,
     `- **Limits per call**: ${formatBytes(limits.memoryLimitBytes)} of memory; ${formatMs(limits.executionTimeoutMs)} of execution time (time spent waiting for tools or subagents does not count); ${formatMs(limits.wallTimeoutMs)} in total. A call that exceeds a limit is stopped with an error.`,
-    `- **Output**: ${input.captureConsole ? "`console.log`/`info`/`debug`/`warn`/`error` lines are shown first (warnings and errors marked), then the result or the error." : "`console` exists but its output is discarded: put everything you need into the result."} Strings are shown as they are; other values the way Node's \`util.inspect\` shows them (\`10n\`, \`Map(1) { 'a' => 1 }\`), functions as \`[Function f]\`. The whole reply is limited to ${limits.maxResultChars.toLocaleString("en-US")} characters; longer text keeps its head and tail, so return summaries, not bulk data.`,
+    `- **Output**: ${input.captureConsole ? "`console.log`/`info`/`debug`/`warn`/`error` lines are shown first (warnings and errors marked), then the result or the error." : "`console` exists but its output is discarded: put everything you need into the result."} Strings are shown as they are; other values the way Node's \`util.inspect\` shows them (\`10n\`, \`Map(1) { 'a' => 1 }\`), functions as \`[Function f]\`. The whole reply is limited to ${limits.maxResultChars.toLocaleString("en-US")} characters; longer text keeps its head and tail, and the full text is saved at a path named in the reply, so return summaries, not bulk data. The reply ends with a \`<status>\` line: how the call ended, the tool calls it made and how long it took.`,
     `- **Errors**: an uncaught error shows as \`Name: message\`, followed by its stack trace when there is one (line numbers refer to your code).`,
     `- **Time and randomness**: ${CLOCK_TEXT[input.clock]} ${input.randomSeeded ? "`Math.random()` is seeded: the same sequence every time, not for secrets." : "`Math.random()` is not cryptographically secure."}`,
   ].join("\n");
@@ -214,14 +215,53 @@ const ERROR_LABELS: Record<SandboxErrorCode, string> = {
 
 /** Fixed phrases of the eval output (see format.ts). */
 export const OUTPUT_TEXT = Object.freeze({
-  /** Marker placed where the middle of an oversized part was cut. */
-  truncated: (omittedChars: number): string => `\n… [${omittedChars.toLocaleString("en-US")} characters omitted] …\n`,
+  /** Marker placed where the middle of an oversized part was cut, naming where the full text is when it was kept. */
+  truncated: (omittedChars: number, kept?: KeptOutput): string =>
+    `\n… [${omittedChars.toLocaleString("en-US")} characters omitted${kept === undefined ? "" : `; ${keptText(kept)}`}] …\n`,
+  /** Error thrown by `readOutput` for a path the store does not hold (never kept, or evicted). */
+  noKeptOutput: (path: string): string => `No kept output at ${JSON.stringify(path)}: it was never kept or was dropped to make room for newer ones`,
+  /** The one-line outcome closing every eval output. */
+  outcome: (meta: EvalOutcomeMetadata): string => {
+    const tools = Object.entries(meta.toolCalls);
+    const calls = tools.length === 0 ? "no tool calls" : `tool calls: ${tools.map(([name, count]) => `${name} ×${count}`).join(", ")}`;
+    const subagents = meta.subagentCalls === 0 ? "" : `; subagents: ${meta.subagentCalls}`;
+    return `${meta.status}; ${calls}${subagents}; ${formatMs(meta.executionMs)} execution, ${formatMs(meta.wallMs)} wall`;
+  },
   /** Last console line when the sandbox stopped keeping console output. */
   consoleTruncated: "[console output beyond the interpreter's limit was dropped]",
   /** Name shown for an engine error that is not a guest exception. */
   errorLabel: (code: SandboxErrorCode): string => ERROR_LABELS[code],
   /** A thrown value that is not an Error (`throw "x"`). */
   thrownNonError: (type: string, shown: string): string => `Uncaught ${type} (not an Error): ${shown}`,
+});
+
+function keptText(kept: KeptOutput): string {
+  const size = `${kept.chars.toLocaleString("en-US")} characters`;
+  const what = kept.complete ? `full text (${size})` : `first ${size} of the text`;
+  return kept.store === "files"
+    ? `${what} saved to ${kept.path}; page through it with read_file`
+    : `${what} kept as ${JSON.stringify(kept.path)}; in code, readOutput(${JSON.stringify(kept.path)}) returns it as a string`;
+}
+
+/**
+ * Hints appended to an eval's output when it matches a known mistake. Each is one or two short,
+ * deterministic sentences that say what happened and what to write instead.
+ */
+export const HINT_TEXT = Object.freeze({
+  /** `JSON.parse` was given an object, which it turned into the text "[object Object]". */
+  jsonParseObject:
+    "`JSON.parse` was given a value that is already an object (it became the text \"[object Object]\"). Tool results arrive as JavaScript values: use them directly, without `JSON.parse`.",
+  /** The final value is a promise nobody awaited. */
+  unawaitedPromise:
+    "The result is a promise that was never awaited. Put `await` before the call (`await tools.x({...})`, `await Promise.all([...])`) so the result is its value.",
+  /** `tools.x` was called with something other than one object. */
+  toolNonObject: (camelName: string, fields: readonly string[]): string =>
+    `Call \`tools.${camelName}\` with one object holding its input fields: \`tools.${camelName}({ ${fields.length === 0 ? "..." : fields.map((f) => `${f}: ...`).join(", ")} })\`.`,
+  /** A ReferenceError for a name that exists under another spelling. */
+  similarName: (missing: string, existing: string): string => `\`${missing}\` does not exist, but \`${existing}\` does: did you mean \`${existing}\`?`,
+  /** The wall-clock limit ran out while the program waited for tools. */
+  toolTimeout: (tools: readonly string[], wallMs: number): string =>
+    `The ${formatMs(wallMs)} time limit ran out while the program was waiting for ${tools.map((t) => `\`${t}\``).join(", ")}, not computing. Make fewer or smaller tool calls per program (continue in another call), and run independent calls together with \`Promise.all\`.`,
 });
 
 function formatBytes(bytes: number): string {

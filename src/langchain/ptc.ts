@@ -5,6 +5,7 @@
  */
 import type { StructuredToolInterface, ToolRunnableConfig } from "@langchain/core/tools";
 import { assertNoCamelCollisions, isToolInstance, SAFE_PTC_TOOL_NAMES, TASK_TOOL_NAME, type ResolvedPtcSpec } from "./options.js";
+import type { EvalActivity } from "./activity.js";
 import { camelCaseToolName } from "./signatures.js";
 
 /** A tool exposed to guest code. */
@@ -117,11 +118,13 @@ export class PtcEvalContext {
   readonly #perTool = new Map<string, number>();
   readonly #updates: StateUpdate[] = [];
   readonly #evalCallId: string;
+  readonly #activity: EvalActivity | undefined;
   #calls = 0;
   #state: unknown;
 
-  constructor(config: EvalRunConfig, limits: { maxPtcCalls: number | null; ptcQuotas: ReadonlyMap<string, number> }) {
+  constructor(config: EvalRunConfig, limits: { maxPtcCalls: number | null; ptcQuotas: ReadonlyMap<string, number> }, activity?: EvalActivity) {
     this.#config = config;
+    this.#activity = activity;
     this.#maxCalls = limits.maxPtcCalls;
     this.#quotas = limits.ptcQuotas;
     this.#state = config.state;
@@ -161,13 +164,18 @@ export class PtcEvalContext {
       // (the eval runs under the run's signal), so it alone covers both; AbortSignal.any costs ~100 µs.
       signal,
     };
+    const progress = this.#activity?.toolStarted(target.name, signal);
     let output: unknown;
+    let converted: { value: unknown; updates: StateUpdate[] };
     try {
       output = await target.tool.invoke(input, config);
+      converted = toGuestValue(output);
     } catch (err) {
+      progress?.end(false);
       throw guestFacingError(err);
     }
-    const { value, updates } = toGuestValue(output);
+    progress?.end(true);
+    const { value, updates } = converted;
     if (updates.length > 0) {
       this.#updates.push(...updates);
       this.#state = applyToStateView(this.#state, updates);

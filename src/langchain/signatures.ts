@@ -2,6 +2,7 @@
  * TypeScript signatures of the `tools` namespace, rendered from each tool's JSON schema, for the
  * system prompt. Models read TypeScript declarations far more reliably than raw JSON schema.
  */
+import { createHash } from "node:crypto";
 
 /** A JSON schema (draft 7 / 2020-12 subset that tool schemas use). Unknown keywords are ignored. */
 export type JSONSchema = boolean | JSONSchemaObject;
@@ -65,15 +66,40 @@ function lowerLeadingCapitals(word: string): string {
 
 /** Renders `declare const tools: { ... }` with one documented method per tool. */
 export function renderToolSignatures(tools: readonly ToolSignatureInput[]): string {
-  const members = tools.map((tool) => {
-    const root = typeof tool.schema === "object" ? tool.schema : {};
-    const context: RenderContext = { root, refStack: [], depth: 0 };
-    const optional = typeof tool.schema !== "object" || !hasRequiredInput(root);
-    const input = renderType(tool.schema, context, 1);
-    const doc = docComment([tool.description.trim(), `Tool name: ${tool.name}`], "  ");
-    return `${doc}  ${tool.camelName}(input${optional ? "?" : ""}: ${input}): Promise<unknown>;`;
-  });
-  return `declare const tools: {\n${members.join("\n")}\n};`;
+  return `declare const tools: {\n${tools.map(cachedMember).join("\n")}\n};`;
+}
+
+/**
+ * Rendered members by a hash of everything they show (name, description, JSON schema): the tools
+ * offered change per turn, and a tool keeping its name may change its schema.
+ */
+const memberCache = new Map<string, string>();
+const MEMBER_CACHE_SIZE = 512;
+
+function cachedMember(tool: ToolSignatureInput): string {
+  let key: string;
+  try {
+    key = createHash("sha256").update(JSON.stringify([tool.name, tool.camelName, tool.description, tool.schema])).digest("base64");
+  } catch {
+    // A schema JSON cannot hold (a cycle, a BigInt) is rendered every time.
+    return renderMember(tool);
+  }
+  let member = memberCache.get(key);
+  if (member === undefined) {
+    member = renderMember(tool);
+    if (memberCache.size >= MEMBER_CACHE_SIZE) memberCache.delete(memberCache.keys().next().value as string);
+    memberCache.set(key, member);
+  }
+  return member;
+}
+
+function renderMember(tool: ToolSignatureInput): string {
+  const root = typeof tool.schema === "object" ? tool.schema : {};
+  const context: RenderContext = { root, refStack: [], depth: 0 };
+  const optional = typeof tool.schema !== "object" || !hasRequiredInput(root);
+  const input = renderType(tool.schema, context, 1);
+  const doc = docComment([tool.description.trim(), `Tool name: ${tool.name}`], "  ");
+  return `${doc}  ${tool.camelName}(input${optional ? "?" : ""}: ${input}): Promise<unknown>;`;
 }
 
 interface RenderContext {
