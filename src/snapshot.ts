@@ -63,7 +63,7 @@ export interface SnapshotOptions {
 }
 
 /** Options of {@link Sandbox.restore}: the new sandbox's options plus the snapshot's. */
-export interface RestoreOptions extends SandboxOptions, SnapshotOptions {
+export interface RestoreOptions extends SandboxOptions, Omit<SnapshotOptions, "compress"> {
   /** Execution budget for re-creating functions and classes from their source, ms. Default: `executionTimeoutMs`. */
   restoreTimeoutMs?: number;
 }
