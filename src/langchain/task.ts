@@ -14,6 +14,9 @@ import { guestFacingError, toGuestValue, withoutRunIdentity, type EvalRunConfig 
 /** Subagent calls in flight per session; more wait in a queue. */
 export const MAX_SUBAGENTS_IN_FLIGHT = 32;
 
+/** Subagent calls waiting per session; one more rejects (host memory, not the guest's, holds the queue). */
+export const MAX_SUBAGENTS_QUEUED = 4096;
+
 /** Limits on a `responseSchema`, so a model cannot hand the subagent a schema bomb. */
 export const RESPONSE_SCHEMA_LIMITS = Object.freeze({ maxBytes: 4096, maxDepth: 5, maxProperties: 32 });
 
@@ -201,14 +204,16 @@ export function checkResponseSchema(schema: unknown): Record<string, unknown> {
   return copy;
 }
 
-/** A counting semaphore with a FIFO queue; waiters leave the queue when their signal fires. */
+/** A counting semaphore with a bounded FIFO queue; waiters leave the queue when their signal fires. */
 export class InFlightLimiter {
   readonly #max: number;
+  readonly #maxQueued: number;
   readonly #queue: { grant: () => void }[] = [];
   #active = 0;
 
-  constructor(max: number) {
+  constructor(max: number, maxQueued = Number.POSITIVE_INFINITY) {
     this.#max = max;
+    this.#maxQueued = maxQueued;
   }
 
   /** Calls holding a slot now. */
@@ -221,12 +226,18 @@ export class InFlightLimiter {
     return this.#queue.length;
   }
 
-  /** Resolves once a slot is held; rejects with `signal.reason` if the signal fires first. */
+  /**
+   * Resolves once a slot is held; rejects with `signal.reason` if the signal fires first, and with
+   * a `RangeError` when the queue is full.
+   */
   acquire(signal: AbortSignal): Promise<void> {
     if (signal.aborted) return Promise.reject(signal.reason);
     if (this.#active < this.#max) {
       this.#active++;
       return Promise.resolve();
+    }
+    if (this.#queue.length >= this.#maxQueued) {
+      return Promise.reject(new RangeError(`task: ${this.#queue.length} subagent calls are already waiting, the limit; await some before starting more`));
     }
     return new Promise<void>((resolve, reject) => {
       const waiter = {
@@ -429,7 +440,7 @@ export class TaskDispatcher {
     this.#install(session, sandbox);
     let limiter = this.#limiters.get(session);
     if (limiter === undefined) {
-      limiter = new InFlightLimiter(MAX_SUBAGENTS_IN_FLIGHT);
+      limiter = new InFlightLimiter(MAX_SUBAGENTS_IN_FLIGHT, MAX_SUBAGENTS_QUEUED);
       this.#limiters.set(session, limiter);
     }
     const scope = new TaskEvalScope(config, catalog, limiter, this.#timeoutMs, activity);

@@ -93,6 +93,18 @@ describe("InFlightLimiter", () => {
     expect(limiter.active).toBe(2);
   });
 
+  it("rejects a waiter beyond the queue bound, saying the queue is full", async () => {
+    const limiter = new InFlightLimiter(1, 2);
+    const never = new AbortController().signal;
+    await limiter.acquire(never);
+    const queued = [limiter.acquire(never), limiter.acquire(never)];
+    await expect(limiter.acquire(never)).rejects.toThrow("task: 2 subagent calls are already waiting, the limit; await some before starting more");
+    limiter.release();
+    limiter.release();
+    await Promise.all(queued);
+    expect(limiter.queued).toBe(0);
+  });
+
   it("drops a queued waiter whose signal fires, without consuming a slot", async () => {
     const limiter = new InFlightLimiter(1);
     await limiter.acquire(new AbortController().signal);
