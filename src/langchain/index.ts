@@ -14,6 +14,8 @@ import { TaskDispatcher, type TaskCatalog } from "./task.js";
 export type { CodeInterpreterMiddlewareOptions, InterpreterMode, PtcEntry, PtcPreset, SystemPromptOption } from "./options.js";
 export { PTCCallBudgetExceededError } from "./ptc.js";
 export type { SubagentProgressEvent } from "./task.js";
+export type { EvalProgressEvent } from "./activity.js";
+export type { EvalOutcomeMetadata, EvalStatus, KeptOutput } from "./outcome.js";
 
 /** The middleware, plus a way to close its sandboxes before the process exits. */
 export type CodeInterpreterMiddleware = AgentMiddleware<undefined, undefined, unknown, readonly ClientTool[]> & {
@@ -48,6 +50,7 @@ function promptInput(options: ResolvedOptions, view: PtcToolView, task?: TaskCat
       maxPtcCalls: options.maxPtcCalls,
     },
     captureConsole: options.captureConsole,
+    keepsFullOutput: options.maxKeptOutputChars > 0,
     ptcTools: [...view.byCamelName.values()].map((t) => {
       const quota = options.ptcQuotas.get(t.name);
       return {
@@ -118,8 +121,11 @@ export function createCodeInterpreterMiddleware(options: CodeInterpreterMiddlewa
     },
     wrapModelCall: async (request, handler) => {
       const view = ptc.resolve(request.tools);
-      const session = interpreter.get(sessionKeyOf(request.runtime.configurable?.thread_id));
+      const key = sessionKeyOf(request.runtime.configurable?.thread_id);
+      const session = interpreter.get(key);
       if (session !== undefined) session.state.view = view;
+      // A thread's first eval must see this thread's tools, not the last ones any thread was offered.
+      else if (ptc.enabled) await interpreter.run(key, async (created) => void (created.state.view = view));
       const catalog = task.observe(request.tools, session);
       if (cached?.view !== view || cached.task !== catalog) {
         const input = promptInput(resolved, view, catalog);

@@ -47,6 +47,8 @@ export interface PromptInput {
   toolName: string;
   limits: PromptLimits;
   captureConsole: boolean;
+  /** Whether cut output is kept in full under a path named in the output. Default true. */
+  keepsFullOutput?: boolean;
   /** Tools reachable as `tools.*`; empty when programmatic tool calling is off. */
   ptcTools: readonly PtcToolInfo[];
   /** Whether the `task()` global is installed. */
@@ -85,7 +87,7 @@ export function renderInterpreterSection(input: PromptInput): string {
     "- **TypeScript**: type annotations, interfaces, generics, `as`, `satisfies`, `!`, `enum` and `namespace` are accepted; types are stripped, never checked.",
     `- **State**: ${STATE_TEXT[input.mode]}`,
     `- **Limits per call**: ${formatBytes(limits.memoryLimitBytes)} of memory; ${formatMs(limits.executionTimeoutMs)} of execution time (time spent waiting for tools or subagents does not count); ${formatMs(limits.wallTimeoutMs)} in total. A call that exceeds a limit is stopped with an error.`,
-    `- **Output**: ${input.captureConsole ? "`console.log`/`info`/`debug`/`warn`/`error` lines are shown first (warnings and errors marked), then the result or the error." : "`console` exists but its output is discarded: put everything you need into the result."} Strings are shown as they are; other values the way Node's \`util.inspect\` shows them (\`10n\`, \`Map(1) { 'a' => 1 }\`), functions as \`[Function f]\`. The whole reply is limited to ${limits.maxResultChars.toLocaleString("en-US")} characters; longer text keeps its head and tail, and the full text is saved at a path named in the reply, so return summaries, not bulk data. The reply ends with a \`<status>\` line: how the call ended, the tool calls it made and how long it took.`,
+    `- **Output**: ${input.captureConsole ? "`console.log`/`info`/`debug`/`warn`/`error` lines are shown first (warnings and errors marked), then the result or the error." : "`console` exists but its output is discarded: put everything you need into the result."} Strings are shown as they are; other values the way Node's \`util.inspect\` shows them (\`10n\`, \`Map(1) { 'a' => 1 }\`), functions as \`[Function f]\`. The whole reply is limited to ${limits.maxResultChars.toLocaleString("en-US")} characters; longer text keeps its head and tail${input.keepsFullOutput === false ? "" : ", and the full text is saved at a path named in the reply"}, so return summaries, not bulk data. The reply ends with a \`<status>\` line: how the call ended, the tool calls it made and how long it took.`,
     `- **Errors**: an uncaught error shows as \`Name: message\`, followed by its stack trace when there is one (line numbers refer to your code).`,
     `- **Time and randomness**: ${CLOCK_TEXT[input.clock]} ${input.randomSeeded ? "`Math.random()` is seeded: the same sequence every time, not for secrets." : "`Math.random()` is not cryptographically secure."}`,
   ].join("\n");

@@ -119,6 +119,15 @@ describe("nothing is lost to truncation", () => {
     expect(section(evals[1]!, "result")).toBe("[ 100999, true ]");
   });
 
+  it("maxKeptOutputChars: 0 keeps nothing, and neither the marker nor the prompt promises a path", async () => {
+    const { evals, model } = await runAgent([PRINT_100KB], { maxResultChars: 3000, maxKeptOutputChars: 0 });
+    expect(contentText(evals[0]!)).toMatch(/characters omitted\] …/);
+    expect(contentText(evals[0]!)).not.toMatch(PATH);
+    expect(artifactOf(evals[0]!).kept).toEqual([]);
+    expect(model.calls[0]!.systemPrompt).toContain("keeps its head and tail, so return summaries");
+    expect(model.calls[0]!.systemPrompt).not.toContain("saved at a path");
+  });
+
   it("a deep agent gets the full text in its files: read_file on the named path returns every line", async () => {
     const model = new ScriptedChatModel([
       callTool("eval", { code: PRINT_100KB }),
@@ -226,6 +235,40 @@ describe("hints for known mistakes", () => {
 });
 
 describe("per-turn tools", () => {
+  it("a thread's first eval sees its own tools even when another thread was offered fewer in between", async () => {
+    const { getHits } = fakeGetHits();
+    let aModelCalled!: () => void;
+    const aCalled = new Promise<void>((resolve) => (aModelCalled = resolve));
+    let bModelCalled!: () => void;
+    const bCalled = new Promise<void>((resolve) => (bModelCalled = resolve));
+    let firstA = true;
+    const dropForB = createMiddleware({
+      name: "DropGetHitsForThreadB",
+      wrapModelCall: async (request, handler) => {
+        if (request.runtime.configurable?.thread_id === "b") {
+          const response = await handler({ ...request, tools: request.tools.filter((t) => (t as { name?: string }).name !== "get_hits") });
+          bModelCalled();
+          return response;
+        }
+        const response = await handler(request);
+        if (firstA) {
+          firstA = false;
+          aModelCalled();
+          // Thread b's model call happens between a's model call and a's eval.
+          await bCalled;
+        }
+        return response;
+      },
+    });
+    const model = new ScriptedChatModel([callTool("eval", { code: "typeof tools.getHits" }), reply("b done"), reply("a done")]);
+    const agent = createAgent({ model, tools: [getHits], middleware: [dropForB, interpreter({ ptc: ["get_hits"] })] });
+    const a = agent.invoke({ messages: [new HumanMessage("a")] }, { configurable: { thread_id: "a" } });
+    await aCalled;
+    await agent.invoke({ messages: [new HumanMessage("b")] }, { configurable: { thread_id: "b" } });
+    const [evalMessage] = toolMessages((await a).messages as BaseMessage[]);
+    expect(section(evalMessage!, "result")).toBe("function");
+  });
+
   it("a middleware that drops a tool on the second model call removes tools.<name> and its prompt reference", async () => {
     const { getHits } = fakeGetHits();
     let modelCalls = 0;
