@@ -31,7 +31,8 @@ const env = {
   QJSN_SANITIZED: "1",
 };
 const args = process.argv.slice(2);
-const run = spawnSync(process.execPath, [join(root, "node_modules", "vitest", "vitest.mjs"), "run", ...args], {
+// Instrumented code runs several times slower: give each test more time than the plain run does.
+const run = spawnSync(process.execPath, [join(root, "node_modules", "vitest", "vitest.mjs"), "run", "--testTimeout=120000", ...args], {
   cwd: root,
   env,
   stdio: "inherit",
