@@ -20,12 +20,12 @@ const STOPPED_WITHIN_MS = 2000;
 // Room for the big inputs below, so that running out of memory never ends an attack before its budget.
 const MEMORY_LIMIT = 1024 * MiB;
 
-// Each case is one built-in call that took > 2 s (most: hours) on unpatched QuickJS-ng 0.17.0.
 // Filling a fresh string is one uninterruptible memset; under the ASan build it is slow enough to
 // outlast the watchdog's grace, so the sanitizer run uses a smaller string (still far over budget).
 const BIG_STRING_LOG2 = process.env.QJSN_SANITIZED ? 24 : 27;
 const BIG_STRING_MIB = 2 ** BIG_STRING_LOG2 / 2 ** 20;
 
+// Each case is one built-in call that took > 2 s (most: hours) on unpatched QuickJS-ng 0.17.0.
 // Block scopes keep every input unreachable once the eval ends, so memory can be checked after.
 const offenders: [string, string][] = [
   // Array.prototype on array-likes and sparse arrays (patch 0002)
