@@ -259,6 +259,34 @@ describe("what cannot be stored becomes a placeholder that says so", () => {
   });
 });
 
+describe("taking a snapshot runs no guest code", () => {
+  it("getters, toJSON, overridden built-ins and Proxies are never invoked while writing", () => {
+    const sb = sandbox();
+    sb.evalSync(`
+      var calls = 0;
+      const touch = () => { calls++; throw new Error("guest code ran") };
+      Map.prototype.forEach = touch; Set.prototype.forEach = touch; Function.prototype.toString = touch;
+      Object.defineProperty(Array.prototype, "0", { get: touch, configurable: true });
+      Object.defineProperty(Object.prototype, "constructor", { get: touch, configurable: true });
+      var data = { toJSON: touch, [Symbol.toPrimitive]: touch, valueOf: touch, list: [, 2], m: new Map([[1, 2]]), s: new Set([3]) };
+      var trap = new Proxy({}, { get: touch, ownKeys: touch, getOwnPropertyDescriptor: touch, getPrototypeOf: touch });
+      var inherits = Object.create(trap);
+      class Item { constructor() { this.v = 1 } } var item = new Item();
+      Object.defineProperty(globalThis, "lazy", { get: touch, configurable: true, enumerable: true });
+      undefined
+    `);
+    const { sandbox: restored, notRestored } = Sandbox.restore(sb.snapshot());
+    live.push(restored);
+    expect(sb.evalSync("calls")).toBe(0);
+    expect(notRestored).toEqual([
+      { name: "trap", type: "Proxy" },
+      { name: "inherits", type: "Proxy" },
+    ]);
+    // Built-ins are the restored sandbox's own; the guest's getter comes back as the same function as `touch`.
+    expect(restored.evalSync("[data.list[1], 0 in data.list, item.v, item instanceof Item, Object.getOwnPropertyDescriptor(globalThis, 'lazy').get === touch]")).toEqual([2, false, 1, true, true]);
+  });
+});
+
 describe("snapshot and restore refuse at the right times", () => {
   it("snapshot refuses while an async eval runs, on a disposed sandbox, and with bad options", async () => {
     const sb = sandbox();
