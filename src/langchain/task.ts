@@ -67,7 +67,7 @@ export interface SubagentProgressEvent {
   error?: string;
 }
 
-/** Where an eval's subagent events go when the eval tool tracks activity itself. */
+/** Where an eval's subagent events and count go (the eval's `EvalActivity`). */
 export interface SubagentActivitySink {
   /** Emits one event on the custom stream; adds `source` and `evalCallId`. */
   emit(event: Omit<SubagentProgressEvent, "source" | "evalCallId">): void;
@@ -264,31 +264,7 @@ export class InFlightLimiter {
   }
 }
 
-type Writer = (chunk: unknown) => void;
-
-function writerOf(config: EvalRunConfig): Writer | undefined {
-  const c = config as EvalRunConfig & { writer?: unknown; configurable?: { writer?: unknown } };
-  const writer = c.writer ?? c.configurable?.writer;
-  return typeof writer === "function" ? (writer as Writer) : undefined;
-}
-
-/** Events straight to LangGraph's writer, for evals without an activity tracker. */
-function writerSink(config: EvalRunConfig, evalCallId: string): SubagentActivitySink {
-  const writer = writerOf(config);
-  return {
-    emit: (event) => {
-      if (writer === undefined) return;
-      try {
-        writer({ source: "code_interpreter", evalCallId, ...event } satisfies SubagentProgressEvent);
-      } catch {
-        // A broken stream consumer must not fail the subagent.
-      }
-    },
-    countSubagentCall: () => undefined,
-  };
-}
-
-/** Everything `task()` calls of one eval share: its run config, catalog and progress writer. */
+/** Everything `task()` calls of one eval share: its run config, catalog, limiter and activity. */
 class TaskEvalScope {
   readonly #config: EvalRunConfig;
   readonly #catalog: TaskCatalog;
@@ -298,13 +274,13 @@ class TaskEvalScope {
   readonly #evalCallId: string;
   #calls = 0;
 
-  constructor(config: EvalRunConfig, catalog: TaskCatalog, limiter: InFlightLimiter, timeoutMs: number, sink: SubagentActivitySink | undefined) {
+  constructor(config: EvalRunConfig, catalog: TaskCatalog, limiter: InFlightLimiter, timeoutMs: number, sink: SubagentActivitySink) {
     this.#config = config;
     this.#catalog = catalog;
     this.#limiter = limiter;
     this.#timeoutMs = timeoutMs;
     this.#evalCallId = config.toolCall?.id ?? config.toolCallId ?? "eval";
-    this.#sink = sink ?? writerSink(config, this.#evalCallId);
+    this.#sink = sink;
   }
 
   async dispatch(args: readonly unknown[], signal: AbortSignal): Promise<unknown> {
@@ -433,7 +409,7 @@ export class TaskDispatcher {
     sandbox: Sandbox,
     config: EvalRunConfig,
     wallTimeoutMs: number,
-    activity?: SubagentActivitySink,
+    activity: SubagentActivitySink,
   ): { wallTimeoutMs: number; end: () => void } | undefined {
     const catalog = this.catalogFor(session);
     if (catalog === undefined) return undefined;

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { tool } from "@langchain/core/tools";
 import { z } from "zod";
 import { Sandbox } from "../../src/sandbox.js";
+import { EvalActivity } from "../../src/langchain/activity.js";
 import { checkResponseSchema, InFlightLimiter, parseTaskRequest, RESPONSE_SCHEMA_LIMITS, SUBAGENT_RESPONSE_FORMAT_CONFIG_KEY, subagentsOf, TaskDispatcher } from "../../src/langchain/task.js";
 import { resolveOptions } from "../../src/langchain/options.js";
 
@@ -146,6 +147,7 @@ describe("subagent options", () => {
 });
 
 describe("installing task()", () => {
+  const activity = new EvalActivity("eval", undefined);
   const taskTool = tool(async ({ description }: { description: string; subagent_type: string }) => `done: ${description}`, {
     name: "task",
     description: "- reviewer: Reviews one file.",
@@ -157,9 +159,10 @@ describe("installing task()", () => {
     const dispatcher = new TaskDispatcher({ subagents: true, subagentTimeoutMs: 1000 });
     const session = {};
     dispatcher.observe([taskTool], session);
-    const scope = dispatcher.begin(session, sandbox, {}, 5000);
+    const scope = dispatcher.begin(session, sandbox, {}, 5000, activity);
     expect(scope?.wallTimeoutMs).toBe(6000);
     expect(await sandbox.eval(`await task({ description: "a.ts", subagentType: "reviewer" })`)).toBe("done: a.ts");
+    expect(activity.subagentCalls).toBe(1);
     scope!.end();
     await expect(sandbox.eval(`await task({ description: "a.ts", subagentType: "reviewer" })`)).rejects.toThrow(/task\(\) is not available in this eval/);
   });
@@ -170,7 +173,7 @@ describe("installing task()", () => {
     const dispatcher = new TaskDispatcher({ subagents: true, subagentTimeoutMs: 1000 });
     const session = {};
     dispatcher.observe([taskTool], session);
-    expect(() => dispatcher.begin(session, sandbox, {}, 5000)).not.toThrow();
+    expect(() => dispatcher.begin(session, sandbox, {}, 5000, activity)).not.toThrow();
     expect(sandbox.evalSync("task")).toBe("mine");
   });
 
@@ -178,11 +181,11 @@ describe("installing task()", () => {
     using sandbox = new Sandbox();
     const off = new TaskDispatcher({ subagents: false, subagentTimeoutMs: 1000 });
     expect(off.observe([taskTool], {})).toBeUndefined();
-    expect(off.begin({}, sandbox, {}, 5000)).toBeUndefined();
+    expect(off.begin({}, sandbox, {}, 5000, activity)).toBeUndefined();
     const none = new TaskDispatcher({ subagents: true, subagentTimeoutMs: 1000 });
     const session = {};
     expect(none.observe([], session)).toBeUndefined();
-    expect(none.begin(session, sandbox, {}, 5000)).toBeUndefined();
+    expect(none.begin(session, sandbox, {}, 5000, activity)).toBeUndefined();
     expect(sandbox.evalSync("typeof task")).toBe("undefined");
   });
 });
