@@ -43,7 +43,7 @@ type Step = string | ((messages: readonly BaseMessage[]) => ReturnType<typeof ca
 
 async function runAgent(steps: readonly Step[], options: CodeInterpreterMiddlewareOptions, tools: unknown[] = [], extraMiddleware: unknown[] = []) {
   const model = new ScriptedChatModel([...steps.map((s) => (typeof s === "string" ? callTool("eval", { code: s }) : s)), reply("done")]);
-  const agent = createAgent({ model, tools: tools as never[], middleware: [...(extraMiddleware as never[]), interpreter(options)] });
+  const agent = createAgent({ model, tools: tools as never[], middleware: [...(extraMiddleware as never[]), interpreter(options)] as never[] });
   const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: `o-${Math.random()}` } });
   const messages = result.messages as BaseMessage[];
   return { messages, evals: toolMessages(messages), model };
