@@ -119,13 +119,19 @@ describe("call floods", () => {
     const other = bystander();
     const sb = sandbox({ wallTimeoutMs: 300 });
     const baseline = sb.memoryUsage().usedBytes;
+    let started = 0;
     let aborted = 0;
-    sb.defineAsyncFunction("never", (_args, { signal }) => new Promise((resolve) => signal.addEventListener("abort", () => (aborted++, resolve(0)))));
+    sb.defineAsyncFunction("never", (_args, { signal }) => {
+      started++;
+      return new Promise((resolve) => signal.addEventListener("abort", () => (aborted++, resolve(0))));
+    });
     const [code, ms] = await timed(() => codeOf(() => sb.eval("await Promise.all(Array.from({ length: 5000 }, () => never()))")));
     expect(code).toBe("TIMEOUT");
     expect(ms).toBeLessThan(10_000); // dispatching 5,000 calls to the host dominates, under ASan too
     await new Promise((r) => setTimeout(r, 10));
-    expect(aborted).toBe(5000);
+    // Every call the host received was told to stop (a slow guest may not have issued all 5,000).
+    expect(started).toBeGreaterThan(0);
+    expect(aborted).toBe(started);
     expectMemoryBack(sb, baseline, 2 * 1024 * 1024);
     await other.check();
   });

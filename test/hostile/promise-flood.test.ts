@@ -50,16 +50,17 @@ describe("promise storms stay inside the sandbox", () => {
   });
 
   it("ends a promise graph that grows without bound with OUT_OF_MEMORY, and the sandbox recovers", async () => {
-    const sb = sandbox({ memoryLimitBytes: 16 * 1024 * 1024, executionTimeoutMs: 20_000 });
+    // A budget far above the time to fill 8 MiB, even under ASan on a loaded machine.
+    const sb = sandbox({ memoryLimitBytes: 8 * 1024 * 1024, executionTimeoutMs: 60_000 });
     const baseline = sb.memoryUsage().usedBytes;
     const code = await codeOf(() => sb.eval("await (async () => { const keep = []; for (;;) keep.push(new Promise(() => {}), Promise.resolve(keep.length)); })()"));
     expect(code).toBe("OUT_OF_MEMORY");
     expect(await sb.eval("1 + 1")).toBe(2);
     expectMemoryBack(sb, baseline, 2 * 1024 * 1024);
-  });
+  }, 90_000);
 
   it("settles Promise.all over 5,000 guest promises correctly", async () => {
-    const sb = sandbox();
+    const sb = sandbox({ executionTimeoutMs: 60_000 });
     expect(await sb.eval("(await Promise.all(Array.from({ length: 5000 }, (_, i) => Promise.resolve(i)))).reduce((a, b) => a + b, 0)")).toBe(12497500);
   });
 
