@@ -348,9 +348,16 @@ function decodeOutput(output: unknown, structured: boolean): unknown {
   }
 }
 
+// LangGraph's interrupt errors (`interrupt()`, human-in-the-loop approval), by their stable names.
+const INTERRUPT_ERROR_NAMES: ReadonlySet<string> = new Set(["GraphInterrupt", "NodeInterrupt"]);
+
 function subagentError(subagentType: string, err: unknown): Error {
   const inner = guestFacingError(err);
-  const error = new Error(`Subagent "${subagentType}" failed: ${inner.message}`);
+  // An eval cannot pause for a human: say so instead of showing LangGraph's internal error.
+  const reason = INTERRUPT_ERROR_NAMES.has(inner.name)
+    ? "it asked for human input (an interrupt, e.g. interruptOn approval), which a subagent started from code cannot wait for; call the task tool directly for this one"
+    : inner.message;
+  const error = new Error(`Subagent "${subagentType}" failed: ${reason}`);
   error.name = "SubagentError";
   error.stack = `${error.name}: ${error.message}`;
   return error;

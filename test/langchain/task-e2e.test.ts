@@ -101,6 +101,8 @@ describe("task() in a deep agent", () => {
     expect(c.maxInFlight).toBe(10);
     expect([...c.structured.values()].every(Boolean)).toBe(true);
     expect(v.started).toHaveLength(10);
+    // The eval's outcome line counts the subagents; task() is not a tools.* call.
+    expect(contentText(evals[0]!)).toContain("no tool calls; subagents: 50;");
     for (const m of messages) {
       expect(contentText(m)).not.toContain("CLASSIFIER-DETAIL");
       expect(contentText(m)).not.toContain("VERIFIER-DETAIL");

@@ -167,6 +167,24 @@ describe("installing task()", () => {
     await expect(sandbox.eval(`await task({ description: "a.ts", subagentType: "reviewer" })`)).rejects.toThrow(/task\(\) is not available in this eval/);
   });
 
+  it("a subagent that interrupts for human input rejects saying code cannot wait for it", async () => {
+    const { GraphInterrupt } = await import("@langchain/langgraph");
+    const interrupting = tool(
+      async () => {
+        throw new GraphInterrupt([{ id: "i1", value: "approve?" }]);
+      },
+      { name: "task", description: "- reviewer: Reviews one file.", schema: z.object({ description: z.string(), subagent_type: z.string().describe("Available: reviewer") }) },
+    );
+    using sandbox = new Sandbox();
+    const dispatcher = new TaskDispatcher({ subagents: true, subagentTimeoutMs: 1000 });
+    const session = {};
+    dispatcher.observe([interrupting], session);
+    dispatcher.begin(session, sandbox, {}, 5000, activity);
+    await expect(sandbox.eval(`await task({ description: "a.ts", subagentType: "reviewer" })`)).rejects.toThrow(
+      /Subagent "reviewer" failed: it asked for human input .* call the task tool directly/,
+    );
+  });
+
   it("leaves a guest's own non-configurable `task` in place instead of failing the eval", () => {
     using sandbox = new Sandbox();
     sandbox.evalSync("var task = 'mine'");
