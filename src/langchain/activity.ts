@@ -6,6 +6,7 @@
  * yields); events never block or fail the eval.
  */
 import type { ConsoleEntry } from "../types.js";
+import type { EvalOutcomeMetadata } from "./outcome.js";
 
 /** Tag of every progress event, so a custom-stream consumer can tell ours from other writers'. */
 export const PROGRESS_SOURCE = "code_interpreter";
@@ -18,11 +19,14 @@ interface ProgressBase {
 }
 
 /**
- * One event on LangGraph's custom stream while an eval runs: a PTC tool call starting or ending,
- * a console line (emitted when the eval ends: the engine hands console output over at the end),
- * or a subagent event reported through {@link EvalActivity.emit}.
+ * One event on LangGraph's custom stream while an eval runs: the eval starting, a PTC tool call
+ * starting or ending, a console line (emitted when the eval ends: the engine hands console output
+ * over at the end), a subagent event reported through {@link EvalActivity.emit}, and the eval's
+ * outcome (the ToolMessage's `artifact`, before the ToolMessage itself).
  */
 export type EvalProgressEvent =
+  | (ProgressBase & { event: "eval_start" })
+  | (ProgressBase & { event: "eval_end"; outcome: EvalOutcomeMetadata })
   | (ProgressBase & { event: "tool_start"; tool: string; call: number })
   | (ProgressBase & { event: "tool_end"; tool: string; call: number; durationMs: number; ok: boolean })
   | (ProgressBase & { event: "console"; level: ConsoleEntry["level"]; text: string })

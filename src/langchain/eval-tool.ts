@@ -147,6 +147,7 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
   const evalCallId = config.toolCall?.id ?? config.toolCallId ?? `eval-${Date.now()}`;
   const activity = new EvalActivity(evalCallId, writerOf(config));
   const context = new PtcEvalContext(config, options, activity);
+  activity.emit({ event: "eval_start" });
   let tasks: ReturnType<TaskDispatcher["begin"]>;
   try {
     const live = session.resource;
@@ -191,7 +192,9 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
       ...(hint === undefined ? {} : { hint }),
     });
     const updates = [...context.updates, ...(filesWriter?.updates ?? [])];
-    return { text, ok: report.ok, updates, metadata: outcomeOf(report, activity, kept, hint) };
+    const metadata = outcomeOf(report, activity, kept, hint);
+    activity.emit({ event: "eval_end", outcome: metadata });
+    return { text, ok: report.ok, updates, metadata };
   } finally {
     tasks?.end();
     session.state.active = undefined;

@@ -150,7 +150,7 @@ describe("nothing is lost to truncation", () => {
 });
 
 describe("live progress on the custom stream", () => {
-  it("yields tool start/end and console events of a running eval before its ToolMessage", async () => {
+  it("yields eval start, tool start/end, console and outcome events of a running eval before its ToolMessage", async () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     const slow = tool(
@@ -166,14 +166,15 @@ describe("live progress on the custom stream", () => {
     const stream = await agent.stream({ messages: [new HumanMessage("go")] }, { streamMode: ["custom", "updates"], configurable: { thread_id: `s-${Math.random()}` } });
     for await (const [mode, chunk] of stream as AsyncIterable<[string, Record<string, unknown>]>) {
       if (mode === "custom") {
-        seen.push(`${String(chunk.event)}:${String(chunk.tool ?? chunk.text)}`);
+        const detail = chunk.tool ?? chunk.text ?? (chunk.outcome as { status?: string } | undefined)?.status ?? "";
+        seen.push(`${String(chunk.event)}:${String(detail)}`);
         // The tool is still running when its start event arrives: release it only now.
         if (chunk.event === "tool_start") release();
       } else if (mode === "updates" && JSON.stringify(chunk).includes("slow done")) {
         seen.push("toolmessage");
       }
     }
-    expect(seen).toEqual(["tool_start:slow_tool", "tool_end:slow_tool", "console:before", "console:after slow done", "toolmessage"]);
+    expect(seen).toEqual(["eval_start:", "tool_start:slow_tool", "tool_end:slow_tool", "console:before", "console:after slow done", "eval_end:ok", "toolmessage"]);
   });
 });
 
