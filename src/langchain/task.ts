@@ -26,6 +26,8 @@ export const RESPONSE_SCHEMA_LIMITS = Object.freeze({ maxBytes: 4096, maxDepth: 
  */
 export const SUBAGENT_RESPONSE_FORMAT_CONFIG_KEY = "__deepagents_subagent_response_format";
 
+const LABEL_CHARS = 120;
+
 // LangGraph's CONFIG_KEY_ABORT_SIGNALS (internal, not exported from its entry point).
 const PREGEL_ABORT_SIGNALS_KEY = "__pregel_abort_signals";
 
@@ -59,7 +61,7 @@ export interface SubagentProgressEvent {
   /** Sequence number of the `task()` call within its eval, from 1. */
   id: number;
   subagentType: string;
-  /** The request's `label`, or its description cut to 80 characters. */
+  /** The request's `label`, or else its description, cut to 120 characters. */
   label: string;
   /** Time since the subagent started, ms (complete and error only). */
   durationMs?: number;
@@ -289,7 +291,9 @@ class TaskEvalScope {
     // Queued calls leave the queue when the eval ends: the host signal fires then.
     await this.#limiter.acquire(signal);
     const started = performance.now();
-    const base = { event: "subagent" as const, id, subagentType: request.subagentType, label: request.label ?? request.description.slice(0, 80) };
+    // Guest text, bounded: it reaches UIs and trace names.
+    const label = (request.label ?? request.description).slice(0, LABEL_CHARS);
+    const base = { event: "subagent" as const, id, subagentType: request.subagentType, label };
     try {
       this.#sink.countSubagentCall();
       this.#sink.emit({ ...base, phase: "start" });
@@ -298,7 +302,7 @@ class TaskEvalScope {
       try {
         output = await this.#catalog.tool.invoke(
           { description: request.description, subagent_type: request.subagentType },
-          this.#subagentConfig(request, id, AbortSignal.any([signal, deadline])),
+          this.#subagentConfig(request, id, label, AbortSignal.any([signal, deadline])),
         );
       } catch (err) {
         if (deadline.aborted && !signal.aborted) {
@@ -318,7 +322,7 @@ class TaskEvalScope {
     }
   }
 
-  #subagentConfig(request: TaskRequest, id: number, signal: AbortSignal): EvalRunConfig {
+  #subagentConfig(request: TaskRequest, id: number, label: string, signal: AbortSignal): EvalRunConfig {
     const { configurable, ...rest } = withoutRunIdentity(this.#config);
     // LangGraph lets a nested graph inherit the parent's abort signals from this key in preference
     // to `signal`; dropped, the subagent honours its own signal (the eval's end, its deadline).
@@ -326,7 +330,7 @@ class TaskEvalScope {
     return {
       ...rest,
       toolCallId: `${this.#evalCallId}:task:${id}`,
-      ...(request.label === undefined ? {} : { runName: `task:${request.label}` }),
+      ...(request.label === undefined ? {} : { runName: `task:${label}` }),
       configurable: {
         ...inherited,
         // Always set, so a schema of an outer task() never leaks into a schemaless inner one.

@@ -278,6 +278,14 @@ describe("task() in a deep agent", () => {
     expect(events.find((e) => e.phase === "error")?.error).toBe('Subagent "classifier" failed: broken');
   });
 
+  it("a request without a label is shown by its description, cut to 120 characters", async () => {
+    const custom: unknown[] = [];
+    const description = `Classify file-1 ${"and explain at length ".repeat(20)}`;
+    await runDeep({ codes: [`await task({ description: ${JSON.stringify(description)}, subagentType: "classifier" })`], custom });
+    const start = custom.find((e) => (e as { phase?: unknown }).phase === "start") as { label?: string } | undefined;
+    expect(start?.label).toBe(description.slice(0, 120));
+  });
+
   it("subagents: false installs no task global and leaves the task section out of the prompt", async () => {
     const { evals, model } = await runDeep({ codes: [`typeof task`], options: { subagents: false } });
     expect(section(evals[0]!, "result")).toBe("undefined");
