@@ -60,6 +60,15 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
     m.bytes = std::move(args);
     post(std::move(m));
   }
+  void postConsole(uint32_t sandboxId, uint64_t evalId, int level, std::vector<uint8_t> args) override {
+    Message m;
+    m.kind = Message::Console;
+    m.sandboxId = sandboxId;
+    m.evalId = evalId;
+    m.fnId = static_cast<uint32_t>(level);
+    m.bytes = std::move(args);
+    post(std::move(m));
+  }
   void postEvalDone(uint32_t sandboxId, EvalOutcome outcome) override {
     Message m;
     m.kind = Message::EvalDone;
@@ -131,7 +140,7 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
     HostResult result;
   };
   struct Message {
-    enum Kind { SyncCall, AsyncCall, EvalDone } kind;
+    enum Kind { SyncCall, AsyncCall, Console, EvalDone } kind;
     uint32_t sandboxId = 0;
     uint64_t evalId = 0;
     uint32_t callId = 0;
@@ -299,6 +308,19 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     if (env.IsExceptionPending()) env.GetAndClearPendingException();
   }
 
+  // A console line of the running eval, for live progress: dispatcher(2, level, 0, ...).
+  void consoleLine(uint32_t level, uint64_t evalId, std::vector<uint8_t>& args) {
+    if (!deferred_ || evalId != evalId_) return;
+    Napi::Env env = Env();
+    Napi::HandleScope scope(env);
+    if (dispatcher_.Value().IsEmpty()) return;
+    Napi::Value spill;
+    uint32_t argLength = bridge_->stage(args, &spill);
+    dispatcher_.Call({Napi::Number::New(env, 2), Napi::Number::New(env, level), Napi::Number::New(env, 0),
+                      Napi::Number::New(env, argLength), spill, Napi::Number::New(env, static_cast<double>(evalId))});
+    if (env.IsExceptionPending()) env.GetAndClearPendingException();
+  }
+
   HostResult syncCall(uint32_t fnId, std::vector<uint8_t>& args) {
     Napi::Env env = Env();
     Napi::HandleScope scope(env);
@@ -344,6 +366,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     r.filename = info[1].ToString().Utf8Value();
     r.executionBudgetMs = info[2].ToNumber().DoubleValue();
     r.describeUnserializable = info[3].ToBoolean().Value();
+    r.streamConsole = info.Length() > 5 && info[5].ToBoolean().Value();
     return r;
   }
 
@@ -355,7 +378,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     return outcomeToJs(info.Env(), o);
   }
 
-  // evalAsync(code, filename, budgetMs, describe, evalId) -> Promise<outcome array>; null when busy
+  // evalAsync(code, filename, budgetMs, describe, evalId, streamConsole) -> Promise<outcome array>; null when busy
   Napi::Value EvalAsync(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (!alive(info) || info.Length() < 5) return env.Undefined();
@@ -557,6 +580,7 @@ void EnvBridge::drain() {
     auto it = handles_.find(m.sandboxId);
     if (it == handles_.end()) continue;
     if (m.kind == Message::AsyncCall) it->second->hostCall(m.fnId, m.callId, m.evalId, m.bytes);
+    else if (m.kind == Message::Console) it->second->consoleLine(m.fnId, m.evalId, m.bytes);
     else it->second->completeEval(m.outcome);
   }
 }

@@ -701,6 +701,7 @@ JSValue Engine::writeConsole(int level, int argc, JSValueConst* argv) {
   console_.u8(static_cast<uint8_t>(level));
   console_.u32(static_cast<uint32_t>(w.size()));
   console_.raw(w.bytes().data(), w.size());
+  if (request_.streamConsole && !syncMode_) bridge_->postConsole(id_, evalId_, level, std::move(w.bytes()));
   return JS_UNDEFINED;
 }
 

@@ -46,6 +46,7 @@ struct EvalRequest {
   std::string filename = "<eval>";
   double executionBudgetMs = 5000;
   bool describeUnserializable = false;
+  bool streamConsole = false;  // also hand each console line to the host as it is written (async evals)
 };
 
 struct EvalOutcome {
@@ -79,6 +80,8 @@ class HostBridge {
   virtual void postAsyncCall(uint32_t sandboxId, uint64_t evalId, uint32_t callId, uint32_t fnId,
                              std::vector<uint8_t> args) = 0;
   virtual void postEvalDone(uint32_t sandboxId, EvalOutcome outcome) = 0;
+  // One console line (wire bytes of its argument array) of a running eval, for live progress.
+  virtual void postConsole(uint32_t sandboxId, uint64_t evalId, int level, std::vector<uint8_t> args) = 0;
   virtual bool onMainThread() const = 0;
 };
 

@@ -20,3 +20,5 @@ export type {
   HostFunction,
   AsyncHostFunction,
 } from "./types.js";
+export { inspectSnapshot, SNAPSHOT_FORMAT_VERSION } from "./snapshot.js";
+export type { SnapshotOptions, RestoreOptions, SnapshotSigning, NotRestored, RestoredSandbox, SnapshotInfo } from "./snapshot.js";

@@ -25,13 +25,14 @@ export type NativeOutcome = [
  * Called by the addon on the main thread for each guest call of a host function. The arguments
  * are in the handle's exchange buffer (`argLength` bytes) unless they did not fit, in which case
  * `args` holds them. A sync call answers with the result's byte count in the exchange buffer, a
- * Buffer, or `[name, message]` for an error.
+ * Buffer, or `[name, message]` for an error. Kind 2 is a console line of the running eval
+ * (`fnId` is its level), sent only for evals started with `streamConsole`.
  */
-export type NativeDispatcher = (kind: 0 | 1, fnId: number, callId: number, argLength: number, args: Buffer | undefined, evalId: number) => number | Buffer | [string, string] | undefined;
+export type NativeDispatcher = (kind: 0 | 1 | 2, fnId: number, callId: number, argLength: number, args: Buffer | undefined, evalId: number) => number | Buffer | [string, string] | undefined;
 
 export interface NativeHandle {
   evalSync(code: string, filename: string, budgetMs: number, describe: boolean): NativeOutcome;
-  evalAsync(code: string, filename: string, budgetMs: number, describe: boolean, evalId: number): Promise<NativeOutcome> | null;
+  evalAsync(code: string, filename: string, budgetMs: number, describe: boolean, evalId: number, streamConsole: boolean): Promise<NativeOutcome> | null;
   stop(reason: number, evalId: number): void;
   settle(callId: number, ok: boolean, result: number | Buffer | [string, string]): void;
   defineFunction(path: string, fnId: number, async: boolean): string;

@@ -101,7 +101,7 @@ function evalClockMs(clock: SandboxClock): number | undefined {
   return ms;
 }
 
-const EVAL_OPTION_KEYS = ["timeoutMs", "wallTimeoutMs", "filename", "signal", "unserializable"] as const;
+const EVAL_OPTION_KEYS = ["timeoutMs", "wallTimeoutMs", "filename", "signal", "unserializable", "onConsole"] as const;
 
 function validateEvalOptions(code: unknown, options: unknown): EvalOptions {
   if (typeof code !== "string") throw invalid(`code must be a string; got ${typeof code}`);
@@ -114,6 +114,7 @@ function validateEvalOptions(code: unknown, options: unknown): EvalOptions {
   if (o.filename !== undefined && (typeof o.filename !== "string" || o.filename.length > 1024)) throw invalid("filename must be a string of at most 1024 characters");
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw invalid("signal must be an AbortSignal");
   if (o.unserializable !== undefined && o.unserializable !== "throw" && o.unserializable !== "describe") throw invalid('unserializable must be "throw" or "describe"');
+  if (o.onConsole !== undefined && typeof o.onConsole !== "function") throw invalid("onConsole must be a function");
   return o;
 }
 
@@ -178,6 +179,7 @@ export class Sandbox implements Disposable {
   readonly #pendingCalls: Map<number, AbortController> & { evalId?: number } = new Map();
   #inSyncHostCall = 0;
   #asyncEvals = 0; // queued or running eval()/run() calls
+  #onConsole: ((entry: ConsoleEntry) => void) | undefined; // live console listener of the running eval
   #broken = false;
 
   /** Creates a sandbox. Throws `INVALID_ARGUMENT` for bad options. */
@@ -218,7 +220,11 @@ export class Sandbox implements Disposable {
   }
 
   // Called by the addon for every guest call of a host function (main thread).
-  readonly #dispatch = (kind: 0 | 1, fnId: number, callId: number, argLength: number, argBytes: Buffer | undefined, evalId: number): number | Buffer | [string, string] | undefined => {
+  readonly #dispatch = (kind: 0 | 1 | 2, fnId: number, callId: number, argLength: number, argBytes: Buffer | undefined, evalId: number): number | Buffer | [string, string] | undefined => {
+    if (kind === 2) {
+      this.#streamConsole(fnId, argBytes ?? exchange.subarray(0, argLength), evalId);
+      return undefined;
+    }
     const entry = this.#functions[fnId];
     if (!entry) return ["Error", "unknown host function"];
     let args: unknown[];
@@ -231,6 +237,17 @@ export class Sandbox implements Disposable {
     this.#callAsync(entry, args, callId, evalId);
     return undefined;
   };
+
+  #streamConsole(level: number, argBytes: Buffer, evalId: number): void {
+    const listener = this.#onConsole;
+    if (!listener || evalId !== this.#currentEvalId) return;
+    try {
+      const args = decodeValue(argBytes) as unknown[];
+      listener({ level: CONSOLE_LEVELS[level] ?? "log", text: formatWithOptions({ depth: 6, colors: false }, ...args) });
+    } catch {
+      // a failing progress listener must not disturb the eval
+    }
+  }
 
   #callSync(entry: RegisteredFunction, args: unknown[]): number | Buffer | [string, string] {
     this.#inSyncHostCall++;
@@ -417,7 +434,8 @@ export class Sandbox implements Disposable {
     this.#startClock(handle);
     const evalId = ++this.#evalSeq;
     const started = performance.now();
-    const pending = handle.evalAsync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", evalId);
+    const pending = handle.evalAsync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", evalId, o.onConsole !== undefined);
+    this.#onConsole = o.onConsole;
     if (!pending) return this.#report(this.#stubOutcome(NativeStatus.Busy), 0, o);
     this.#currentEvalId = evalId;
     this.#pendingCalls.evalId = evalId;
@@ -432,6 +450,7 @@ export class Sandbox implements Disposable {
       clearTimeout(timer);
       o.signal?.removeEventListener("abort", onAbort);
       this.#currentEvalId = 0;
+      this.#onConsole = undefined;
       this.#pendingCalls.evalId = 0;
       for (const controller of this.#pendingCalls.values()) controller.abort(new SandboxError("ABORTED", "the eval that made this call has ended"));
       this.#pendingCalls.clear();

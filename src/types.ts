@@ -57,6 +57,12 @@ export interface EvalOptions {
    * {@link GuestOpaque} placeholder, for display.
    */
   unserializable?: "throw" | "describe";
+  /**
+   * Called on the main thread with each console line while the eval runs (async `eval`/`run`
+   * only), for live progress. The lines are also in the report as usual. Errors it throws are
+   * ignored.
+   */
+  onConsole?: (entry: ConsoleEntry) => void;
 }
 
 /** Console levels the guest can write to. */

@@ -111,6 +111,11 @@ export class EvalActivity {
   }
 
   /** Emits the eval's console lines. */
+  /** True when someone listens on the custom stream (then console lines are streamed live). */
+  get streaming(): boolean {
+    return this.#writer !== undefined;
+  }
+
   console(entries: readonly ConsoleEntry[]): void {
     for (const entry of entries) this.emit({ event: "console", level: entry.level, text: entry.text });
   }

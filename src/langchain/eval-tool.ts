@@ -7,7 +7,7 @@
 import { tool, type DynamicStructuredTool } from "@langchain/core/tools";
 import { ToolMessage } from "@langchain/core/messages";
 import { Sandbox } from "../sandbox.js";
-import type { HostCallContext, SandboxOptions } from "../types.js";
+import type { ConsoleEntry, HostCallContext, SandboxOptions } from "../types.js";
 import { EvalActivity, type ProgressWriter } from "./activity.js";
 import { formatEvalOutput } from "./format.js";
 import { hintFor } from "./hints.js";
@@ -160,8 +160,9 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
       unserializable: "describe",
       ...(config.signal === undefined ? {} : { signal: config.signal }),
       ...(tasks === undefined ? {} : { wallTimeoutMs: tasks.wallTimeoutMs }),
+      // Console lines reach the custom stream as the guest writes them, not when the eval ends.
+      ...(activity.streaming ? { onConsole: (entry: ConsoleEntry) => activity.console([entry]) } : {}),
     });
-    activity.console(report.console);
     // A sandbox the engine gave up on cannot serve the next eval; start that one fresh.
     const broken = !report.ok && (report.error.code === "BROKEN" || report.error.code === "DISPOSED");
     if (broken) session.discard();

@@ -181,3 +181,37 @@ describe("console of an ended eval never reaches the next one", () => {
     expect(next.console.map((e) => e.text)).toEqual(["mine"]);
   });
 });
+
+describe("live console", () => {
+  it("hands each line to onConsole while the eval is still running", async () => {
+    const sb = sandbox();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    sb.defineAsyncFunction("gate", () => gate);
+    const seen: ConsoleEntry[] = [];
+    const running = sb.run("console.log('before'); await gate(); console.warn('after', { n: 1 }); 7", {
+      onConsole: (entry) => {
+        seen.push(entry);
+        if (entry.text === "before") release();
+      },
+    });
+    const report = await running;
+    // The gate only opens when the first line arrived live, so the eval can only finish if it did.
+    expect(report.ok && report.value).toBe(7);
+    expect(seen).toEqual([
+      { level: "log", text: "before" },
+      { level: "warn", text: "after { n: 1 }" },
+    ]);
+    expect(report.console).toEqual(seen);
+  });
+
+  it("ignores a listener that throws", async () => {
+    const report = await sandbox().run("console.log('x'); 1", {
+      onConsole: () => {
+        throw new Error("listener failed");
+      },
+    });
+    expect(report.ok && report.value).toBe(1);
+    expect(report.console).toEqual([{ level: "log", text: "x" }]);
+  });
+});
