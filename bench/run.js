@@ -84,8 +84,8 @@ async function runFloor() {
     const out = runCFloor(binary, {
       guestDir: `${bench}workloads/guest`,
       jsonInputPath,
-      timeMs: quick ? 120 : 1500,
-      minIterations: quick ? 3 : 10,
+      timeMs: quick ? 100 : 1500,
+      minIterations: quick ? 2 : 10,
       timeoutMs: (quick ? 60 : 300) * 1000,
     });
     const { checkFor } = await import("./workloads/expected.js");

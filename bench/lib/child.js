@@ -34,7 +34,7 @@ async function main() {
     say(formatRow(row));
     out.rows.push(row);
   } else if (mode === "eventloop") {
-    const row = { case: "event-loop", ...(await runEventLoopCase(adapter, quick ? 500 : 2000)) };
+    const row = { case: "event-loop", ...(await runEventLoopCase(adapter, quick ? 250 : 2000)) };
     say(formatRow(row));
     out.rows.push(row);
   } else {

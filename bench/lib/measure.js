@@ -4,7 +4,7 @@ import { Bench } from "tinybench";
 /** Time budgets: --quick is a smoke run that must finish in well under a minute overall. */
 export function budgets(quick) {
   return quick
-    ? { time: 120, iterations: 3, warmupTime: 30, warmupIterations: 1 }
+    ? { time: 100, iterations: 2, warmupTime: 20, warmupIterations: 1 }
     : { time: 1500, iterations: 10, warmupTime: 200, warmupIterations: 3 };
 }
 

@@ -98,7 +98,7 @@ export const CASES = [
     letter: "h",
     title: "event-loop p99 delay while 2 guests spin",
     kind: "eventloop",
-    includes: "`monitorEventLoopDelay` (1 ms resolution) p99 while two sessions each run `while (true) {}` under a 2 s timeout (0.5 s in --quick), started together. Engines that run guests on the main thread run them one after the other.",
+    includes: "`monitorEventLoopDelay` (1 ms resolution) p99 while two sessions each run `while (true) {}` under a 2 s timeout (0.25 s in --quick), started together. Engines that run guests on the main thread run them one after the other.",
   },
   {
     id: "eval-tool",
