@@ -15,6 +15,7 @@ import { keptOutputPath, OutputStore, StateFilesWriter, stateFilesOf } from "./k
 import type { ResolvedOptions } from "./options.js";
 import { outcomeOf, type EvalOutcomeMetadata, type KeptOutput } from "./outcome.js";
 import { EVAL_INPUT_DESCRIPTIONS, OUTPUT_TEXT } from "./prompts.js";
+import { initPersistenceState, isStop, type Persistence, type PersistenceState } from "./persistence.js";
 import { PtcEvalContext, type EvalRunConfig, type PtcResolver, type PtcToolView, type StateUpdate } from "./ptc.js";
 import { SessionRegistry, type InterpreterSession } from "./sessions.js";
 import type { TaskDispatcher } from "./task.js";
@@ -40,6 +41,8 @@ export interface SessionState {
   active: { context: PtcEvalContext; view: PtcToolView; activity: EvalActivity } | undefined;
   /** Full texts of cut outputs, when the agent has no files in state (read back with `readOutput`). */
   outputs: OutputStore;
+  /** Snapshot bookkeeping: what to restore from, the last good state, notices for the next eval. */
+  persistence: PersistenceState;
 }
 
 export type Interpreter = SessionRegistry<LiveSandbox, SessionState>;
@@ -55,7 +58,7 @@ export function sessionKeyOf(threadId: unknown): string {
   return typeof threadId === "string" && threadId !== "" ? `thread:${threadId}` : DEFAULT_SESSION_KEY;
 }
 
-function sandboxOptions(options: ResolvedOptions): SandboxOptions {
+export function sandboxOptions(options: ResolvedOptions): SandboxOptions {
   const out: SandboxOptions = {
     memoryLimitBytes: options.memoryLimitBytes,
     executionTimeoutMs: options.executionTimeoutMs,
@@ -69,13 +72,13 @@ function sandboxOptions(options: ResolvedOptions): SandboxOptions {
 }
 
 /** Creates the session registry of one middleware instance. */
-export function createInterpreter(options: ResolvedOptions): Interpreter {
-  const config = sandboxOptions(options);
+export function createInterpreter(options: ResolvedOptions, persistence: Persistence): Interpreter {
   return new SessionRegistry<LiveSandbox, SessionState>({
     maxLiveSessions: options.maxLiveSessions,
     idleTimeoutMs: options.sessionIdleTimeoutMs,
     open: (session) => {
-      const sandbox = new Sandbox(config);
+      // Host functions are not part of a snapshot: they are defined again on every sandbox.
+      const sandbox = persistence.open(session.state.persistence, session.key);
       sandbox.defineFunction(READ_OUTPUT_FUNCTION, (path: unknown) => {
         const text = typeof path === "string" ? session.state.outputs.get(path) : undefined;
         if (text === undefined) throw new Error(OUTPUT_TEXT.noKeptOutput(String(path)));
@@ -84,7 +87,7 @@ export function createInterpreter(options: ResolvedOptions): Interpreter {
       return { sandbox, defined: new Set() };
     },
     close: (live) => live.sandbox.dispose(),
-    initState: () => ({ view: undefined, active: undefined, outputs: new OutputStore(options.maxKeptOutputChars) }),
+    initState: () => ({ view: undefined, active: undefined, outputs: new OutputStore(options.maxKeptOutputChars), persistence: initPersistenceState() }),
   });
 }
 
@@ -142,7 +145,11 @@ function globalNamesOf(sandbox: Sandbox): readonly string[] {
 
 async function evaluate(session: Session, input: EvalToolInput, config: EvalRunConfig, deps: EvalToolDeps): Promise<EvalOutcome> {
   const { options } = deps;
-  if (input.reset === true) session.discard();
+  if (input.reset === true) {
+    session.discard();
+    session.state.persistence.pending = undefined;
+    session.state.persistence.lastGood = undefined;
+  }
   const view = session.state.view ?? deps.ptc.latest;
   const evalCallId = config.toolCall?.id ?? config.toolCallId ?? `eval-${Date.now()}`;
   const activity = new EvalActivity(evalCallId, writerOf(config));
@@ -166,6 +173,13 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
     // A sandbox the engine gave up on cannot serve the next eval; start that one fresh.
     const broken = !report.ok && (report.error.code === "BROKEN" || report.error.code === "DISPOSED");
     if (broken) session.discard();
+    const notices = session.state.persistence.notices.splice(0);
+    if (!report.ok && isStop(report.error.code) && deps.persistence.rollsBack) {
+      if (!broken) session.discard();
+      notices.push(deps.persistence.rollBack(session.state.persistence, report.error.code));
+    } else if (!broken && deps.persistence.rollsBack) {
+      deps.persistence.keepLastGood(session.state.persistence, live.sandbox);
+    }
     const hint = hintFor(report, {
       activity,
       view,
@@ -190,6 +204,7 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
       ...(transformed.lineMap === undefined ? {} : { lineMap: transformed.lineMap }),
       keep,
       status,
+      notices,
       ...(hint === undefined ? {} : { hint }),
     });
     const updates = [...context.updates, ...(filesWriter?.updates ?? [])];
@@ -207,6 +222,7 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
 export interface EvalToolDeps {
   options: ResolvedOptions;
   interpreter: Interpreter;
+  persistence: Persistence;
   ptc: PtcResolver;
   /** `task()` for subagents; absent when the middleware never installs it. */
   task?: TaskDispatcher;

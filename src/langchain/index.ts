@@ -5,9 +5,10 @@
 import { createMiddleware, type AgentMiddleware } from "langchain";
 import type { ClientTool, StructuredToolInterface } from "@langchain/core/tools";
 import { toJsonSchema } from "@langchain/core/utils/json_schema";
-import { createEvalTool, createInterpreter, sessionKeyOf } from "./eval-tool.js";
+import { createEvalTool, createInterpreter, sandboxOptions, sessionKeyOf } from "./eval-tool.js";
 import { resolveOptions, type CodeInterpreterMiddlewareOptions, type ResolvedOptions } from "./options.js";
 import { renderPtcSection, renderSystemPrompt, renderTaskSection, renderToolDescription, type JSONSchema, type PromptInput } from "./prompts.js";
+import { Persistence, persistenceStateSchema, SNAPSHOT_STATE_KEY, storedSnapshotOf } from "./persistence.js";
 import { PtcResolver, type PtcToolView } from "./ptc.js";
 import { TaskDispatcher, type TaskCatalog } from "./task.js";
 
@@ -18,7 +19,7 @@ export type { EvalProgressEvent } from "./activity.js";
 export type { EvalOutcomeMetadata, EvalStatus, KeptOutput } from "./outcome.js";
 
 /** The middleware, plus a way to close its sandboxes before the process exits. */
-export type CodeInterpreterMiddleware = AgentMiddleware<undefined, undefined, unknown, readonly ClientTool[]> & {
+export type CodeInterpreterMiddleware = AgentMiddleware<typeof persistenceStateSchema, undefined, unknown, readonly ClientTool[]> & {
   /** Closes every live sandbox of this middleware; later evals fail. Idempotent. */
   dispose(): void;
   [Symbol.dispose](): void;
@@ -100,24 +101,41 @@ function systemPromptText(options: ResolvedOptions, input: PromptInput): string 
  */
 export function createCodeInterpreterMiddleware(options: CodeInterpreterMiddlewareOptions = {}): CodeInterpreterMiddleware {
   const resolved = resolveOptions(options);
-  const interpreter = createInterpreter(resolved);
+  const persistence = new Persistence(resolved, sandboxOptions(resolved));
+  const interpreter = createInterpreter(resolved, persistence);
   const ptc = new PtcResolver(resolved.ptc, resolved.toolName);
   const task = new TaskDispatcher(resolved);
   const initial = promptInput(resolved, ptc.latest);
-  const evalTool = createEvalTool({ options: resolved, interpreter, ptc, task }, renderToolDescription(initial));
+  const evalTool = createEvalTool({ options: resolved, interpreter, persistence, ptc, task }, renderToolDescription(initial));
   let cached: { view: PtcToolView; task: TaskCatalog | undefined; prompt: string | undefined } | undefined;
 
   const middleware = createMiddleware({
     name: "CodeInterpreterMiddleware",
+    stateSchema: persistenceStateSchema,
     tools: [evalTool],
-    beforeAgent: async (_state, runtime) => {
+    beforeAgent: async (state, runtime) => {
+      const key = sessionKeyOf(runtime.configurable?.thread_id);
       // "turn": each agent run starts fresh, even when the previous run never reached afterAgent.
-      if (resolved.mode === "turn") await interpreter.discard(sessionKeyOf(runtime.configurable?.thread_id));
+      if (resolved.mode === "turn") await interpreter.discard(key);
+      if (!persistence.storesThread) return undefined;
+      const stored = storedSnapshotOf(state);
+      if (stored === undefined && interpreter.get(key) === undefined) return undefined;
+      // Restoring is lazy (on the thread's next eval): a run that never evals pays nothing.
+      await interpreter.run(key, async (session) => {
+        if (persistence.prepare(session.state.persistence, stored, session.isOpen)) session.discard();
+      });
       return undefined;
     },
-    afterAgent: async (_state, runtime) => {
-      if (resolved.mode === "turn") await interpreter.discard(sessionKeyOf(runtime.configurable?.thread_id));
-      return undefined;
+    afterAgent: async (state, runtime) => {
+      const key = sessionKeyOf(runtime.configurable?.thread_id);
+      if (resolved.mode === "turn") await interpreter.discard(key);
+      if (!persistence.storesThread || interpreter.get(key) === undefined) return undefined;
+      const update = await interpreter.run(key, async (session) =>
+        // A run that ended on a rolled-back eval still holds state worth storing: open it to snapshot.
+        session.isOpen || session.state.persistence.pending?.what === "rollback"
+          ? persistence.store(session.state.persistence, session.resource.sandbox, storedSnapshotOf(state), session.key) : undefined,
+      );
+      return update === undefined ? undefined : { [SNAPSHOT_STATE_KEY]: update };
     },
     wrapModelCall: async (request, handler) => {
       const view = ptc.resolve(request.tools);

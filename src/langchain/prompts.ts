@@ -277,3 +277,22 @@ function formatMs(ms: number): string {
   if (ms >= 1000) return `${(ms / 1000).toFixed(1)} s`;
   return `${ms} ms`;
 }
+
+/** One-line notices about saved interpreter state (see persistence.ts), shown first in the next eval output. */
+export const PERSISTENCE_TEXT = Object.freeze({
+  /** Some globals came back as placeholders that throw when read. */
+  notRestored: (names: readonly string[]): string =>
+    `Restored the interpreter state, but these values could not be saved and now throw when read: ${names.slice(0, 20).join(", ")}${names.length > 20 ? `, and ${names.length - 20} more` : ""}. Re-create them if you need them.`,
+  /** A stored or rollback snapshot could not be restored. */
+  restoreFailed: (what: "stored" | "rollback", reason: string): string =>
+    `The ${what === "stored" ? "saved interpreter state from earlier turns" : "interpreter state to roll back to"} could not be restored (${reason}): the interpreter started fresh, and every variable, function and class defined before is gone.`,
+  /** The state could not be saved at the end of a run. */
+  notStored: (reason: string): string =>
+    `The interpreter state was not saved at the end of the last turn (${reason}): it may be lost when the conversation resumes elsewhere. Free large variables (set them to null) so it can be saved again.`,
+  /** A stopped eval was undone. */
+  rolledBack: (code: string): string =>
+    `Because this call was stopped (${code}), the interpreter was rolled back to its state after the last call that completed: changes made by this call are undone.`,
+  /** A stopped eval with no earlier good state to go back to. */
+  rolledBackFresh: (code: string): string =>
+    `Because this call was stopped (${code}) and no earlier call completed, the interpreter starts fresh: changes made by this call are undone.`,
+});

@@ -78,7 +78,8 @@ export class ScriptedChatModel extends BaseChatModel {
     this.calls.push({ messages: [...messages], systemPrompt: system?.text ?? "", toolNames: [...this.#boundTools] });
     const produced = typeof step === "function" ? step(messages) : step;
     const toolCalls = (produced.tool_calls ?? []).map((c) => ({ ...c, id: c.id ?? `call_${++this.#ids}` }));
-    const message = new AIMessage({ content: produced.content, tool_calls: toolCalls, id: `scripted_${this.#next}` });
+    // A step's own id wins: runs on one thread need distinct ids, or the messages reducer replaces history.
+    const message = new AIMessage({ content: produced.content, tool_calls: toolCalls, id: produced.id ?? `scripted_${this.#next}` });
     return { generations: [{ message, text: message.text }] };
   }
 }

@@ -1,0 +1,189 @@
+/**
+ * Interpreter state in graph state (mode "thread") and rollback to the last good state.
+ *
+ * - After each agent run (`afterAgent`) the thread's sandbox is snapshotted into a private key of
+ *   the middleware's state schema, signed with `snapshotSigningKey` when given (bound to the thread
+ *   id and a turn counter kept beside it), so any checkpointer persists it and time travel brings
+ *   back the matching interpreter state. A snapshot whose body did not change is not written again.
+ * - Before a run (`beforeAgent`), a thread whose live session does not hold that stored turn (a new
+ *   process, another replica, an evicted session, time travel) is restored from it on its next eval.
+ * - After every eval that completed (returned a value or threw), an unsigned in-memory snapshot is
+ *   kept as the last good state; an eval stopped by a timeout, out of memory, the watchdog or an
+ *   abort puts it back, so no half-mutated globals survive.
+ * Whatever is lost on the way is told to the model in one line, on its next eval.
+ */
+import { z } from "zod";
+import { Sandbox } from "../sandbox.js";
+import { SandboxError, type SandboxErrorCode } from "../errors.js";
+import { SNAPSHOT_OVERHEAD_BYTES, type NotRestored, type RestoreOptions } from "../snapshot.js";
+import type { SandboxOptions } from "../types.js";
+import type { ResolvedOptions } from "./options.js";
+import { PERSISTENCE_TEXT } from "./prompts.js";
+
+/** Graph-state key holding the snapshot; the leading underscore keeps it out of the agent's output. */
+export const SNAPSHOT_STATE_KEY = "_codeInterpreterSnapshot";
+
+const storedSnapshot = z.object({
+  /** Turn counter the snapshot is signed for; increases with every stored change. */
+  turn: z.number().int().nonnegative(),
+  /** The snapshot, base64 (every checkpointer serializer keeps strings), or absent when not stored. */
+  data: z.string().optional(),
+  /** One line for the model when the state could not be stored (read on the next run, in any process). */
+  notice: z.string().optional(),
+});
+
+/** A thread's stored interpreter state, as graph state holds it. */
+export type StoredSnapshot = z.infer<typeof storedSnapshot>;
+
+/** The middleware's state schema: one private key. */
+export const persistenceStateSchema = z.object({ [SNAPSHOT_STATE_KEY]: storedSnapshot.optional() });
+
+/** What a session keeps for persistence and rollback. */
+export interface PersistenceState {
+  /** Turn of the stored snapshot the live sandbox started from or last wrote; -1 when none. */
+  turn: number;
+  /** Snapshot to restore from when the session next opens a sandbox. */
+  pending: { bytes: Uint8Array; turn?: number; what: "stored" | "rollback" } | undefined;
+  /** In-memory snapshot after the last completed eval, for rollback. */
+  lastGood: Uint8Array | undefined;
+  /** One-line notices for the model's next eval. */
+  notices: string[];
+}
+
+export function initPersistenceState(): PersistenceState {
+  return { turn: -1, pending: undefined, lastGood: undefined, notices: [] };
+}
+
+/** The snapshot stored in a graph state, if there is one of the expected shape. */
+export function storedSnapshotOf(state: unknown): StoredSnapshot | undefined {
+  if (typeof state !== "object" || state === null) return undefined;
+  const parsed = storedSnapshot.safeParse((state as Record<string, unknown>)[SNAPSHOT_STATE_KEY]);
+  return parsed.success ? parsed.data : undefined;
+}
+
+/** Engine stops after which the sandbox may hold half-mutated globals. */
+const STOPS: ReadonlySet<SandboxErrorCode> = new Set(["TIMEOUT", "OUT_OF_MEMORY", "BROKEN", "ABORTED"]);
+
+export function isStop(code: SandboxErrorCode): boolean {
+  return STOPS.has(code);
+}
+
+function reasonOf(error: unknown): string {
+  if (error instanceof SandboxError) return `${error.code}: ${error.message}`;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Snapshots and restores a session's sandbox according to the middleware's options. */
+export class Persistence {
+  readonly #options: ResolvedOptions;
+  readonly #sandboxOptions: SandboxOptions;
+
+  constructor(options: ResolvedOptions, sandboxOptions: SandboxOptions) {
+    this.#options = options;
+    this.#sandboxOptions = sandboxOptions;
+  }
+
+  /** True when state outlives a run (mode "thread"). */
+  get storesThread(): boolean {
+    return this.#options.mode === "thread";
+  }
+
+  /** True when evals share a sandbox, so a stopped eval has a state to roll back to. */
+  get rollsBack(): boolean {
+    return this.#options.mode !== "call";
+  }
+
+  #signing(threadId: string, turn: number): RestoreOptions["signing"] {
+    const key = this.#options.snapshotSigningKey;
+    return key === undefined ? undefined : { key, threadId, turn };
+  }
+
+  /**
+   * Opens the session's sandbox: restored from `pending` when set, fresh otherwise (and when the
+   * restore fails, saying why). `threadId` is what the signature is bound to.
+   */
+  open(state: PersistenceState, threadId: string): Sandbox {
+    const pending = state.pending;
+    state.pending = undefined;
+    if (pending === undefined) return new Sandbox(this.#sandboxOptions);
+    const signing = pending.turn === undefined ? undefined : this.#signing(threadId, pending.turn);
+    try {
+      const { sandbox, notRestored } = Sandbox.restore(pending.bytes, {
+        ...this.#sandboxOptions,
+        maxSnapshotBytes: this.#options.maxSnapshotBytes,
+        ...(signing === undefined ? {} : { signing }),
+      });
+      if (notRestored.length > 0) state.notices.push(PERSISTENCE_TEXT.notRestored(notRestored.map((n: NotRestored) => `${n.name} (${n.type})`)));
+      return sandbox;
+    } catch (error) {
+      state.turn = -1;
+      state.notices.push(PERSISTENCE_TEXT.restoreFailed(pending.what, reasonOf(error)));
+      return new Sandbox(this.#sandboxOptions);
+    }
+  }
+
+  /** Before a run: arranges a restore when the live session does not hold the stored turn. Returns true when the live sandbox must be dropped. */
+  prepare(state: PersistenceState, stored: StoredSnapshot | undefined, live: boolean): boolean {
+    if (stored === undefined) return false;
+    if (stored.notice !== undefined && stored.turn !== state.turn) state.notices.push(stored.notice);
+    if (stored.data === undefined || (live && stored.turn === state.turn)) {
+      state.turn = stored.turn;
+      return false;
+    }
+    state.pending = { bytes: Buffer.from(stored.data, "base64"), turn: stored.turn, what: "stored" };
+    state.turn = stored.turn;
+    return true;
+  }
+
+  /**
+   * After a run: the graph-state update storing the sandbox's snapshot, or `undefined` when nothing
+   * changed. A snapshot over `maxSnapshotBytes` is not stored; the stored one is cleared so a later
+   * restore cannot bring back an outdated state, and the model is told.
+   */
+  store(state: PersistenceState, sandbox: Sandbox | undefined, stored: StoredSnapshot | undefined, threadId: string): StoredSnapshot | undefined {
+    if (sandbox === undefined || sandbox.disposed) return undefined;
+    const turn = (stored?.turn ?? 0) + 1;
+    const signing = this.#signing(threadId, turn);
+    let bytes: Uint8Array;
+    try {
+      bytes = sandbox.snapshot({ maxSnapshotBytes: this.#options.maxSnapshotBytes, ...(signing === undefined ? {} : { signing }) });
+    } catch (error) {
+      const notice = PERSISTENCE_TEXT.notStored(reasonOf(error));
+      state.notices.push(notice);
+      state.turn = turn;
+      return { turn, notice };
+    }
+    if (stored?.data !== undefined && sameBody(Buffer.from(stored.data, "base64"), bytes)) {
+      state.turn = stored.turn;
+      return undefined;
+    }
+    state.turn = turn;
+    return { turn, data: Buffer.from(bytes).toString("base64") };
+  }
+
+  /** After a completed eval: remembers the sandbox's state for rollback (dropped when it cannot be taken). */
+  keepLastGood(state: PersistenceState, sandbox: Sandbox): void {
+    try {
+      state.lastGood = sandbox.snapshot({ maxSnapshotBytes: this.#options.maxSnapshotBytes });
+    } catch {
+      state.lastGood = undefined;
+    }
+  }
+
+  /** After a stopped eval: the next sandbox starts from the last good state, and the model is told. */
+  rollBack(state: PersistenceState, code: SandboxErrorCode): string {
+    if (state.lastGood === undefined) return PERSISTENCE_TEXT.rolledBackFresh(code);
+    state.pending = { bytes: state.lastGood, what: "rollback" };
+    return PERSISTENCE_TEXT.rolledBack(code);
+  }
+}
+
+/**
+ * True when two snapshots hold the same body: the header carries the turn and the trailer the
+ * signature, which change every run even when the interpreter's state did not.
+ */
+function sameBody(a: Uint8Array, b: Uint8Array): boolean {
+  const header = SNAPSHOT_OVERHEAD_BYTES - 32;
+  if (a.length !== b.length || a.length < SNAPSHOT_OVERHEAD_BYTES) return false;
+  return Buffer.from(a.subarray(header, a.length - 32)).equals(Buffer.from(b.subarray(header, b.length - 32)));
+}

@@ -1,0 +1,145 @@
+/**
+ * Interpreter state in graph state: mode "thread" survives a new middleware instance sharing the
+ * checkpointer (as a restarted process would), writes nothing when nothing changed, says what it
+ * lost, and rolls a stopped eval back to the last good state. Modes "turn" and "call" keep nothing.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { createAgent } from "langchain";
+import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import { MemorySaver } from "@langchain/langgraph";
+import { createCodeInterpreterMiddleware, type CodeInterpreterMiddleware, type CodeInterpreterMiddlewareOptions } from "../../src/langchain/index.js";
+import { SNAPSHOT_STATE_KEY } from "../../src/langchain/persistence.js";
+import { ScriptedChatModel, callTool, contentText, reply, section, toolMessages } from "./support/agent.js";
+
+const live: CodeInterpreterMiddleware[] = [];
+afterEach(() => {
+  for (const m of live.splice(0)) m.dispose();
+});
+
+function middleware(options: CodeInterpreterMiddlewareOptions = {}): CodeInterpreterMiddleware {
+  const m = createCodeInterpreterMiddleware(options);
+  live.push(m);
+  return m;
+}
+
+let runs = 0;
+
+/** One agent run on `threadId` whose model makes the given evals, one per model call. */
+async function turn(interpreter: CodeInterpreterMiddleware, checkpointer: MemorySaver, threadId: string, codes: readonly string[]) {
+  // Fresh message ids per run: the scripted model's own ids restart at 1 and would replace history.
+  const run = ++runs;
+  const steps = [...codes.map((code, i) => callTool("eval", { code }, `call-${run}-${i}`)), reply("done")];
+  steps.forEach((step, i) => (step.id = `run-${run}-${i}`));
+  const model = new ScriptedChatModel(steps);
+  const agent = createAgent({ model, tools: [], middleware: [interpreter], checkpointer });
+  const config = { configurable: { thread_id: threadId } };
+  const result = await agent.invoke({ messages: [new HumanMessage("go")] }, config);
+  const all = toolMessages(result.messages as BaseMessage[]);
+  const evals = all.slice(all.length - codes.length);
+  const state = (await agent.getState(config)).values as Record<string, unknown>;
+  return { evals, stored: state[SNAPSHOT_STATE_KEY] as { turn: number; data?: string; notice?: string } | undefined };
+}
+
+function notice(message: BaseMessage): string {
+  return /<notice>\n?([\s\S]*?)\n?<\/notice>/.exec(contentText(message))?.[1] ?? "";
+}
+
+const TURN_ONE = `
+const data = [{ name: "a", v: 3 }, { name: "b", v: 5 }, { name: "c", v: 8 }];
+function score(r) { return r.v * 10; }
+class Acc { constructor() { this.total = 0; } add(n) { this.total += n; return this.total; } }
+const acc = new Acc();
+acc.add(score(data[0]));
+`;
+const TURN_TWO = `[data.length, score(data[2]), acc.add(1), acc instanceof Acc]`;
+const KEY = "0123456789abcdef-signing-key";
+
+describe('mode "thread": state in graph state', () => {
+  it("a second middleware instance on the same checkpointer continues the thread with data, functions and class instances", async () => {
+    const saver = new MemorySaver();
+    const first = await turn(middleware({ snapshotSigningKey: KEY }), saver, "t1", [TURN_ONE]);
+    expect(section(first.evals[0]!, "result")).toBe("30");
+    expect(first.stored?.data).toBeTypeOf("string");
+    const second = await turn(middleware({ snapshotSigningKey: KEY }), saver, "t1", [TURN_TWO]);
+    expect(section(second.evals[0]!, "result")).toBe("[ 3, 80, 31, true ]");
+    expect(notice(second.evals[0]!)).toBe("");
+  });
+
+  it("a run that changes nothing writes no new snapshot (same turn, same bytes)", async () => {
+    const saver = new MemorySaver();
+    const m = middleware({ snapshotSigningKey: KEY });
+    const first = await turn(m, saver, "t2", ["var kept = 1"]);
+    const readOnly = await turn(m, saver, "t2", ["kept + 1"]);
+    expect(readOnly.stored).toEqual(first.stored);
+    const changed = await turn(m, saver, "t2", ["kept = 2"]);
+    expect(changed.stored?.turn).toBe(first.stored!.turn + 1);
+  });
+
+  it("a snapshot signed with another key is refused: the interpreter starts fresh and the model is told why in one line", async () => {
+    const saver = new MemorySaver();
+    await turn(middleware({ snapshotSigningKey: KEY }), saver, "t3", ["const lost = 1"]);
+    const second = await turn(middleware({ snapshotSigningKey: "another-key-of-16-bytes-or-more" }), saver, "t3", ["typeof lost"]);
+    expect(section(second.evals[0]!, "result")).toBe("undefined");
+    expect(notice(second.evals[0]!)).toMatch(/^The saved interpreter state from earlier turns could not be restored \(INVALID_SNAPSHOT: .*\): the interpreter started fresh/);
+    expect(notice(second.evals[0]!).split("\n")).toHaveLength(1);
+  });
+
+  it("values that cannot be saved are named in the next eval output, and reading one gives the documented error", async () => {
+    const saver = new MemorySaver();
+    await turn(middleware(), saver, "t4", ["const counter = (() => { let n = 0; return () => ++n; })(); const ok = 5"]);
+    const second = await turn(middleware(), saver, "t4", ["ok", "counter()"]);
+    expect(notice(second.evals[0]!)).toMatch(/could not be saved and now throw when read: counter \(closure\)/);
+    expect(section(second.evals[0]!, "result")).toBe("5");
+    expect(section(second.evals[1]!, "error")).toMatch(/Value for 'counter' was not restored because it is not serializable \(type: closure\)\./);
+  });
+
+  it("a state over maxSnapshotBytes is not stored, the old one is cleared, and the model sees one line on its next eval", async () => {
+    const saver = new MemorySaver();
+    const m = middleware({ maxSnapshotBytes: 4096 });
+    const small = await turn(m, saver, "t5", ["var small = 1"]);
+    expect(small.stored?.data).toBeTypeOf("string");
+    const big = await turn(m, saver, "t5", ["var big = 'x'.repeat(20000); big.length"]);
+    expect(big.stored?.data).toBeUndefined();
+    const next = await turn(m, saver, "t5", ["small"]);
+    expect(notice(next.evals[0]!)).toMatch(/^The interpreter state was not saved at the end of the last turn \(INVALID_SNAPSHOT: .*\)/);
+    // Another process sees no stale snapshot and is told the same line.
+    const elsewhere = await turn(middleware({ maxSnapshotBytes: 4096 }), saver, "t5", ["typeof small"]);
+    expect(section(elsewhere.evals[0]!, "result")).toBe("undefined");
+    expect(notice(elsewhere.evals[0]!)).toMatch(/^The interpreter state was not saved/);
+  });
+});
+
+describe("rollback after a stopped eval", () => {
+  it("a timed-out eval leaves the globals of the last completed eval, and the model is told", async () => {
+    const saver = new MemorySaver();
+    const m = middleware({ executionTimeoutMs: 200 });
+    const run = await turn(m, saver, "r1", ["var n = 1; var list = [1]", "n = 2; list.push(2); while (true) {}", "[n, list]"]);
+    expect(section(run.evals[1]!, "error")).toMatch(/time/i);
+    expect(notice(run.evals[1]!)).toMatch(/^Because this call was stopped \(TIMEOUT\), the interpreter was rolled back/);
+    expect(section(run.evals[2]!, "result")).toBe("[ 1, [ 1 ] ]");
+    // The rolled-back state is what the thread stores.
+    const later = await turn(middleware({ executionTimeoutMs: 200 }), saver, "r1", ["n"]);
+    expect(section(later.evals[0]!, "result")).toBe("1");
+  });
+
+  it("a stop with no earlier completed eval starts fresh and says so", async () => {
+    const run = await turn(middleware({ executionTimeoutMs: 200 }), new MemorySaver(), "r2", ["var early = 1; while (true) {}", "typeof early"]);
+    expect(notice(run.evals[0]!)).toMatch(/no earlier call completed, the interpreter starts fresh/);
+    expect(section(run.evals[1]!, "result")).toBe("undefined");
+  });
+});
+
+describe('modes "turn" and "call" keep nothing in graph state', () => {
+  it('"turn" keeps state within a run only; "call" not even between evals', async () => {
+    const saver = new MemorySaver();
+    const m = middleware({ mode: "turn" });
+    const first = await turn(m, saver, "m1", ["var x = 1", "x"]);
+    expect(section(first.evals[1]!, "result")).toBe("1");
+    expect(first.stored).toBeUndefined();
+    const second = await turn(m, saver, "m1", ["typeof x"]);
+    expect(section(second.evals[0]!, "result")).toBe("undefined");
+    const call = await turn(middleware({ mode: "call" }), saver, "m2", ["var y = 1", "typeof y"]);
+    expect(section(call.evals[1]!, "result")).toBe("undefined");
+    expect(call.stored).toBeUndefined();
+  });
+});
