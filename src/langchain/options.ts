@@ -81,7 +81,11 @@ export interface CodeInterpreterMiddlewareOptions {
   subagentTimeoutMs?: number;
   /**
    * How long interpreter state lives: `"thread"` (default) across agent runs on one thread,
-   * `"turn"` within one agent run, `"call"` within one eval.
+   * `"turn"` within one agent run, `"call"` within one eval. With `"thread"`, the sandbox is
+   * snapshotted into graph state (a private key) at the end of each agent run, so a checkpointer
+   * carries it to a restarted process or another replica, which restores it on the thread's next
+   * eval. With `"thread"` and `"turn"`, an eval stopped by a timeout, out of memory, the watchdog
+   * or an abort is rolled back to the state after the last eval that completed.
    */
   mode?: InterpreterMode;
   /** Largest interpreter snapshot stored in graph state, bytes. Default: `memoryLimitBytes`. */

@@ -8,7 +8,10 @@ import { createAgent } from "langchain";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { MemorySaver } from "@langchain/langgraph";
 import { createCodeInterpreterMiddleware, type CodeInterpreterMiddleware, type CodeInterpreterMiddlewareOptions } from "../../src/langchain/index.js";
-import { SNAPSHOT_STATE_KEY } from "../../src/langchain/persistence.js";
+import { initPersistenceState, Persistence, SNAPSHOT_STATE_KEY } from "../../src/langchain/persistence.js";
+import { sandboxOptions } from "../../src/langchain/eval-tool.js";
+import { resolveOptions } from "../../src/langchain/options.js";
+import { Sandbox } from "../../src/sandbox.js";
 import { ScriptedChatModel, callTool, contentText, reply, section, toolMessages } from "./support/agent.js";
 
 const live: CodeInterpreterMiddleware[] = [];
@@ -122,6 +125,13 @@ describe("rollback after a stopped eval", () => {
     expect(section(later.evals[0]!, "result")).toBe("1");
   });
 
+  it("an eval that runs out of memory is rolled back too", async () => {
+    const m = middleware({ memoryLimitBytes: 16 * 1024 * 1024 });
+    const run = await turn(m, new MemorySaver(), "r3", ["var rows = [1]", "rows.push(2); const hog = []; while (true) hog.push(new Array(100000).fill(7))", "rows"]);
+    expect(notice(run.evals[1]!)).toMatch(/^Because this call was stopped \(OUT_OF_MEMORY\), the interpreter was rolled back/);
+    expect(section(run.evals[2]!, "result")).toBe("[ 1 ]");
+  });
+
   it("a stop with no earlier completed eval starts fresh and says so", async () => {
     const run = await turn(middleware({ executionTimeoutMs: 200 }), new MemorySaver(), "r2", ["var early = 1; while (true) {}", "typeof early"]);
     expect(notice(run.evals[0]!)).toMatch(/no earlier call completed, the interpreter starts fresh/);
@@ -141,5 +151,46 @@ describe('modes "turn" and "call" keep nothing in graph state', () => {
     const call = await turn(middleware({ mode: "call" }), saver, "m2", ["var y = 1", "typeof y"]);
     expect(section(call.evals[1]!, "result")).toBe("undefined");
     expect(call.stored).toBeUndefined();
+  });
+});
+
+describe("a stored snapshot that does not match its thread or turn", () => {
+  const options = resolveOptions({ snapshotSigningKey: KEY });
+  const persistence = new Persistence(options, sandboxOptions(options));
+
+  function storedFrom(code: string, threadId: string) {
+    const sandbox = new Sandbox(sandboxOptions(options));
+    try {
+      sandbox.evalSync(code);
+      return persistence.store(initPersistenceState(), sandbox, undefined, threadId)!;
+    } finally {
+      sandbox.dispose();
+    }
+  }
+
+  function openFrom(stored: { turn: number; data?: string }, threadId: string) {
+    const state = initPersistenceState();
+    expect(persistence.prepare(state, stored, false)).toBe(true);
+    const sandbox = persistence.open(state, threadId);
+    try {
+      return { found: sandbox.evalSync("typeof kept"), notices: state.notices };
+    } finally {
+      sandbox.dispose();
+    }
+  }
+
+  it("restores on its own thread and turn", () => {
+    expect(openFrom(storedFrom("var kept = 1", "thread:a"), "thread:a")).toEqual({ found: "number", notices: [] });
+  });
+
+  it.each([
+    ["another thread's snapshot", (s: { turn: number; data?: string }) => s, "thread:b"],
+    ["an older turn's snapshot replayed under a newer counter", (s: { turn: number; data?: string }) => ({ ...s, turn: s.turn + 1 }), "thread:a"],
+    ["a truncated snapshot", (s: { turn: number; data?: string }) => ({ ...s, data: Buffer.from(s.data!, "base64").subarray(0, 40).toString("base64") }), "thread:a"],
+  ])("refuses %s: fresh interpreter, one line saying why", (_what, tamper, threadId) => {
+    const { found, notices } = openFrom(tamper(storedFrom("var kept = 1", "thread:a")), threadId);
+    expect(found).toBe("undefined");
+    expect(notices).toHaveLength(1);
+    expect(notices[0]).toMatch(/^The saved interpreter state from earlier turns could not be restored \(INVALID_SNAPSHOT: [^\n]+\): the interpreter started fresh/);
   });
 });
