@@ -146,7 +146,8 @@ export class Persistence {
     const signing = this.#signing(threadId, turn);
     let bytes: Uint8Array;
     try {
-      bytes = sandbox.snapshot({ maxSnapshotBytes: this.#options.maxSnapshotBytes, ...(signing === undefined ? {} : { signing }) });
+      // Deflated: graph state is written by every checkpoint; records of one shape shrink several times.
+      bytes = sandbox.snapshot({ maxSnapshotBytes: this.#options.maxSnapshotBytes, compress: true, ...(signing === undefined ? {} : { signing }) });
     } catch (error) {
       const notice = PERSISTENCE_TEXT.notStored(reasonOf(error));
       state.notices.push(notice);

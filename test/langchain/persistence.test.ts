@@ -194,3 +194,12 @@ describe("a stored snapshot that does not match its thread or turn", () => {
     expect(notices[0]).toMatch(/^The saved interpreter state from earlier turns could not be restored \(INVALID_SNAPSHOT: [^\n]+\): the interpreter started fresh/);
   });
 });
+
+describe("stored size", () => {
+  it("records of one shape are stored deflated: far smaller than their JSON", async () => {
+    const saver = new MemorySaver();
+    const run = await turn(middleware(), saver, "s1", [`var rows = Array.from({ length: 2000 }, (_, i) => ({ id: i, name: "row" + i, region: ["north", "south"][i % 2] })); JSON.stringify(rows).length`]);
+    const jsonChars = Number(section(run.evals[0]!, "result"));
+    expect(run.stored!.data!.length).toBeLessThan(jsonChars / 3);
+  });
+});
