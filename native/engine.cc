@@ -506,6 +506,8 @@ bool Engine::runSlice() {
     std::lock_guard<std::mutex> lock(mu_);
     if (state_ != State::Queued) return false;
     state_ = State::Running;
+    pthread_getcpuclockid(pthread_self(), &sliceThreadClock_);
+    overdueCpuNs_ = -1;
     results.swap(inbox_);
   }
   EvalOutcome out;
@@ -608,9 +610,21 @@ bool Engine::abandon(int64_t nowNs, int64_t graceNs) {
   std::lock_guard<std::mutex> lock(mu_);
   if (state_ != State::Running || abandoned_ || syncMode_) return false;
   int64_t deadline = sliceDeadlineNs_.load();
-  bool overdue = (deadline != 0 && nowNs > deadline + graceNs) ||
-                 (stop_.load() != 0 && stopRequestedNs_ != 0 && nowNs > stopRequestedNs_ + graceNs);
-  if (!overdue) return false;
+  bool overdue = (deadline != 0 && nowNs > deadline) || (stop_.load() != 0 && stopRequestedNs_ != 0);
+  if (!overdue) {
+    overdueCpuNs_ = -1;
+    return false;
+  }
+  // Stuck means "kept burning CPU after it should have stopped": a thread that merely got no CPU
+  // (a loaded machine, or a sanitizer build) is not stuck, so measure the thread's own CPU time.
+  timespec ts;
+  if (clock_gettime(sliceThreadClock_, &ts) != 0) return false;
+  int64_t cpuNs = static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  if (overdueCpuNs_ < 0) {
+    overdueCpuNs_ = cpuNs;
+    return false;
+  }
+  if (cpuNs - overdueCpuNs_ < graceNs) return false;
   abandoned_ = true;
   broken_ = true;
   EvalOutcome out;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <ctime>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -201,6 +202,10 @@ class Engine : public std::enable_shared_from_this<Engine> {
   OwnedValue completion_;  // a plain script's completion value (async scripts use evalPromise_)
   uint32_t raisedOomAtStart_ = 0, raisedOverflowAtStart_ = 0;
   int64_t stopRequestedNs_ = 0;
+  // Watchdog bookkeeping (guarded by mu_): the CPU clock of the thread running the current slice,
+  // and that clock's reading when the watchdog first found the slice overdue (-1: not overdue).
+  clockid_t sliceThreadClock_ = CLOCK_THREAD_CPUTIME_ID;
+  int64_t overdueCpuNs_ = -1;
   uint64_t evalId_ = 0;         // the eval whose state is in the runtime
   uint64_t pendingEvalId_ = 0;  // the async eval accepted by beginAsync
   EvalRequest request_;

@@ -17,6 +17,8 @@ class Executor {
 
   // Bytes of stack each executor thread gets; maxStackSizeBytes must stay well below it.
   static constexpr size_t kThreadStackBytes = 16u << 20;
+  // CPU time a slice may keep burning past its deadline (or a stop request) before the watchdog
+  // calls it stuck.
   static constexpr int64_t kWatchdogGraceNs = 300 * 1000000LL;
 
   struct State;

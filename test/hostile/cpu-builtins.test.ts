@@ -15,8 +15,10 @@ import { bystander, expectHostResponsive, expectMemoryBack, sandbox, timed } fro
 
 const MiB = 1024 * 1024;
 const BUDGET_MS = 200;
-// Generous on purpose: the point is "stops near the budget" versus "runs for seconds to hours".
-const STOPPED_WITHIN_MS = 2000;
+// Generous on purpose: the point is "stops near the budget" versus "runs for seconds to hours"
+// (every case runs > 10 s unpatched), and a shared CI machine can stall any process for a while.
+// The distance to the budget itself is measured by the benchmarks, not asserted here.
+const STOPPED_WITHIN_MS = 5000;
 // Room for the big inputs below, so that running out of memory never ends an attack before its budget.
 const MEMORY_LIMIT = 1024 * MiB;
 
