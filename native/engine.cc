@@ -136,11 +136,6 @@ Engine::~Engine() { teardown(); }
 
 void Engine::installGlobals() {
   OwnedValue global(ctx_, JS_GetGlobalObject(ctx_));
-  // No shared memory in a sandbox: nothing to share with, and a recurring CVE class.
-  for (const char* name : {"Atomics", "SharedArrayBuffer"}) {
-    OwnedAtom atom(ctx_, JS_NewAtom(ctx_, name));
-    JS_DeleteProperty(ctx_, global.get(), atom.get(), 0);
-  }
   OwnedValue console(ctx_, JS_NewObject(ctx_));
   for (int level = 0; level < 5; level++) {
     JSValue fn = JS_NewCFunctionMagic(ctx_, consoleTrampoline, kConsoleLevels[level], 0, JS_CFUNC_generic_magic, level);
