@@ -150,6 +150,7 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
     session.state.persistence.pending = undefined;
     session.state.persistence.lastGood = undefined;
   }
+  if (!session.isOpen && input.reset !== true) deps.persistence.prepareOnEval(session.state.persistence, config.state, deps.interpreter.takeEviction(session.key));
   const view = session.state.view ?? deps.ptc.latest;
   const evalCallId = config.toolCall?.id ?? config.toolCallId ?? `eval-${Date.now()}`;
   const activity = new EvalActivity(evalCallId, writerOf(config));

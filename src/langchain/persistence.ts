@@ -136,6 +136,19 @@ export class Persistence {
   }
 
   /**
+   * On an eval whose session has no sandbox and was never prepared by `beforeAgent` in this
+   * process (evicted mid-run, or a new session object): arranges a restore from the graph state
+   * the eval sees. `evicted` says why a live sandbox went away, for the model.
+   */
+  prepareOnEval(state: PersistenceState, graphState: unknown, evicted: "idle" | "capacity" | undefined): void {
+    if (!this.storesThread || state.turn !== -1 || state.pending !== undefined) return;
+    const stored = storedSnapshotOf(graphState);
+    if (stored?.data === undefined) return;
+    this.prepare(state, stored, false);
+    if (evicted !== undefined) state.notices.push(PERSISTENCE_TEXT.evicted(evicted));
+  }
+
+  /**
    * After a run: the graph-state update storing the sandbox's snapshot, or `undefined` when nothing
    * changed. A snapshot over `maxSnapshotBytes` is not stored; the stored one is cleared so a later
    * restore cannot bring back an outdated state, and the model is told.

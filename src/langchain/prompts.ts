@@ -289,6 +289,9 @@ export const PERSISTENCE_TEXT = Object.freeze({
   /** The state could not be saved at the end of a run. */
   notStored: (reason: string): string =>
     `The interpreter state was not saved at the end of the last turn (${reason}): it may be lost when the conversation resumes elsewhere. Free large variables (set them to null) so it can be saved again.`,
+  /** The thread's sandbox was closed between evals of a run and came back from the start-of-run state. */
+  evicted: (reason: "idle" | "capacity"): string =>
+    `The interpreter was closed between calls (${reason === "idle" ? "unused for too long" : "too many conversations at once"}) and restored from the state saved at the end of the last turn: changes made earlier in this turn are lost.`,
   /** A stopped eval was undone. */
   rolledBack: (code: string): string =>
     `Because this call was stopped (${code}), the interpreter was rolled back to its state after the last call that completed: changes made by this call are undone.`,

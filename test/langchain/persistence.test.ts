@@ -7,6 +7,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createAgent } from "langchain";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { MemorySaver } from "@langchain/langgraph";
+import { tool } from "@langchain/core/tools";
+import { z } from "zod";
 import { createCodeInterpreterMiddleware, type CodeInterpreterMiddleware, type CodeInterpreterMiddlewareOptions } from "../../src/langchain/index.js";
 import { initPersistenceState, Persistence, SNAPSHOT_STATE_KEY } from "../../src/langchain/persistence.js";
 import { sandboxOptions } from "../../src/langchain/eval-tool.js";
@@ -28,10 +30,10 @@ function middleware(options: CodeInterpreterMiddlewareOptions = {}): CodeInterpr
 let runs = 0;
 
 /** One agent run on `threadId` whose model makes the given evals, one per model call. */
-async function turn(interpreter: CodeInterpreterMiddleware, checkpointer: MemorySaver, threadId: string, codes: readonly string[]) {
+async function turn(interpreter: CodeInterpreterMiddleware, checkpointer: MemorySaver, threadId: string, codes: readonly (string | { code: string; reset: boolean })[]) {
   // Fresh message ids per run: the scripted model's own ids restart at 1 and would replace history.
   const run = ++runs;
-  const steps = [...codes.map((code, i) => callTool("eval", { code }, `call-${run}-${i}`)), reply("done")];
+  const steps = [...codes.map((code, i) => callTool("eval", typeof code === "string" ? { code } : code, `call-${run}-${i}`)), reply("done")];
   steps.forEach((step, i) => (step.id = `run-${run}-${i}`));
   const model = new ScriptedChatModel(steps);
   const agent = createAgent({ model, tools: [], middleware: [interpreter], checkpointer });
@@ -66,6 +68,14 @@ describe('mode "thread": state in graph state', () => {
     const second = await turn(middleware({ snapshotSigningKey: KEY }), saver, "t1", [TURN_TWO]);
     expect(section(second.evals[0]!, "result")).toBe("[ 3, 80, 31, true ]");
     expect(notice(second.evals[0]!)).toBe("");
+  });
+
+  it("reset: true in a new process starts fresh instead of restoring the stored state", async () => {
+    const saver = new MemorySaver();
+    await turn(middleware(), saver, "t6", ["var old = 1"]);
+    const second = await turn(middleware(), saver, "t6", [{ code: "typeof old", reset: true }, "typeof old"]);
+    expect(section(second.evals[0]!, "result")).toBe("undefined");
+    expect(section(second.evals[1]!, "result")).toBe("undefined");
   });
 
   it("a run that changes nothing writes no new snapshot (same turn, same bytes)", async () => {
@@ -109,6 +119,34 @@ describe('mode "thread": state in graph state', () => {
     const elsewhere = await turn(middleware({ maxSnapshotBytes: 4096 }), saver, "t5", ["typeof small"]);
     expect(section(elsewhere.evals[0]!, "result")).toBe("undefined");
     expect(notice(elsewhere.evals[0]!)).toMatch(/^The interpreter state was not saved/);
+  });
+});
+
+describe("a session evicted in the middle of a run", () => {
+  it("comes back from the stored state on its next eval, and the model is told what was lost", async () => {
+    const saver = new MemorySaver();
+    const m = middleware({ maxLiveSessions: 1 });
+    await turn(m, saver, "e1", ["var saved = 1"]);
+    // A tool that makes another thread use the interpreter: with one live session, thread e1's is closed.
+    const other = tool(
+      async () => {
+        await turn(m, saver, "e2", ["1 + 1"]);
+        return "other thread ran";
+      },
+      { name: "other_thread", description: "Runs another conversation.", schema: z.object({}) },
+    );
+    const run = ++runs;
+    const model = new ScriptedChatModel([
+      callTool("eval", { code: "var unsaved = 2" }, `c-${run}-0`),
+      callTool("other_thread", {}, `c-${run}-1`),
+      callTool("eval", { code: "[saved, typeof unsaved]" }, `c-${run}-2`),
+      reply("done"),
+    ].map((step, i) => Object.assign(step, { id: `run-${run}-${i}` })));
+    const agent = createAgent({ model, tools: [other], middleware: [m], checkpointer: saver });
+    const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "e1" } });
+    const last = toolMessages(result.messages as BaseMessage[]).at(-1)!;
+    expect(section(last, "result")).toBe("[ 1, 'undefined' ]");
+    expect(notice(last)).toMatch(/^The interpreter was closed between calls \(too many conversations at once\) and restored from the state saved at the end of the last turn/);
   });
 });
 
