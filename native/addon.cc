@@ -38,6 +38,9 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   EnvBridge(Napi::Env env) : env_(env), mainThread_(std::this_thread::get_id()) {}
 
   void start() {
+    Napi::Float64Array stats = Napi::Float64Array::New(env_, kStatsSlots);
+    statsData_ = stats.Data();
+    stats_ = Napi::Persistent(stats);
     Napi::Buffer<uint8_t> exchange = Napi::Buffer<uint8_t>::New(env_, kExchangeBytes);
     exchangeData_ = exchange.Data();  // stable: the persistent reference keeps the buffer alive
     exchange_ = Napi::Persistent(exchange);
@@ -92,6 +95,10 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   // every use is a synchronous write-then-read).
   static constexpr size_t kExchangeBytes = 64 * 1024;
   Napi::Buffer<uint8_t> exchange() { return exchange_.Value(); }
+  // Numbers of the last inline eval (see SandboxHandle::EvalSync), shared with src/sandbox.ts.
+  static constexpr size_t kStatsSlots = 8;
+  Napi::Float64Array statsArray() { return stats_.Value(); }
+  double* stats() { return statsData_; }
   // Puts `bytes` where the dispatcher reads them: the exchange buffer when they fit (returns its
   // byte count and leaves `spill` empty), else a Buffer of their own in `spill`.
   uint32_t stage(const std::vector<uint8_t>& bytes, Napi::Value* spill) {
@@ -179,6 +186,8 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   Napi::ThreadSafeFunction tsfn_;
   Napi::Reference<Napi::Buffer<uint8_t>> exchange_;
   uint8_t* exchangeData_ = nullptr;
+  Napi::Reference<Napi::Float64Array> stats_;
+  double* statsData_ = nullptr;
   std::mutex mu_;
   std::deque<Message> outbox_;
   bool closed_ = false;
@@ -371,11 +380,33 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   }
 
   // evalSync(code, filename, budgetMs, describe) -> outcome array
+  // The inline path answers without building an array: the numbers go into the environment's
+  // shared stats array and a value that fits into the exchange buffer; only console output, a
+  // message or an oversized value come back as JS values, as [value | undefined, message, console].
   Napi::Value EvalSync(const Napi::CallbackInfo& info) {
-    if (!alive(info) || info.Length() < 4) return info.Env().Undefined();
+    Napi::Env env = info.Env();
+    if (!alive(info) || info.Length() < 4) return env.Undefined();
     std::shared_ptr<Engine> keep = engine_;
     EvalOutcome o = keep->evalSync(requestOf(info));
-    return outcomeToJs(info.Env(), o);
+    double* stats = bridge_->stats();
+    stats[0] = static_cast<int>(o.status);
+    stats[1] = static_cast<int>(o.stop);
+    stats[2] = o.consoleTruncated ? 1 : 0;
+    stats[3] = o.executionMs;
+    stats[4] = o.hostCalls;
+    stats[5] = static_cast<double>(o.memoryUsedBytes);
+    stats[6] = static_cast<double>(o.peakMemoryBytes);
+    Napi::Value spill = env.Undefined();
+    stats[7] = o.value.empty() ? -1 : bridge_->stage(o.value, &spill);
+    if (!spill.IsUndefined()) stats[7] = -1;
+    if (spill.IsUndefined() && o.message.empty() && o.console.empty()) return env.Undefined();
+    Napi::Array extras = Napi::Array::New(env, 3);
+    extras.Set(0u, spill);
+    extras.Set(1u, Napi::String::New(env, o.message));
+    extras.Set(2u, o.console.empty()
+                       ? env.Undefined()
+                       : Napi::Buffer<uint8_t>::Copy(env, o.console.data(), o.console.size()).As<Napi::Value>());
+    return extras;
   }
 
   // evalAsync(code, filename, budgetMs, describe, evalId, streamConsole) -> Promise<outcome array>; null when busy
@@ -606,6 +637,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   env.AddCleanupHook([bridge]() { bridge->closeAll(); });
   exports.Set("SandboxHandle", SandboxHandle::Define(env));
   exports.Set("exchange", bridge->exchange());
+  exports.Set("syncStats", bridge->statsArray());
   exports.Set("threadStackBytes", Napi::Number::New(env, static_cast<double>(Executor::kThreadStackBytes)));
   exports.Set("engineVersion", Napi::String::New(env, JS_GetVersion()));
   return exports;

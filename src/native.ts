@@ -31,7 +31,12 @@ export type NativeOutcome = [
 export type NativeDispatcher = (kind: 0 | 1 | 2, fnId: number, callId: number, argLength: number, args: Buffer | undefined, evalId: number) => number | Buffer | [string, string] | undefined;
 
 export interface NativeHandle {
-  evalSync(code: string, filename: string, budgetMs: number, describe: boolean): NativeOutcome;
+  /**
+   * Runs inline. The numbers of the outcome are left in `syncStats` ([status, stop, console
+   * truncated, execution ms, host calls, memory used, peak memory, value length in the exchange
+   * buffer or -1]); what does not fit there comes back as [value, message, console].
+   */
+  evalSync(code: string, filename: string, budgetMs: number, describe: boolean): [value: Buffer | undefined, message: string, console: Buffer | undefined] | undefined;
   evalAsync(code: string, filename: string, budgetMs: number, describe: boolean, evalId: number, streamConsole: boolean): Promise<NativeOutcome> | null;
   stop(reason: number, evalId: number): void;
   settle(callId: number, ok: boolean, result: number | Buffer | [string, string]): void;
@@ -59,6 +64,8 @@ interface NativeModule {
   threadStackBytes: number;
   /** The buffer shared with the addon for host call arguments and results. */
   exchange: Buffer;
+  /** The numbers of the last inline eval (see {@link NativeHandle.evalSync}). */
+  syncStats: Float64Array;
   /** QuickJS-ng version compiled in. */
   engineVersion: string;
 }

@@ -395,7 +395,11 @@ export class Sandbox implements Disposable {
     if (this.#asyncEvals > 0) return this.#report(this.#stubOutcome(NativeStatus.Busy), 0, o);
     this.#startClock(handle);
     const started = performance.now();
-    const raw = handle.evalSync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe");
+    const extras = handle.evalSync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe");
+    const s = native.syncStats;
+    const inExchange = s[7]!;
+    const value = inExchange >= 0 ? exchange.subarray(0, inExchange) : extras?.[0];
+    const raw: NativeOutcome = [s[0]!, value, extras?.[1] ?? "", s[1]!, extras?.[2], s[2] === 1, s[3]!, s[4]!, s[5]!, s[6]!];
     return this.#report(raw, performance.now() - started, o);
   }
 
