@@ -103,7 +103,6 @@ noapt="$work/bin-noapt"
 path_without '^(apt|apt-get|curl|wget)$' "$noapt"
 t0="$(now)"
 (cd "$work/b" && PATH="$noapt" npm_config_build_from_source=true \
-  http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 \
   npm install --offline --no-audit --no-fund --foreground-scripts "$tarball" >"$work/b.log" 2>&1) ||
   { cat "$work/b.log"; fail "(b) the source build from the tarball failed"; }
 t_b="$(since "$t0")"
