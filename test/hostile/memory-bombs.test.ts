@@ -3,19 +3,11 @@
  * resizable buffers, strings, collections, the boundary itself), and hosts pushing oversized
  * values in. The limit must hold, the error must be typed, and the sandbox must stay usable.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Sandbox, SandboxError } from "../../src/index.js";
+import { sandbox } from "./harness.js"; // a sandbox disposed after the current test
 
 const MiB = 1024 * 1024;
-const live: Sandbox[] = [];
-function sandbox(options?: ConstructorParameters<typeof Sandbox>[0]): Sandbox {
-  const sb = new Sandbox(options);
-  live.push(sb);
-  return sb;
-}
-afterEach(() => {
-  for (const sb of live.splice(0)) sb.dispose();
-});
 
 function codeOf(fn: () => unknown): string {
   try {

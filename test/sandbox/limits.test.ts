@@ -1,15 +1,7 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Sandbox, SandboxError } from "../../src/index.js";
+import { sandbox } from "../hostile/harness.js"; // a sandbox disposed after the current test
 
-const live: Sandbox[] = [];
-function sandbox(options?: ConstructorParameters<typeof Sandbox>[0]): Sandbox {
-  const sb = new Sandbox(options);
-  live.push(sb);
-  return sb;
-}
-afterEach(() => {
-  for (const sb of live.splice(0)) sb.dispose();
-});
 
 function codeOf(fn: () => unknown): string {
   try {
