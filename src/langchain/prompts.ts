@@ -253,9 +253,9 @@ export const HINT_TEXT = Object.freeze({
   /** `JSON.parse` was given an object, which it turned into the text "[object Object]". */
   jsonParseObject:
     "`JSON.parse` was given a value that is already an object (it became the text \"[object Object]\"). Tool results arrive as JavaScript values: use them directly, without `JSON.parse`.",
-  /** The final value is a promise nobody awaited. */
+  /** The final value is a promise that can never settle (a final promise is awaited; this one waited on nothing left to run). */
   unawaitedPromise:
-    "The result is a promise that was never awaited. Put `await` before the call (`await tools.x({...})`, `await Promise.all([...])`) so the result is its value.",
+    "The result is a promise that can never settle: nothing it waits for is still running (no tool call, no pending callback). Make sure every path resolves or rejects it, and `await` the calls it depends on (`await tools.x({...})`, `await Promise.all([...])`).",
   /** `tools.x` was called with something other than one object. */
   toolNonObject: (camelName: string, fields: readonly string[]): string =>
     `Call \`tools.${camelName}\` with one object holding its input fields: \`tools.${camelName}({ ${fields.length === 0 ? "..." : fields.map((f) => `${f}: ...`).join(", ")} })\`.`,

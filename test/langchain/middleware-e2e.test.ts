@@ -208,6 +208,27 @@ describe("eval tool behaviour through an agent", () => {
     expect(section(hidden.evals[0]!, "result")).toBe("function");
   });
 
+  it("a promise as the last expression is awaited: Promise.resolve(7) shows 7", async () => {
+    const { evals } = await runEvals([`Promise.resolve(7)`]);
+    expect(section(evals[0]!, "result")).toBe("7");
+    expect(section(evals[0]!, "hint")).toBeUndefined();
+  });
+
+  it("a rejected floating async IIFE ends with status error and its message", async () => {
+    const { evals } = await runEvals([`(async () => { throw new Error("boom") })()`]);
+    expect(section(evals[0]!, "error")).toMatch(/^Error: boom/);
+    expect(section(evals[0]!, "status")).toMatch(/^error;/);
+  });
+
+  it("a floating async IIFE that awaits a PTC call runs past the await, calling the tool once", async () => {
+    const marks: number[] = [];
+    const mark = tool(async ({ n }: { n: number }) => { marks.push(n); return "marked"; }, { name: "mark", description: "marks", schema: z.object({ n: z.number() }) });
+    const { evals } = await runEvals([`(async () => { await tools.mark({ n: 1 }); globalThis.done = true })()`, `globalThis.done`], { options: { ptc: [mark] } });
+    expect(marks).toEqual([1]);
+    expect(section(evals[0]!, "status")).toMatch(/^ok; tool calls: mark ×1;/);
+    expect(section(evals[1]!, "result")).toBe("true");
+  });
+
   it("a PTC call the program did not await is aborted when the eval ends", async () => {
     let aborted!: () => void;
     const wasAborted = new Promise<void>((resolve) => (aborted = resolve));
