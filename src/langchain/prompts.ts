@@ -220,6 +220,11 @@ export const OUTPUT_TEXT = Object.freeze({
   /** Marker placed where the middle of an oversized part was cut, naming where the full text is when it was kept. */
   truncated: (omittedChars: number, kept?: KeptOutput): string =>
     `\n… [${omittedChars.toLocaleString("en-US")} characters omitted${kept === undefined ? "" : `; ${keptText(kept)}`}] …\n`,
+  /** The same marker, shorter, for a small `maxResultChars`: where the full text is, tersely. */
+  truncatedCompact: (omittedChars: number, kept: KeptOutput): string =>
+    `\n… [${omittedChars.toLocaleString("en-US")} omitted; full text: ${kept.store === "files" ? `read_file ${kept.path}` : `readOutput(${JSON.stringify(kept.path)})`}] …\n`,
+  /** The shortest marker, when nothing longer fits. */
+  truncatedBrief: (omittedChars: number): string => `\n… [${omittedChars.toLocaleString("en-US")} cut] …\n`,
   /** Error thrown by `readOutput` for a path the store does not hold (never kept, or evicted). */
   noKeptOutput: (path: string): string => `No kept output at ${JSON.stringify(path)}: it was never kept or was dropped to make room for newer ones`,
   /** The one-line outcome closing every eval output. */

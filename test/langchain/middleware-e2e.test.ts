@@ -120,6 +120,15 @@ describe("createAgent with the code interpreter", () => {
     expect(contentText(seen[0]!).length).toBeLessThanOrEqual(1000);
   });
 
+  it("at the smallest maxResultChars a long console line keeps its head and tail and the status line stays whole", async () => {
+    const { evals } = await runEvals([`console.log("abcdefghij".repeat(50)); "done"`], { options: { maxResultChars: 300 } });
+    const text = contentText(evals[0]!);
+    expect(text.length).toBeLessThanOrEqual(300);
+    expect(section(evals[0]!, "console")).toMatch(/^abcdefghij[a-j]*\n… \[[^\n]*\] …\n[a-j]*abcdefghij$/);
+    expect(section(evals[0]!, "result")).toBe("done");
+    expect(section(evals[0]!, "status")).toMatch(/^ok; no tool calls; \d+ ms execution, \d+ ms wall$/);
+  });
+
   it("adds the interpreter prompt after the agent's own system prompt, separated by a blank line", async () => {
     const { model } = await runEvals(["1"], { systemPrompt: "You are terse." });
     const prompt = model.calls[0]!.systemPrompt;
