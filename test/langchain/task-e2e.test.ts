@@ -174,7 +174,7 @@ describe("task() in a deep agent", () => {
   });
 
   it("a schema of depth 6 is rejected with a message naming the depth limit; the subagent never runs", async () => {
-    const deep = `{ type: "object", properties: { a: { type: "object", properties: { b: { type: "array", items: { type: "object", properties: { c: { type: "object", properties: { d: { type: "string" } } } } } } } } } }`;
+    const deep = `{ type: "object", properties: { a: { type: "object", properties: { b: { type: "array", items: { type: "object", properties: { c: { type: "object", properties: { d: { type: "object", properties: { e: { type: "string" } } } } } } } } } } } }`;
     const { evals, classifier: c } = await runDeep({
       codes: [`try { await task({ description: "x", subagentType: "classifier", responseSchema: ${deep} }); "accepted" } catch (e) { e.name + ": " + e.message }`],
     });
