@@ -328,9 +328,13 @@ class TaskEvalScope {
     // LangGraph lets a nested graph inherit the parent's abort signals from this key in preference
     // to `signal`; dropped, the subagent honours its own signal (the eval's end, its deadline).
     const { [PREGEL_ABORT_SIGNALS_KEY]: _parentSignals, ...inherited } = (configurable ?? {}) as Record<string, unknown>;
+    const toolCallId = `${this.#evalCallId}:task:${id}`;
     return {
       ...rest,
-      toolCallId: `${this.#evalCallId}:task:${id}`,
+      toolCallId,
+      // As a model's call would: deepagents then answers with the subagent's last non-empty AI
+      // message (its direct-invoke branch takes the last message, "Task completed" when empty).
+      toolCall: { id: toolCallId, name: this.#catalog.tool.name, args: { description: request.description, subagent_type: request.subagentType }, type: "tool_call" },
       ...(request.label === undefined ? {} : { runName: `task:${label}` }),
       configurable: {
         ...inherited,

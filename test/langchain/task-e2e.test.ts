@@ -247,6 +247,21 @@ describe("task() in a deep agent", () => {
     expect(result).toContain("without: 'compiled answer'");
   });
 
+  it("task() answers the subagent's last non-empty AI message, not \"Task completed\", when its final message is empty", async () => {
+    const { AIMessage } = await import("@langchain/core/messages");
+    // The subagent says its answer while calling a tool, then ends with an empty message.
+    const subagentModel = new ScriptedChatModel([
+      new AIMessage({ content: "the real answer", tool_calls: [{ name: "write_todos", args: { todos: [] }, type: "tool_call" }] }),
+      reply(""),
+    ]);
+    const { evals } = await runDeep({
+      codes: [`await task({ description: "answer", subagentType: "terse" })`],
+      subagents: [{ name: "terse", description: "Answers tersely.", systemPrompt: "Answer.", model: subagentModel, tools: [] }],
+    });
+    expect(subagentModel.remaining).toBe(0);
+    expect(section(evals[0]!, "result")).toBe("the real answer");
+  });
+
   it("a subagent over subagentTimeoutMs is cancelled and rejects naming the option", async () => {
     const { evals, classifier: c } = await runDeep({
       codes: [`try { await task({ description: "Classify file-1 ", subagentType: "classifier" }) } catch (e) { e.message }`],
