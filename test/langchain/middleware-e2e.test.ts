@@ -129,6 +129,20 @@ describe("createAgent with the code interpreter", () => {
     expect(section(evals[0]!, "status")).toMatch(/^ok; no tool calls; \d+ ms execution, \d+ ms wall$/);
   });
 
+  it("a tool field with a default is shown as optional, without integer-bound noise", async () => {
+    const repeat = tool(async ({ name, times }: { name: string; times: number }) => name.repeat(times), {
+      name: "repeat_name",
+      description: "Repeats a name.",
+      schema: z.object({ name: z.string(), times: z.number().int().default(1) }),
+    });
+    const { model, evals } = await runEvals([`await tools.repeatName({ name: "ab" })`], { options: { ptc: [repeat] } });
+    const prompt = model.calls[0]!.systemPrompt;
+    expect(prompt).toContain("name: string;");
+    expect(prompt).toContain("    name: string;\n    /** @default 1 */\n    times?: number;");
+    expect(prompt).not.toContain("9007199254740991");
+    expect(section(evals[0]!, "result")).toBe("ab");
+  });
+
   it("adds the interpreter prompt after the agent's own system prompt, separated by a blank line", async () => {
     const { model } = await runEvals(["1"], { systemPrompt: "You are terse." });
     const prompt = model.calls[0]!.systemPrompt;
