@@ -129,6 +129,12 @@ describe("createAgent with the code interpreter", () => {
     expect(section(evals[0]!, "status")).toMatch(/^ok; no tool calls; \d+ ms execution, \d+ ms wall$/);
   });
 
+  it("symbols keep their descriptions in results and console lines", async () => {
+    const { evals } = await runEvals([`console.log(Symbol("tag")); ({ key: Symbol("my key"), none: Symbol() })`]);
+    expect(section(evals[0]!, "console")).toBe("Symbol(tag)");
+    expect(section(evals[0]!, "result")).toBe("{ key: Symbol(my key), none: Symbol() }");
+  });
+
   it("a tool field with a default is shown as optional, without integer-bound noise", async () => {
     const repeat = tool(async ({ name, times }: { name: string; times: number }) => name.repeat(times), {
       name: "repeat_name",
