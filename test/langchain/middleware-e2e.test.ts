@@ -274,6 +274,34 @@ describe("eval tool behaviour through an agent", () => {
   });
 });
 
+describe("ScriptedChatModel", () => {
+  it("gives each instance its own message and tool call ids, so a second run on a shared checkpointer keeps the first run's messages", async () => {
+    const { MemorySaver } = await import("@langchain/langgraph");
+    const checkpointer = new MemorySaver();
+    const threadId = `ids-${Math.random()}`;
+    const interpreter = middleware();
+    const run = async (code: string) => {
+      // A new model per run, as a second process would have: the same script, counting from 1 again.
+      const agent = createAgent({ model: new ScriptedChatModel([callTool("eval", { code }), reply("done")]), tools: [], middleware: [interpreter], checkpointer });
+      return (await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: threadId } })).messages as BaseMessage[];
+    };
+    await run("1");
+    const messages = await run("2");
+    expect(messages.map((m) => m.getType())).toEqual(["human", "ai", "tool", "ai", "human", "ai", "tool", "ai"]);
+    expect(toolMessages(messages).map((m) => section(m, "result"))).toEqual(["1", "2"]);
+    expect(new Set(messages.map((m) => m.id)).size).toBe(messages.length);
+    const toolCallIds = messages.flatMap((m) => (m as { tool_calls?: { id?: string }[] }).tool_calls ?? []).map((c) => c.id);
+    expect(new Set(toolCallIds).size).toBe(2);
+  });
+
+  it("uses the idPrefix it is given, for reproducible ids", async () => {
+    const model = new ScriptedChatModel([callTool("eval", { code: "1" })], { idPrefix: "fixed" });
+    const message = await model.invoke([new HumanMessage("go")]);
+    expect(message.id).toBe("scripted-fixed-1");
+    expect(message.tool_calls?.[0]?.id).toBe("call_fixed_1");
+  });
+});
+
 describe("approval (documented hazard)", () => {
   it("interruptOn pauses a direct web_search call but not the same tool called from code", async () => {
     const { humanInTheLoopMiddleware } = await import("langchain");
