@@ -178,6 +178,7 @@ export const MIN_RESULT_CHARS = 300;
  */
 function layOut(parts: ReadonlyArray<{ section: Section; text: string }>, budget: number): number[] {
   const lengths = parts.map((part) => part.text.length);
+  if (lengths.reduce((sum, length) => sum + length, 0) <= budget) return lengths;
   const floors = lengths.map((length) => Math.min(length, 2 * MIN_SIDE_CHARS + OUTPUT_TEXT.truncatedBrief(length).length));
   let remaining = budget - floors.reduce((sum, floor) => sum + floor, 0);
   // Below MIN_RESULT_CHARS: plain sharing still keeps the total within the budget.
