@@ -280,32 +280,53 @@ void Engine::drainJobs() {
   }
 }
 
-// True when the eval's promise has settled; fills the outcome.
+// True when the eval has its answer; fills the outcome. The answer is the script's completion value,
+// awaited when it is a real promise (a floating async IIFE): its fate is read from the promise's
+// internal slots, never through `then`, so no guest getter or Proxy trap runs, and a thenable that
+// is not a promise stays a value. Settling happens in drainJobs and host results, inside the budgets.
 bool Engine::settled(EvalOutcome* out) {
-  if (!asyncScript_) {
-    // A plain script: its completion value is final. It is never resolved through a promise,
-    // which would look up `then` on it and run guest code (a getter, a Proxy trap).
-    encodeValueInto(completion_.get(), request_.describeUnserializable, out);
-    return true;
-  }
-  JSPromiseStateEnum st = JS_PromiseState(ctx_, evalPromise_.get());
-  if (st == JS_PROMISE_PENDING) return false;
-  OwnedValue result(ctx_, JS_PromiseResult(ctx_, evalPromise_.get()));
-  if (st == JS_PROMISE_REJECTED) {
-    classifyException(result.get(), out);
-    return true;
-  }
-  if (asyncScript_ && JS_IsObject(result.get())) {
+  if (asyncScript_) {
+    JSPromiseStateEnum st = JS_PromiseState(ctx_, evalPromise_.get());
+    if (st == JS_PROMISE_PENDING) return false;
+    OwnedValue result(ctx_, JS_PromiseResult(ctx_, evalPromise_.get()));
+    if (st == JS_PROMISE_REJECTED) {
+      classifyException(result.get(), out);
+      return true;
+    }
     // An async script fulfils with { value: <completion value> }.
     OwnedAtom valueAtom(ctx_, JS_NewAtom(ctx_, "value"));
     OwnedDescriptor d(ctx_);
-    if (d.load(result.get(), valueAtom.get()) == 1 && !d.isAccessor()) {
-      encodeValueInto(d.desc.value, request_.describeUnserializable, out);
-      return true;
-    }
+    bool wrapped = JS_IsObject(result.get()) && d.load(result.get(), valueAtom.get()) == 1 && !d.isAccessor();
+    completion_ = OwnedValue::dup(ctx_, wrapped ? d.desc.value : result.get());
+    evalPromise_.reset();
+    asyncScript_ = false;
   }
-  encodeValueInto(result.get(), request_.describeUnserializable, out);
+  if (!JS_IsPromise(completion_.get())) {
+    encodeValueInto(completion_.get(), request_.describeUnserializable, out);
+    return true;
+  }
+  JSPromiseStateEnum st = JS_PromiseState(ctx_, completion_.get());
+  if (st == JS_PROMISE_PENDING) return false;
+  OwnedValue result(ctx_, JS_PromiseResult(ctx_, completion_.get()));
+  if (st == JS_PROMISE_REJECTED) classifyException(result.get(), out);
+  else encodeValueInto(result.get(), request_.describeUnserializable, out);
   return true;
+}
+
+// For an eval that has not settled and never can (no jobs, no host call in flight). A script still
+// at a top-level `await` is an error; a completion promise nothing can settle is the answer itself
+// (the host shows it as a promise and hints to await it).
+void Engine::neverSettles(const char* awaitMessage, EvalOutcome* out) {
+  if (!asyncScript_) {
+    encodeValueInto(completion_.get(), request_.describeUnserializable, out);
+    return;
+  }
+  out->status = EvalStatus::GuestError;
+  OwnedValue err(ctx_, JS_NewError(ctx_));
+  JS_DefinePropertyValueStr(ctx_, err.get(), "message", JS_NewString(ctx_, awaitMessage), JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
+  WireWriter w;
+  GuestEncoder enc(ctx_, intrinsics_, w, limits_, true);
+  if (enc.encode(err.get())) out->value = std::move(w.bytes());
 }
 
 void Engine::encodeValueInto(JSValueConst v, bool describe, EvalOutcome* out) {
@@ -437,15 +458,7 @@ EvalOutcome Engine::evalSync(const EvalRequest& request) {
     if (stop_.load() != 0) {
       classifyException(JS_UNDEFINED, &out);
     } else if (!settled(&out)) {
-      out.status = EvalStatus::GuestError;
-      OwnedValue err(ctx_, JS_NewError(ctx_));
-      JS_DefinePropertyValueStr(
-          ctx_, err.get(), "message",
-          JS_NewString(ctx_, "the script awaits something that evalSync cannot wait for; use eval() instead"),
-          JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
-      WireWriter w;
-      GuestEncoder enc(ctx_, intrinsics_, w, limits_, true);
-      if (enc.encode(err.get())) out.value = std::move(w.bytes());
+      neverSettles("the script awaits something that evalSync cannot wait for; use eval() instead", &out);
     }
   }
   leaveGuest();
@@ -562,15 +575,7 @@ bool Engine::runSlice() {
     } else if (settled(&out)) {
       done = true;
     } else if (pending_.empty()) {
-      out.status = EvalStatus::GuestError;
-      OwnedValue err(ctx_, JS_NewError(ctx_));
-      JS_DefinePropertyValueStr(
-          ctx_, err.get(), "message",
-          JS_NewString(ctx_, "the script awaits a promise that can never settle (no host call is pending)"),
-          JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
-      WireWriter w;
-      GuestEncoder enc(ctx_, intrinsics_, w, limits_, true);
-      if (enc.encode(err.get())) out.value = std::move(w.bytes());
+      neverSettles("the script awaits a promise that can never settle (no host call is pending)", &out);
       done = true;
     }
   }

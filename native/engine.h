@@ -166,6 +166,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   bool compileAndStart(const EvalRequest& request, bool asyncMode, EvalOutcome* out);
   void drainJobs();
   bool settled(EvalOutcome* out);
+  void neverSettles(const char* awaitMessage, EvalOutcome* out);
   void finish(EvalOutcome* out);
   void classifyException(JSValue exception, EvalOutcome* out);
   void encodeValueInto(JSValueConst v, bool describe, EvalOutcome* out);
@@ -199,7 +200,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   bool started_ = false;
   bool abandoned_ = false;
   bool asyncScript_ = false;
-  OwnedValue completion_;  // a plain script's completion value (async scripts use evalPromise_)
+  OwnedValue completion_;  // the completion value (an async script's once evalPromise_ fulfils)
   uint32_t raisedOomAtStart_ = 0, raisedOverflowAtStart_ = 0;
   int64_t stopRequestedNs_ = 0;
   // Watchdog bookkeeping (guarded by mu_): the CPU clock of the thread running the current slice,

@@ -113,6 +113,14 @@ bool GuestEncoder::opaque(OpaqueKind kind, const std::string& name) {
   return true;
 }
 
+bool GuestEncoder::opaqueNamed(OpaqueKind kind, JSValueConst name) {
+  if (!JS_IsString(name)) return opaque(kind, "");
+  if (!describe_) return opaque(kind, utf8Of(ctx_, name));
+  out_.tag(Tag::Opaque);
+  out_.u8(static_cast<uint8_t>(kind));
+  return encodeString(name);
+}
+
 bool GuestEncoder::encodeString(JSValueConst s) {
   GuestUtf16 u(ctx_, s);
   if (!u.ok()) return guestFailed();
@@ -152,7 +160,16 @@ bool GuestEncoder::encodeValue(JSValueConst v, uint32_t depth) {
       out_.tag(Tag::BigInt);
       return encodeString(text.get());
     }
-    case JS_TAG_SYMBOL: return opaque(OpaqueKind::Symbol, "");
+    case JS_TAG_SYMBOL: {
+      // The description comes from the symbol's atom: `Symbol.prototype.description` is a getter
+      // guest code can replace.
+      JSAtom atom = JS_ValueToAtom(ctx_, v);
+      if (atom == JS_ATOM_NULL) return guestFailed();
+      OwnedAtom owned(ctx_, atom);
+      OwnedValue description(ctx_, JS_AtomToString(ctx_, atom));
+      if (description.isException()) return guestFailed();
+      return opaqueNamed(OpaqueKind::Symbol, description.get());
+    }
     case JS_TAG_OBJECT: return encodeObject(v, depth);
     default: return opaque(OpaqueKind::Other, "");
   }
@@ -192,7 +209,7 @@ bool GuestEncoder::encodeObject(JSValueConst v, uint32_t depth) {
   if (JS_IsProxy(v)) return opaque(OpaqueKind::Proxy, "");
   if (JS_IsFunction(ctx_, v)) {
     OwnedValue name = dataProperty(v, "name", false);
-    return opaque(OpaqueKind::Function, JS_IsString(name.get()) ? utf8Of(ctx_, name.get()) : std::string());
+    return opaqueNamed(OpaqueKind::Function, name.get());
   }
   if (JS_IsPromise(v)) return opaque(OpaqueKind::Promise, "");
   if (JS_IsWeakMap(v) || JS_IsWeakSet(v) || JS_IsWeakRef(v)) return opaque(OpaqueKind::WeakCollection, "");

@@ -49,6 +49,8 @@ class GuestEncoder {
   bool encodeString(JSValueConst s);
   bool encodeAtomKey(JSAtom atom);
   bool opaque(OpaqueKind kind, const std::string& name);
+  // An opaque value named by a guest string (a function's name, a symbol's description), kept as UTF-16.
+  bool opaqueNamed(OpaqueKind kind, JSValueConst name);
   bool fail(CodecStatus status, std::string message);
   bool guestFailed();
   void prependPath(const std::string& segment);

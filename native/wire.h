@@ -44,6 +44,7 @@ enum class Tag : uint8_t {
   Instance = 0x17,     // value (the prototype object), u32 count, count * (string key, value)
   Placeholder = 0x18,  // string type, string name: a value that was not stored; reading it throws
   Accessor = 0x19,     // value getter, value setter (each a Function or Undefined): an accessor property
+  ReportedPlaceholder = 0x1a,  // as Placeholder, carried over from an earlier restore that already reported it
 };
 
 // What an Opaque placeholder stands for (also used in UNSERIALIZABLE messages).

@@ -42,7 +42,7 @@ export class GuestOpaque {
   constructor(
     /** What the guest value was. */
     readonly kind: GuestOpaqueKind,
-    /** Function name, where there is one. */
+    /** Function name or symbol description, where there is one. */
     readonly name?: string,
   ) {
     Object.freeze(this);
@@ -52,7 +52,7 @@ export class GuestOpaque {
   toString(): string {
     switch (this.kind) {
       case "function": return `[Function ${this.name || "(anonymous)"}]`;
-      case "symbol": return "Symbol()";
+      case "symbol": return `Symbol(${this.name ?? ""})`;
       case "accessor": return "[Getter/Setter]";
       case "proxy": return "[Proxy]";
       case "promise": return "Promise {}";

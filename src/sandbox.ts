@@ -378,6 +378,9 @@ export class Sandbox implements Disposable {
   /**
    * Runs `code` inline on the calling thread and returns the completion value of its last
    * statement. Throws {@link SandboxError}. For short computations: it blocks the event loop.
+   * A completion value that is a promise is settled by running the guest's pending jobs within the
+   * budget (`Promise.resolve(7)` gives 7; a rejection throws `GUEST_ERROR`); one that still waits
+   * after that (nothing left that could settle it) is returned as the promise itself.
    */
   evalSync(code: string, options?: EvalOptions): unknown {
     const report = this.runSync(code, options);
@@ -406,6 +409,11 @@ export class Sandbox implements Disposable {
   /**
    * Runs `code` on an executor thread and resolves with the completion value of its last
    * statement; top-level `await` works. Rejects with {@link SandboxError}.
+   * A completion value that is a promise (a floating `(async () => {...})()`) is awaited within
+   * the eval's budgets: its value is the result and a rejection is a `GUEST_ERROR`. Its state is
+   * read directly, so no guest `then` runs and a thenable that is not a promise stays a value. A
+   * promise that can never settle (no jobs, no host call in flight) is returned as the promise.
+   * Host calls the guest did not await are cut off when the eval ends (their signals fire).
    */
   async eval(code: string, options?: EvalOptions): Promise<unknown> {
     const report = await this.run(code, options);

@@ -82,7 +82,11 @@ export interface NotRestored {
 /** What {@link Sandbox.restore} returns. */
 export interface RestoredSandbox {
   sandbox: import("./sandbox.js").Sandbox;
-  /** Every placeholder the restored sandbox holds; each throws `Value for 'NAME' was not restored...` when read. */
+  /**
+   * The placeholders this snapshot introduced; each throws `Value for 'NAME' was not restored...`
+   * when read. A placeholder carried over from an earlier restore (the snapshot was taken of a
+   * restored sandbox) keeps its original type but is not listed again: it was reported then.
+   */
   notRestored: NotRestored[];
 }
 

@@ -32,7 +32,8 @@ function jsonSchemaOf(tool: StructuredToolInterface): JSONSchema {
   if (typeof schema !== "object" || schema === null) return { type: "object", properties: {} };
   let json = schemaCache.get(schema);
   if (json === undefined) {
-    json = toJsonSchema(tool.schema) as JSONSchema;
+    // The input side: a field with a default is optional to the caller (zod's output side requires it).
+    json = toJsonSchema(tool.schema, { io: "input" }) as JSONSchema;
     schemaCache.set(schema, json);
   }
   return json;

@@ -6,6 +6,7 @@
 import type { StructuredToolInterface } from "@langchain/core/tools";
 import type { SandboxClock } from "../types.js";
 import { camelCaseToolName } from "./signatures.js";
+import { MIN_RESULT_CHARS } from "./format.js";
 
 /** How long interpreter state lives. */
 export type InterpreterMode = "thread" | "turn" | "call";
@@ -41,7 +42,11 @@ export interface CodeInterpreterMiddlewareOptions {
   toolName?: string;
   /** Show `console.*` output to the model. When false, `console` still exists and its output is discarded. Default true. */
   captureConsole?: boolean;
-  /** Cap on each part (console, result, error) of the text the model reads, in characters. Default 4000. */
+  /**
+   * Cap on the whole text the model reads per eval (tags, markers and the status line included), in
+   * characters. Parts that do not fit keep their head and tail around a marker. Default 4000; at
+   * least 300 (room for every section with a head, a tail and a marker in each).
+   */
   maxResultChars?: number;
   /**
    * Full texts of cut outputs kept per thread, in characters (in the agent's files when it has
@@ -345,7 +350,7 @@ export function resolveOptions(options: CodeInterpreterMiddlewareOptions | undef
     wallTimeoutMs,
     toolName,
     captureConsole: booleanOption("captureConsole", input.captureConsole, DEFAULTS.captureConsole),
-    maxResultChars: integerOption("maxResultChars", input.maxResultChars, DEFAULTS.maxResultChars, 100),
+    maxResultChars: integerOption("maxResultChars", input.maxResultChars, DEFAULTS.maxResultChars, MIN_RESULT_CHARS),
     maxKeptOutputChars: integerOption("maxKeptOutputChars", input.maxKeptOutputChars, DEFAULTS.maxKeptOutputChars, 0),
     systemPrompt: resolveSystemPrompt(input.systemPrompt),
     ptc: resolvePtc(input.ptc, acknowledged, toolName),

@@ -220,6 +220,11 @@ export const OUTPUT_TEXT = Object.freeze({
   /** Marker placed where the middle of an oversized part was cut, naming where the full text is when it was kept. */
   truncated: (omittedChars: number, kept?: KeptOutput): string =>
     `\n… [${omittedChars.toLocaleString("en-US")} characters omitted${kept === undefined ? "" : `; ${keptText(kept)}`}] …\n`,
+  /** The same marker, shorter, for a small `maxResultChars`: where the full text is, tersely. */
+  truncatedCompact: (omittedChars: number, kept: KeptOutput): string =>
+    `\n… [${omittedChars.toLocaleString("en-US")} omitted; full text: ${kept.store === "files" ? `read_file ${kept.path}` : `readOutput(${JSON.stringify(kept.path)})`}] …\n`,
+  /** The shortest marker, when nothing longer fits. */
+  truncatedBrief: (omittedChars: number): string => `\n… [${omittedChars.toLocaleString("en-US")} cut] …\n`,
   /** Error thrown by `readOutput` for a path the store does not hold (never kept, or evicted). */
   noKeptOutput: (path: string): string => `No kept output at ${JSON.stringify(path)}: it was never kept or was dropped to make room for newer ones`,
   /** The one-line outcome closing every eval output. */
@@ -253,9 +258,9 @@ export const HINT_TEXT = Object.freeze({
   /** `JSON.parse` was given an object, which it turned into the text "[object Object]". */
   jsonParseObject:
     "`JSON.parse` was given a value that is already an object (it became the text \"[object Object]\"). Tool results arrive as JavaScript values: use them directly, without `JSON.parse`.",
-  /** The final value is a promise nobody awaited. */
+  /** The final value is a promise that can never settle (a final promise is awaited; this one waited on nothing left to run). */
   unawaitedPromise:
-    "The result is a promise that was never awaited. Put `await` before the call (`await tools.x({...})`, `await Promise.all([...])`) so the result is its value.",
+    "The result is a promise that can never settle: nothing it waits for is still running (no tool call, no pending callback). Make sure every path resolves or rejects it, and `await` the calls it depends on (`await tools.x({...})`, `await Promise.all([...])`).",
   /** `tools.x` was called with something other than one object. */
   toolNonObject: (camelName: string, fields: readonly string[]): string =>
     `Call \`tools.${camelName}\` with one object holding its input fields: \`tools.${camelName}({ ${fields.length === 0 ? "..." : fields.map((f) => `${f}: ...`).join(", ")} })\`.`,

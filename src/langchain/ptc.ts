@@ -153,7 +153,7 @@ export class PtcEvalContext {
    */
   async call(target: PtcTool, args: readonly unknown[], signal: AbortSignal): Promise<unknown> {
     const input = singleObjectArgument(target.camelName, args);
-    this.#charge(target.name);
+    this.#charge(target);
     const n = this.#calls;
     const config: EvalRunConfig = {
       ...withoutRunIdentity(this.#config),
@@ -183,10 +183,10 @@ export class PtcEvalContext {
     return value;
   }
 
-  #charge(toolName: string): void {
+  #charge({ name: toolName, camelName }: PtcTool): void {
     if (this.#maxCalls !== null && this.#calls >= this.#maxCalls) {
       throw new PTCCallBudgetExceededError(
-        `This eval already made ${this.#maxCalls} tool calls, the limit per eval; continue in a new eval call`,
+        `tools.${camelName} was refused: this eval already made ${this.#maxCalls} tool calls, the limit per eval; continue in a new eval call`,
         this.#maxCalls,
         toolName,
       );
@@ -194,7 +194,7 @@ export class PtcEvalContext {
     const quota = this.#quotas.get(toolName);
     const used = this.#perTool.get(toolName) ?? 0;
     if (quota !== undefined && used >= quota) {
-      throw new PTCCallBudgetExceededError(`This eval already made ${quota} calls to ${toolName}, its limit per eval`, quota, toolName);
+      throw new PTCCallBudgetExceededError(`tools.${camelName} was refused: this eval already made ${quota} calls to ${toolName}, its limit per eval`, quota, toolName);
     }
     this.#calls++;
     this.#perTool.set(toolName, used + 1);
@@ -259,28 +259,39 @@ function commandUpdates(update: unknown): StateUpdate[] {
  * Converts a tool's output for guest code. Plain return values stay typed; a message is unwrapped
  * to its content (a JSON string stays a string); text content blocks become one string; an error `ToolMessage` becomes a rejection; a
  * `Command` yields the content of its ToolMessage as the value and its other updates as state writes
- * (its `messages` are dropped: they answer a tool call the model never made).
+ * (its `messages` are dropped: they answer a tool call the model never made). A list of messages
+ * and `Command`s (what a ToolNode accepts from a tool) follows one rule, as both peers do: the value
+ * is the content of the last message in it, and every `Command`'s state writes apply, in order.
  */
 export function toGuestValue(output: unknown): { value: unknown; updates: StateUpdate[] } {
-  if (isCommandLike(output)) {
-    const tuples = commandUpdates(output.update);
-    let value: unknown = null;
+  const items = isToolOutput(output) ? [output] : isToolOutputList(output) ? output : undefined;
+  if (items !== undefined) {
+    let last: MessageLike | undefined;
     const updates: StateUpdate[] = [];
-    for (const [key, v] of tuples) {
-      if (key === "messages") {
-        const messages = Array.isArray(v) ? v : [v];
-        const last = messages.filter(isMessageLike).at(-1);
-        if (last !== undefined) value = unwrapMessage(last);
-      } else {
-        updates.push([key, v]);
+    for (const item of items) {
+      if (isMessageLike(item)) {
+        last = item;
+        continue;
+      }
+      for (const [key, v] of commandUpdates(item.update)) {
+        if (key !== "messages") updates.push([key, v]);
+        else last = (Array.isArray(v) ? v : [v]).filter(isMessageLike).at(-1) ?? last;
       }
     }
-    return { value, updates };
+    return { value: last === undefined ? null : unwrapMessage(last), updates };
   }
-  if (isMessageLike(output)) return { value: unwrapMessage(output), updates: [] };
   // LangChain reads an array of content blocks as message content (deepagents' read_file returns one).
   if (isTextBlockList(output)) return { value: joinText(output), updates: [] };
   return { value: toPlainData(output, new Map()), updates: [] };
+}
+
+/** A message or a `Command`. */
+function isToolOutput(x: unknown): x is MessageLike | { update?: unknown } {
+  return isCommandLike(x) || isMessageLike(x);
+}
+
+function isToolOutputList(x: unknown): x is Array<MessageLike | { update?: unknown }> {
+  return Array.isArray(x) && x.length > 0 && x.every(isToolOutput);
 }
 
 function unwrapMessage(message: MessageLike): unknown {

@@ -169,8 +169,9 @@ function childSchemas(schema: Record<string, unknown>): unknown[] {
 
 /**
  * Checks a `responseSchema` against {@link RESPONSE_SCHEMA_LIMITS} and returns a plain-JSON copy.
- * Depth counts nested schemas (the root is 1, a property's schema 2, an array's item schema one
- * more); properties count every key of every `properties` object.
+ * Depth counts levels of nesting below the root, as the peers do (the root is 0, a property's
+ * schema 1, an array's item schema one more): `{ type: "string" }` inside five nested `properties`
+ * is depth 5. Properties count every key of every `properties` object.
  */
 export function checkResponseSchema(schema: unknown): Record<string, unknown> {
   const { maxBytes, maxDepth, maxProperties } = RESPONSE_SCHEMA_LIMITS;
@@ -198,7 +199,7 @@ export function checkResponseSchema(schema: unknown): Record<string, unknown> {
     if (typeof props === "object" && props !== null && !Array.isArray(props)) properties += Object.keys(props).length;
     for (const child of childSchemas(record)) walk(child, depth + 1);
   };
-  walk(copy, 1);
+  walk(copy, 0);
   if (deepest > maxDepth) throw new RangeError(`task: responseSchema nests schemas ${deepest} levels deep; the depth limit is ${maxDepth}`);
   if (properties > maxProperties) {
     throw new RangeError(`task: responseSchema declares ${properties} properties in total; the limit is ${maxProperties}`);
@@ -327,9 +328,13 @@ class TaskEvalScope {
     // LangGraph lets a nested graph inherit the parent's abort signals from this key in preference
     // to `signal`; dropped, the subagent honours its own signal (the eval's end, its deadline).
     const { [PREGEL_ABORT_SIGNALS_KEY]: _parentSignals, ...inherited } = (configurable ?? {}) as Record<string, unknown>;
+    const toolCallId = `${this.#evalCallId}:task:${id}`;
     return {
       ...rest,
-      toolCallId: `${this.#evalCallId}:task:${id}`,
+      toolCallId,
+      // As a model's call would: deepagents then answers with the subagent's last non-empty AI
+      // message (its direct-invoke branch takes the last message, "Task completed" when empty).
+      toolCall: { id: toolCallId, name: this.#catalog.tool.name, args: { description: request.description, subagent_type: request.subagentType }, type: "tool_call" },
       ...(request.label === undefined ? {} : { runName: `task:${label}` }),
       configurable: {
         ...inherited,

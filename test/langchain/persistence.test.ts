@@ -106,6 +106,18 @@ describe('mode "thread": state in graph state', () => {
     expect(section(second.evals[1]!, "error")).toMatch(/Value for 'counter' was not restored because it is not serializable \(type: closure\)\./);
   });
 
+  it("a value that could not be saved is named once, and keeps its type after a second process hop", async () => {
+    const saver = new MemorySaver();
+    await turn(middleware(), saver, "t4b", ["const counter = (() => { let n = 0; return () => ++n; })(); var step = 1"]);
+    const second = await turn(middleware(), saver, "t4b", ["step = 2"]);
+    expect(notice(second.evals[0]!)).toMatch(/could not be saved and now throw when read: counter \(closure\)/);
+    const third = await turn(middleware(), saver, "t4b", ["step", "counter()"]);
+    expect(third.stored?.turn).toBe(second.stored!.turn);
+    expect(section(third.evals[0]!, "result")).toBe("2");
+    expect(notice(third.evals[0]!)).toBe("");
+    expect(section(third.evals[1]!, "error")).toMatch(/Value for 'counter' was not restored because it is not serializable \(type: closure\)\./);
+  });
+
   it("a state over maxSnapshotBytes is not stored, the old one is cleared, and the model sees one line on its next eval", async () => {
     const saver = new MemorySaver();
     const m = middleware({ maxSnapshotBytes: 4096 });

@@ -242,6 +242,13 @@ describe("renderToolSignatures", () => {
     expect(rendered).toContain("     * How many.\n     * minimum: 1, maximum: 50\n     * @default 10\n");
   });
 
+  it("leaves out the ±(2^53 - 1) bounds zod gives every integer, keeping real ones", () => {
+    const rendered = signatureOf({ type: "object", properties: { n: { type: "integer", minimum: -9007199254740991, maximum: 9007199254740991 }, k: { type: "integer", minimum: 0, maximum: 9007199254740991 } } });
+    expect(rendered).not.toContain("9007199254740991");
+    expect(rendered).toContain("    /** minimum: 0 */\n    k?: number;");
+    expect(rendered).toContain("\n    n?: number;");
+  });
+
   it("caps the depth of a pathological schema", () => {
     let schema: PtcToolInfo["schema"] = { type: "string" };
     for (let i = 0; i < 500; i++) schema = { type: "object", properties: { x: schema } };

@@ -93,6 +93,65 @@ describe("top-level await", () => {
   });
 });
 
+describe("a promise as the completion value is awaited", () => {
+  it("answers the value of a fulfilled promise: Promise.resolve(7) gives 7", async () => {
+    const sb = sandbox();
+    expect(await sb.eval("Promise.resolve(7)")).toBe(7);
+    expect(await sb.eval("await null; Promise.resolve(8)")).toBe(8);
+    expect(sb.evalSync("Promise.resolve().then(() => 9)")).toBe(9);
+  });
+
+  it("turns a rejected async IIFE into the eval's GUEST_ERROR", async () => {
+    const sb = sandbox();
+    const err = await rejected(sb.eval("(async () => { throw new Error('boom') })()"));
+    expect(err.code).toBe("GUEST_ERROR");
+    expect(err.guest).toMatchObject({ name: "Error", message: "boom" });
+    expect(() => sb.evalSync("(async () => { throw new Error('boom') })()")).toThrow(/boom/);
+  });
+
+  it("runs a floating async IIFE past its host awaits to completion", async () => {
+    const sb = sandbox();
+    const log: Array<{ args: unknown[]; signal: AbortSignal }> = [];
+    delayed(sb, "mark", log);
+    const report = await sb.run("(async () => { await mark(1, 20); globalThis.done = true; return (await mark(2, 5)) + 1 })()");
+    expect(report.ok && report.value).toBe(3);
+    expect(report.stats.hostCalls).toBe(2);
+    expect(sb.evalSync("globalThis.done")).toBe(true);
+    expect(log.map((c) => c.args[0])).toEqual([1, 2]);
+  });
+
+  it("stops a completion promise's chain with the execution budget", async () => {
+    const sb = sandbox();
+    const err = await rejected(sb.eval("(async () => { for (;;) await null; })()", { timeoutMs: 100 }));
+    expect(err.code).toBe("TIMEOUT");
+    expect(err.budget).toBe("execution");
+  });
+
+  it("stops a completion promise waiting on a slow host call with the wall budget", async () => {
+    const sb = sandbox();
+    delayed(sb, "slow");
+    const err = await rejected(sb.eval("(async () => { await slow(1, 5000); })()", { wallTimeoutMs: 100 }));
+    expect(err.code).toBe("TIMEOUT");
+    expect(err.budget).toBe("wall");
+  });
+
+  it("gives back a promise nothing can settle as a promise", async () => {
+    const sb = sandbox();
+    const report = await sb.run("new Promise(() => {})", { unserializable: "describe" });
+    expect(report.ok && String(report.value)).toBe("Promise {}");
+    expect(sb.runSync("new Promise(() => {})", { unserializable: "describe" }).ok).toBe(true);
+    expect((await rejected(sb.eval("new Promise(() => {})"))).code).toBe("UNSERIALIZABLE");
+  });
+
+  it("never runs a `then` getter of the completion value, and keeps a thenable as a value", async () => {
+    const sb = sandbox();
+    const value = await sb.eval("globalThis.thenRead = 0; const p = Promise.resolve(4); Object.defineProperty(p, 'then', { get() { thenRead++; return Promise.prototype.then; } }); p");
+    expect(value).toBe(4);
+    expect(sb.evalSync("thenRead")).toBe(0);
+    expect(await sb.eval("({ kind: 'thenable', then: 1 })")).toEqual({ kind: "thenable", then: 1 });
+  });
+});
+
 describe("two budgets: execution and wall", () => {
   it("does not count a 3 s host wait against executionTimeoutMs 100", async () => {
     const sb = sandbox({ executionTimeoutMs: 100 });

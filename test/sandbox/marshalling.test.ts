@@ -386,6 +386,18 @@ describe("functions and symbols cannot cross", () => {
     expect(back[2]).toBe(1);
   });
 
+  it("keeps a symbol's description, without running a replaced description getter", () => {
+    sb.evalSync("globalThis.getterRan = false; Object.defineProperty(Symbol.prototype, 'description', { get() { getterRan = true; return 'forged'; } })");
+    const back = sb.evalSync("[Symbol('my key'), Symbol(), Symbol.for('café ☕'), Symbol.iterator]", { unserializable: "describe" }) as GuestOpaque[];
+    expect(back.map(String)).toEqual(["Symbol(my key)", "Symbol()", "Symbol(café ☕)", "Symbol(Symbol.iterator)"]);
+    expect(sb.evalSync("getterRan")).toBe(false);
+    expect(() => sb.evalSync("Symbol('named')")).toThrow(/symbol 'named'/);
+  });
+
+  it("keeps a function's non-ASCII name intact", () => {
+    expect(String(sb.evalSync("(function café() {})", { unserializable: "describe" }))).toBe("[Function café]");
+  });
+
   it("turns a host function returning a function into a guest error, not a crash", () => {
     sb.defineFunction("makeFn", () => () => 1);
     expect(sb.evalSync("try { makeFn(); 'no error' } catch (e) { e instanceof Error && /function/.test(e.message) }")).toBe(true);
