@@ -133,7 +133,7 @@ export function createCodeInterpreterMiddleware(options: CodeInterpreterMiddlewa
       const update = await interpreter.run(key, async (session) =>
         // A run that ended on a rolled-back eval still holds state worth storing: open it to snapshot.
         session.isOpen || session.state.persistence.pending?.what === "rollback"
-          ? persistence.store(session.state.persistence, session.resource.sandbox, storedSnapshotOf(state), session.key) : undefined,
+          ? persistence.store(session.state.persistence, session.resource.sandbox, storedSnapshotOf(state), session.key, runtime.store) : undefined,
       );
       return update === undefined ? undefined : { [SNAPSHOT_STATE_KEY]: update };
     },
