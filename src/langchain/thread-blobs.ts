@@ -22,12 +22,29 @@
  */
 import { createHash } from "node:crypto";
 import { promisify } from "node:util";
-import { constants as zlibConstants, deflateRaw, inflateRaw } from "node:zlib";
+import { constants as zlibConstants, deflateRaw, deflateRawSync, inflateRaw, inflateRawSync, type ZlibOptions } from "node:zlib";
 import type { BaseStore } from "@langchain/langgraph";
 import { SandboxError } from "../errors.js";
 
 const deflateRawAsync = promisify(deflateRaw);
 const inflateRawAsync = promisify(inflateRaw);
+
+/**
+ * Blobs up to this size are (de)compressed on the calling thread: a few ms per MiB, less than the
+ * thread-pool round trips of dozens of chunks. Larger ones go to the thread pool, off the main thread.
+ */
+const SYNC_ZLIB_BYTES = 1024 * 1024;
+
+function zlibCall(sync: (b: Uint8Array, o: ZlibOptions) => Buffer, async: (b: Uint8Array, o: ZlibOptions) => Promise<Buffer>, onCaller: boolean) {
+  return (bytes: Uint8Array, options: ZlibOptions): Promise<Buffer> => {
+    if (!onCaller) return async(bytes, options);
+    try {
+      return Promise.resolve(sync(bytes, options));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  };
+}
 
 /** Version of the layout above; a reader refuses items of another version with a reason. */
 export const THREAD_BLOBS_FORMAT_VERSION = 1;
@@ -141,11 +158,12 @@ export class ThreadBlobs {
     const held = new Set(keptChunks.flat());
     const puts: Promise<void>[] = [];
     const written = new Set<string>();
+    const deflate = zlibCall(deflateRawSync, deflateRawAsync, bytes.length <= SYNC_ZLIB_BYTES);
     for (let i = 0; i < pieces.length; i++) {
       const digest = chunks[i]!;
       if (held.has(digest) || written.has(digest)) continue;
       written.add(digest);
-      puts.push(deflateRawAsync(pieces[i]!, { level: zlibConstants.Z_BEST_SPEED }).then((z) =>
+      puts.push(deflate(pieces[i]!, { level: zlibConstants.Z_BEST_SPEED }).then((z) =>
         this.#store.put(this.#namespace, `chunk:${digest}`, { v: THREAD_BLOBS_FORMAT_VERSION, z: z.toString("base64") }, false)));
     }
     await Promise.all(puts);
@@ -179,13 +197,14 @@ export class ThreadBlobs {
     // One get per chunk: LangGraph hands nodes an AsyncBatchedStore, which sends them as one batch.
     const items = await Promise.all(distinct.map((digest) => this.#store.get(this.#namespace, `chunk:${digest}`)));
     const pieces = new Map<string, Buffer>();
+    const inflate = zlibCall(inflateRawSync, inflateRawAsync, manifest.bytes <= SYNC_ZLIB_BYTES);
     await Promise.all(distinct.map(async (digest, i) => {
       const value = items[i]?.value as { v?: unknown; z?: unknown } | undefined;
       if (value === undefined) throw refused(`a chunk of the stored state is missing (${digest})`);
       if (value.v !== THREAD_BLOBS_FORMAT_VERSION || typeof value.z !== "string") throw refused(`a chunk of the stored state is malformed (${digest})`);
       let piece: Buffer;
       try {
-        piece = await inflateRawAsync(Buffer.from(value.z, "base64"), { maxOutputLength: MAX_CHUNK_BYTES });
+        piece = await inflate(Buffer.from(value.z, "base64"), { maxOutputLength: MAX_CHUNK_BYTES });
       } catch {
         throw refused(`a chunk of the stored state does not inflate (${digest})`);
       }
