@@ -186,6 +186,18 @@ describe("a stored state that is missing, altered or foreign", () => {
     await expectRefused(saver, store, /signature does not match/);
   });
 
+  it("an agent given no store, on a thread whose state is in one", async () => {
+    const { saver } = await storedThread();
+    const run = ++runs;
+    const steps = [callTool("eval", { code: "typeof kept" }, `call-${run}`), reply("done")];
+    steps.forEach((step, i) => (step.id = `run-${run}-${i}`));
+    const agent = createAgent({ model: new ScriptedChatModel(steps), tools: [], middleware: [middleware()], checkpointer: saver });
+    const out = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "t" } });
+    const text = contentText(toolMessages(out.messages as BaseMessage[]).at(-1)!);
+    expect(notice(text)).toMatch(/^The saved interpreter state from earlier turns could not be restored \(INVALID_SNAPSHOT: the state is kept in a store, and this agent was given none\)/);
+    expect(result(text)).toBe("undefined");
+  });
+
   it("a store that lost the whole state (another store, or collected)", async () => {
     const { saver } = await storedThread();
     await expectRefused(saver, new InMemoryStore(), /no longer in the store/);
