@@ -14,7 +14,7 @@ import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { InMemoryStore, MemorySaver, type BaseStore } from "@langchain/langgraph";
 import { createCodeInterpreterMiddleware, type CodeInterpreterMiddleware } from "../../src/langchain/index.js";
 import { KEPT_SNAPSHOTS_PER_THREAD, SNAPSHOT_STATE_KEY } from "../../src/langchain/persistence.js";
-import { chunkBoundaries } from "../../src/langchain/thread-blobs.js";
+import { chunkBoundaries, ThreadBlobs } from "../../src/langchain/thread-blobs.js";
 import { SqliteStore } from "../../src/langchain/sqlite-store.js";
 import { ScriptedChatModel, callTool, contentText, reply, toolMessages } from "./support/agent.js";
 
@@ -217,6 +217,28 @@ describe("content-defined chunks", () => {
     const after = chunksOf(edited);
     expect(after.length).toBeGreaterThan(10);
     expect(after.filter((c) => !before.has(c)).length).toBeLessThanOrEqual(2);
+  });
+});
+
+describe("collection of chunks shared between states", () => {
+  it("every kept state reads back byte for byte after older ones sharing its chunks were collected; collected ones are refused", async () => {
+    const store = new InMemoryStore();
+    const blobs = new ThreadBlobs(store, "thread:t", "snapshot", 3);
+    const base = Buffer.concat(Array.from({ length: 200_000 / 32 }, (_, i) => createHash("sha256").update(`b${i}`).digest()));
+    const versions: Buffer[] = [];
+    const refs: string[] = [];
+    for (let v = 0; v < 7; v++) {
+      // Each version edits one spot of the same base: most chunks are shared by every version.
+      const bytes = Buffer.from(base);
+      bytes.write(`version ${v}`, 20_000 * v + 5000);
+      versions.push(bytes);
+      refs.push(await blobs.write(bytes));
+    }
+    for (const v of [4, 5, 6]) expect(Buffer.from(await blobs.read(refs[v]!, 1 << 20)).equals(versions[v]!)).toBe(true);
+    for (const v of [0, 3]) await expect(blobs.read(refs[v]!, 1 << 20)).rejects.toThrow(/no longer in the store/);
+    const chunks = (await store.search([], { limit: 10_000 })).filter((item) => item.key.startsWith("chunk:"));
+    // The base's chunks once, plus a few edited chunks per kept state: not 3 copies of the state.
+    expect(chunks.length).toBeLessThan(chunkBoundaries(base).length + 3 * 4);
   });
 });
 
