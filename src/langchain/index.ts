@@ -120,9 +120,12 @@ export function createCodeInterpreterMiddleware(options: CodeInterpreterMiddlewa
       if (!persistence.storesThread) return undefined;
       const stored = storedSnapshotOf(state);
       if (stored === undefined && interpreter.get(key) === undefined) return undefined;
-      // Restoring is lazy (on the thread's next eval): a run that never evals pays nothing.
+      // Restoring is lazy (on the thread's next eval): a run that never evals pays at most a store read.
       await interpreter.run(key, async (session) => {
-        if (persistence.prepare(session.state.persistence, stored, session.isOpen)) session.discard();
+        if (!persistence.prepare(session.state.persistence, stored, session.isOpen)) return;
+        session.discard();
+        // Not awaited: the store read overlaps the model call; the first eval waits for it.
+        void persistence.load(session.state.persistence, runtime.store, session.key);
       });
       return undefined;
     },

@@ -53,12 +53,25 @@ export const KEPT_SNAPSHOTS_PER_THREAD = 8;
 /** The middleware's state schema: one private key. */
 export const persistenceStateSchema = z.object({ [SNAPSHOT_STATE_KEY]: storedSnapshot.optional() });
 
+/** A snapshot waiting to be restored into the session's next sandbox. */
+export interface PendingRestore {
+  bytes?: Uint8Array;
+  /** Store reference of a snapshot kept in the store, read by `load`. */
+  ref?: string;
+  /** The read under way, and the store it reads from (each agent run hands nodes a store of its own). */
+  reading?: { store: BaseStore; done: Promise<void> };
+  /** Why the read failed; the sandbox opens fresh and says so. */
+  unreadable?: unknown;
+  turn?: number;
+  what: "stored" | "rollback";
+}
+
 /** What a session keeps for persistence and rollback. */
 export interface PersistenceState {
   /** Turn of the stored snapshot the live sandbox started from or last wrote; -1 when none. */
   turn: number;
   /** Snapshot to restore from when the session next opens a sandbox: its bytes, or its store reference until `load`. */
-  pending: { bytes?: Uint8Array; ref?: string; turn?: number; what: "stored" | "rollback" } | undefined;
+  pending: PendingRestore | undefined;
   /** Digest of the snapshot body at `turn` when it is kept in the store, to skip writing an unchanged state. */
   storedBody: string | undefined;
   /** In-memory snapshot after the last completed eval, for rollback. */
@@ -123,7 +136,7 @@ export class Persistence {
     const pending = state.pending;
     state.pending = undefined;
     if (pending === undefined) return new Sandbox(this.#sandboxOptions);
-    if (pending.bytes === undefined) return this.#fresh(state, pending.what, new SandboxError("INVALID_SNAPSHOT", "the state is kept in the agent's store, and it was not read"));
+    if (pending.bytes === undefined) return this.#fresh(state, pending.what, pending.unreadable ?? new SandboxError("INVALID_SNAPSHOT", "the state is kept in the agent's store, and it was not read"));
     const signing = pending.turn === undefined ? undefined : this.#signing(threadId, pending.turn);
     try {
       const { sandbox, notRestored } = Sandbox.restore(pending.bytes, {
@@ -141,24 +154,36 @@ export class Persistence {
 
   /** Forgets the state that could not be restored, tells the model, and opens a fresh sandbox. */
   #fresh(state: PersistenceState, what: "stored" | "rollback", error: unknown): Sandbox {
-    dropRestore(state, what, error);
+    state.turn = -1;
+    state.storedBody = undefined;
+    state.notices.push(PERSISTENCE_TEXT.restoreFailed(what, reasonOf(error)));
     return new Sandbox(this.#sandboxOptions);
   }
 
   /**
-   * Before the session opens a sandbox: reads a pending snapshot kept in `store`. A state that
-   * cannot be read (no store, collected, a chunk missing or altered) is dropped with one notice,
-   * and the sandbox starts fresh.
+   * Reads a pending snapshot kept in `store`, so the session's next sandbox can be restored from
+   * it. Called before a run's first eval opens the sandbox, and already by `beforeAgent` without
+   * waiting, so the store read overlaps the model call. A state that cannot be read (no store,
+   * collected, a chunk missing or altered) stays pending with the reason: the sandbox then opens
+   * fresh and the model is told once.
    */
   async load(state: PersistenceState, store: BaseStore | undefined, threadId: string): Promise<void> {
     const pending = state.pending;
-    if (pending?.ref === undefined || pending.bytes !== undefined) return;
+    if (pending?.ref === undefined || pending.bytes !== undefined || pending.unreadable !== undefined) return;
+    if (store === undefined) {
+      pending.unreadable = new SandboxError("INVALID_SNAPSHOT", "the state is kept in a store, and this agent was given none");
+      return;
+    }
+    // A read started in an earlier run used that run's store, which may have stopped before answering.
+    if (pending.reading?.store !== store) pending.reading = { store, done: this.#read(state, pending, store, threadId) };
+    await pending.reading.done;
+  }
+
+  async #read(state: PersistenceState, pending: PendingRestore, store: BaseStore, threadId: string): Promise<void> {
     try {
-      if (store === undefined) throw new SandboxError("INVALID_SNAPSHOT", "the state is kept in a store, and this agent was given none");
-      pending.bytes = await new ThreadBlobs(store, threadId, "snapshot", KEPT_SNAPSHOTS_PER_THREAD).read(pending.ref, this.#options.maxSnapshotBytes);
+      pending.bytes = await new ThreadBlobs(store, threadId, "snapshot", KEPT_SNAPSHOTS_PER_THREAD).read(pending.ref!, this.#options.maxSnapshotBytes);
     } catch (error) {
-      state.pending = undefined;
-      dropRestore(state, pending.what, error);
+      pending.unreadable = error;
     }
   }
 
@@ -253,12 +278,6 @@ export class Persistence {
     state.pending = { bytes: state.lastGood, what: "rollback" };
     return PERSISTENCE_TEXT.rolledBack(code);
   }
-}
-
-function dropRestore(state: PersistenceState, what: "stored" | "rollback", error: unknown): void {
-  state.turn = -1;
-  state.storedBody = undefined;
-  state.notices.push(PERSISTENCE_TEXT.restoreFailed(what, reasonOf(error)));
 }
 
 /** Digest of a snapshot's body, without the header (turn) and trailer (signature) that change every run. */

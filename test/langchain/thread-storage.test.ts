@@ -80,6 +80,21 @@ describe("state kept in the agent's store", () => {
     expect(result(second.text)).toBe(`[ '2,4,6', 7, true, 1 ]`);
   });
 
+  it("a run that never evals (its store read started and abandoned) leaves the next run's restore intact", async () => {
+    const saver = new MemorySaver();
+    const store = new InMemoryStore();
+    await turn(middleware(), saver, store, "t", "var kept = [1, 2, 3]");
+    const fresh = middleware();
+    const run = ++runs;
+    const chat = reply("no code this time");
+    chat.id = `run-${run}-0`;
+    const agent = createAgent({ model: new ScriptedChatModel([chat]), tools: [], middleware: [fresh], checkpointer: saver, store });
+    await agent.invoke({ messages: [new HumanMessage("hi")] }, { configurable: { thread_id: "t" } });
+    const back = await turn(fresh, saver, store, "t", "kept.length");
+    expect(notice(back.text)).toBe("");
+    expect(result(back.text)).toBe("3");
+  });
+
   it("a run that changes nothing writes nothing: same turn, same reference, no new store item", async () => {
     const saver = new MemorySaver();
     const store = new InMemoryStore();
