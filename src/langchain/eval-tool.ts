@@ -6,6 +6,7 @@
  */
 import { tool, type DynamicStructuredTool } from "@langchain/core/tools";
 import { ToolMessage } from "@langchain/core/messages";
+import type { BaseStore } from "@langchain/langgraph";
 import { Sandbox } from "../sandbox.js";
 import type { ConsoleEntry, HostCallContext, SandboxOptions } from "../types.js";
 import { EvalActivity, type ProgressWriter } from "./activity.js";
@@ -151,6 +152,7 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
     session.state.persistence.lastGood = undefined;
   }
   if (!session.isOpen && input.reset !== true) deps.persistence.prepareOnEval(session.state.persistence, config.state, deps.interpreter.takeEviction(session.key));
+  if (!session.isOpen) await deps.persistence.load(session.state.persistence, (config as { store?: BaseStore }).store, session.key);
   const view = session.state.view ?? deps.ptc.latest;
   const evalCallId = config.toolCall?.id ?? config.toolCallId ?? `eval-${Date.now()}`;
   const activity = new EvalActivity(evalCallId, writerOf(config));

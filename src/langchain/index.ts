@@ -121,9 +121,12 @@ export function createCodeInterpreterMiddleware(options: CodeInterpreterMiddlewa
       if (!persistence.storesThread) return undefined;
       const stored = storedSnapshotOf(state);
       if (stored === undefined && interpreter.get(key) === undefined) return undefined;
-      // Restoring is lazy (on the thread's next eval): a run that never evals pays nothing.
+      // Restoring is lazy (on the thread's next eval): a run that never evals pays at most a store read.
       await interpreter.run(key, async (session) => {
-        if (persistence.prepare(session.state.persistence, stored, session.isOpen)) session.discard();
+        if (!persistence.prepare(session.state.persistence, stored, session.isOpen)) return;
+        session.discard();
+        // Not awaited: the store read overlaps the model call; the first eval waits for it.
+        void persistence.load(session.state.persistence, runtime.store, session.key);
       });
       return undefined;
     },
@@ -134,7 +137,7 @@ export function createCodeInterpreterMiddleware(options: CodeInterpreterMiddlewa
       const update = await interpreter.run(key, async (session) =>
         // A run that ended on a rolled-back eval still holds state worth storing: open it to snapshot.
         session.isOpen || session.state.persistence.pending?.what === "rollback"
-          ? persistence.store(session.state.persistence, session.resource.sandbox, storedSnapshotOf(state), session.key) : undefined,
+          ? persistence.store(session.state.persistence, session.resource.sandbox, storedSnapshotOf(state), session.key, runtime.store) : undefined,
       );
       return update === undefined ? undefined : { [SNAPSHOT_STATE_KEY]: update };
     },

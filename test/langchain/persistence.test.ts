@@ -208,11 +208,11 @@ describe("a stored snapshot that does not match its thread or turn", () => {
   const options = resolveOptions({ snapshotSigningKey: KEY });
   const persistence = new Persistence(options, sandboxOptions(options));
 
-  function storedFrom(code: string, threadId: string) {
+  async function storedFrom(code: string, threadId: string) {
     const sandbox = new Sandbox(sandboxOptions(options));
     try {
       sandbox.evalSync(code);
-      return persistence.store(initPersistenceState(), sandbox, undefined, threadId)!;
+      return (await persistence.store(initPersistenceState(), sandbox, undefined, threadId))!;
     } finally {
       sandbox.dispose();
     }
@@ -229,16 +229,16 @@ describe("a stored snapshot that does not match its thread or turn", () => {
     }
   }
 
-  it("restores on its own thread and turn", () => {
-    expect(openFrom(storedFrom("var kept = 1", "thread:a"), "thread:a")).toEqual({ found: "number", notices: [] });
+  it("restores on its own thread and turn", async () => {
+    expect(openFrom(await storedFrom("var kept = 1", "thread:a"), "thread:a")).toEqual({ found: "number", notices: [] });
   });
 
   it.each([
     ["another thread's snapshot", (s: { turn: number; data?: string }) => s, "thread:b"],
     ["an older turn's snapshot replayed under a newer counter", (s: { turn: number; data?: string }) => ({ ...s, turn: s.turn + 1 }), "thread:a"],
     ["a truncated snapshot", (s: { turn: number; data?: string }) => ({ ...s, data: Buffer.from(s.data!, "base64").subarray(0, 40).toString("base64") }), "thread:a"],
-  ])("refuses %s: fresh interpreter, one line saying why", (_what, tamper, threadId) => {
-    const { found, notices } = openFrom(tamper(storedFrom("var kept = 1", "thread:a")), threadId);
+  ])("refuses %s: fresh interpreter, one line saying why", async (_what, tamper, threadId) => {
+    const { found, notices } = openFrom(tamper(await storedFrom("var kept = 1", "thread:a")), threadId);
     expect(found).toBe("undefined");
     expect(notices).toHaveLength(1);
     expect(notices[0]).toMatch(/^The saved interpreter state from earlier turns could not be restored \(INVALID_SNAPSHOT: [^\n]+\): the interpreter started fresh/);
