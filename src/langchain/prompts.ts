@@ -299,3 +299,41 @@ export const PERSISTENCE_TEXT = Object.freeze({
   rolledBackFresh: (code: string): string =>
     `Because this call was stopped (${code}) and no earlier call completed, the interpreter starts fresh: changes made by this call are undone.`,
 });
+
+/** What the model and the reviewer read about reviewed calls from code (see approval.ts). */
+export const APPROVAL_TEXT = Object.freeze({
+  /** Message of the guest error when the reviewer rejected a call without a message of their own. */
+  rejected: (tool: string): string => `The reviewer rejected this call to ${tool}`,
+  /** A reviewed call that cannot pause the eval. */
+  unavailable: (reason: string): string => `This call needs human review, but the eval cannot pause for it: ${reason}`,
+  /** The pause could not be stored, so the eval was stopped without asking. */
+  notPaused: (reason: string): string =>
+    `ApprovalError: this eval reached a call that needs human review but could not pause for it (${reason}). The eval was stopped before that call; nothing after it ran.`,
+  /** The journal of a resumed eval is missing or unusable. */
+  noJournal: (reason: string): string =>
+    `ApprovalError: the review was answered, but the paused eval cannot be resumed (${reason}). Nothing ran again; call the tool again in a new eval if it is still needed.`,
+  /** A resumed eval made another call than the journal holds at that position. */
+  diverged: (position: number, expected: { name: string; args: unknown }, actual: { name: string; args: unknown }): string =>
+    `the resumed eval did not repeat its first run: call #${position + 1} was ${actual.name}(${briefArgs(actual.args)}) but the first run called ${expected.name}(${briefArgs(expected.args)}). The eval was stopped there; nothing ran twice. Code that pauses for review must make the same calls with the same arguments when run again.`,
+  /** A resumed eval ended without reaching the paused call. */
+  endedEarly: (tool: string): string =>
+    `the resumed eval ended before reaching the call to ${tool} it paused on; that call did not run. Code that pauses for review must make the same calls with the same arguments when run again.`,
+  /** Malformed resume values (thrown to the caller of the graph, as humanInTheLoopMiddleware does). */
+  badResume: (tool: string, decisions: unknown): string =>
+    `Resume a call to ${tool} from code with { decisions: [one decision] }; got ${Array.isArray(decisions) ? `${decisions.length} decisions` : "no decisions list"}`,
+  notAllowed: (tool: string, type: unknown, allowed: readonly string[]): string =>
+    `Decision ${JSON.stringify(type)} is not allowed for ${tool}; allowed: ${allowed.join(", ")}`,
+  editRenames: (tool: string, name: unknown): string => `An edit of a call to ${tool} from code must keep editedAction.name "${tool}", got ${JSON.stringify(name)}`,
+  editArgs: (tool: string): string => `An edit of a call to ${tool} needs editedAction.args as an object`,
+  rejectMessage: (tool: string): string => `The message of a rejected call to ${tool} must be a string`,
+});
+
+function briefArgs(args: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(args) ?? "";
+  } catch {
+    text = "…";
+  }
+  return text.length > 120 ? `${text.slice(0, 119)}…` : text;
+}

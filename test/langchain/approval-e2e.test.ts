@@ -1,0 +1,181 @@
+/**
+ * Human review of `tools.*` calls made from code (`interruptOn`), in one process with LangGraph's
+ * MemorySaver: the eval pauses with the standard HITL request, resumes with
+ * `Command({ resume: { decisions } })`, replays its earlier calls from the journal, and never runs a
+ * call twice. The two-process version is approval-processes.test.ts.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { createAgent } from "langchain";
+import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import { tool } from "@langchain/core/tools";
+import { Command, MemorySaver } from "@langchain/langgraph";
+import { z } from "zod";
+import { createCodeInterpreterMiddleware, type CodeInterpreterMiddleware, type CodeInterpreterMiddlewareOptions } from "../../src/langchain/index.js";
+import { ScriptedChatModel, callTool, contentText, reply, toolMessages } from "./support/agent.js";
+
+const live: CodeInterpreterMiddleware[] = [];
+afterEach(() => {
+  for (const m of live.splice(0)) m.dispose();
+});
+
+/** `lookup` and `send_email` tools that count their runs. */
+function mailTools() {
+  const lookups: string[] = [];
+  const sent: { to: string; body: string }[] = [];
+  const lookup = tool(async ({ name }: { name: string }) => { lookups.push(name); return { email: `${name}@example.com` }; }, {
+    name: "lookup",
+    description: "Finds a person's email address.",
+    schema: z.object({ name: z.string() }),
+  });
+  const sendEmail = tool(async ({ to, body }: { to: string; body: string }) => { sent.push({ to, body }); return `sent to ${to}`; }, {
+    name: "send_email",
+    description: "Sends an email.",
+    schema: z.object({ to: z.string(), body: z.string() }),
+  });
+  return { lookup, sendEmail, lookups, sent };
+}
+
+const LOOKUP_THEN_SEND = `
+const who = await tools.lookup({ name: "ada" });
+const receipt = await tools.sendEmail({ to: who.email, body: "hello" });
+({ who: who.email, receipt })`;
+
+function agentFor(code: string, options: CodeInterpreterMiddlewareOptions, extraTools: Parameters<typeof createAgent>[0]["tools"] = []) {
+  const { lookup, sendEmail, lookups, sent } = mailTools();
+  const interpreter = createCodeInterpreterMiddleware({ ptc: ["lookup", "send_email"], ...options });
+  live.push(interpreter);
+  const model = new ScriptedChatModel([callTool("eval", { code }, "eval-1"), reply("done")]);
+  const agent = createAgent({ model, tools: [lookup, sendEmail, ...(extraTools ?? [])], middleware: [interpreter], checkpointer: new MemorySaver() });
+  return { agent, lookups, sent, interpreter };
+}
+
+interface InterruptValue {
+  actionRequests: { name: string; args: Record<string, unknown>; description: string }[];
+  reviewConfigs: { actionName: string; allowedDecisions: string[] }[];
+}
+
+function interruptOf(result: Record<string, unknown>): InterruptValue | undefined {
+  const interrupts = result["__interrupt__"] as { value: InterruptValue }[] | undefined;
+  return interrupts?.[0]?.value;
+}
+
+function evalText(result: Record<string, unknown>): string {
+  const evals = toolMessages(result["messages"] as BaseMessage[]);
+  return contentText(evals.at(-1)!);
+}
+
+describe("interruptOn: tools called from code pause for review", () => {
+  it("pauses at send_email with the standard HITL request; lookup ran once, nothing sent", async () => {
+    const { agent, lookups, sent } = agentFor(LOOKUP_THEN_SEND, { interruptOn: { send_email: true } });
+    const config = { configurable: { thread_id: "pause" } };
+    const first = await agent.invoke({ messages: [new HumanMessage("go")] }, config);
+    const request = interruptOf(first);
+    expect(request?.actionRequests).toEqual([{ name: "send_email", args: { to: "ada@example.com", body: "hello" }, description: expect.stringContaining("send_email") }]);
+    expect(request?.reviewConfigs).toEqual([{ actionName: "send_email", allowedDecisions: ["approve", "edit", "reject"] }]);
+    expect(lookups).toEqual(["ada"]);
+    expect(sent).toEqual([]);
+
+    const resumed = await agent.invoke(new Command({ resume: { decisions: [{ type: "approve" }] } }), config);
+    expect(interruptOf(resumed)).toBeUndefined();
+    expect(lookups).toEqual(["ada"]);
+    expect(sent).toEqual([{ to: "ada@example.com", body: "hello" }]);
+    const text = evalText(resumed);
+    expect(text).toContain("ada@example.com");
+    expect(text).toContain("sent to ada@example.com");
+  });
+
+  it("reject: the guest catches an error carrying the reviewer's message; nothing is sent", async () => {
+    const code = `
+const who = await tools.lookup({ name: "ada" });
+let outcome;
+try { await tools.sendEmail({ to: who.email, body: "hello" }); outcome = "sent"; }
+catch (e) { outcome = e.name + ": " + e.message; }
+outcome`;
+    const { agent, lookups, sent } = agentFor(code, { interruptOn: { send_email: true } });
+    const config = { configurable: { thread_id: "reject" } };
+    await agent.invoke({ messages: [new HumanMessage("go")] }, config);
+    const resumed = await agent.invoke(new Command({ resume: { decisions: [{ type: "reject", message: "not to Ada, please" }] } }), config);
+    expect(evalText(resumed)).toContain("ToolCallRejectedError: not to Ada, please");
+    expect(sent).toEqual([]);
+    expect(lookups).toEqual(["ada"]);
+  });
+
+  it("edit: the tool receives the edited arguments", async () => {
+    const { agent, sent } = agentFor(LOOKUP_THEN_SEND, { interruptOn: { send_email: { allowedDecisions: ["approve", "edit"] } } });
+    const config = { configurable: { thread_id: "edit" } };
+    await agent.invoke({ messages: [new HumanMessage("go")] }, config);
+    const edited = { type: "edit", editedAction: { name: "send_email", args: { to: "grace@example.com", body: "hi" } } };
+    const resumed = await agent.invoke(new Command({ resume: { decisions: [edited] } }), config);
+    expect(sent).toEqual([{ to: "grace@example.com", body: "hi" }]);
+    expect(evalText(resumed)).toContain("sent to grace@example.com");
+  });
+
+  it("two reviewed calls pause one after the other; after two approvals each ran exactly once", async () => {
+    const code = `
+const a = await tools.sendEmail({ to: "a@example.com", body: "1" });
+const who = await tools.lookup({ name: "bob" });
+const b = await tools.sendEmail({ to: who.email, body: "2" });
+[a, b].join(" | ")`;
+    const { agent, sent, lookups } = agentFor(code, { interruptOn: { send_email: true } });
+    const config = { configurable: { thread_id: "two" } };
+    const first = await agent.invoke({ messages: [new HumanMessage("go")] }, config);
+    expect(interruptOf(first)?.actionRequests[0]?.args).toEqual({ to: "a@example.com", body: "1" });
+    const second = await agent.invoke(new Command({ resume: { decisions: [{ type: "approve" }] } }), config);
+    expect(interruptOf(second)?.actionRequests[0]?.args).toEqual({ to: "bob@example.com", body: "2" });
+    expect(sent.map((m) => m.to)).toEqual(["a@example.com"]);
+    const third = await agent.invoke(new Command({ resume: { decisions: [{ type: "approve" }] } }), config);
+    expect(interruptOf(third)).toBeUndefined();
+    expect(sent.map((m) => m.to)).toEqual(["a@example.com", "bob@example.com"]);
+    expect(lookups).toEqual(["bob"]);
+    expect(evalText(third)).toContain("sent to a@example.com | sent to bob@example.com");
+  });
+
+  it("tools not listed in interruptOn never pause", async () => {
+    const { agent, sent, lookups } = agentFor(LOOKUP_THEN_SEND, { interruptOn: { delete_file: true, send_email: false } });
+    const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "unlisted" } });
+    expect(interruptOf(result)).toBeUndefined();
+    expect(lookups).toEqual(["ada"]);
+    expect(sent).toHaveLength(1);
+  });
+
+  it("a humanInTheLoopMiddleware configuration is accepted as is, descriptionPrefix included", async () => {
+    const hitl = { interruptOn: { send_email: { allowedDecisions: ["approve", "reject"] as ("approve" | "reject")[] } }, descriptionPrefix: "Mail needs a human" };
+    const { agent } = agentFor(LOOKUP_THEN_SEND, { interruptOn: hitl });
+    const first = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "hitl-config" } });
+    const request = interruptOf(first);
+    expect(request?.actionRequests[0]?.description).toMatch(/^Mail needs a human\n\nTool: send_email\nArgs: /);
+    expect(request?.reviewConfigs[0]?.allowedDecisions).toEqual(["approve", "reject"]);
+  });
+
+  it("Math.random and Date replay exactly: values drawn before the pause match after it", async () => {
+    const code = `
+const r = Math.random(), t = Date.now();
+await tools.sendEmail({ to: "x@example.com", body: String(r) + "/" + t });
+[r, t].join("/")`;
+    const { agent, sent } = agentFor(code, { interruptOn: { send_email: true } });
+    const config = { configurable: { thread_id: "random" } };
+    const first = await agent.invoke({ messages: [new HumanMessage("go")] }, config);
+    const body = interruptOf(first)?.actionRequests[0]?.args["body"];
+    const resumed = await agent.invoke(new Command({ resume: { decisions: [{ type: "approve" }] } }), config);
+    expect(sent).toEqual([{ to: "x@example.com", body }]);
+    expect(evalText(resumed)).toContain(String(body));
+  });
+
+  it("code that calls something else when run again stops with ReplayDivergenceError; nothing runs twice", async () => {
+    // A global changed between the pause and the resume (another process would not see it): the replay diverges.
+    const code = `
+globalThis.n = (globalThis.n ?? 0) + 1;
+await tools.lookup({ name: "user" + n });
+await tools.sendEmail({ to: "z@example.com", body: "b" });`;
+    const { agent, lookups, sent, interpreter } = agentFor(code, { interruptOn: { send_email: true }, mode: "turn" });
+    const config = { configurable: { thread_id: "diverge" } };
+    await agent.invoke({ messages: [new HumanMessage("go")] }, config);
+    expect(lookups).toEqual(["user1"]);
+    void interpreter;
+    // The session resumes from its start state, so n is 1 again: no divergence in the honest case.
+    const resumed = await agent.invoke(new Command({ resume: { decisions: [{ type: "approve" }] } }), config);
+    expect(lookups).toEqual(["user1"]);
+    expect(sent).toHaveLength(1);
+    expect(evalText(resumed)).not.toContain("ReplayDivergenceError");
+  });
+});
