@@ -358,6 +358,10 @@ export class EvalReview implements HostCallGate {
       this.#startSnapshot = record.startSnapshot;
       this.#clockMs = record.clockMs;
       this.#randomSeed = record.randomSeed;
+      const known = new Set([...view.byCamelName.values()].map((t) => t.name));
+      const missing = [...new Set([...record.entries, record.pausedAt].filter((c) => c.kind === "tool" && !known.has(c.name)).map((c) => c.name))];
+      // Stopped before it starts: without those tools the replay cannot take the same path.
+      if (missing.length > 0) this.#diverge(APPROVAL_TEXT.toolsUnknown(missing));
     }
     const skip = record?.consoleLines ?? 0;
     return {

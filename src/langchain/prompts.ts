@@ -318,6 +318,9 @@ export const APPROVAL_TEXT = Object.freeze({
   /** A resumed eval ended without reaching the paused call. */
   endedEarly: (tool: string): string =>
     `the resumed eval ended before reaching the call to ${tool} it paused on; that call did not run. Code that pauses for review must make the same calls with the same arguments when run again.`,
+  /** A resumed eval whose tools this process does not know (no model call yet, tools named in `ptc`). */
+  toolsUnknown: (names: readonly string[]): string =>
+    `the paused eval called ${names.join(", ")}, which this process does not know yet (tools named in ptc are learned from the agent's model calls); pass those tools as instances in ptc so any process can resume. Nothing ran.`,
   /** Malformed resume values (thrown to the caller of the graph, as humanInTheLoopMiddleware does). */
   badResume: (tool: string, decisions: unknown): string =>
     `Resume a call to ${tool} from code with { decisions: [one decision] }; got ${Array.isArray(decisions) ? `${decisions.length} decisions` : "no decisions list"}`,
