@@ -161,21 +161,79 @@ await tools.sendEmail({ to: "x@example.com", body: String(r) + "/" + t });
     expect(evalText(resumed)).toContain(String(body));
   });
 
-  it("code that calls something else when run again stops with ReplayDivergenceError; nothing runs twice", async () => {
-    // A global changed between the pause and the resume (another process would not see it): the replay diverges.
+  it("a resumed eval that calls something else stops with ReplayDivergenceError; nothing runs twice", async () => {
+    // With the real clock, Date.now() differs in the replay, and so does the lookup's argument.
     const code = `
-globalThis.n = (globalThis.n ?? 0) + 1;
-await tools.lookup({ name: "user" + n });
+await tools.lookup({ name: "t" + Date.now() });
 await tools.sendEmail({ to: "z@example.com", body: "b" });`;
-    const { agent, lookups, sent, interpreter } = agentFor(code, { interruptOn: { send_email: true }, mode: "turn" });
+    const { agent, lookups, sent } = agentFor(code, { interruptOn: { send_email: true }, clock: "real" });
     const config = { configurable: { thread_id: "diverge" } };
     await agent.invoke({ messages: [new HumanMessage("go")] }, config);
-    expect(lookups).toEqual(["user1"]);
-    void interpreter;
-    // The session resumes from its start state, so n is 1 again: no divergence in the honest case.
+    await new Promise((resolve) => setTimeout(resolve, 5));
     const resumed = await agent.invoke(new Command({ resume: { decisions: [{ type: "approve" }] } }), config);
-    expect(lookups).toEqual(["user1"]);
-    expect(sent).toHaveLength(1);
-    expect(evalText(resumed)).not.toContain("ReplayDivergenceError");
+    expect(evalText(resumed)).toMatch(/^ReplayDivergenceError: the resumed eval did not repeat its first run: call #1 was lookup\(\{"name":"t\d+"\}\) but the first run called lookup/);
+    expect(lookups).toHaveLength(1);
+    expect(sent).toEqual([]);
+  });
+
+  it("a journal signed with another key is refused on resume, and nothing runs again", async () => {
+    const { lookup, sendEmail, lookups, sent } = mailTools();
+    const saver = new MemorySaver();
+    const build = (key: string) => {
+      const interpreter = createCodeInterpreterMiddleware({ ptc: [lookup, sendEmail], interruptOn: { send_email: true }, snapshotSigningKey: key });
+      live.push(interpreter);
+      const model = new ScriptedChatModel([callTool("eval", { code: LOOKUP_THEN_SEND }, "eval-1"), reply("done")]);
+      return createAgent({ model, tools: [lookup, sendEmail], middleware: [interpreter], checkpointer: saver });
+    };
+    const config = { configurable: { thread_id: "foreign" } };
+    await build("first-signing-key-0123456789").invoke({ messages: [new HumanMessage("go")] }, config);
+    const resumed = await build("other-signing-key-0123456789").invoke(new Command({ resume: { decisions: [{ type: "approve" }] } }), config);
+    expect(evalText(resumed)).toMatch(/^ApprovalError: the review was answered, but the paused eval cannot be resumed \(the stored journal's signature does not match/);
+    expect(lookups).toEqual(["ada"]);
+    expect(sent).toEqual([]);
+  });
+
+  it("task() results are journaled: a subagent that ran before the pause is not run again", async () => {
+    const { task, runs } = fakeTaskTool();
+    const code = `
+const found = await task({ description: "find the address", subagentType: "general" });
+await tools.sendEmail({ to: found, body: "hi" })`;
+    const { agent, sent } = agentFor(code, { interruptOn: { send_email: true } }, [task]);
+    const config = { configurable: { thread_id: "task-journal" } };
+    await agent.invoke({ messages: [new HumanMessage("go")] }, config);
+    await agent.invoke(new Command({ resume: { decisions: [{ type: "approve" }] } }), config);
+    expect(runs).toEqual(["find the address"]);
+    expect(sent).toEqual([{ to: "answer to find the address", body: "hi" }]);
+  });
+
+  it("task() itself can be reviewed: the request is the task tool's, and a rejected subagent never runs", async () => {
+    const { task, runs } = fakeTaskTool();
+    const code = `
+try { await task({ description: "delete everything", subagentType: "general" }) } catch (e) { e.name + ": " + e.message }`;
+    const { agent } = agentFor(code, { interruptOn: { task: { allowedDecisions: ["approve", "reject"] } } }, [task]);
+    const config = { configurable: { thread_id: "task-review" } };
+    const first = await agent.invoke({ messages: [new HumanMessage("go")] }, config);
+    expect(interruptOf(first)?.actionRequests[0]).toMatchObject({ name: "task", args: { description: "delete everything", subagent_type: "general" } });
+    const resumed = await agent.invoke(new Command({ resume: { decisions: [{ type: "reject", message: "no" }] } }), config);
+    expect(evalText(resumed)).toContain("ToolCallRejectedError: no");
+    expect(runs).toEqual([]);
+  });
+
+  it("an eval with no reviewed tool in reach runs as before: unlisted calls run and the eval completes", async () => {
+    const { agent, lookups } = agentFor(`await tools.lookup({ name: "x" }); Date.now() > 0`, { interruptOn: { delete_file: true } });
+    const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "none" } });
+    expect(evalText(result)).toContain("true");
+    expect(lookups).toEqual(["x"]);
   });
 });
+
+/** A stand-in for deepagents' task tool with one subagent type, counting its runs. */
+function fakeTaskTool() {
+  const runs: string[] = [];
+  const task = tool(async ({ description }: { description: string; subagent_type: string }) => { runs.push(description); return `answer to ${description}`; }, {
+    name: "task",
+    description: "Runs a subagent.\n- general: does anything",
+    schema: z.object({ description: z.string(), subagent_type: z.string().describe("The subagent to use. Available: general") }),
+  });
+  return { task, runs };
+}
