@@ -62,9 +62,11 @@ function promptInput(options: ResolvedOptions, view: PtcToolView, task?: TaskCat
         description: t.tool.description,
         schema: jsonSchemaOf(t.tool),
         ...(quota === undefined ? {} : { quota }),
+        ...(options.interruptOn.tools.has(t.name) ? { reviewed: true } : {}),
       };
     }),
     taskAvailable: task !== undefined,
+    ...(options.interruptOn.tools.has("task") ? { taskReviewed: true } : {}),
     subagents: task?.subagents ?? [],
     subagentTimeoutMs: options.subagentTimeoutMs,
     clock: typeof options.clock === "string" ? options.clock : "host",
