@@ -270,7 +270,7 @@ export class EvalReview implements HostCallGate {
       } catch (err) {
         if (!isGraphInterrupt(err)) {
           if (err instanceof TypeError) {
-            // A malformed decision fails the run, as with humanInTheLoopMiddleware; nothing of it ran.
+            // A malformed decision ends the eval with the error (the ToolNode reports it); the call did not run.
             this.#halted = true;
             this.#abort.abort(err);
             await evaluation;
@@ -466,7 +466,7 @@ export class EvalReview implements HostCallGate {
     this.#abort.abort(new Error("paused for review"));
   }
 
-  /** The reviewer's decision in `resume`; throws a `TypeError` saying what is wrong, as humanInTheLoopMiddleware does. */
+  /** The reviewer's decision in `resume`; throws a `TypeError` saying what is wrong. */
   #decisionOf(request: HostCallRequest, review: ResolvedReview, resume: unknown): Decision {
     const decisions = (resume as { decisions?: unknown } | null | undefined)?.decisions;
     if (!Array.isArray(decisions) || decisions.length !== 1) {

@@ -338,7 +338,7 @@ export const APPROVAL_TEXT = Object.freeze({
   /** A resumed eval whose tools this process does not know (no model call yet, tools named in `ptc`). */
   toolsUnknown: (names: readonly string[]): string =>
     `the paused eval called ${names.join(", ")}, which this process does not know yet (tools named in ptc are learned from the agent's model calls); pass those tools as instances in ptc so any process can resume. Nothing ran.`,
-  /** Malformed resume values (thrown to the caller of the graph, as humanInTheLoopMiddleware does). */
+  /** Malformed resume values (thrown from the eval tool; the ToolNode reports them). */
   badResume: (tool: string, decisions: unknown): string =>
     `Resume a call to ${tool} from code with { decisions: [one decision] }; got ${Array.isArray(decisions) ? `${decisions.length} decisions` : "no decisions list"}`,
   notAllowed: (tool: string, type: unknown, allowed: readonly string[]): string =>

@@ -219,6 +219,39 @@ try { await task({ description: "delete everything", subagentType: "general" }) 
     expect(runs).toEqual([]);
   });
 
+  it("a malformed decision ends the eval with a TypeError saying what is wrong; nothing is sent", async () => {
+    const { agent, sent } = agentFor(LOOKUP_THEN_SEND, { interruptOn: { send_email: { allowedDecisions: ["approve", "reject"] } } });
+    const config = { configurable: { thread_id: "malformed" } };
+    await agent.invoke({ messages: [new HumanMessage("go")] }, config);
+    const edit = { type: "edit", editedAction: { name: "send_email", args: {} } };
+    const resumed = await agent.invoke(new Command({ resume: { decisions: [edit] } }), config);
+    expect(evalText(resumed)).toContain('TypeError: Decision "edit" is not allowed for send_email; allowed: approve, reject');
+    expect(sent).toEqual([]);
+  });
+
+  it("without a checkpointer a reviewed call rejects in the guest with ApprovalUnavailableError; nothing is sent", async () => {
+    const { lookup, sendEmail, sent } = mailTools();
+    const interpreter = createCodeInterpreterMiddleware({ ptc: [lookup, sendEmail], interruptOn: { send_email: true } });
+    live.push(interpreter);
+    const code = `try { await tools.sendEmail({ to: "a@example.com", body: "x" }) } catch (e) { e.name + ": " + e.message }`;
+    const model = new ScriptedChatModel([callTool("eval", { code }, "eval-1"), reply("done")]);
+    const agent = createAgent({ model, tools: [lookup, sendEmail], middleware: [interpreter] });
+    const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "no-saver" } });
+    expect(evalText(result)).toContain("ApprovalUnavailableError: This call needs human review, but the eval cannot pause for it: this agent has no checkpointer");
+    expect(sent).toEqual([]);
+  });
+
+  it("the budgets of a resumed eval count from the resume, not across the human's wait", async () => {
+    const { agent, sent } = agentFor(LOOKUP_THEN_SEND, { interruptOn: { send_email: true }, executionTimeoutMs: 2000, wallTimeoutMs: 2000 });
+    const config = { configurable: { thread_id: "budget" } };
+    await agent.invoke({ messages: [new HumanMessage("go")] }, config);
+    // The human takes longer than the whole wall budget.
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    const resumed = await agent.invoke(new Command({ resume: { decisions: [{ type: "approve" }] } }), config);
+    expect(evalText(resumed)).toContain("sent to ada@example.com");
+    expect(sent).toHaveLength(1);
+  });
+
   it("an eval with no reviewed tool in reach runs as before: unlisted calls run and the eval completes", async () => {
     const { agent, lookups } = agentFor(`await tools.lookup({ name: "x" }); Date.now() > 0`, { interruptOn: { delete_file: true } });
     const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "none" } });
