@@ -274,6 +274,7 @@ export class EvalReview implements HostCallGate {
             this.#halted = true;
             this.#abort.abort(err);
             await evaluation;
+            this.#restart(session);
             throw err;
           }
           ask.reject(guestError(UNAVAILABLE_ERROR_NAME, APPROVAL_TEXT.unavailable(err instanceof Error ? err.message : String(err))));
@@ -298,13 +299,15 @@ export class EvalReview implements HostCallGate {
       this.#diverged = new ReplayDivergenceError(APPROVAL_TEXT.endedEarly(this.#record.pausedAt.name));
     }
     if (this.#diverged === undefined) return result;
-    // Back to the start state: what the diverged run did is not the eval's.
-    const start = this.#startSnapshot;
-    if (start !== undefined) {
-      session.discard();
-      session.state.replayStart = start;
-    }
+    this.#restart(session);
     return { ...result, ok: false, text: `${this.#diverged.name}: ${this.#diverged.message}` };
+  }
+
+  /** Puts the session back to the eval's start state: what a stopped replay did is not the eval's. */
+  #restart(session: ReviewedSession): void {
+    if (this.#startSnapshot === undefined) return;
+    session.discard();
+    session.state.replayStart = this.#startSnapshot;
   }
 
   /** Stores the replay record of this pause; returns why it could not be stored, if it could not. */
