@@ -63,6 +63,9 @@ export class ReplayDivergenceError extends Error {
   override readonly name = "ReplayDivergenceError";
 }
 
+/** The review of a call the journal says paused, when the configuration no longer lists its tool. */
+const EVERY_DECISION: ResolvedReview = { allowedDecisions: ["approve", "edit", "reject"], description: undefined, argsSchema: undefined, when: undefined };
+
 /** Raised in guest code when the reviewer rejected the call; `message` is the reviewer's. */
 const REJECTED_ERROR_NAME = "ToolCallRejectedError";
 /** Raised in guest code when a reviewed call cannot pause (no checkpointer, start state too large). */
@@ -191,6 +194,7 @@ export class EvalReview implements HostCallGate {
   readonly #inFlight = new Set<Promise<unknown>>();
   readonly #completed = new Map<number, JournalEntry>();
   #wake: (() => void) | undefined;
+  #order: Promise<unknown> = Promise.resolve();
   #record: ReplayRecord | undefined;
   #startSnapshot: Uint8Array | undefined;
   #clockMs: number | undefined;
@@ -405,26 +409,53 @@ export class EvalReview implements HostCallGate {
       if (position < record.entries.length) {
         const entry = record.entries[position]!;
         // Its decision is asked for again only to keep LangGraph's count of interrupts in step.
-        if (entry.reviewed) await this.#ask(request, this.#approval.reviewOf(request.name)!, position);
+        if (entry.reviewed) await (await this.#queueReview(request, position, true))?.decision;
         return answerOf(entry.outcome);
       }
       this.#reachedPause = true;
+      // The eval paused here: the next decision is this call's, whatever the configuration says now.
+      return answerOf(await this.#run(request, position, live, true));
     }
-    const review = await this.#reviewFor(request, position);
-    return answerOf(await this.#run(request, review, position, live));
+    return answerOf(await this.#run(request, position, live, false));
   }
 
-  async #reviewFor(request: HostCallRequest, position: number): Promise<ResolvedReview | undefined> {
-    const review = this.#approval.reviewOf(request.name);
-    if (review?.when === undefined) return review;
+  /**
+   * Decides whether a call waits for review (its `when`, unless `forced`) and queues its review,
+   * strictly in call order: LangGraph matches decisions to `interrupt()` calls by their order.
+   * Resolves to the decision to come (wrapped, so the order is not held up by the wait for it), or
+   * `undefined` when the call is not reviewed.
+   */
+  #queueReview(request: HostCallRequest, position: number, forced: boolean): Promise<{ decision: Promise<Decision> } | undefined> {
+    const review = this.#approval.reviewOf(request.name) ?? (forced ? EVERY_DECISION : undefined);
+    if (review === undefined) return Promise.resolve(undefined);
     const toolCall = { name: request.name, args: request.args, id: this.#callId(position), type: "tool_call" as const };
-    return (await review.when({ toolCall, tool: undefined, state: this.#config.state, runtime: this.#runtime() } as never)) ? review : undefined;
+    const step = this.#order.then(async () => {
+      if (!forced && review.when !== undefined && !(await review.when({ toolCall, tool: undefined, state: this.#config.state, runtime: this.#runtime() } as never))) return undefined;
+      if (this.#cannotPause !== undefined) throw guestError(UNAVAILABLE_ERROR_NAME, APPROVAL_TEXT.unavailable(this.#cannotPause));
+      const description = typeof review.description === "function"
+        ? await review.description(toolCall as never, this.#config.state as never, this.#runtime() as never)
+        : review.description ?? `${this.#options.interruptOn.descriptionPrefix}\n\nTool: ${request.name}\nArgs: ${argsText(request.args)}`;
+      const hitl: HITLRequest = {
+        actionRequests: [{ name: request.name, args: request.args, description }],
+        reviewConfigs: [{ actionName: request.name, allowedDecisions: [...review.allowedDecisions], ...(review.argsSchema === undefined ? {} : { argsSchema: review.argsSchema }) }],
+      };
+      // Raised by `drive`; when LangGraph has no decision for it yet, the eval pauses there.
+      const decision = new Promise<Decision>((resolve, reject) => this.#asks.push({ hitl, request, review, position, resolve, reject }));
+      this.#wake?.();
+      return { decision };
+    });
+    this.#order = step.then(
+      () => undefined,
+      () => undefined,
+    );
+    return step;
   }
 
-  async #run(request: HostCallRequest, review: ResolvedReview | undefined, position: number, live: (args: Record<string, unknown>) => Promise<GuestAnswer>): Promise<HostCallOutcome> {
+  async #run(request: HostCallRequest, position: number, live: (args: Record<string, unknown>) => Promise<GuestAnswer>, forced: boolean): Promise<HostCallOutcome> {
+    const queued = await this.#queueReview(request, position, forced);
     let args = request.args;
-    if (review !== undefined) {
-      const decision = await this.#ask(request, review, position);
+    if (queued !== undefined) {
+      const decision = await queued.decision;
       if (decision.type === "reject") {
         const outcome = errorOutcome(guestError(REJECTED_ERROR_NAME, decision.message ?? APPROVAL_TEXT.rejected(request.name)));
         this.#completed.set(position, { ...request, reviewed: true, outcome });
@@ -436,29 +467,12 @@ export class EvalReview implements HostCallGate {
     const running = live(args)
       .then((answer): HostCallOutcome => ({ ok: true, value: answer.value, updates: answer.updates }), errorOutcome)
       .then((outcome) => {
-        this.#completed.set(position, { ...request, reviewed: review !== undefined, outcome });
+        this.#completed.set(position, { ...request, reviewed: queued !== undefined, outcome });
         this.#inFlight.delete(running);
         return outcome;
       });
     this.#inFlight.add(running);
     return running;
-  }
-
-  /** Queues a review for the eval tool to raise; resolves with the decision, or never when the eval pauses. */
-  async #ask(request: HostCallRequest, review: ResolvedReview, position: number): Promise<Decision> {
-    if (this.#cannotPause !== undefined) throw guestError(UNAVAILABLE_ERROR_NAME, APPROVAL_TEXT.unavailable(this.#cannotPause));
-    const toolCall = { name: request.name, args: request.args, id: this.#callId(position), type: "tool_call" as const };
-    const description = typeof review.description === "function"
-      ? await review.description(toolCall as never, this.#config.state as never, this.#runtime() as never)
-      : review.description ?? `${this.#options.interruptOn.descriptionPrefix}\n\nTool: ${request.name}\nArgs: ${argsText(request.args)}`;
-    const hitl: HITLRequest = {
-      actionRequests: [{ name: request.name, args: request.args, description }],
-      reviewConfigs: [{ actionName: request.name, allowedDecisions: [...review.allowedDecisions], ...(review.argsSchema === undefined ? {} : { argsSchema: review.argsSchema }) }],
-    };
-    return new Promise<Decision>((resolve, reject) => {
-      this.#asks.push({ hitl, request, review, position, resolve, reject });
-      this.#wake?.();
-    });
   }
 
   /** Stops at the call at `position`: later calls are held, calls in flight settle (and are journaled), then the eval is stopped. */

@@ -130,6 +130,23 @@ const b = await tools.sendEmail({ to: who.email, body: "2" });
     expect(evalText(third)).toContain("sent to a@example.com | sent to bob@example.com");
   });
 
+  it("reviewed calls made at once are raised in call order, even when the first one's description takes longer", async () => {
+    const code = `(await Promise.all([tools.sendEmail({ to: "a@example.com", body: "1" }), tools.sendEmail({ to: "b@example.com", body: "2" })])).join(" | ")`;
+    const description = async (call: { args: Record<string, unknown> }) => {
+      if (call.args["to"] === "a@example.com") await new Promise((resolve) => setTimeout(resolve, 50));
+      return `mail to ${String(call.args["to"])}`;
+    };
+    const { agent, sent } = agentFor(code, { interruptOn: { send_email: { allowedDecisions: ["approve"], description } } });
+    const config = { configurable: { thread_id: "concurrent" } };
+    const first = await agent.invoke({ messages: [new HumanMessage("go")] }, config);
+    expect(interruptOf(first)?.actionRequests[0]?.description).toBe("mail to a@example.com");
+    const second = await agent.invoke(new Command({ resume: { decisions: [{ type: "approve" }] } }), config);
+    expect(interruptOf(second)?.actionRequests[0]?.description).toBe("mail to b@example.com");
+    const third = await agent.invoke(new Command({ resume: { decisions: [{ type: "approve" }] } }), config);
+    expect(evalText(third)).toContain("sent to a@example.com | sent to b@example.com");
+    expect(sent.map((m) => m.to)).toEqual(["a@example.com", "b@example.com"]);
+  });
+
   it("tools not listed in interruptOn never pause", async () => {
     const { agent, sent, lookups } = agentFor(LOOKUP_THEN_SEND, { interruptOn: { delete_file: true, send_email: false } });
     const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "unlisted" } });
