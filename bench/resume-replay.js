@@ -56,18 +56,18 @@ async function measure(n, thread) {
   return { firstMs, resumeMs };
 }
 
-await measure(10, "warm-up");
-const rows = [];
-for (const n of SIZES) {
-  const firsts = [];
-  const resumes = [];
-  for (let r = 0; r < runs; r++) {
+// Sizes interleaved round by round, after a discarded warm-up round, so load spikes and JIT warm-up
+// spread over all sizes instead of landing on one.
+const samples = new Map(SIZES.map((n) => [n, { firsts: [], resumes: [] }]));
+for (let r = -1; r < runs; r++) {
+  for (const n of SIZES) {
     const { firstMs, resumeMs } = await measure(n, `n${n}-r${r}`);
-    firsts.push(firstMs);
-    resumes.push(resumeMs);
+    if (r < 0) continue;
+    samples.get(n).firsts.push(firstMs);
+    samples.get(n).resumes.push(resumeMs);
   }
-  rows.push({ n, first: median(firsts), resume: median(resumes) });
 }
+const rows = SIZES.map((n) => ({ n, first: median(samples.get(n).firsts), resume: median(samples.get(n).resumes) }));
 const base = rows[0].resume;
 console.log(`| journaled calls | first run, to the pause (ms) | resume (ms) | resume − resume at 0 calls, per call (µs) |`);
 console.log(`|---|---|---|---|`);
