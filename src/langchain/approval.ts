@@ -129,13 +129,12 @@ export class Approval {
     return this.#options.interruptOn.tools.get(name);
   }
 
-  /** The driver of one eval tool call, or `undefined` when nothing it can call is reviewed or it has no tool call id. */
+  /** The driver of one eval tool call, or `undefined` when `interruptOn` lists nothing or the call has no tool call id. */
   forCall(config: EvalRunConfig, code: string, threadKey: string): EvalReview | undefined {
     const evalCallId = config.toolCall?.id ?? config.toolCallId;
     if (!this.enabled || evalCallId === undefined) return undefined;
     return new EvalReview(this, this.#options, config, code, { key: this.#options.snapshotSigningKey, threadId: threadKey, evalCallId });
   }
-
 }
 
 /**
