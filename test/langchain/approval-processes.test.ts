@@ -70,4 +70,22 @@ a + " | " + b`;
     expect(toolRuns(log).map((r) => r.tool)).toEqual(["send_email", "lookup", "send_email"]);
     expect(last.text).toContain("sent to a@example.com | sent to bob@example.com");
   });
+
+  it("B rejects with a message: the guest catches it and nothing is sent; another thread's B edits: the tool gets the edited arguments", () => {
+    const db = join(dir, "decisions.sqlite");
+    const log = join(dir, "decisions.log");
+    const catching = `
+const who = await tools.lookup({ name: "ada" });
+try { await tools.sendEmail({ to: who.email, body: "hello" }) } catch (e) { e.name + ": " + e.message }`;
+    runProcess(db, "reject", log, catching);
+    const rejected = runProcess(db, "reject", log, JSON.stringify({ decisions: [{ type: "reject", message: "not today" }] }));
+    expect(rejected.text).toContain("ToolCallRejectedError: not today");
+    expect(toolRuns(log)).toEqual([{ tool: "lookup", name: "ada" }]);
+
+    runProcess(db, "edit", log, LOOKUP_THEN_SEND);
+    const edit = { type: "edit", editedAction: { name: "send_email", args: { to: "grace@example.com", body: "hi" } } };
+    const edited = runProcess(db, "edit", log, JSON.stringify({ decisions: [edit] }));
+    expect(edited.text).toContain("receipt: 'sent to grace@example.com'");
+    expect(toolRuns(log).filter((r) => r.tool === "send_email")).toEqual([{ tool: "send_email", to: "grace@example.com", body: "hi" }]);
+  });
 });
