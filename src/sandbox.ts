@@ -101,7 +101,7 @@ function evalClockMs(clock: SandboxClock): number | undefined {
   return ms;
 }
 
-const EVAL_OPTION_KEYS = ["timeoutMs", "wallTimeoutMs", "filename", "signal", "unserializable", "onConsole"] as const;
+const EVAL_OPTION_KEYS = ["timeoutMs", "wallTimeoutMs", "filename", "signal", "unserializable", "onConsole", "clockMs", "randomSeed"] as const;
 
 function validateEvalOptions(code: unknown, options: unknown): EvalOptions {
   if (typeof code !== "string") throw invalid(`code must be a string; got ${typeof code}`);
@@ -115,6 +115,10 @@ function validateEvalOptions(code: unknown, options: unknown): EvalOptions {
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw invalid("signal must be an AbortSignal");
   if (o.unserializable !== undefined && o.unserializable !== "throw" && o.unserializable !== "describe") throw invalid('unserializable must be "throw" or "describe"');
   if (o.onConsole !== undefined && typeof o.onConsole !== "function") throw invalid("onConsole must be a function");
+  if (o.clockMs !== undefined && (typeof o.clockMs !== "number" || !Number.isFinite(o.clockMs) || Math.abs(o.clockMs) > MAX_TIME_MS)) {
+    throw invalid(`clockMs must be a finite number of ms within ±${MAX_TIME_MS}; got ${formatWithOptions({ depth: 0 }, "%O", o.clockMs)}`);
+  }
+  if (o.randomSeed !== undefined) checkInteger("randomSeed", o.randomSeed, 0, Number.MAX_SAFE_INTEGER);
   return o;
 }
 
@@ -194,11 +198,12 @@ export class Sandbox implements Disposable {
     this.#handle.setRandomSeed(o.randomSeed);
   }
 
-  // Sets the guest clock for the eval about to start; the engine is idle here (a busy engine
-  // refuses it, and then refuses the eval too).
-  #startClock(handle: NativeHandle): void {
-    const ms = evalClockMs(this.#options.clock);
-    handle.setClock(ms !== undefined, ms ?? 0, this.#options.clock !== "real");
+  // Sets the guest clock (and, when asked, the Math.random seed) for the eval about to start; the
+  // engine is idle here (a busy engine refuses it, and then refuses the eval too).
+  #startClock(handle: NativeHandle, o: EvalOptions): void {
+    const ms = o.clockMs ?? evalClockMs(this.#options.clock);
+    handle.setClock(ms !== undefined, ms ?? 0, o.clockMs !== undefined || this.#options.clock !== "real");
+    if (o.randomSeed !== undefined) handle.setRandomSeed(o.randomSeed);
   }
 
   /** True once {@link Sandbox.dispose} ran. */
@@ -396,7 +401,7 @@ export class Sandbox implements Disposable {
     if (this.#broken) return this.#report(this.#stubOutcome(NativeStatus.Broken), 0, o);
     // Evals run in call order: an inline eval cannot wait for queued async ones, so it refuses.
     if (this.#asyncEvals > 0) return this.#report(this.#stubOutcome(NativeStatus.Busy), 0, o);
-    this.#startClock(handle);
+    this.#startClock(handle, o);
     const started = performance.now();
     const extras = handle.evalSync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe");
     const s = native.syncStats;
@@ -443,7 +448,7 @@ export class Sandbox implements Disposable {
     if (this.#broken) return this.#report(this.#stubOutcome(NativeStatus.Broken), 0, o);
     if (o.signal?.aborted) return this.#report(this.#stubOutcome(NativeStatus.Aborted), 0, o);
     const handle = this.#handle;
-    this.#startClock(handle);
+    this.#startClock(handle, o);
     const evalId = ++this.#evalSeq;
     const started = performance.now();
     const pending = handle.evalAsync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", evalId, o.onConsole !== undefined);

@@ -63,6 +63,13 @@ export interface EvalOptions {
    * ignored.
    */
   onConsole?: (entry: ConsoleEntry) => void;
+  /**
+   * Pins the guest clock for this eval to this time (ms since the epoch), whatever the sandbox's
+   * `clock`; local time is then UTC. With `randomSeed`, it lets an eval be run again exactly.
+   */
+  clockMs?: number;
+  /** Reseeds `Math.random` before this eval (an integer 0..2^53 − 1); later evals continue that sequence. */
+  randomSeed?: number;
 }
 
 /** Console levels the guest can write to. */

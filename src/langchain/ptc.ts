@@ -7,6 +7,7 @@ import type { StructuredToolInterface, ToolRunnableConfig } from "@langchain/cor
 import { assertNoCamelCollisions, isToolInstance, SAFE_PTC_TOOL_NAMES, TASK_TOOL_NAME, type ResolvedPtcSpec } from "./options.js";
 import type { EvalActivity } from "./activity.js";
 import { camelCaseToolName } from "./signatures.js";
+import type { HostCallGate } from "./approval.js";
 
 /** A tool exposed to guest code. */
 export interface PtcTool {
@@ -119,12 +120,14 @@ export class PtcEvalContext {
   readonly #updates: StateUpdate[] = [];
   readonly #evalCallId: string;
   readonly #activity: EvalActivity | undefined;
+  readonly #gate: HostCallGate | undefined;
   #calls = 0;
   #state: unknown;
 
-  constructor(config: EvalRunConfig, limits: { maxPtcCalls: number | null; ptcQuotas: ReadonlyMap<string, number> }, activity?: EvalActivity) {
+  constructor(config: EvalRunConfig, limits: { maxPtcCalls: number | null; ptcQuotas: ReadonlyMap<string, number> }, activity?: EvalActivity, gate?: HostCallGate) {
     this.#config = config;
     this.#activity = activity;
+    this.#gate = gate;
     this.#maxCalls = limits.maxPtcCalls;
     this.#quotas = limits.ptcQuotas;
     this.#state = config.state;
@@ -149,7 +152,8 @@ export class PtcEvalContext {
   /**
    * Invokes `target` for guest code: validates the argument shape, charges the budgets, runs the
    * tool under the eval's run config (its callbacks make the call a child run), and converts the
-   * output. Rejections carry the tool error's class name and message.
+   * output. Rejections carry the tool error's class name and message. With a gate (human review),
+   * the gate decides whether the tool runs, with which arguments, or is answered from a journal.
    */
   async call(target: PtcTool, args: readonly unknown[], signal: AbortSignal): Promise<unknown> {
     const input = singleObjectArgument(target.camelName, args);
@@ -164,18 +168,18 @@ export class PtcEvalContext {
       // (the eval runs under the run's signal), so it alone covers both; AbortSignal.any costs ~100 µs.
       signal,
     };
-    const progress = this.#activity?.toolStarted(target.name, signal);
-    let output: unknown;
-    let converted: { value: unknown; updates: StateUpdate[] };
-    try {
-      output = await target.tool.invoke(input, config);
-      converted = toGuestValue(output);
-    } catch (err) {
-      progress?.end(false);
-      throw guestFacingError(err);
-    }
-    progress?.end(true);
-    const { value, updates } = converted;
+    const live = async (toolInput: Record<string, unknown>): Promise<{ value: unknown; updates: StateUpdate[] }> => {
+      const progress = this.#activity?.toolStarted(target.name, signal);
+      try {
+        const converted = toGuestValue(await target.tool.invoke(toolInput, config));
+        progress?.end(true);
+        return converted;
+      } catch (err) {
+        progress?.end(false);
+        throw guestFacingError(err);
+      }
+    };
+    const { value, updates } = this.#gate === undefined ? await live(input) : await this.#gate.call({ kind: "tool", name: target.name, args: input }, live);
     if (updates.length > 0) {
       this.#updates.push(...updates);
       this.#state = applyToStateView(this.#state, updates);

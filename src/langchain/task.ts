@@ -10,6 +10,7 @@ import type { HostCallContext } from "../types.js";
 import { isToolInstance, TASK_TOOL_NAME, type ResolvedOptions } from "./options.js";
 import type { SubagentInfo } from "./prompts.js";
 import { guestFacingError, toGuestValue, withoutRunIdentity, type EvalRunConfig } from "./ptc.js";
+import type { HostCallGate } from "./approval.js";
 
 /** Subagent calls in flight per session; more wait in a queue. */
 export const MAX_SUBAGENTS_IN_FLIGHT = 32;
@@ -275,10 +276,12 @@ class TaskEvalScope {
   readonly #timeoutMs: number;
   readonly #sink: SubagentActivitySink;
   readonly #evalCallId: string;
+  readonly #gate: HostCallGate | undefined;
   #calls = 0;
 
-  constructor(config: EvalRunConfig, catalog: TaskCatalog, limiter: InFlightLimiter, timeoutMs: number, sink: SubagentActivitySink) {
+  constructor(config: EvalRunConfig, catalog: TaskCatalog, limiter: InFlightLimiter, timeoutMs: number, sink: SubagentActivitySink, gate: HostCallGate | undefined) {
     this.#config = config;
+    this.#gate = gate;
     this.#catalog = catalog;
     this.#limiter = limiter;
     this.#timeoutMs = timeoutMs;
@@ -287,7 +290,21 @@ class TaskEvalScope {
   }
 
   async dispatch(args: readonly unknown[], signal: AbortSignal): Promise<unknown> {
-    const request = parseTaskRequest(args, this.#catalog.subagents.map((s) => s.name));
+    const validTypes = this.#catalog.subagents.map((s) => s.name);
+    const request = parseTaskRequest(args, validTypes);
+    if (this.#gate === undefined) return this.#run(request, signal);
+    // Reviewed and journaled like the task tool itself: its arguments are description and subagent_type.
+    const reviewArgs: Record<string, unknown> = { description: request.description, subagent_type: request.subagentType };
+    if (request.label !== undefined) reviewArgs["label"] = request.label;
+    if (request.responseSchema !== undefined) reviewArgs["response_schema"] = request.responseSchema;
+    const answer = await this.#gate.call({ kind: "task", name: TASK_TOOL_NAME, args: reviewArgs }, async (edited) => ({
+      value: await this.#run(parseTaskRequest([edited], validTypes), signal),
+      updates: [],
+    }));
+    return answer.value;
+  }
+
+  async #run(request: TaskRequest, signal: AbortSignal): Promise<unknown> {
     const id = ++this.#calls;
     // Queued calls leave the queue when the eval ends: the host signal fires then.
     await this.#limiter.acquire(signal);
@@ -416,7 +433,8 @@ export class TaskDispatcher {
   }
 
   /**
-   * Prepares an eval: installs `task` in the sandbox (once) and routes its calls to this eval.
+   * Prepares an eval: installs `task` in the sandbox (once) and routes its calls to this eval
+   * (through `gate` when calls are reviewed and journaled).
    * Returns the eval's wall budget, extended by the subagent budget, and `end` to call when the
    * eval is over; `undefined` when `task()` is not available.
    */
@@ -426,6 +444,7 @@ export class TaskDispatcher {
     config: EvalRunConfig,
     wallTimeoutMs: number,
     activity: SubagentActivitySink,
+    gate?: HostCallGate,
   ): { wallTimeoutMs: number; end: () => void } | undefined {
     const catalog = this.catalogFor(session);
     if (catalog === undefined) return undefined;
@@ -435,7 +454,7 @@ export class TaskDispatcher {
       limiter = new InFlightLimiter(MAX_SUBAGENTS_IN_FLIGHT, MAX_SUBAGENTS_QUEUED);
       this.#limiters.set(session, limiter);
     }
-    const scope = new TaskEvalScope(config, catalog, limiter, this.#timeoutMs, activity);
+    const scope = new TaskEvalScope(config, catalog, limiter, this.#timeoutMs, activity, gate);
     this.#active.set(session, scope);
     return {
       wallTimeoutMs: wallTimeoutMs + this.#timeoutMs,

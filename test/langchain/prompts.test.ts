@@ -86,6 +86,30 @@ describe("system prompt golden files", () => {
   }
 });
 
+describe("system prompt golden files: reviewed calls (interruptOn)", () => {
+  it("mode thread, PTC and task on, one tool and task() reviewed", () => {
+    const base = input("thread", { ptc: true, task: true });
+    const reviewed = { ...base, ptcTools: base.ptcTools.map((t) => (t.name === "web_search" ? { ...t, reviewed: true } : t)), taskReviewed: true };
+    expectGolden("prompt-thread-ptc-task-reviewed.md", renderSystemPrompt(reviewed));
+  });
+
+  it("without reviewed tools the prompt says calls from code skip approval; with one it explains the replay", () => {
+    const base = input("thread", { ptc: true });
+    expect(renderSystemPrompt(base)).toContain("skip any human approval");
+    const reviewed = renderSystemPrompt({ ...base, ptcTools: base.ptcTools.map((t) => ({ ...t, reviewed: true })) });
+    expect(reviewed).not.toContain("skip any human approval");
+    expect(reviewed).toContain("`tools.webSearch`, `tools.readFile` wait for a human");
+    expect(reviewed).toContain("ReplayDivergenceError");
+    expect(reviewed).toContain("`Date` does not");
+    expect(renderSystemPrompt({ ...base, clock: "frozen", ptcTools: base.ptcTools.map((t) => ({ ...t, reviewed: true })) })).toContain("`Date` and `Math.random()` (both repeat exactly)");
+  });
+
+  it("task() reviewed without PTC states the rule in the task section", () => {
+    const prompt = renderSystemPrompt({ ...input("thread", { task: true }), taskReviewed: true });
+    expect(prompt).toContain("- **Reviewed calls**: `task()` waits for a human");
+  });
+});
+
 describe("system prompt: every claim follows the options", () => {
   it("separates sections with one blank line", () => {
     const prompt = renderSystemPrompt(input("thread", { ptc: true, task: true }));
