@@ -196,15 +196,16 @@ await tools.sendEmail({ to: "z@example.com", body: "b" });`;
   it("a journal signed with another key is refused on resume, and nothing runs again", async () => {
     const { lookup, sendEmail, lookups, sent } = mailTools();
     const saver = new MemorySaver();
-    const build = (key: string) => {
+    // The resuming process's model goes on from where the thread is: it only answers.
+    const build = (key: string, first: boolean) => {
       const interpreter = createCodeInterpreterMiddleware({ ptc: [lookup, sendEmail], interruptOn: { send_email: true }, snapshotSigningKey: key });
       live.push(interpreter);
-      const model = new ScriptedChatModel([callTool("eval", { code: LOOKUP_THEN_SEND }, "eval-1"), reply("done")]);
+      const model = new ScriptedChatModel(first ? [callTool("eval", { code: LOOKUP_THEN_SEND }, "eval-1"), reply("done")] : [reply("done")]);
       return createAgent({ model, tools: [lookup, sendEmail], middleware: [interpreter], checkpointer: saver });
     };
     const config = { configurable: { thread_id: "foreign" } };
-    await build("first-signing-key-0123456789").invoke({ messages: [new HumanMessage("go")] }, config);
-    const resumed = await build("other-signing-key-0123456789").invoke(new Command({ resume: { decisions: [{ type: "approve" }] } }), config);
+    await build("first-signing-key-0123456789", true).invoke({ messages: [new HumanMessage("go")] }, config);
+    const resumed = await build("other-signing-key-0123456789", false).invoke(new Command({ resume: { decisions: [{ type: "approve" }] } }), config);
     expect(evalText(resumed)).toMatch(/^ApprovalError: the review was answered, but the paused eval cannot be resumed \(the stored journal's signature does not match/);
     expect(lookups).toEqual(["ada"]);
     expect(sent).toEqual([]);
