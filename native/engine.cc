@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -178,13 +179,25 @@ bool Engine::dispose() {
 
 int Engine::onInterrupt() {
   if (stop_.load(std::memory_order_relaxed) != 0) return 1;
-  int64_t deadline = sliceDeadlineNs_.load(std::memory_order_relaxed);
-  if (deadline != 0 && monotonicNs() >= deadline) {
-    int expected = 0;
-    stop_.compare_exchange_strong(expected, static_cast<int>(StopReason::ExecutionBudget));
-    return 1;
+  if (sliceWallDeadlineNs_.load(std::memory_order_relaxed) == 0) return 0;
+  // CPU time never runs faster than wall time: until enough wall time has passed the deadline
+  // cannot have been reached, and the monotonic clock is cheap.
+  int64_t now = monotonicNs();
+  if (now < nextCpuCheckNs_) return 0;
+  int64_t cpu = threadCpuNs();
+  if (cpuMarkNs_ < 0) {
+    cpuMarkNs_ = cpu;
+    wallBeforeMarkNs_ = now - sliceStartNs_;
+    sliceCpuDeadlineNs_.store(cpu + sliceRemainingNs_.load(std::memory_order_relaxed) - wallBeforeMarkNs_);
   }
-  return 0;
+  int64_t deadline = sliceCpuDeadlineNs_.load(std::memory_order_relaxed);
+  if (cpu < deadline) {
+    nextCpuCheckNs_ = now + (deadline - cpu);
+    return 0;
+  }
+  int expected = 0;
+  stop_.compare_exchange_strong(expected, static_cast<int>(StopReason::ExecutionBudget));
+  return 1;
 }
 
 namespace {
@@ -228,13 +241,19 @@ void Engine::enterGuest(double budgetMs) {
 void Engine::resumeClock() {
   sliceStartNs_ = monotonicNs();
   double remainingMs = budgetMs_ - executionMs_;
-  if (remainingMs < 0) remainingMs = 0;
-  sliceDeadlineNs_.store(sliceStartNs_ + static_cast<int64_t>(remainingMs * 1e6));
+  int64_t remainingNs = remainingMs > 0 ? static_cast<int64_t>(remainingMs * 1e6) : 0;
+  cpuMarkNs_ = -1;
+  nextCpuCheckNs_ = sliceStartNs_;  // the first poll takes the mark
+  sliceRemainingNs_.store(remainingNs);
+  sliceCpuDeadlineNs_.store(0);
+  sliceWallDeadlineNs_.store(std::max<int64_t>(sliceStartNs_ + remainingNs, 1));  // 0 means "no guest code runs"
 }
 
 void Engine::pauseClock() {
-  executionMs_ += static_cast<double>(monotonicNs() - sliceStartNs_) / 1e6;
-  sliceDeadlineNs_.store(0);
+  int64_t ranNs = cpuMarkNs_ < 0 ? monotonicNs() - sliceStartNs_ : wallBeforeMarkNs_ + threadCpuNs() - cpuMarkNs_;
+  executionMs_ += static_cast<double>(ranNs) / 1e6;
+  sliceWallDeadlineNs_.store(0);
+  sliceCpuDeadlineNs_.store(0);
 }
 
 void Engine::leaveGuest() { pauseClock(); }
@@ -501,18 +520,20 @@ bool Engine::runSlice() {
     std::lock_guard<std::mutex> lock(mu_);
     if (state_ != State::Queued) return false;
     state_ = State::Running;
-    pthread_getcpuclockid(pthread_self(), &sliceThreadClock_);
+    sliceCpuClock_ = CpuClock::ofCurrentThread();
     overdueCpuNs_ = -1;
     results.swap(inbox_);
   }
   EvalOutcome out;
   bool done = false;
+  bool entered = true;
   if (!started_) {
     started_ = true;
     resetEvalCounters(pendingEvalId_);
     if (stop_.load() != 0) {
       classifyException(JS_UNDEFINED, &out);
       done = true;
+      entered = false;
     } else {
       enterGuest(request_.executionBudgetMs);
       done = !compileAndStart(request_, true, &out);
@@ -554,8 +575,9 @@ bool Engine::runSlice() {
     }
     drainJobs();
   }
+  // Also when the first slice ended the eval (a budget stop, a throw): its time counts.
+  if (entered) leaveGuest();
   if (!done) {
-    leaveGuest();
     if (stop_.load() != 0) {
       classifyException(JS_UNDEFINED, &out);
       done = true;
@@ -601,20 +623,26 @@ bool Engine::runSlice() {
   return false;
 }
 
-bool Engine::abandon(int64_t nowNs, int64_t graceNs) {
+bool Engine::abandon(int64_t graceNs) {
   std::lock_guard<std::mutex> lock(mu_);
   if (state_ != State::Running || abandoned_ || syncMode_) return false;
-  int64_t deadline = sliceDeadlineNs_.load();
-  bool overdue = (deadline != 0 && nowNs > deadline) || (stop_.load() != 0 && stopRequestedNs_ != 0);
+  // Stuck means "kept burning CPU after it should have stopped": a thread that merely got no CPU
+  // (a loaded machine, or a sanitizer build) is not stuck, so everything here is the thread's own
+  // CPU time, like the budget itself.
+  // A slice that never polled the interrupt handler (a built-in that ignores it) has no CPU mark:
+  // it is judged overdue by wall time, then stuck by CPU time as well.
+  int64_t cpuNs = sliceCpuClock_.nowNs();
+  if (cpuNs < 0) return false;
+  int64_t cpuDeadline = sliceCpuDeadlineNs_.load();
+  int64_t wallDeadline = sliceWallDeadlineNs_.load();
+  int64_t remainingNs = sliceRemainingNs_.load();
+  int64_t nowNs = monotonicNs();
+  bool overdue = (cpuDeadline != 0 ? cpuNs > cpuDeadline : wallDeadline != 0 && nowNs > wallDeadline) ||
+                 (stop_.load() != 0 && stopRequestedNs_ != 0);
   if (!overdue) {
     overdueCpuNs_ = -1;
     return false;
   }
-  // Stuck means "kept burning CPU after it should have stopped": a thread that merely got no CPU
-  // (a loaded machine, or a sanitizer build) is not stuck, so measure the thread's own CPU time.
-  timespec ts;
-  if (clock_gettime(sliceThreadClock_, &ts) != 0) return false;
-  int64_t cpuNs = static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
   if (overdueCpuNs_ < 0) {
     overdueCpuNs_ = cpuNs;
     return false;
@@ -629,7 +657,9 @@ bool Engine::abandon(int64_t nowNs, int64_t graceNs) {
   if (out.stop == StopReason::Dispose) out.status = EvalStatus::Disposed;
   out.message = "the guest is stuck in a built-in that cannot be interrupted; the sandbox is broken";
   out.evalId = pendingEvalId_;
-  out.executionMs = executionMs_ + static_cast<double>(nowNs - sliceStartNs_) / 1e6;
+  // This slice so far: the deadlines are "where the slice's time reaches its remaining budget".
+  int64_t sliceNs = cpuDeadline != 0 ? remainingNs + cpuNs - cpuDeadline : wallDeadline != 0 ? remainingNs + nowNs - wallDeadline : 0;
+  out.executionMs = executionMs_ + static_cast<double>(sliceNs) / 1e6;
   bridge_->postEvalDone(id_, std::move(out));
   return true;
 }

@@ -14,6 +14,7 @@
 
 #include "intrinsics.h"
 #include "snapshot.h"
+#include "threads.h"
 #include "wire.h"
 
 namespace qjsn {
@@ -138,8 +139,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // True when the engine must be scheduled again (results or a stop arrived meanwhile).
   bool runSlice();
   // Called by the watchdog when a slice cannot be interrupted: the eval is answered now and
-  // the engine never runs guest code again.
-  bool abandon(int64_t nowNs, int64_t graceNs);
+  // the engine never runs guest code again. `graceNs` is CPU time burned past the deadline.
+  bool abandon(int64_t graceNs);
 
   // Frees the runtime now if nothing runs it; otherwise the executor frees it when the eval
   // stops. True when the engine must be scheduled so that happens.
@@ -182,10 +183,19 @@ class Engine : public std::enable_shared_from_this<Engine> {
   Intrinsics intrinsics_;
   WireLimits limits_;
 
-  // Interrupt and budget state.
+  // Interrupt and budget state. The execution budget is the running thread's CPU time, so a
+  // guest waiting for a core (other sessions' guests, a loaded machine) loses none of it. Reading
+  // a thread's CPU clock is a system call, too slow for every slice and host call: a slice counts
+  // wall time until the interrupt handler first polls, and CPU time from that mark on. Slices that
+  // end before a poll are short (a poll comes every few thousand operations).
   std::atomic<int> stop_{0};
-  std::atomic<int64_t> sliceDeadlineNs_{0};  // 0 when no guest code runs
-  int64_t sliceStartNs_ = 0;
+  std::atomic<int64_t> sliceWallDeadlineNs_{0};  // start + remaining budget, monotonic; 0 when no guest code runs
+  std::atomic<int64_t> sliceCpuDeadlineNs_{0};   // thread CPU time at which the budget runs out; 0 before the mark
+  std::atomic<int64_t> sliceRemainingNs_{0};     // budget left when the slice started
+  int64_t sliceStartNs_ = 0;                     // monotonic
+  int64_t cpuMarkNs_ = -1;                       // thread CPU time at the mark; -1 before it
+  int64_t wallBeforeMarkNs_ = 0;                 // wall time the slice ran before the mark
+  int64_t nextCpuCheckNs_ = 0;                   // monotonic time before which the deadline cannot have passed
   double budgetMs_ = 0;
   double executionMs_ = 0;
 
@@ -204,7 +214,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   int64_t stopRequestedNs_ = 0;
   // Watchdog bookkeeping (guarded by mu_): the CPU clock of the thread running the current slice,
   // and that clock's reading when the watchdog first found the slice overdue (-1: not overdue).
-  clockid_t sliceThreadClock_ = CLOCK_THREAD_CPUTIME_ID;
+  CpuClock sliceCpuClock_;
   int64_t overdueCpuNs_ = -1;
   uint64_t evalId_ = 0;         // the eval whose state is in the runtime
   uint64_t pendingEvalId_ = 0;  // the async eval accepted by beginAsync
