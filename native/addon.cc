@@ -639,6 +639,13 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("exchange", bridge->exchange());
   exports.Set("syncStats", bridge->statsArray());
   exports.Set("threadStackBytes", Napi::Number::New(env, static_cast<double>(Executor::kThreadStackBytes)));
+  exports.Set("executorThreads", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
+                Executor::Counts c = Executor::instance().counts();
+                Napi::Array a = Napi::Array::New(info.Env(), 2);
+                a.Set(0u, Napi::Number::New(info.Env(), c.threads));
+                a.Set(1u, Napi::Number::New(info.Env(), c.maxThreads));
+                return a;
+              }));
   exports.Set("engineVersion", Napi::String::New(env, JS_GetVersion()));
   return exports;
 }

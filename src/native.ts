@@ -62,6 +62,8 @@ interface NativeModule {
     dispatcher: NativeDispatcher,
   ) => NativeHandle;
   threadStackBytes: number;
+  /** [executor threads now, their cap]: one thread per runnable async eval, created on demand. */
+  executorThreads(): [threads: number, maxThreads: number];
   /** The buffer shared with the addon for host call arguments and results. */
   exchange: Buffer;
   /** The numbers of the last inline eval (see {@link NativeHandle.evalSync}). */
