@@ -166,7 +166,9 @@ interface RegisteredFunction {
  * budgets and job queue. Values cross in and out by copy; no host object ever reaches guest code.
  *
  * Evals run one after another in call order. `eval`/`run` execute on the addon's executor threads
- * and never block the Node event loop; `evalSync`/`runSync` run inline, for short computations.
+ * and never block the Node event loop; a running eval has a thread of its own (created on demand,
+ * at most 64, or `QJSN_EXECUTOR_THREADS`), time-sliced by the OS, so a spinning guest in one sandbox
+ * never holds back another sandbox's eval. `evalSync`/`runSync` run inline, for short computations.
  */
 export class Sandbox implements Disposable {
   readonly #options: Required<SandboxOptions>;
