@@ -52,6 +52,8 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   bool onMainThread() const override { return std::this_thread::get_id() == mainThread_; }
 
   HostResult callSync(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t> args) override;
+  bool callSyncPrimitive(uint32_t sandboxId, uint32_t fnId, const Primitive* args, int argc, Primitive* result,
+                         std::u16string* text, HostResult* fallback) override;
   void postAsyncCall(uint32_t sandboxId, uint64_t evalId, uint32_t callId, uint32_t fnId,
                      std::vector<uint8_t> args) override {
     Message m;
@@ -249,11 +251,11 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
                        });
   }
 
-  // new SandboxHandle(memoryLimit, maxStack, captureConsole, maxConsoleBytes, dispatcher)
+  // new SandboxHandle(memoryLimit, maxStack, captureConsole, maxConsoleBytes, dispatcher, primitiveDispatcher)
   SandboxHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<SandboxHandle>(info) {
     Napi::Env env = info.Env();
     bridge_ = env.GetInstanceData<std::shared_ptr<EnvBridge>>()->get()->shared_from_this();
-    if (info.Length() < 5 || !info[4].IsFunction()) {
+    if (info.Length() < 6 || !info[4].IsFunction() || !info[5].IsFunction()) {
       Napi::TypeError::New(env, "SandboxHandle: bad arguments").ThrowAsJavaScriptException();
       return;
     }
@@ -265,6 +267,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     // Weak: the dispatcher closes over the Sandbox that owns this handle, and a strong reference
     // would keep both alive forever. An eval in flight keeps them alive through its promise.
     dispatcher_ = Napi::Weak(info[4].As<Napi::Function>());
+    primitiveDispatcher_ = Napi::Weak(info[5].As<Napi::Function>());
     id_ = bridge_->nextSandboxId();
     engine_ = std::make_shared<Engine>(id_, o, bridge_);
     if (!engine_->valid()) {
@@ -356,6 +359,86 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
       r.errorMessage = a.Get(1u).ToString().Utf8Value();
     }
     return r;
+  }
+
+  // The fast path of a sync host call on the main thread: primitiveDispatcher(fnId, argc, a0, a1, a2)
+  // gets the primitives as they are and answers with a primitive, [bytes] (the codec's answer, as
+  // dispatcher's) or [name, message]. Raw Node-API calls: this path is all overhead.
+  bool syncCallPrimitive(uint32_t fnId, const Primitive* args, int argc, Primitive* result, std::u16string* text,
+                         HostResult* fallback) {
+    napi_env env = Env();
+    Napi::HandleScope scope(Env());
+    Napi::Value fn = primitiveDispatcher_.Value();
+    if (fn.IsEmpty()) {
+      *fallback = EnvBridge::closedResult();
+      return false;
+    }
+    napi_value argv[2 + kMaxPrimitiveArgs];
+    napi_create_uint32(env, fnId, &argv[0]);
+    napi_create_int32(env, argc, &argv[1]);
+    for (int i = 0; i < kMaxPrimitiveArgs; i++) {
+      napi_value& v = argv[2 + i];
+      if (i >= argc) {
+        napi_get_undefined(env, &v);
+        continue;
+      }
+      const Primitive& a = args[i];
+      switch (a.kind) {
+        case Primitive::Kind::Undefined: napi_get_undefined(env, &v); break;
+        case Primitive::Kind::Null: napi_get_null(env, &v); break;
+        case Primitive::Kind::Boolean: napi_get_boolean(env, a.number != 0, &v); break;
+        case Primitive::Kind::Number: napi_create_double(env, a.number, &v); break;
+        case Primitive::Kind::String: napi_create_string_utf16(env, a.text.data(), a.text.size(), &v); break;
+      }
+    }
+    napi_value undefined, ret;
+    napi_get_undefined(env, &undefined);
+    if (napi_call_function(env, undefined, fn, 2 + kMaxPrimitiveArgs, argv, &ret) != napi_ok) {
+      bool pending = false;
+      napi_is_exception_pending(env, &pending);
+      if (pending) Env().GetAndClearPendingException();
+      fallback->ok = false;
+      fallback->errorMessage = "host function failed";
+      return false;
+    }
+    napi_valuetype type;
+    napi_typeof(env, ret, &type);
+    switch (type) {
+      case napi_undefined: result->kind = Primitive::Kind::Undefined; return true;
+      case napi_null: result->kind = Primitive::Kind::Null; return true;
+      case napi_boolean: {
+        bool b = false;
+        napi_get_value_bool(env, ret, &b);
+        result->kind = Primitive::Kind::Boolean;
+        result->number = b;
+        return true;
+      }
+      case napi_number:
+        result->kind = Primitive::Kind::Number;
+        napi_get_value_double(env, ret, &result->number);
+        return true;
+      case napi_string: {
+        size_t length = 0;
+        napi_get_value_string_utf16(env, ret, nullptr, 0, &length);
+        text->resize(length + 1);  // room for the terminator Node-API writes
+        napi_get_value_string_utf16(env, ret, text->data(), length + 1, &length);
+        text->resize(length);
+        result->kind = Primitive::Kind::String;
+        return true;
+      }
+      default: break;
+    }
+    Napi::Array a = Napi::Value(Env(), ret).As<Napi::Array>();
+    if (a.IsArray() && a.Length() == 1) {
+      fallback->value = bridge_->resultBytes(a.Get(0u));
+      return false;
+    }
+    fallback->ok = false;
+    if (a.IsArray() && a.Length() == 2) {
+      fallback->errorName = a.Get(0u).ToString().Utf8Value();
+      fallback->errorMessage = a.Get(1u).ToString().Utf8Value();
+    }
+    return false;
   }
 
  private:
@@ -568,6 +651,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   std::shared_ptr<EnvBridge> bridge_;
   std::shared_ptr<Engine> engine_;
   Napi::FunctionReference dispatcher_;
+  Napi::FunctionReference primitiveDispatcher_;
   uint32_t id_ = 0;
   uint64_t evalId_ = 0;
   std::optional<Napi::Promise::Deferred> deferred_;
@@ -579,6 +663,16 @@ HostResult EnvBridge::runSyncCall(uint32_t sandboxId, uint32_t fnId, std::vector
   auto it = handles_.find(sandboxId);
   if (it == handles_.end()) return closedResult();
   return it->second->syncCall(fnId, args);
+}
+
+bool EnvBridge::callSyncPrimitive(uint32_t sandboxId, uint32_t fnId, const Primitive* args, int argc, Primitive* result,
+                                  std::u16string* text, HostResult* fallback) {
+  auto it = handles_.find(sandboxId);
+  if (it == handles_.end()) {
+    *fallback = closedResult();
+    return false;
+  }
+  return it->second->syncCallPrimitive(fnId, args, argc, result, text, fallback);
 }
 
 HostResult EnvBridge::callSync(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t> args) {

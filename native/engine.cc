@@ -5,7 +5,9 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <cstring>
 
 #include "guest_codec.h"
@@ -669,6 +671,10 @@ bool Engine::abandon(int64_t graceNs) {
 
 JSValue Engine::callHost(int fnId, bool async, int argc, JSValueConst* argv) {
   if (stop_.load() != 0) return JS_ThrowInternalError(ctx_, "the eval has ended");
+  // Inline evals run on the main thread: primitives can go straight to the host function.
+  JSValue fast;
+  if (!async && syncMode_ && argc <= kMaxPrimitiveArgs && callHostPrimitive(static_cast<uint32_t>(fnId), argc, argv, &fast))
+    return fast;
   WireWriter w;
   GuestEncoder enc(ctx_, intrinsics_, w, limits_, false);
   if (!enc.encodeArguments(argc, argv)) {
@@ -704,6 +710,73 @@ JSValue Engine::callHost(int fnId, bool async, int argc, JSValueConst* argv) {
     inHostCall_ = false;
   }
   if (stop_.load() != 0) return JS_ThrowInternalError(ctx_, "the eval has ended");
+  return syncResultToGuest(r);
+}
+
+// False, having done nothing, when an argument is not a primitive this path carries.
+bool Engine::callHostPrimitive(uint32_t fnId, int argc, JSValueConst* argv, JSValue* out) {
+  Primitive args[kMaxPrimitiveArgs];
+  std::optional<GuestUtf16> texts[kMaxPrimitiveArgs];
+  for (int i = 0; i < argc; i++) {
+    JSValueConst v = argv[i];
+    Primitive& a = args[i];
+    switch (JS_VALUE_GET_NORM_TAG(v)) {
+      case JS_TAG_UNDEFINED: a.kind = Primitive::Kind::Undefined; break;
+      case JS_TAG_NULL: a.kind = Primitive::Kind::Null; break;
+      case JS_TAG_BOOL: a.kind = Primitive::Kind::Boolean; a.number = JS_VALUE_GET_BOOL(v); break;
+      case JS_TAG_INT: a.kind = Primitive::Kind::Number; a.number = JS_VALUE_GET_INT(v); break;
+      case JS_TAG_FLOAT64: a.kind = Primitive::Kind::Number; a.number = JS_VALUE_GET_FLOAT64(v); break;
+      case JS_TAG_STRING: {
+        GuestUtf16& t = texts[i].emplace(ctx_, v);
+        if (!t.ok()) {
+          *out = JS_EXCEPTION;  // out of memory, already thrown
+          return true;
+        }
+        if (t.size() > kMaxPrimitiveChars) return false;
+        a.kind = Primitive::Kind::String;
+        a.text = std::u16string_view(reinterpret_cast<const char16_t*>(t.data()), t.size());
+        break;
+      }
+      default: return false;
+    }
+  }
+  hostCalls_++;
+  // An inline eval holds the engine Running on this thread, so nothing else can enter it while the
+  // host function runs: only the clock is paused.
+  pauseClock();
+  Primitive result;
+  std::u16string text;
+  HostResult fallback;
+  bool primitive = bridge_->callSyncPrimitive(id_, fnId, args, argc, &result, &text, &fallback);
+  resumeClock();
+  if (stop_.load() != 0) {
+    *out = JS_ThrowInternalError(ctx_, "the eval has ended");
+    return true;
+  }
+  if (!primitive) {
+    *out = syncResultToGuest(fallback);
+    return true;
+  }
+  switch (result.kind) {
+    case Primitive::Kind::Undefined: *out = JS_UNDEFINED; break;
+    case Primitive::Kind::Null: *out = JS_NULL; break;
+    case Primitive::Kind::Boolean: *out = JS_NewBool(ctx_, result.number != 0); break;
+    case Primitive::Kind::Number: {
+      // The codec's rule: an integer in int32 range (not -0) is an int, anything else a float.
+      double d = result.number;
+      bool isInt = d >= -2147483648.0 && d <= 2147483647.0 && d == static_cast<double>(static_cast<int32_t>(d)) &&
+                   !(d == 0 && std::signbit(d));
+      *out = isInt ? JS_NewInt32(ctx_, static_cast<int32_t>(d)) : JS_NewFloat64(ctx_, d);
+      break;
+    }
+    case Primitive::Kind::String:
+      *out = JS_NewStringUTF16(ctx_, reinterpret_cast<const uint16_t*>(text.data()), text.size());
+      break;
+  }
+  return true;
+}
+
+JSValue Engine::syncResultToGuest(const HostResult& r) {
   if (!r.ok) {
     JSValue err = JS_NewError(ctx_);
     if (JS_IsException(err)) return err;

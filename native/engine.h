@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -73,12 +74,29 @@ struct HostResult {
   std::string errorMessage;
 };
 
+// A primitive that crosses a synchronous host call as it is, without the codec: the fast path of
+// inline evals, where a host call is a plain function call on the same thread.
+struct Primitive {
+  enum class Kind : uint8_t { Undefined, Null, Boolean, Number, String };
+  Kind kind = Kind::Undefined;
+  double number = 0;           // Number; Boolean as 0 or 1
+  std::u16string_view text;    // String (UTF-16, lone surrogates kept), borrowed for the call
+};
+// Calls with more arguments, or longer strings, take the codec.
+constexpr int kMaxPrimitiveArgs = 3;
+constexpr size_t kMaxPrimitiveChars = 256;
+
 // The main-thread side, implemented by the addon.
 class HostBridge {
  public:
   virtual ~HostBridge() = default;
   // Runs a synchronous host function; blocks the calling executor thread until it returns.
   virtual HostResult callSync(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t> args) = 0;
+  // callSync's fast path, on the main thread only. True when the host answered with a primitive
+  // (in `*result`, a string's characters in `*text`); false when `*fallback` holds the answer as
+  // callSync's would (wire bytes or an error).
+  virtual bool callSyncPrimitive(uint32_t sandboxId, uint32_t fnId, const Primitive* args, int argc, Primitive* result,
+                                 std::u16string* text, HostResult* fallback) = 0;
   virtual void postAsyncCall(uint32_t sandboxId, uint64_t evalId, uint32_t callId, uint32_t fnId,
                              std::vector<uint8_t> args) = 0;
   virtual void postEvalDone(uint32_t sandboxId, EvalOutcome outcome) = 0;
@@ -154,6 +172,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // For the interrupt handler and trampolines.
   int onInterrupt();
   JSValue callHost(int fnId, bool async, int argc, JSValueConst* argv);
+  bool callHostPrimitive(uint32_t fnId, int argc, JSValueConst* argv, JSValue* out);
+  JSValue syncResultToGuest(const HostResult& r);
   JSValue writeConsole(int level, int argc, JSValueConst* argv);
 
   enum class State { Idle, Queued, Running, Parked };

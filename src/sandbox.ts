@@ -144,6 +144,12 @@ function guestInfo(thrown: unknown): GuestErrorInfo {
   return { name: thrown === null ? "null" : thrown instanceof GuestOpaque ? thrown.kind : typeof thrown, message: text, nonError: true };
 }
 
+/** A host result the addon copies without the codec (native/engine.h kMaxPrimitiveChars). */
+function passesAsIs(v: unknown): boolean {
+  const t = typeof v;
+  return v === undefined || v === null || t === "number" || t === "boolean" || (t === "string" && (v as string).length <= 256);
+}
+
 function hostErrorOf(err: unknown): [string, string] {
   // Host functions can throw anything, even a Proxy whose traps throw: describing it must not
   // throw, or an async call would never settle (test/hostile/host-abuse.test.ts).
@@ -189,7 +195,7 @@ export class Sandbox implements Disposable {
     this.#options = validateOptions(options);
     const o = this.#options;
     try {
-      this.#handle = new native.SandboxHandle(o.memoryLimitBytes, o.maxStackSizeBytes, o.captureConsole, o.maxConsoleBytes, this.#dispatch);
+      this.#handle = new native.SandboxHandle(o.memoryLimitBytes, o.maxStackSizeBytes, o.captureConsole, o.maxConsoleBytes, this.#dispatch, this.#dispatchPrimitive);
     } catch (err) {
       throw new SandboxError("OUT_OF_MEMORY", "could not create the sandbox runtime", { cause: err });
     }
@@ -235,9 +241,16 @@ export class Sandbox implements Disposable {
     } catch (err) {
       return hostErrorOf(err);
     }
-    if (kind === 0) return this.#callSync(entry, args);
+    if (kind === 0) return this.#callSync(entry, args) as number | Buffer | [string, string];
     this.#callAsync(entry, args, callId, evalId);
     return undefined;
+  };
+
+  // The addon's fast path for sync host calls of inline evals with primitive arguments.
+  readonly #dispatchPrimitive = (fnId: number, argc: number, a0: unknown, a1: unknown, a2: unknown): unknown => {
+    const entry = this.#functions[fnId];
+    if (!entry) return ["Error", "unknown host function"];
+    return this.#callSync(entry, argc === 0 ? [] : argc === 1 ? [a0] : argc === 2 ? [a0, a1] : [a0, a1, a2], true);
   };
 
   #streamConsole(level: number, argBytes: Buffer, evalId: number): void {
@@ -251,7 +264,8 @@ export class Sandbox implements Disposable {
     }
   }
 
-  #callSync(entry: RegisteredFunction, args: unknown[]): number | Buffer | [string, string] {
+  // With `primitiveAnswer`, a primitive result is returned as it is and any other as [bytes].
+  #callSync(entry: RegisteredFunction, args: unknown[], primitiveAnswer = false): unknown {
     this.#inSyncHostCall++;
     try {
       // Re-entry from a sync host function is caught by #inSyncHostCall, so no async context is needed.
@@ -260,7 +274,8 @@ export class Sandbox implements Disposable {
         result.catch(() => {});
         return ["TypeError", `host function '${entry.name}' returned a promise; register it with defineAsyncFunction`];
       }
-      return encodeValueInto(result, exchange);
+      if (!primitiveAnswer) return encodeValueInto(result, exchange);
+      return passesAsIs(result) ? result : [encodeValueInto(result, exchange)];
     } catch (err) {
       return hostErrorOf(err);
     } finally {
