@@ -139,6 +139,8 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
     return r;
   }
   void closeAll();
+  // Hands every message executor threads (or inline slices) posted to its sandbox. Main thread.
+  void drain();
   HostResult runSyncCall(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t>& args);
 
  private:
@@ -170,7 +172,8 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
       wake = outbox_.empty();
       outbox_.push_back(std::move(m));
     }
-    if (wake) {
+    // The main thread posts only from inline slices, and drains right after each (runInline).
+    if (wake && !onMainThread()) {
       auto self = shared_from_this();
       tsfn_.NonBlockingCall([self](Napi::Env, Napi::Function) { self->drain(); });
     }
@@ -181,7 +184,6 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
     slot->done = true;
     slot->cv.notify_one();
   }
-  void drain();
 
   Napi::Env env_;
   std::thread::id mainThread_;
@@ -492,7 +494,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     return extras;
   }
 
-  // evalAsync(code, filename, budgetMs, describe, evalId, streamConsole) -> Promise<outcome array>; null when busy
+  // evalAsync(code, filename, budgetMs, describe, evalId, streamConsole, inline) -> Promise<outcome array>; null when busy
   Napi::Value EvalAsync(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (!alive(info) || info.Length() < 5) return env.Undefined();
@@ -500,10 +502,36 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     uint64_t evalId = static_cast<uint64_t>(info[4].ToNumber().Int64Value());
     if (deferred_ || !engine_->beginAsync(requestOf(info), evalId)) return env.Null();
     evalId_ = evalId;
+    inline_ = info.Length() > 6 && info[6].ToBoolean().Value();
     deferred_.emplace(Napi::Promise::Deferred::New(env));
+    Napi::Promise promise = deferred_->Promise();
     bridge_->evalStarted();
-    Executor::instance().schedule(engine_);
-    return deferred_->Promise();
+    run();
+    return promise;
+  }
+
+  // Runs the engine's next slice: on an executor thread, or here for an inline eval.
+  void run() {
+    if (inline_) runInline();
+    else Executor::instance().schedule(engine_);
+  }
+
+  // An inline eval's slices run on the main thread, each followed by the dispatch of what it
+  // posted (host calls, console lines, its outcome): a host function that answers at once resumes
+  // the guest within the same loop, with no thread hand-over. The event loop waits meanwhile.
+  void runInline() {
+    if (inlineRunning_) {
+      inlineAgain_ = true;  // a host result arrived while a slice was being dispatched
+      return;
+    }
+    inlineRunning_ = true;
+    std::shared_ptr<EnvBridge> bridge = bridge_;  // a host function may dispose this handle
+    std::shared_ptr<Engine> engine = engine_;
+    do {
+      inlineAgain_ = engine->runSlice();
+      bridge->drain();
+    } while (inlineAgain_);
+    inlineRunning_ = false;
   }
 
   // stop(reason, evalId)
@@ -511,8 +539,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     if (!alive(info) || info.Length() < 2) return info.Env().Undefined();
     auto reason = static_cast<StopReason>(info[0].ToNumber().Int32Value());
     if (reason != StopReason::WallBudget && reason != StopReason::Abort) return info.Env().Undefined();
-    if (engine_->requestStop(reason, static_cast<uint64_t>(info[1].ToNumber().Int64Value())))
-      Executor::instance().schedule(engine_);
+    if (engine_->requestStop(reason, static_cast<uint64_t>(info[1].ToNumber().Int64Value()))) run();
     return info.Env().Undefined();
   }
 
@@ -529,7 +556,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
       r.errorName = a.Get(0u).ToString().Utf8Value();
       r.errorMessage = a.Get(1u).ToString().Utf8Value();
     }
-    if (engine_->deliver(std::move(r))) Executor::instance().schedule(engine_);
+    if (engine_->deliver(std::move(r))) run();
     return info.Env().Undefined();
   }
 
@@ -655,6 +682,9 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   uint32_t id_ = 0;
   uint64_t evalId_ = 0;
   std::optional<Napi::Promise::Deferred> deferred_;
+  bool inline_ = false;         // the current eval runs on the main thread
+  bool inlineRunning_ = false;  // runInline is on the stack
+  bool inlineAgain_ = false;
   int64_t externalBytes_ = 0;
   static constexpr int64_t kHandleOverheadBytes = 16 * 1024;
 };

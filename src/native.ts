@@ -45,7 +45,8 @@ export interface NativeHandle {
    * buffer or -1]); what does not fit there comes back as [value, message, console].
    */
   evalSync(code: string, filename: string, budgetMs: number, describe: boolean): [value: Buffer | undefined, message: string, console: Buffer | undefined] | undefined;
-  evalAsync(code: string, filename: string, budgetMs: number, describe: boolean, evalId: number, streamConsole: boolean): Promise<NativeOutcome> | null;
+  /** Runs on an executor thread, or with `inline` on the calling thread (slices and host-call dispatch in turn). */
+  evalAsync(code: string, filename: string, budgetMs: number, describe: boolean, evalId: number, streamConsole: boolean, inline: boolean): Promise<NativeOutcome> | null;
   stop(reason: number, evalId: number): void;
   settle(callId: number, ok: boolean, result: number | Buffer | [string, string]): void;
   defineFunction(path: string, fnId: number, async: boolean): string;

@@ -101,7 +101,7 @@ function evalClockMs(clock: SandboxClock): number | undefined {
   return ms;
 }
 
-const EVAL_OPTION_KEYS = ["timeoutMs", "wallTimeoutMs", "filename", "signal", "unserializable", "onConsole"] as const;
+const EVAL_OPTION_KEYS = ["timeoutMs", "wallTimeoutMs", "filename", "signal", "unserializable", "onConsole", "inline"] as const;
 
 function validateEvalOptions(code: unknown, options: unknown): EvalOptions {
   if (typeof code !== "string") throw invalid(`code must be a string; got ${typeof code}`);
@@ -115,6 +115,7 @@ function validateEvalOptions(code: unknown, options: unknown): EvalOptions {
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw invalid("signal must be an AbortSignal");
   if (o.unserializable !== undefined && o.unserializable !== "throw" && o.unserializable !== "describe") throw invalid('unserializable must be "throw" or "describe"');
   if (o.onConsole !== undefined && typeof o.onConsole !== "function") throw invalid("onConsole must be a function");
+  if (o.inline !== undefined && typeof o.inline !== "boolean") throw invalid("inline must be a boolean");
   return o;
 }
 
@@ -455,11 +456,17 @@ export class Sandbox implements Disposable {
     this.#startClock(handle);
     const evalId = ++this.#evalSeq;
     const started = performance.now();
-    const pending = handle.evalAsync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", evalId, o.onConsole !== undefined);
+    // Set before the eval starts: an inline eval makes its host calls inside evalAsync.
     this.#onConsole = o.onConsole;
-    if (!pending) return this.#report(this.#stubOutcome(NativeStatus.Busy), 0, o);
     this.#currentEvalId = evalId;
     this.#pendingCalls.evalId = evalId;
+    const pending = handle.evalAsync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", evalId, o.onConsole !== undefined, o.inline === true);
+    if (!pending) {
+      this.#onConsole = undefined;
+      this.#currentEvalId = 0;
+      this.#pendingCalls.evalId = 0;
+      return this.#report(this.#stubOutcome(NativeStatus.Busy), 0, o);
+    }
     const wallMs = o.wallTimeoutMs ?? this.#options.wallTimeoutMs;
     const timer = setTimeout(() => this.#handle?.stop(NativeStop.WallBudget, evalId), wallMs);
     const onAbort = (): void => this.#handle?.stop(NativeStop.Abort, evalId);

@@ -68,6 +68,14 @@ export interface EvalOptions {
    * ignored.
    */
   onConsole?: (entry: ConsoleEntry) => void;
+  /**
+   * Runs this async `eval`/`run` on the calling thread instead of an executor thread: an awaited
+   * host function that answers at once resumes the guest without a thread hand-over (a few
+   * microseconds instead of tens), and a trivial eval skips two. The Node event loop is blocked
+   * while guest code runs (up to the execution budget, and the watchdog does not cover it), so it
+   * is for trusted, short evals. Default false.
+   */
+  inline?: boolean;
 }
 
 /** Console levels the guest can write to. */

@@ -257,10 +257,10 @@ describe("nothing leaks forward after a timeout or abort", () => {
 
   it("stops a job flood with the eval's budget and leaves no flood behind", async () => {
     const sb = sandbox();
-    const started = performance.now();
-    const err = await rejected(sb.eval("globalThis.floods = 0; (function f() { floods++; Promise.resolve().then(f); })()", { timeoutMs: 200 }));
-    expect(err.code).toBe("TIMEOUT");
-    expect(performance.now() - started).toBeLessThan(1000);
+    const report = await sb.run("globalThis.floods = 0; (function f() { floods++; Promise.resolve().then(f); })()", { timeoutMs: 200 });
+    expect(report.ok || report.error.code).toBe("TIMEOUT");
+    // The budget is the guest's CPU time: a loaded machine stretches the wall time, not this.
+    expect(report.stats.executionMs).toBeLessThan(1000);
     const before = sb.evalSync("floods") as number;
     expect(await sb.eval("await null; 1+1", { timeoutMs: 1000 })).toBe(2);
     expect(sb.evalSync("floods")).toBe(before);
