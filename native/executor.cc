@@ -25,11 +25,18 @@ struct Executor::State {
   int maxThreads = 0;
   int warmThreads = 0;  // kept even when idle: one per core
   bool started = false;
+  std::condition_variable growWake;  // wakes the watchdog thread, which also starts workers
+  bool growWanted = false;
 };
 
 namespace {
 
 constexpr int64_t kSpinBeforeSleepNs = 50 * 1000;
+// A worker that just finished a slice takes queued work within microseconds, but is not idle yet
+// when its eval's answer reaches the event loop: a new thread starts only for work still waiting
+// after this long, else a tight loop of evals would start a thread per eval.
+constexpr auto kGrowDelay = std::chrono::microseconds(500);
+constexpr auto kWatchdogPeriod = std::chrono::milliseconds(25);
 
 int maxThreadsFromEnv() {
   if (const char* env = std::getenv("QJSN_EXECUTOR_THREADS")) {
@@ -92,13 +99,23 @@ void* workerMain(void* arg) {
   }
 }
 
+// Starts workers for work that keeps waiting, and every kWatchdogPeriod looks for stuck slices.
 void* watchdogMain(void* arg) {
   auto* st = static_cast<Executor::State*>(arg);
+  auto nextCheck = std::chrono::steady_clock::now() + kWatchdogPeriod;
   while (true) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
     std::vector<std::shared_ptr<Engine>> running;
     {
-      std::lock_guard<std::mutex> lock(st->mu);
+      std::unique_lock<std::mutex> lock(st->mu);
+      if (st->growWake.wait_until(lock, nextCheck, [&] { return st->growWanted; })) {
+        st->growWanted = false;
+        lock.unlock();
+        std::this_thread::sleep_for(kGrowDelay);
+        lock.lock();
+        growIfNeeded(st);
+        continue;
+      }
+      nextCheck = std::chrono::steady_clock::now() + kWatchdogPeriod;
       running = st->running;
     }
     for (auto& engine : running) {
@@ -131,7 +148,15 @@ void Executor::schedule(std::shared_ptr<Engine> engine) {
   }
   state_->queue.push_back(std::move(engine));
   state_->pending.store(true, std::memory_order_release);
-  growIfNeeded(state_);
+  if (state_->queue.size() > static_cast<size_t>(state_->idle) && state_->threads < state_->maxThreads) {
+    // The first workers start at once; later ones only for work that keeps waiting (kGrowDelay).
+    if (state_->threads < state_->warmThreads) {
+      growIfNeeded(state_);
+    } else if (!state_->growWanted) {
+      state_->growWanted = true;
+      state_->growWake.notify_one();
+    }
+  }
   state_->wake.notify_one();
 }
 
