@@ -4,7 +4,10 @@
 #include <pthread.h>
 #include <time.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <cstring>
 
 #include "guest_codec.h"
@@ -178,13 +181,25 @@ bool Engine::dispose() {
 
 int Engine::onInterrupt() {
   if (stop_.load(std::memory_order_relaxed) != 0) return 1;
-  int64_t deadline = sliceDeadlineNs_.load(std::memory_order_relaxed);
-  if (deadline != 0 && monotonicNs() >= deadline) {
-    int expected = 0;
-    stop_.compare_exchange_strong(expected, static_cast<int>(StopReason::ExecutionBudget));
-    return 1;
+  if (sliceWallDeadlineNs_.load(std::memory_order_relaxed) == 0) return 0;
+  // CPU time never runs faster than wall time: until enough wall time has passed the deadline
+  // cannot have been reached, and the monotonic clock is cheap.
+  int64_t now = monotonicNs();
+  if (now < nextCpuCheckNs_) return 0;
+  int64_t cpu = threadCpuNs();
+  if (cpuMarkNs_ < 0) {
+    cpuMarkNs_ = cpu;
+    wallBeforeMarkNs_ = now - sliceStartNs_;
+    sliceCpuDeadlineNs_.store(cpu + sliceRemainingNs_.load(std::memory_order_relaxed) - wallBeforeMarkNs_);
   }
-  return 0;
+  int64_t deadline = sliceCpuDeadlineNs_.load(std::memory_order_relaxed);
+  if (cpu < deadline) {
+    nextCpuCheckNs_ = now + (deadline - cpu);
+    return 0;
+  }
+  int expected = 0;
+  stop_.compare_exchange_strong(expected, static_cast<int>(StopReason::ExecutionBudget));
+  return 1;
 }
 
 namespace {
@@ -228,13 +243,19 @@ void Engine::enterGuest(double budgetMs) {
 void Engine::resumeClock() {
   sliceStartNs_ = monotonicNs();
   double remainingMs = budgetMs_ - executionMs_;
-  if (remainingMs < 0) remainingMs = 0;
-  sliceDeadlineNs_.store(sliceStartNs_ + static_cast<int64_t>(remainingMs * 1e6));
+  int64_t remainingNs = remainingMs > 0 ? static_cast<int64_t>(remainingMs * 1e6) : 0;
+  cpuMarkNs_ = -1;
+  nextCpuCheckNs_ = sliceStartNs_;  // the first poll takes the mark
+  sliceRemainingNs_.store(remainingNs);
+  sliceCpuDeadlineNs_.store(0);
+  sliceWallDeadlineNs_.store(std::max<int64_t>(sliceStartNs_ + remainingNs, 1));  // 0 means "no guest code runs"
 }
 
 void Engine::pauseClock() {
-  executionMs_ += static_cast<double>(monotonicNs() - sliceStartNs_) / 1e6;
-  sliceDeadlineNs_.store(0);
+  int64_t ranNs = cpuMarkNs_ < 0 ? monotonicNs() - sliceStartNs_ : wallBeforeMarkNs_ + threadCpuNs() - cpuMarkNs_;
+  executionMs_ += static_cast<double>(ranNs) / 1e6;
+  sliceWallDeadlineNs_.store(0);
+  sliceCpuDeadlineNs_.store(0);
 }
 
 void Engine::leaveGuest() { pauseClock(); }
@@ -514,18 +535,20 @@ bool Engine::runSlice() {
     std::lock_guard<std::mutex> lock(mu_);
     if (state_ != State::Queued) return false;
     state_ = State::Running;
-    pthread_getcpuclockid(pthread_self(), &sliceThreadClock_);
+    sliceCpuClock_ = CpuClock::ofCurrentThread();
     overdueCpuNs_ = -1;
     results.swap(inbox_);
   }
   EvalOutcome out;
   bool done = false;
+  bool entered = true;
   if (!started_) {
     started_ = true;
     resetEvalCounters(pendingEvalId_);
     if (stop_.load() != 0) {
       classifyException(JS_UNDEFINED, &out);
       done = true;
+      entered = false;
     } else {
       enterGuest(request_.executionBudgetMs);
       done = !compileAndStart(request_, true, &out);
@@ -567,8 +590,9 @@ bool Engine::runSlice() {
     }
     drainJobs();
   }
+  // Also when the first slice ended the eval (a budget stop, a throw): its time counts.
+  if (entered) leaveGuest();
   if (!done) {
-    leaveGuest();
     if (stop_.load() != 0) {
       classifyException(JS_UNDEFINED, &out);
       done = true;
@@ -606,20 +630,26 @@ bool Engine::runSlice() {
   return false;
 }
 
-bool Engine::abandon(int64_t nowNs, int64_t graceNs) {
+bool Engine::abandon(int64_t graceNs) {
   std::lock_guard<std::mutex> lock(mu_);
   if (state_ != State::Running || abandoned_ || syncMode_) return false;
-  int64_t deadline = sliceDeadlineNs_.load();
-  bool overdue = (deadline != 0 && nowNs > deadline) || (stop_.load() != 0 && stopRequestedNs_ != 0);
+  // Stuck means "kept burning CPU after it should have stopped": a thread that merely got no CPU
+  // (a loaded machine, or a sanitizer build) is not stuck, so everything here is the thread's own
+  // CPU time, like the budget itself.
+  // A slice that never polled the interrupt handler (a built-in that ignores it) has no CPU mark:
+  // it is judged overdue by wall time, then stuck by CPU time as well.
+  int64_t cpuNs = sliceCpuClock_.nowNs();
+  if (cpuNs < 0) return false;
+  int64_t cpuDeadline = sliceCpuDeadlineNs_.load();
+  int64_t wallDeadline = sliceWallDeadlineNs_.load();
+  int64_t remainingNs = sliceRemainingNs_.load();
+  int64_t nowNs = monotonicNs();
+  bool overdue = (cpuDeadline != 0 ? cpuNs > cpuDeadline : wallDeadline != 0 && nowNs > wallDeadline) ||
+                 (stop_.load() != 0 && stopRequestedNs_ != 0);
   if (!overdue) {
     overdueCpuNs_ = -1;
     return false;
   }
-  // Stuck means "kept burning CPU after it should have stopped": a thread that merely got no CPU
-  // (a loaded machine, or a sanitizer build) is not stuck, so measure the thread's own CPU time.
-  timespec ts;
-  if (clock_gettime(sliceThreadClock_, &ts) != 0) return false;
-  int64_t cpuNs = static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
   if (overdueCpuNs_ < 0) {
     overdueCpuNs_ = cpuNs;
     return false;
@@ -634,7 +664,9 @@ bool Engine::abandon(int64_t nowNs, int64_t graceNs) {
   if (out.stop == StopReason::Dispose) out.status = EvalStatus::Disposed;
   out.message = "the guest is stuck in a built-in that cannot be interrupted; the sandbox is broken";
   out.evalId = pendingEvalId_;
-  out.executionMs = executionMs_ + static_cast<double>(nowNs - sliceStartNs_) / 1e6;
+  // This slice so far: the deadlines are "where the slice's time reaches its remaining budget".
+  int64_t sliceNs = cpuDeadline != 0 ? remainingNs + cpuNs - cpuDeadline : wallDeadline != 0 ? remainingNs + nowNs - wallDeadline : 0;
+  out.executionMs = executionMs_ + static_cast<double>(sliceNs) / 1e6;
   bridge_->postEvalDone(id_, std::move(out));
   return true;
 }
@@ -644,6 +676,10 @@ bool Engine::abandon(int64_t nowNs, int64_t graceNs) {
 
 JSValue Engine::callHost(int fnId, bool async, int argc, JSValueConst* argv) {
   if (stop_.load() != 0) return JS_ThrowInternalError(ctx_, "the eval has ended");
+  // Inline evals run on the main thread: primitives can go straight to the host function.
+  JSValue fast;
+  if (!async && syncMode_ && argc <= kMaxPrimitiveArgs && callHostPrimitive(static_cast<uint32_t>(fnId), argc, argv, &fast))
+    return fast;
   WireWriter w;
   GuestEncoder enc(ctx_, intrinsics_, w, limits_, false);
   if (!enc.encodeArguments(argc, argv)) {
@@ -679,6 +715,73 @@ JSValue Engine::callHost(int fnId, bool async, int argc, JSValueConst* argv) {
     inHostCall_ = false;
   }
   if (stop_.load() != 0) return JS_ThrowInternalError(ctx_, "the eval has ended");
+  return syncResultToGuest(r);
+}
+
+// False, having done nothing, when an argument is not a primitive this path carries.
+bool Engine::callHostPrimitive(uint32_t fnId, int argc, JSValueConst* argv, JSValue* out) {
+  Primitive args[kMaxPrimitiveArgs];
+  std::optional<GuestUtf16> texts[kMaxPrimitiveArgs];
+  for (int i = 0; i < argc; i++) {
+    JSValueConst v = argv[i];
+    Primitive& a = args[i];
+    switch (JS_VALUE_GET_NORM_TAG(v)) {
+      case JS_TAG_UNDEFINED: a.kind = Primitive::Kind::Undefined; break;
+      case JS_TAG_NULL: a.kind = Primitive::Kind::Null; break;
+      case JS_TAG_BOOL: a.kind = Primitive::Kind::Boolean; a.number = JS_VALUE_GET_BOOL(v); break;
+      case JS_TAG_INT: a.kind = Primitive::Kind::Number; a.number = JS_VALUE_GET_INT(v); break;
+      case JS_TAG_FLOAT64: a.kind = Primitive::Kind::Number; a.number = JS_VALUE_GET_FLOAT64(v); break;
+      case JS_TAG_STRING: {
+        GuestUtf16& t = texts[i].emplace(ctx_, v);
+        if (!t.ok()) {
+          *out = JS_EXCEPTION;  // out of memory, already thrown
+          return true;
+        }
+        if (t.size() > kMaxPrimitiveChars) return false;
+        a.kind = Primitive::Kind::String;
+        a.text = std::u16string_view(reinterpret_cast<const char16_t*>(t.data()), t.size());
+        break;
+      }
+      default: return false;
+    }
+  }
+  hostCalls_++;
+  // An inline eval holds the engine Running on this thread, so nothing else can enter it while the
+  // host function runs: only the clock is paused.
+  pauseClock();
+  Primitive result;
+  std::u16string text;
+  HostResult fallback;
+  bool primitive = bridge_->callSyncPrimitive(id_, fnId, args, argc, &result, &text, &fallback);
+  resumeClock();
+  if (stop_.load() != 0) {
+    *out = JS_ThrowInternalError(ctx_, "the eval has ended");
+    return true;
+  }
+  if (!primitive) {
+    *out = syncResultToGuest(fallback);
+    return true;
+  }
+  switch (result.kind) {
+    case Primitive::Kind::Undefined: *out = JS_UNDEFINED; break;
+    case Primitive::Kind::Null: *out = JS_NULL; break;
+    case Primitive::Kind::Boolean: *out = JS_NewBool(ctx_, result.number != 0); break;
+    case Primitive::Kind::Number: {
+      // The codec's rule: an integer in int32 range (not -0) is an int, anything else a float.
+      double d = result.number;
+      bool isInt = d >= -2147483648.0 && d <= 2147483647.0 && d == static_cast<double>(static_cast<int32_t>(d)) &&
+                   !(d == 0 && std::signbit(d));
+      *out = isInt ? JS_NewInt32(ctx_, static_cast<int32_t>(d)) : JS_NewFloat64(ctx_, d);
+      break;
+    }
+    case Primitive::Kind::String:
+      *out = JS_NewStringUTF16(ctx_, reinterpret_cast<const uint16_t*>(text.data()), text.size());
+      break;
+  }
+  return true;
+}
+
+JSValue Engine::syncResultToGuest(const HostResult& r) {
   if (!r.ok) {
     JSValue err = JS_NewError(ctx_);
     if (JS_IsException(err)) return err;

@@ -9,11 +9,13 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "intrinsics.h"
 #include "snapshot.h"
+#include "threads.h"
 #include "wire.h"
 
 namespace qjsn {
@@ -72,12 +74,29 @@ struct HostResult {
   std::string errorMessage;
 };
 
+// A primitive that crosses a synchronous host call as it is, without the codec: the fast path of
+// inline evals, where a host call is a plain function call on the same thread.
+struct Primitive {
+  enum class Kind : uint8_t { Undefined, Null, Boolean, Number, String };
+  Kind kind = Kind::Undefined;
+  double number = 0;           // Number; Boolean as 0 or 1
+  std::u16string_view text;    // String (UTF-16, lone surrogates kept), borrowed for the call
+};
+// Calls with more arguments, or longer strings, take the codec.
+constexpr int kMaxPrimitiveArgs = 3;
+constexpr size_t kMaxPrimitiveChars = 256;
+
 // The main-thread side, implemented by the addon.
 class HostBridge {
  public:
   virtual ~HostBridge() = default;
   // Runs a synchronous host function; blocks the calling executor thread until it returns.
   virtual HostResult callSync(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t> args) = 0;
+  // callSync's fast path, on the main thread only. True when the host answered with a primitive
+  // (in `*result`, a string's characters in `*text`); false when `*fallback` holds the answer as
+  // callSync's would (wire bytes or an error).
+  virtual bool callSyncPrimitive(uint32_t sandboxId, uint32_t fnId, const Primitive* args, int argc, Primitive* result,
+                                 std::u16string* text, HostResult* fallback) = 0;
   virtual void postAsyncCall(uint32_t sandboxId, uint64_t evalId, uint32_t callId, uint32_t fnId,
                              std::vector<uint8_t> args) = 0;
   virtual void postEvalDone(uint32_t sandboxId, EvalOutcome outcome) = 0;
@@ -138,8 +157,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // True when the engine must be scheduled again (results or a stop arrived meanwhile).
   bool runSlice();
   // Called by the watchdog when a slice cannot be interrupted: the eval is answered now and
-  // the engine never runs guest code again.
-  bool abandon(int64_t nowNs, int64_t graceNs);
+  // the engine never runs guest code again. `graceNs` is CPU time burned past the deadline.
+  bool abandon(int64_t graceNs);
 
   // Frees the runtime now if nothing runs it; otherwise the executor frees it when the eval
   // stops. True when the engine must be scheduled so that happens.
@@ -153,6 +172,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // For the interrupt handler and trampolines.
   int onInterrupt();
   JSValue callHost(int fnId, bool async, int argc, JSValueConst* argv);
+  bool callHostPrimitive(uint32_t fnId, int argc, JSValueConst* argv, JSValue* out);
+  JSValue syncResultToGuest(const HostResult& r);
   JSValue writeConsole(int level, int argc, JSValueConst* argv);
 
   enum class State { Idle, Queued, Running, Parked };
@@ -183,10 +204,19 @@ class Engine : public std::enable_shared_from_this<Engine> {
   Intrinsics intrinsics_;
   WireLimits limits_;
 
-  // Interrupt and budget state.
+  // Interrupt and budget state. The execution budget is the running thread's CPU time, so a
+  // guest waiting for a core (other sessions' guests, a loaded machine) loses none of it. Reading
+  // a thread's CPU clock is a system call, too slow for every slice and host call: a slice counts
+  // wall time until the interrupt handler first polls, and CPU time from that mark on. Slices that
+  // end before a poll are short (a poll comes every few thousand operations).
   std::atomic<int> stop_{0};
-  std::atomic<int64_t> sliceDeadlineNs_{0};  // 0 when no guest code runs
-  int64_t sliceStartNs_ = 0;
+  std::atomic<int64_t> sliceWallDeadlineNs_{0};  // start + remaining budget, monotonic; 0 when no guest code runs
+  std::atomic<int64_t> sliceCpuDeadlineNs_{0};   // thread CPU time at which the budget runs out; 0 before the mark
+  std::atomic<int64_t> sliceRemainingNs_{0};     // budget left when the slice started
+  int64_t sliceStartNs_ = 0;                     // monotonic
+  int64_t cpuMarkNs_ = -1;                       // thread CPU time at the mark; -1 before it
+  int64_t wallBeforeMarkNs_ = 0;                 // wall time the slice ran before the mark
+  int64_t nextCpuCheckNs_ = 0;                   // monotonic time before which the deadline cannot have passed
   double budgetMs_ = 0;
   double executionMs_ = 0;
 
@@ -205,7 +235,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   int64_t stopRequestedNs_ = 0;
   // Watchdog bookkeeping (guarded by mu_): the CPU clock of the thread running the current slice,
   // and that clock's reading when the watchdog first found the slice overdue (-1: not overdue).
-  clockid_t sliceThreadClock_ = CLOCK_THREAD_CPUTIME_ID;
+  CpuClock sliceCpuClock_;
   int64_t overdueCpuNs_ = -1;
   uint64_t evalId_ = 0;         // the eval whose state is in the runtime
   uint64_t pendingEvalId_ = 0;  // the async eval accepted by beginAsync

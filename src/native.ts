@@ -30,6 +30,14 @@ export type NativeOutcome = [
  */
 export type NativeDispatcher = (kind: 0 | 1 | 2, fnId: number, callId: number, argLength: number, args: Buffer | undefined, evalId: number) => number | Buffer | [string, string] | undefined;
 
+/**
+ * The fast path of a synchronous host call from an inline eval whose arguments are all primitives
+ * (at most 3; strings of at most 256 UTF-16 units): they arrive as they are (`argc` of them; the
+ * rest undefined). Answers a primitive as it is, `[bytes]` for any other result (the codec's
+ * answer, as {@link NativeDispatcher}'s), or `[name, message]` for an error.
+ */
+export type NativePrimitiveDispatcher = (fnId: number, argc: number, a0: unknown, a1: unknown, a2: unknown) => unknown;
+
 export interface NativeHandle {
   /**
    * Runs inline. The numbers of the outcome are left in `syncStats` ([status, stop, console
@@ -37,7 +45,8 @@ export interface NativeHandle {
    * buffer or -1]); what does not fit there comes back as [value, message, console].
    */
   evalSync(code: string, filename: string, budgetMs: number, describe: boolean): [value: Buffer | undefined, message: string, console: Buffer | undefined] | undefined;
-  evalAsync(code: string, filename: string, budgetMs: number, describe: boolean, evalId: number, streamConsole: boolean): Promise<NativeOutcome> | null;
+  /** Runs on an executor thread, or with `inline` on the calling thread (slices and host-call dispatch in turn). */
+  evalAsync(code: string, filename: string, budgetMs: number, describe: boolean, evalId: number, streamConsole: boolean, inline: boolean): Promise<NativeOutcome> | null;
   stop(reason: number, evalId: number): void;
   settle(callId: number, ok: boolean, result: number | Buffer | [string, string]): void;
   defineFunction(path: string, fnId: number, async: boolean): string;
@@ -60,8 +69,11 @@ interface NativeModule {
     captureConsole: boolean,
     maxConsoleBytes: number,
     dispatcher: NativeDispatcher,
+    primitiveDispatcher: NativePrimitiveDispatcher,
   ) => NativeHandle;
   threadStackBytes: number;
+  /** [executor threads now, their cap]: one thread per runnable async eval, created on demand. */
+  executorThreads(): [threads: number, maxThreads: number];
   /** The buffer shared with the addon for host call arguments and results. */
   exchange: Buffer;
   /** The numbers of the last inline eval (see {@link NativeHandle.evalSync}). */

@@ -101,7 +101,7 @@ function evalClockMs(clock: SandboxClock): number | undefined {
   return ms;
 }
 
-const EVAL_OPTION_KEYS = ["timeoutMs", "wallTimeoutMs", "filename", "signal", "unserializable", "onConsole", "clockMs", "randomSeed"] as const;
+const EVAL_OPTION_KEYS = ["timeoutMs", "wallTimeoutMs", "filename", "signal", "unserializable", "onConsole", "clockMs", "randomSeed", "inline"] as const;
 
 function validateEvalOptions(code: unknown, options: unknown): EvalOptions {
   if (typeof code !== "string") throw invalid(`code must be a string; got ${typeof code}`);
@@ -119,6 +119,7 @@ function validateEvalOptions(code: unknown, options: unknown): EvalOptions {
     throw invalid(`clockMs must be a finite number of ms within ±${MAX_TIME_MS}; got ${formatWithOptions({ depth: 0 }, "%O", o.clockMs)}`);
   }
   if (o.randomSeed !== undefined) checkInteger("randomSeed", o.randomSeed, 0, Number.MAX_SAFE_INTEGER);
+  if (o.inline !== undefined && typeof o.inline !== "boolean") throw invalid("inline must be a boolean");
   return o;
 }
 
@@ -148,6 +149,12 @@ function guestInfo(thrown: unknown): GuestErrorInfo {
   return { name: thrown === null ? "null" : thrown instanceof GuestOpaque ? thrown.kind : typeof thrown, message: text, nonError: true };
 }
 
+/** A host result the addon copies without the codec (native/engine.h kMaxPrimitiveChars). */
+function passesAsIs(v: unknown): boolean {
+  const t = typeof v;
+  return v === undefined || v === null || t === "number" || t === "boolean" || (t === "string" && (v as string).length <= 256);
+}
+
 function hostErrorOf(err: unknown): [string, string] {
   // Host functions can throw anything, even a Proxy whose traps throw: describing it must not
   // throw, or an async call would never settle (test/hostile/host-abuse.test.ts).
@@ -170,7 +177,9 @@ interface RegisteredFunction {
  * budgets and job queue. Values cross in and out by copy; no host object ever reaches guest code.
  *
  * Evals run one after another in call order. `eval`/`run` execute on the addon's executor threads
- * and never block the Node event loop; `evalSync`/`runSync` run inline, for short computations.
+ * and never block the Node event loop; a running eval has a thread of its own (created on demand,
+ * at most 64, or `QJSN_EXECUTOR_THREADS`), time-sliced by the OS, so a spinning guest in one sandbox
+ * never holds back another sandbox's eval. `evalSync`/`runSync` run inline, for short computations.
  */
 export class Sandbox implements Disposable {
   readonly #options: Required<SandboxOptions>;
@@ -191,7 +200,7 @@ export class Sandbox implements Disposable {
     this.#options = validateOptions(options);
     const o = this.#options;
     try {
-      this.#handle = new native.SandboxHandle(o.memoryLimitBytes, o.maxStackSizeBytes, o.captureConsole, o.maxConsoleBytes, this.#dispatch);
+      this.#handle = new native.SandboxHandle(o.memoryLimitBytes, o.maxStackSizeBytes, o.captureConsole, o.maxConsoleBytes, this.#dispatch, this.#dispatchPrimitive);
     } catch (err) {
       throw new SandboxError("OUT_OF_MEMORY", "could not create the sandbox runtime", { cause: err });
     }
@@ -238,9 +247,16 @@ export class Sandbox implements Disposable {
     } catch (err) {
       return hostErrorOf(err);
     }
-    if (kind === 0) return this.#callSync(entry, args);
+    if (kind === 0) return this.#callSync(entry, args) as number | Buffer | [string, string];
     this.#callAsync(entry, args, callId, evalId);
     return undefined;
+  };
+
+  // The addon's fast path for sync host calls of inline evals with primitive arguments.
+  readonly #dispatchPrimitive = (fnId: number, argc: number, a0: unknown, a1: unknown, a2: unknown): unknown => {
+    const entry = this.#functions[fnId];
+    if (!entry) return ["Error", "unknown host function"];
+    return this.#callSync(entry, argc === 0 ? [] : argc === 1 ? [a0] : argc === 2 ? [a0, a1] : [a0, a1, a2], true);
   };
 
   #streamConsole(level: number, argBytes: Buffer, evalId: number): void {
@@ -254,7 +270,8 @@ export class Sandbox implements Disposable {
     }
   }
 
-  #callSync(entry: RegisteredFunction, args: unknown[]): number | Buffer | [string, string] {
+  // With `primitiveAnswer`, a primitive result is returned as it is and any other as [bytes].
+  #callSync(entry: RegisteredFunction, args: unknown[], primitiveAnswer = false): unknown {
     this.#inSyncHostCall++;
     try {
       // Re-entry from a sync host function is caught by #inSyncHostCall, so no async context is needed.
@@ -263,7 +280,8 @@ export class Sandbox implements Disposable {
         result.catch(() => {});
         return ["TypeError", `host function '${entry.name}' returned a promise; register it with defineAsyncFunction`];
       }
-      return encodeValueInto(result, exchange);
+      if (!primitiveAnswer) return encodeValueInto(result, exchange);
+      return passesAsIs(result) ? result : [encodeValueInto(result, exchange)];
     } catch (err) {
       return hostErrorOf(err);
     } finally {
@@ -451,11 +469,17 @@ export class Sandbox implements Disposable {
     this.#startClock(handle, o);
     const evalId = ++this.#evalSeq;
     const started = performance.now();
-    const pending = handle.evalAsync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", evalId, o.onConsole !== undefined);
+    // Set before the eval starts: an inline eval makes its host calls inside evalAsync.
     this.#onConsole = o.onConsole;
-    if (!pending) return this.#report(this.#stubOutcome(NativeStatus.Busy), 0, o);
     this.#currentEvalId = evalId;
     this.#pendingCalls.evalId = evalId;
+    const pending = handle.evalAsync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", evalId, o.onConsole !== undefined, o.inline === true);
+    if (!pending) {
+      this.#onConsole = undefined;
+      this.#currentEvalId = 0;
+      this.#pendingCalls.evalId = 0;
+      return this.#report(this.#stubOutcome(NativeStatus.Busy), 0, o);
+    }
     const wallMs = o.wallTimeoutMs ?? this.#options.wallTimeoutMs;
     const timer = setTimeout(() => this.#handle?.stop(NativeStop.WallBudget, evalId), wallMs);
     const onAbort = (): void => this.#handle?.stop(NativeStop.Abort, evalId);

@@ -9,7 +9,12 @@ export interface SandboxOptions {
   memoryLimitBytes?: number;
   /** Cap on the guest's native stack use (deep recursion becomes a guest `RangeError`). Default 1 MiB. */
   maxStackSizeBytes?: number;
-  /** Budget of guest execution time per eval, in ms; time spent waiting on host calls is not counted. Default 5000. */
+  /**
+   * Budget of guest execution time per eval, in ms: the CPU time of the thread running the guest,
+   * so neither waiting on host calls nor waiting for a core (other sandboxes' guests run
+   * time-sliced on the addon's executor threads, at most 64 unless `QJSN_EXECUTOR_THREADS` says
+   * otherwise) is counted. Default 5000.
+   */
   executionTimeoutMs?: number;
   /** Budget of wall-clock time per eval (execution plus host waits), in ms. Default 60000. */
   wallTimeoutMs?: number;
@@ -70,6 +75,13 @@ export interface EvalOptions {
   clockMs?: number;
   /** Reseeds `Math.random` before this eval (an integer 0..2^53 − 1); later evals continue that sequence. */
   randomSeed?: number;
+   * Runs this async `eval`/`run` on the calling thread instead of an executor thread: an awaited
+   * host function that answers at once resumes the guest without a thread hand-over (a few
+   * microseconds instead of tens), and a trivial eval skips two. The Node event loop is blocked
+   * while guest code runs (up to the execution budget, and the watchdog does not cover it), so it
+   * is for trusted, short evals. Default false.
+   */
+  inline?: boolean;
 }
 
 /** Console levels the guest can write to. */
@@ -83,7 +95,7 @@ export interface ConsoleEntry {
 
 /** Measurements of one eval. */
 export interface EvalStats {
-  /** Guest execution time, ms (host waits excluded). */
+  /** Guest execution time, ms: the guest's CPU time (host waits and waits for a core excluded), also when a budget stopped it. */
   executionMs: number;
   /** Wall-clock time from start to settle, ms. */
   wallMs: number;

@@ -182,10 +182,11 @@ describe("two budgets: execution and wall", () => {
   });
 
   it("counts only guest execution across awaits", async () => {
-    const sb = sandbox({ executionTimeoutMs: 300, clock: "real" });
+    const sb = sandbox({ executionTimeoutMs: 300, wallTimeoutMs: 20_000, clock: "real" });
     delayed(sb, "pause");
-    // 4 x 100 ms of spinning exceeds 300 ms of execution, though each slice alone does not.
-    const err = await rejected(sb.eval("for (let i = 0; i < 4; i++) { const end = Date.now() + 100; while (Date.now() < end) {} await pause(0, 10); } 'survived'"));
+    // No slice alone spins past 100 ms, so only the sum of slices can reach the budget. The budget
+    // is CPU time, which a loaded machine hands out slower than wall time: loop until it runs out.
+    const err = await rejected(sb.eval("for (;;) { const end = Date.now() + 100; while (Date.now() < end) {} await pause(0, 10); }"));
     expect(err.code).toBe("TIMEOUT");
     expect(err.budget).toBe("execution");
   });
@@ -315,10 +316,10 @@ describe("nothing leaks forward after a timeout or abort", () => {
 
   it("stops a job flood with the eval's budget and leaves no flood behind", async () => {
     const sb = sandbox();
-    const started = performance.now();
-    const err = await rejected(sb.eval("globalThis.floods = 0; (function f() { floods++; Promise.resolve().then(f); })()", { timeoutMs: 200 }));
-    expect(err.code).toBe("TIMEOUT");
-    expect(performance.now() - started).toBeLessThan(1000);
+    const report = await sb.run("globalThis.floods = 0; (function f() { floods++; Promise.resolve().then(f); })()", { timeoutMs: 200 });
+    expect(report.ok || report.error.code).toBe("TIMEOUT");
+    // The budget is the guest's CPU time: a loaded machine stretches the wall time, not this.
+    expect(report.stats.executionMs).toBeLessThan(1000);
     const before = sb.evalSync("floods") as number;
     expect(await sb.eval("await null; 1+1", { timeoutMs: 1000 })).toBe(2);
     expect(sb.evalSync("floods")).toBe(before);
