@@ -75,6 +75,7 @@ export interface EvalOptions {
   clockMs?: number;
   /** Reseeds `Math.random` before this eval (an integer 0..2^53 − 1); later evals continue that sequence. */
   randomSeed?: number;
+  /**
    * Runs this async `eval`/`run` on the calling thread instead of an executor thread: an awaited
    * host function that answers at once resumes the guest without a thread hand-over (a few
    * microseconds instead of tens), and a trivial eval skips two. The Node event loop is blocked
