@@ -45,7 +45,9 @@ class GuestEncoder {
   bool encodeError(JSValueConst v);
   bool encodeRegExp(JSValueConst v);
   bool encodeCollection(JSValueConst v, bool isMap, uint32_t depth);
-  bool encodeTypedArray(JSValueConst v, int type, uint32_t depth);
+  bool encodeView(JSValueConst v, TypedKind kind);
+  // False (TooLarge) when `n` more bytes would take the output past the byte cap.
+  bool reserve(size_t n);
   bool encodeString(JSValueConst s);
   bool encodeAtomKey(JSAtom atom);
   bool opaque(OpaqueKind kind, const std::string& name);
@@ -85,6 +87,7 @@ class GuestDecoder {
  private:
   JSValue decodeValue(WireReader& in, uint32_t depth);
   JSValue decodeString(WireReader& in);
+  JSValue decodeBigInt(WireReader& in, bool hex);
   JSValue invalid(const char* what);
   JSValue guestFailed();
   JSValue remember(JSValue v);
