@@ -676,7 +676,8 @@ bool leafSize(const uint8_t* p, size_t n, size_t* size) {
   if (!r.tag(&t)) return false;
   bool ok = false;
   switch (t) {
-    case Tag::BigInt: ok = skipString(); break;
+    case Tag::BigInt:
+    case Tag::BigIntHex: ok = skipString(); break;
     case Tag::Date: {
       double d;
       ok = r.f64(&d);
@@ -1023,6 +1024,7 @@ JSValue Reader::value(uint32_t depth, bool slot) {
       return JS_IsException(v) ? guestFailed() : v;
     }
     case Tag::BigInt:
+    case Tag::BigIntHex:
     case Tag::Date:
     case Tag::RegExp:
     case Tag::Error:
@@ -1031,7 +1033,7 @@ JSValue Reader::value(uint32_t depth, bool slot) {
       WireReader rewound(base_ + at, size_ - at);
       rd_ = rewound;
       JSValue v = leaf();
-      return JS_IsException(v) || tag == Tag::BigInt ? v : remember(v);
+      return JS_IsException(v) || tag == Tag::BigInt || tag == Tag::BigIntHex ? v : remember(v);
     }
     case Tag::Array: {
       uint32_t length, count;
@@ -1096,7 +1098,7 @@ JSValue Reader::value(uint32_t depth, bool slot) {
     }
     case Tag::TypedArray: {
       uint8_t kind;
-      if (!rd_.u8(&kind) || kind >= static_cast<uint8_t>(TypedKind::Count)) return invalid("bad typed array kind");
+      if (!rd_.u8(&kind) || kind >= static_cast<uint8_t>(TypedKind::DataView)) return invalid("bad typed array kind");
       size_t slotIndex = objects_.size();
       objects_.push_back(JS_UNDEFINED);  // the view is numbered before its buffer, as written
       OwnedValue buffer(ctx_, value(depth + 1, false));

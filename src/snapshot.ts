@@ -6,7 +6,7 @@
  * ```
  * offset size
  *      0    8  magic "QJSNSNAP"
- *      8    2  format version (u16 LE), 1
+ *      8    2  format version (u16 LE): 2 (BigInts as hex); 1 (BigInts as decimal) is still read
  *     10    2  flags (u16 LE): bit 0 = signed, bit 1 = body deflated (raw DEFLATE)
  *     12    4  body length as stored (u32 LE)
  *     16    8  turn (u64 LE): the turn counter a signed snapshot is bound to, 0 when unsigned
@@ -26,8 +26,11 @@ import type { NativeHandle } from "./native.js";
 import type { SandboxOptions } from "./types.js";
 
 const MAGIC = Buffer.from("QJSNSNAP", "latin1");
-/** Version of the snapshot layout this build writes and reads. */
-export const SNAPSHOT_FORMAT_VERSION = 1;
+/** Version of the snapshot layout this build writes. It also reads version 1. */
+export const SNAPSHOT_FORMAT_VERSION = 2;
+// Version 1 differs only in writing BigInts as decimal text, which the reader still accepts (up to
+// 20,000 digits: decimal conversion is quadratic).
+const READABLE_FORMAT_VERSIONS: readonly number[] = [1, 2];
 const HEADER_BYTES = 32;
 const DIGEST_BYTES = 32;
 /** Bytes a snapshot adds around its body. */
@@ -240,7 +243,7 @@ export function inspectSnapshot(bytes: unknown): SnapshotInfo {
   const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
   if (!b.subarray(0, 8).equals(MAGIC)) throw invalidSnapshot("not a quickjs-native snapshot (bad magic)");
   const formatVersion = b.readUInt16LE(8);
-  if (formatVersion !== SNAPSHOT_FORMAT_VERSION) throw invalidSnapshot(`snapshot format version ${formatVersion} is not supported (this build reads version ${SNAPSHOT_FORMAT_VERSION})`);
+  if (!READABLE_FORMAT_VERSIONS.includes(formatVersion)) throw invalidSnapshot(`snapshot format version ${formatVersion} is not supported (this build reads versions ${READABLE_FORMAT_VERSIONS.join(", ")})`);
   const flags = b.readUInt16LE(10);
   if ((flags & ~KNOWN_FLAGS) !== 0) throw invalidSnapshot(`unknown snapshot flags 0x${flags.toString(16)}`);
   const bodyBytes = b.readUInt32LE(12);
