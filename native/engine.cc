@@ -209,20 +209,38 @@ size_t stackRemaining() {
   return sp > low ? sp - low : 0;
 }
 
-constexpr size_t kStackReserveBytes = 512 * 1024;  // C frames of built-ins, the regexp engine, JSON
+// Stack kept below the guest's budget for C frames that run past the engine's checks (built-ins,
+// the regexp engine, JSON, raising the overflow error): half of what the thread has left, within
+// these bounds. Threads with a small stack (a Worker with resourceLimits.stackSizeMb 0.5) get a
+// smaller guest budget, and below kMinGuestStackBytes + kMinStackReserveBytes nothing runs.
+constexpr size_t kMaxStackReserveBytes = 512 * 1024;
+constexpr size_t kMinStackReserveBytes = 128 * 1024;
+constexpr size_t kMinGuestStackBytes = 48 * 1024;
 constexpr size_t kCompileReserveBytes = 256 * 1024;
 
 }  // namespace
 
-void Engine::enterGuest(double budgetMs) {
+bool Engine::enterGuest(double budgetMs) {
+  budgetMs_ = budgetMs;
+  resumeClock();
   JS_UpdateStackTop(rt_);
   // The guest's stack budget never exceeds what this thread really has left.
   size_t stack = options_.maxStackSizeBytes;
   size_t remaining = stackRemaining();
-  if (remaining > kStackReserveBytes && remaining - kStackReserveBytes < stack) stack = remaining - kStackReserveBytes;
+  if (remaining != 0) {
+    if (remaining < kMinStackReserveBytes + kMinGuestStackBytes) return false;
+    size_t reserve = remaining / 2;
+    reserve = reserve < kMinStackReserveBytes ? kMinStackReserveBytes : reserve > kMaxStackReserveBytes ? kMaxStackReserveBytes : reserve;
+    if (remaining - reserve < stack) stack = remaining - reserve;
+  }
   JS_SetMaxStackSize(rt_, stack);
-  budgetMs_ = budgetMs;
-  resumeClock();
+  return true;
+}
+
+std::string Engine::stackRefusal() {
+  return "the calling thread has only " + std::to_string(stackRemaining() / 1024) +
+         " KiB of stack left; nothing was run (the guest needs at least " +
+         std::to_string((kMinStackReserveBytes + kMinGuestStackBytes) / 1024) + " KiB)";
 }
 
 void Engine::resumeClock() {
@@ -431,8 +449,10 @@ EvalOutcome Engine::evalSync(const EvalRequest& request) {
     request_ = request;
   }
   resetEvalCounters(evalId_ + 1);
-  enterGuest(request.executionBudgetMs);
-  if (compileAndStart(request, false, &out)) {
+  if (!enterGuest(request.executionBudgetMs)) {
+    out.status = EvalStatus::StackOverflow;
+    out.message = stackRefusal();
+  } else if (compileAndStart(request, false, &out)) {
     drainJobs();
     if (stop_.load() != 0) {
       classifyException(JS_UNDEFINED, &out);
@@ -514,9 +534,15 @@ bool Engine::runSlice() {
       classifyException(JS_UNDEFINED, &out);
       done = true;
     } else {
-      enterGuest(request_.executionBudgetMs);
-      done = !compileAndStart(request_, true, &out);
-      if (!done) drainJobs();
+      if (!enterGuest(request_.executionBudgetMs)) {
+        out.status = EvalStatus::StackOverflow;
+        out.message = stackRefusal();
+        done = true;
+        leaveGuest();
+      } else {
+        done = !compileAndStart(request_, true, &out);
+        if (!done) drainJobs();
+      }
     }
   } else {
     enterGuest(request_.executionBudgetMs);

@@ -158,7 +158,10 @@ class Engine : public std::enable_shared_from_this<Engine> {
   enum class State { Idle, Queued, Running, Parked };
 
  private:
-  void enterGuest(double budgetMs);
+  // Starts the execution clock and sets the guest's stack budget for this thread. False when the
+  // thread has too little stack left to run guest code safely (stackRefusal() says why).
+  bool enterGuest(double budgetMs);
+  static std::string stackRefusal();
   void pauseClock();
   void resumeClock();
   void leaveGuest();

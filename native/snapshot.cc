@@ -1310,7 +1310,10 @@ SnapshotResult Engine::readSnapshot(const uint8_t* data, size_t size, double bud
   if (!ctx_) return {SnapshotStatus::Invalid, "the sandbox is broken or disposed", {}};
   stop_.store(0);
   executionMs_ = 0;
-  enterGuest(budgetMs);
+  if (!enterGuest(budgetMs)) {
+    leaveGuest();
+    return {SnapshotStatus::StackExhausted, stackRefusal(), {}};
+  }
   WireLimits limits = limits_;
   limits.maxBytes = size;
   SnapshotResult r = readSnapshotBody(ctx_, intrinsics_, limits, data, size);

@@ -507,6 +507,8 @@ export class Sandbox implements Disposable {
       case NativeStatus.OutOfMemory:
         return new SandboxError("OUT_OF_MEMORY", `the guest ran out of memory (limit ${this.#options.memoryLimitBytes} bytes)`);
       case NativeStatus.StackOverflow:
+        // With a message, the engine refused to start: the calling thread had too little stack left.
+        if (message) return new SandboxError("STACK_OVERFLOW", message);
         return new SandboxError("STACK_OVERFLOW", "RangeError: Maximum call stack size exceeded", { guest: { name: "RangeError", message: "Maximum call stack size exceeded" } });
       case NativeStatus.Aborted:
         return new SandboxError("ABORTED", "the eval was aborted");

@@ -110,6 +110,7 @@ const enum NativeSnapshotStatus {
   Invalid = 2,
   OutOfMemory = 3,
   Interrupted = 4,
+  StackExhausted = 5,
 }
 
 function invalidArgument(message: string): SandboxError {
@@ -197,6 +198,7 @@ function nativeFailure(status: number, message: string): SandboxError {
     case NativeSnapshotStatus.TooLarge: return invalidSnapshot(message);
     case NativeSnapshotStatus.OutOfMemory: return new SandboxError("OUT_OF_MEMORY", message);
     case NativeSnapshotStatus.Interrupted: return new SandboxError("TIMEOUT", message, { budget: "execution" });
+    case NativeSnapshotStatus.StackExhausted: return new SandboxError("STACK_OVERFLOW", message);
     default: return invalidSnapshot(message);
   }
 }
