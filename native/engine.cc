@@ -541,7 +541,8 @@ bool Engine::runSlice() {
         leaveGuest();
       } else {
         done = !compileAndStart(request_, true, &out);
-        if (!done) drainJobs();
+        if (done) leaveGuest();  // stop the clock: the execution time counts in the outcome
+        else drainJobs();
       }
     }
   } else {
@@ -656,6 +657,9 @@ bool Engine::abandon(int64_t nowNs, int64_t graceNs) {
   out.message = "the guest is stuck in a built-in that cannot be interrupted; the sandbox is broken";
   out.evalId = pendingEvalId_;
   out.executionMs = executionMs_ + static_cast<double>(nowNs - sliceStartNs_) / 1e6;
+  out.hostCalls = hostCalls_.load(std::memory_order_relaxed);
+  out.memoryUsedBytes = memoryUsed();
+  out.peakMemoryBytes = memoryPeak();
   bridge_->postEvalDone(id_, std::move(out));
   return true;
 }

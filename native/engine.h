@@ -219,7 +219,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   };
   std::unordered_map<uint32_t, PendingCall> pending_;
   uint32_t nextCallId_ = 1;
-  uint32_t hostCalls_ = 0;
+  std::atomic<uint32_t> hostCalls_{0};  // read by the watchdog when it answers a stuck eval
   WireWriter console_;
   bool consoleTruncated_ = false;
 };

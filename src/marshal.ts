@@ -394,7 +394,14 @@ class Reader {
         const slot = this.objects.push(undefined) - 1;
         const source = this.string();
         const flags = this.string();
-        const re = new RegExp(source, flags);
+        let re: RegExp;
+        try {
+          re = new RegExp(source, flags);
+        } catch {
+          // QuickJS accepts some syntax this Node.js version does not (modifiers such as `(?i:a)`).
+          const shown = source.length > 100 ? `${source.slice(0, 100)}...` : source;
+          throw new SandboxError("UNSERIALIZABLE", `the regular expression /${shown}/${flags} is valid in the sandbox but not in this Node.js version`);
+        }
         this.objects[slot] = re;
         return re;
       }
@@ -467,10 +474,18 @@ class Reader {
   }
 }
 
-/** Decodes a value the sandbox sent. */
+/** Decodes a value the sandbox sent. Every failure is a `SandboxError` with a one-line reason. */
 export function decodeValue(bytes: Buffer): unknown {
   const r = new Reader(bytes);
-  const v = r.value();
+  let v: unknown;
+  try {
+    v = r.value();
+  } catch (err) {
+    if (err instanceof SandboxError) throw err;
+    // A host constructor refused what the guest built (a view, a BigInt, a string over V8's limit).
+    const reason = err instanceof Error ? err.message.split("\n", 1)[0] : "unknown reason";
+    throw new SandboxError("UNSERIALIZABLE", `the value cannot be re-created outside the sandbox: ${reason}`);
+  }
   if (r.pos !== bytes.length) throw new SandboxError("UNSERIALIZABLE", "malformed value data (trailing bytes)");
   return v;
 }

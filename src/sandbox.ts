@@ -198,6 +198,8 @@ export class Sandbox implements Disposable {
   // refuses it, and then refuses the eval too).
   #startClock(handle: NativeHandle): void {
     const ms = evalClockMs(this.#options.clock);
+    // A clock.now() is host code: it can dispose this very sandbox.
+    if (this.#handle !== handle) throw new SandboxError("DISPOSED", "the sandbox was disposed by its clock.now()");
     handle.setClock(ms !== undefined, ms ?? 0, this.#options.clock !== "real");
   }
 
