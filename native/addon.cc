@@ -249,7 +249,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
                        });
   }
 
-  // new SandboxHandle(memoryLimit, maxStack, captureConsole, maxConsoleBytes, dispatcher)
+  // new SandboxHandle(memoryLimit, maxStack, captureConsole, maxConsoleBytes, dispatcher, copyLimit)
   SandboxHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<SandboxHandle>(info) {
     Napi::Env env = info.Env();
     bridge_ = env.GetInstanceData<std::shared_ptr<EnvBridge>>()->get()->shared_from_this();
@@ -262,6 +262,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     o.maxStackSizeBytes = static_cast<size_t>(info[1].ToNumber().Int64Value());
     o.captureConsole = info[2].ToBoolean().Value();
     o.maxConsoleBytes = static_cast<size_t>(info[3].ToNumber().Int64Value());
+    o.copyLimitBytes = info.Length() > 5 ? static_cast<uint64_t>(info[5].ToNumber().Int64Value()) : o.memoryLimitBytes;
     // Weak: the dispatcher closes over the Sandbox that owns this handle, and a strong reference
     // would keep both alive forever. An eval in flight keeps them alive through its promise.
     dispatcher_ = Napi::Weak(info[4].As<Napi::Function>());

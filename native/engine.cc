@@ -326,15 +326,34 @@ bool Engine::settled(EvalOutcome* out) {
   return true;
 }
 
+WireLimits Engine::copyLimits() const {
+  WireLimits limits = limits_;
+  uint64_t left = copiedBytes_ < options_.copyLimitBytes ? options_.copyLimitBytes - copiedBytes_ : 0;
+  if (left < limits.maxBytes) limits.maxBytes = left;
+  return limits;
+}
+
+bool Engine::overCopyBudget(const CodecError& e) const {
+  uint64_t left = copiedBytes_ < options_.copyLimitBytes ? options_.copyLimitBytes - copiedBytes_ : 0;
+  return e.status == CodecStatus::TooLarge && e.overBytes && left <= limits_.maxBytes;
+}
+
 void Engine::encodeValueInto(JSValueConst v, bool describe, EvalOutcome* out) {
   WireWriter w;
-  GuestEncoder enc(ctx_, intrinsics_, w, limits_, describe);
+  WireLimits limits = copyLimits();
+  GuestEncoder enc(ctx_, intrinsics_, w, limits, describe);
   if (enc.encode(v)) {
+    chargeCopy(w.size());
     out->status = EvalStatus::Ok;
     out->value = std::move(w.bytes());
     return;
   }
   const CodecError& e = enc.error();
+  if (overCopyBudget(e)) {
+    out->status = EvalStatus::CopyLimit;
+    out->message = "the result";
+    return;
+  }
   if (e.status == CodecStatus::GuestException) {
     OwnedValue exc(ctx_, JS_GetException(ctx_));
     classifyException(exc.get(), out);
@@ -352,9 +371,11 @@ void Engine::classifyException(JSValue exc, EvalOutcome* out) {
   StopReason reason = static_cast<StopReason>(stop_.load());
   if (reason != StopReason::None) {
     out->stop = reason;
-    out->status = reason == StopReason::Abort     ? EvalStatus::Aborted
-                  : reason == StopReason::Dispose ? EvalStatus::Disposed
-                                                  : EvalStatus::Timeout;
+    out->status = reason == StopReason::Abort       ? EvalStatus::Aborted
+                  : reason == StopReason::Dispose   ? EvalStatus::Disposed
+                  : reason == StopReason::CopyLimit ? EvalStatus::CopyLimit
+                                                    : EvalStatus::Timeout;
+    if (reason == StopReason::CopyLimit) out->message = "the host-call arguments";
     return;
   }
   // Only limit errors the engine itself raised during this eval count: a guest can throw a
@@ -381,9 +402,14 @@ void Engine::classifyException(JSValue exc, EvalOutcome* out) {
   }
   out->status = EvalStatus::GuestError;
   WireWriter w;
-  GuestEncoder enc(ctx_, intrinsics_, w, limits_, true);
+  WireLimits limits = copyLimits();
+  GuestEncoder enc(ctx_, intrinsics_, w, limits, true);
   if (enc.encode(exc)) {
+    chargeCopy(w.size());
     out->value = std::move(w.bytes());
+  } else if (overCopyBudget(enc.error())) {
+    out->status = EvalStatus::CopyLimit;
+    out->message = "the thrown value";
   } else {
     JS_FreeValue(ctx_, JS_GetException(ctx_));
     if (ranOutOfMemory || nearLimit) out->status = EvalStatus::OutOfMemory;
@@ -401,7 +427,11 @@ void Engine::finish(EvalOutcome* out) {
   StopReason reason = static_cast<StopReason>(stop_.load());
   if (reason != StopReason::None && (out->status == EvalStatus::Ok || reason == StopReason::Dispose)) {
     // A stop that raced with completion: honour dispose; otherwise the result stands.
-    if (reason == StopReason::Dispose) {
+    if (reason == StopReason::CopyLimit) {
+      out->status = EvalStatus::CopyLimit;
+      out->message = "the host-call arguments";
+      out->value.clear();
+    } else if (reason == StopReason::Dispose) {
       out->status = EvalStatus::Disposed;
       out->stop = reason;
       out->value.clear();
@@ -424,6 +454,7 @@ void Engine::resetEvalCounters(uint64_t evalId) {
   evalId_ = evalId;
   executionMs_ = 0;
   hostCalls_ = 0;
+  copiedBytes_ = 0;
   consoleTruncated_ = false;
   console_.bytes().clear();
   memory_.peak.store(memory_.used.load());
@@ -670,13 +701,16 @@ bool Engine::abandon(int64_t nowNs, int64_t graceNs) {
 JSValue Engine::callHost(int fnId, bool async, int argc, JSValueConst* argv) {
   if (stop_.load() != 0) return JS_ThrowInternalError(ctx_, "the eval has ended");
   WireWriter w;
-  GuestEncoder enc(ctx_, intrinsics_, w, limits_, false);
+  WireLimits limits = copyLimits();
+  GuestEncoder enc(ctx_, intrinsics_, w, limits, false);
   if (!enc.encodeArguments(argc, argv)) {
     const CodecError& e = enc.error();
     if (e.status == CodecStatus::GuestException) return JS_EXCEPTION;
+    if (overCopyBudget(e)) return stopOverCopyLimit();
     std::string msg = "argument" + (e.path.empty() ? std::string() : " " + e.path) + ": " + e.message;
     return JS_ThrowTypeError(ctx_, "%s", msg.c_str());
   }
+  chargeCopy(w.size());
   hostCalls_++;
   if (async) {
     if (syncMode_) {
@@ -722,6 +756,22 @@ JSValue Engine::callHost(int fnId, bool async, int argc, JSValueConst* argv) {
   return v;
 }
 
+// Ends the eval: its host-call arguments would take the host past the eval's copy budget. The
+// error is uncatchable, like an interrupt, so the guest cannot retry smaller pieces forever.
+JSValue Engine::stopOverCopyLimit() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    int expected = 0;
+    if (stop_.compare_exchange_strong(expected, static_cast<int>(StopReason::CopyLimit))) stopRequestedNs_ = monotonicNs();
+  }
+  JSValue err = JS_NewError(ctx_);
+  if (JS_IsException(err)) return err;
+  JS_DefinePropertyValueStr(ctx_, err, "message", JS_NewString(ctx_, "the eval's copy limit ran out"),
+                            JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
+  JS_SetUncatchableError(ctx_, err);
+  return JS_Throw(ctx_, err);
+}
+
 JSValue Engine::writeConsole(int level, int argc, JSValueConst* argv) {
   if (!options_.captureConsole || consoleTruncated_ || stop_.load() != 0) return JS_UNDEFINED;
   WireWriter w;
@@ -730,6 +780,8 @@ JSValue Engine::writeConsole(int level, int argc, JSValueConst* argv) {
   // cap on formatted text is applied by src/sandbox.ts.
   size_t rawCap = options_.maxConsoleBytes * 2 + 64;
   consoleLimits.maxBytes = rawCap;
+  uint64_t copyLeft = copyLimits().maxBytes;
+  if (copyLeft < consoleLimits.maxBytes) consoleLimits.maxBytes = copyLeft;
   GuestEncoder enc(ctx_, intrinsics_, w, consoleLimits, true);
   bool ok = enc.encodeArguments(argc, argv);
   if (!ok && enc.error().status == CodecStatus::GuestException) return JS_EXCEPTION;
@@ -740,7 +792,11 @@ JSValue Engine::writeConsole(int level, int argc, JSValueConst* argv) {
   console_.u8(static_cast<uint8_t>(level));
   console_.u32(static_cast<uint32_t>(w.size()));
   console_.raw(w.bytes().data(), w.size());
-  if (request_.streamConsole && !syncMode_) bridge_->postConsole(id_, evalId_, level, std::move(w.bytes()));
+  chargeCopy(5 + w.size());
+  if (request_.streamConsole && !syncMode_) {
+    chargeCopy(w.size());  // a second copy goes to the host at once
+    bridge_->postConsole(id_, evalId_, level, std::move(w.bytes()));
+  }
   return JS_UNDEFINED;
 }
 

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "guest_codec.h"
 #include "intrinsics.h"
 #include "snapshot.h"
 #include "wire.h"
@@ -30,16 +31,19 @@ enum class EvalStatus : int {
   Unserializable = 8,
   Broken = 9,
   Busy = 10,
+  CopyLimit = 11,  // the eval handed the host more than copyLimitBytes; message says what
 };
 
 // Why guest code is being stopped. Written by any thread, read by the interrupt handler.
-enum class StopReason : int { None = 0, ExecutionBudget, WallBudget, Abort, Dispose };
+enum class StopReason : int { None = 0, ExecutionBudget, WallBudget, Abort, Dispose, CopyLimit };
 
 struct EngineOptions {
   size_t memoryLimitBytes = 64u << 20;
   size_t maxStackSizeBytes = 1u << 20;
   bool captureConsole = true;
   size_t maxConsoleBytes = 1u << 20;
+  // Bytes one eval may hand to the host in all: result, console, thrown value, host-call arguments.
+  uint64_t copyLimitBytes = 64u << 20;
 };
 
 struct EvalRequest {
@@ -154,6 +158,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   int onInterrupt();
   JSValue callHost(int fnId, bool async, int argc, JSValueConst* argv);
   JSValue writeConsole(int level, int argc, JSValueConst* argv);
+  JSValue stopOverCopyLimit();
 
   enum class State { Idle, Queued, Running, Parked };
 
@@ -172,6 +177,12 @@ class Engine : public std::enable_shared_from_this<Engine> {
   void finish(EvalOutcome* out);
   void classifyException(JSValue exception, EvalOutcome* out);
   void encodeValueInto(JSValueConst v, bool describe, EvalOutcome* out);
+  // Wire limits for a value the host will receive during this eval: the structural caps, with the
+  // byte cap lowered to what is left of the eval's copy budget.
+  WireLimits copyLimits() const;
+  // True when `e` failed on the byte cap because the copy budget, not the structural cap, ran out.
+  bool overCopyBudget(const CodecError& e) const;
+  void chargeCopy(size_t bytes) { copiedBytes_ += bytes; }
   void clearEvalState();
   void resetEvalCounters(uint64_t evalId);
   void installGlobals();
@@ -219,7 +230,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   };
   std::unordered_map<uint32_t, PendingCall> pending_;
   uint32_t nextCallId_ = 1;
-  std::atomic<uint32_t> hostCalls_{0};  // read by the watchdog when it answers a stuck eval
+  std::atomic<uint32_t> hostCalls_{0};
+  uint64_t copiedBytes_ = 0;  // bytes handed to the host by the current eval  // read by the watchdog when it answers a stuck eval
   WireWriter console_;
   bool consoleTruncated_ = false;
 };

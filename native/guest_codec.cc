@@ -115,6 +115,7 @@ bool GuestEncoder::opaque(OpaqueKind kind, const std::string& name) {
 
 bool GuestEncoder::reserve(size_t n) {
   if (out_.size() + n <= limits_.maxBytes) return true;
+  error_.overBytes = true;
   return fail(CodecStatus::TooLarge, "the value is larger than " + std::to_string(limits_.maxBytes) + " bytes");
 }
 

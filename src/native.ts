@@ -60,6 +60,7 @@ interface NativeModule {
     captureConsole: boolean,
     maxConsoleBytes: number,
     dispatcher: NativeDispatcher,
+    copyLimitBytes: number,
   ) => NativeHandle;
   threadStackBytes: number;
   /** The buffer shared with the addon for host call arguments and results. */
@@ -83,6 +84,7 @@ export const enum NativeStatus {
   Unserializable = 8,
   Broken = 9,
   Busy = 10,
+  CopyLimit = 11,
 }
 
 /** Stop reasons of native/engine.h StopReason. */
@@ -92,6 +94,7 @@ export const enum NativeStop {
   WallBudget = 2,
   Abort = 3,
   Dispose = 4,
+  CopyLimit = 5,
 }
 
 const require = createRequire(import.meta.url);

@@ -19,7 +19,7 @@ import type {
 } from "./types.js";
 
 const MiB = 1024 * 1024;
-const DEFAULTS: Required<Omit<SandboxOptions, "randomSeed">> = {
+const DEFAULTS: Required<Omit<SandboxOptions, "randomSeed" | "copyLimitBytes">> = {
   memoryLimitBytes: 64 * MiB,
   maxStackSizeBytes: 1 * MiB,
   executionTimeoutMs: 5000,
@@ -28,7 +28,7 @@ const DEFAULTS: Required<Omit<SandboxOptions, "randomSeed">> = {
   maxConsoleBytes: 1 * MiB,
   clock: "frozen",
 };
-const OPTION_KEYS = [...Object.keys(DEFAULTS), "randomSeed"];
+const OPTION_KEYS = [...Object.keys(DEFAULTS), "randomSeed", "copyLimitBytes"];
 // Date.now() values must stay inside the Date range (±8.64e15 ms).
 const MAX_TIME_MS = 8.64e15;
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
@@ -64,8 +64,10 @@ function validateOptions(options: unknown): Required<SandboxOptions> {
   if (options === undefined) return validateOptions({});
   if (typeof options !== "object" || options === null) throw invalid("Sandbox options must be an object");
   checkKeys("Sandbox", options, OPTION_KEYS);
-  const o = { ...DEFAULTS, randomSeed: 0, ...(options as SandboxOptions) };
+  const o = { ...DEFAULTS, randomSeed: 0, copyLimitBytes: 0, ...(options as SandboxOptions) };
   checkInteger("memoryLimitBytes", o.memoryLimitBytes, 1 * MiB, 16 * 1024 * MiB);
+  if ((options as SandboxOptions).copyLimitBytes === undefined) o.copyLimitBytes = o.memoryLimitBytes;
+  else checkInteger("copyLimitBytes", o.copyLimitBytes, 1024, 16 * 1024 * MiB);
   // Executor threads have native.threadStackBytes of stack; keep a wide margin for C frames.
   checkInteger("maxStackSizeBytes", o.maxStackSizeBytes, 64 * 1024, Math.min(8 * MiB, native.threadStackBytes / 2));
   checkTimeout("executionTimeoutMs", o.executionTimeoutMs);
@@ -187,7 +189,7 @@ export class Sandbox implements Disposable {
     this.#options = validateOptions(options);
     const o = this.#options;
     try {
-      this.#handle = new native.SandboxHandle(o.memoryLimitBytes, o.maxStackSizeBytes, o.captureConsole, o.maxConsoleBytes, this.#dispatch);
+      this.#handle = new native.SandboxHandle(o.memoryLimitBytes, o.maxStackSizeBytes, o.captureConsole, o.maxConsoleBytes, this.#dispatch, o.copyLimitBytes);
     } catch (err) {
       throw new SandboxError("OUT_OF_MEMORY", "could not create the sandbox runtime", { cause: err });
     }
@@ -520,6 +522,8 @@ export class Sandbox implements Disposable {
         return new SandboxError("UNSERIALIZABLE", message || "the result cannot be copied out of the sandbox");
       case NativeStatus.Broken:
         return new SandboxError("BROKEN", "the sandbox was stopped while stuck in a built-in that cannot be interrupted; dispose it and create a new one");
+      case NativeStatus.CopyLimit:
+        return new SandboxError("COPY_LIMIT", `${message || "the eval's output"} would take the host past this eval's copy limit of ${this.#options.copyLimitBytes} bytes (copyLimitBytes; the result, console, thrown value and host-call arguments all count)`);
       case NativeStatus.Busy:
         return new SandboxError("BUSY", "the sandbox is busy: a host function cannot run code in its own sandbox");
       default:
