@@ -198,8 +198,22 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   static constexpr int64_t kTrimEveryBytes = 64ll << 20;
 };
 
+// [status, body | message, [name, type, ...]] of a snapshot read or write.
+Napi::Value snapshotResultToJs(Napi::Env env, const SnapshotResult& r, Napi::Value payload) {
+  Napi::Array notRestored = Napi::Array::New(env, r.notRestored.size() * 2);
+  for (size_t i = 0; i < r.notRestored.size(); i++) {
+    notRestored.Set(static_cast<uint32_t>(2 * i), Napi::String::New(env, r.notRestored[i].name));
+    notRestored.Set(static_cast<uint32_t>(2 * i + 1), Napi::String::New(env, r.notRestored[i].type));
+  }
+  Napi::Array a = Napi::Array::New(env, 3);
+  a.Set(0u, Napi::Number::New(env, static_cast<int>(r.status)));
+  a.Set(1u, r.status == SnapshotStatus::Ok ? payload : Napi::String::New(env, r.message).As<Napi::Value>());
+  a.Set(2u, notRestored);
+  return a;
+}
+
 Napi::Value outcomeToJs(Napi::Env env, EvalOutcome& o) {
-  Napi::Array a = Napi::Array::New(env, 10);
+  Napi::Array a = Napi::Array::New(env, o.restored ? 11 : 10);
   a.Set(0u, Napi::Number::New(env, static_cast<int>(o.status)));
   a.Set(1u, o.value.empty() ? env.Undefined()
                             : Napi::Buffer<uint8_t>::Copy(env, o.value.data(), o.value.size()).As<Napi::Value>());
@@ -213,6 +227,7 @@ Napi::Value outcomeToJs(Napi::Env env, EvalOutcome& o) {
   a.Set(7u, Napi::Number::New(env, o.hostCalls));
   a.Set(8u, Napi::Number::New(env, static_cast<double>(o.memoryUsedBytes)));
   a.Set(9u, Napi::Number::New(env, static_cast<double>(o.peakMemoryBytes)));
+  if (o.restored) a.Set(10u, snapshotResultToJs(env, o.snapshot, env.Undefined()));
   return a;
 }
 
@@ -243,6 +258,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
                            InstanceMethod("memoryUsage", &SandboxHandle::MemoryUsage),
                            InstanceMethod("writeSnapshot", &SandboxHandle::WriteSnapshot),
                            InstanceMethod("readSnapshot", &SandboxHandle::ReadSnapshot),
+                           InstanceMethod("restoreAsync", &SandboxHandle::RestoreAsync),
                            InstanceMethod("dispose", &SandboxHandle::Dispose),
                            InstanceMethod("setClock", &SandboxHandle::SetClock),
                            InstanceMethod("setRandomSeed", &SandboxHandle::SetRandomSeed),
@@ -415,8 +431,25 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     Napi::Env env = info.Env();
     if (!alive(info) || info.Length() < 5) return env.Undefined();
     if (engine_->broken()) return env.Null();
-    uint64_t evalId = static_cast<uint64_t>(info[4].ToNumber().Int64Value());
-    if (deferred_ || !engine_->beginAsync(requestOf(info), evalId)) return env.Null();
+    return startAsync(env, requestOf(info), static_cast<uint64_t>(info[4].ToNumber().Int64Value()));
+  }
+
+  // restoreAsync(body, budgetMs, evalId) -> Promise<outcome array with [status, message, [name, type, ...]]
+  // at index 10>; null when busy. Runs on an executor thread like an eval: re-created functions
+  // and classes run guest code, which never runs on the Node main thread this way.
+  Napi::Value RestoreAsync(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!alive(info) || info.Length() < 3) return env.Undefined();
+    if (engine_->broken()) return env.Null();
+    EvalRequest r;
+    r.restore = true;
+    r.snapshotBody = bytesOf(info[0]);
+    r.executionBudgetMs = info[1].ToNumber().DoubleValue();
+    return startAsync(env, std::move(r), static_cast<uint64_t>(info[2].ToNumber().Int64Value()));
+  }
+
+  Napi::Value startAsync(Napi::Env env, EvalRequest request, uint64_t evalId) {
+    if (deferred_ || !engine_->beginAsync(std::move(request), evalId)) return env.Null();
     evalId_ = evalId;
     deferred_.emplace(Napi::Promise::Deferred::New(env));
     bridge_->evalStarted();
@@ -484,19 +517,6 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     a.Set(0u, Napi::Number::New(env, static_cast<int>(status)));
     if (err.empty()) a.Set(1u, Napi::Buffer<uint8_t>::Copy(env, out.data(), out.size()));
     else a.Set(1u, Napi::String::New(env, err));
-    return a;
-  }
-
-  static Napi::Value snapshotResultToJs(Napi::Env env, const SnapshotResult& r, Napi::Value payload) {
-    Napi::Array notRestored = Napi::Array::New(env, r.notRestored.size() * 2);
-    for (size_t i = 0; i < r.notRestored.size(); i++) {
-      notRestored.Set(static_cast<uint32_t>(2 * i), Napi::String::New(env, r.notRestored[i].name));
-      notRestored.Set(static_cast<uint32_t>(2 * i + 1), Napi::String::New(env, r.notRestored[i].type));
-    }
-    Napi::Array a = Napi::Array::New(env, 3);
-    a.Set(0u, Napi::Number::New(env, static_cast<int>(r.status)));
-    a.Set(1u, r.status == SnapshotStatus::Ok ? payload : Napi::String::New(env, r.message).As<Napi::Value>());
-    a.Set(2u, notRestored);
     return a;
   }
 

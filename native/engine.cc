@@ -570,6 +570,12 @@ bool Engine::runSlice() {
         out.message = stackRefusal();
         done = true;
         leaveGuest();
+      } else if (request_.restore) {
+        out.restored = true;
+        out.snapshot = readSnapshotEntered(request_.snapshotBody.data(), request_.snapshotBody.size());
+        request_.snapshotBody = std::vector<uint8_t>();
+        leaveGuest();
+        done = true;
       } else {
         done = !compileAndStart(request_, true, &out);
         if (done) leaveGuest();  // stop the clock: the execution time counts in the outcome

@@ -52,6 +52,10 @@ struct EvalRequest {
   double executionBudgetMs = 5000;
   bool describeUnserializable = false;
   bool streamConsole = false;  // also hand each console line to the host as it is written (async evals)
+  // A restore instead of code: the snapshot body is read on the executor under the eval's budgets,
+  // since re-creating functions and classes from source runs guest code.
+  bool restore = false;
+  std::vector<uint8_t> snapshotBody;
 };
 
 struct EvalOutcome {
@@ -66,6 +70,8 @@ struct EvalOutcome {
   size_t memoryUsedBytes = 0;
   size_t peakMemoryBytes = 0;
   uint64_t evalId = 0;
+  bool restored = false;     // the request was a restore: `snapshot` holds its result
+  SnapshotResult snapshot;
 };
 
 struct HostResult {
@@ -177,6 +183,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   void finish(EvalOutcome* out);
   void classifyException(JSValue exception, EvalOutcome* out);
   void encodeValueInto(JSValueConst v, bool describe, EvalOutcome* out);
+  // Reads a snapshot body into the context; the caller entered the guest (clock and stack set).
+  SnapshotResult readSnapshotEntered(const uint8_t* data, size_t size);
   // Wire limits for a value the host will receive during this eval: the structural caps, with the
   // byte cap lowered to what is left of the eval's copy budget.
   WireLimits copyLimits() const;

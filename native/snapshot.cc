@@ -1314,10 +1314,15 @@ SnapshotResult Engine::readSnapshot(const uint8_t* data, size_t size, double bud
     leaveGuest();
     return {SnapshotStatus::StackExhausted, stackRefusal(), {}};
   }
+  SnapshotResult r = readSnapshotEntered(data, size);
+  leaveGuest();
+  return r;
+}
+
+SnapshotResult Engine::readSnapshotEntered(const uint8_t* data, size_t size) {
   WireLimits limits = limits_;
   limits.maxBytes = size;
   SnapshotResult r = readSnapshotBody(ctx_, intrinsics_, limits, data, size);
-  leaveGuest();
   takeEngineFailure(ctx_, &r);
   // Nothing restored may leave work behind for the first eval.
   JS_DropPendingJobs(rt_);

@@ -19,7 +19,11 @@ export type NativeOutcome = [
   hostCalls: number,
   memoryUsedBytes: number,
   peakMemoryBytes: number,
+  snapshot?: NativeSnapshotRead,
 ];
+
+/** Result of a native snapshot read: [status, undefined | message, flat [name, type, ...] of placeholders]. */
+export type NativeSnapshotRead = [status: number, message: string | undefined, notRestored: string[]];
 
 /**
  * Called by the addon on the main thread for each guest call of a host function. The arguments
@@ -48,7 +52,12 @@ export interface NativeHandle {
   /** [status, body | message, flat [name, type, ...] of placeholders], or "BUSY". */
   writeSnapshot(excludedNames: string[], maxBodyBytes: number): [status: number, result: Buffer | string | undefined, notRestored: string[]] | "BUSY";
   /** [status, undefined | message, flat [name, type, ...] of placeholders], or "BUSY". */
-  readSnapshot(body: Uint8Array, budgetMs: number): [status: number, message: string | undefined, notRestored: string[]] | "BUSY";
+  readSnapshot(body: Uint8Array, budgetMs: number): NativeSnapshotRead | "BUSY";
+  /**
+   * Reads a snapshot body on an executor thread, like an eval (same budgets, stop and watchdog);
+   * the outcome carries the read's result at index 10 when the read ran. Null when busy.
+   */
+  restoreAsync(body: Uint8Array, budgetMs: number, evalId: number): Promise<NativeOutcome> | null;
   setClock(fixed: boolean, epochMs: number, localTimeUtc: boolean): boolean;
   setRandomSeed(seed: number): boolean;
 }

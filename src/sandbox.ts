@@ -4,7 +4,7 @@ import { formatWithOptions } from "node:util";
 import { SandboxError, type GuestErrorInfo } from "./errors.js";
 import { GuestOpaque, decodeConsole, decodeValue, encodeValue, encodeValueInto } from "./marshal.js";
 import { native, NativeStatus, NativeStop, type NativeHandle, type NativeOutcome } from "./native.js";
-import { openSnapshot, resolveSnapshotOptions, restoreBody, splitRestoreOptions, takeSnapshot, type RestoreOptions, type RestoredSandbox, type SnapshotOptions } from "./snapshot.js";
+import { openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, splitRestoreOptions, takeSnapshot, type NotRestored, type RestoreOptions, type RestoredSandbox, type SnapshotOptions } from "./snapshot.js";
 import type {
   AsyncHostFunction,
   ConsoleEntry,
@@ -568,6 +568,46 @@ export class Sandbox implements Disposable {
       sandbox.dispose();
       throw err;
     }
+  }
+
+  /**
+   * Like {@link Sandbox.restore}, but the body is read on an executor thread, under the restore's
+   * execution budget and the sandbox's wall-clock budget: re-creating functions and classes runs
+   * guest code (a class `static {}` block, for one), which this way never runs on the Node main
+   * thread. The envelope checks (sizes, header, digest or signature, inflating) are linear and
+   * capped by `maxSnapshotBytes`, and run before. Rejects with the same errors as `restore`.
+   */
+  static async restoreAsync(bytes: Uint8Array, options?: RestoreOptions): Promise<RestoredSandbox> {
+    const split = splitRestoreOptions(options);
+    const sandboxOptions = validateOptions(split.sandbox);
+    const body = openSnapshot(bytes, resolveSnapshotOptions(split.snapshot, sandboxOptions.memoryLimitBytes));
+    const sandbox = new Sandbox(split.sandbox);
+    try {
+      const notRestored = await sandbox.#restoreOffThread(body, split.restoreTimeoutMs ?? sandbox.#options.executionTimeoutMs);
+      return { sandbox, notRestored };
+    } catch (err) {
+      sandbox.dispose();
+      throw err;
+    }
+  }
+
+  async #restoreOffThread(body: Buffer, budgetMs: number): Promise<NotRestored[]> {
+    const handle = this.#live();
+    const evalId = ++this.#evalSeq;
+    const pending = handle.restoreAsync(body, budgetMs, evalId);
+    if (!pending) throw new SandboxError("BUSY", "cannot restore into a sandbox while an eval runs");
+    const wallMs = this.#options.wallTimeoutMs;
+    const timer = setTimeout(() => this.#handle?.stop(NativeStop.WallBudget, evalId), wallMs);
+    let raw: NativeOutcome;
+    try {
+      raw = await pending;
+    } finally {
+      clearTimeout(timer);
+    }
+    if (raw[0] === NativeStatus.Timeout && raw[2]) this.#broken = true; // the watchdog answered
+    const read = raw[10];
+    if (raw[0] !== NativeStatus.Ok || !read) throw this.#errorOf(raw[0], undefined, raw[2], raw[3], { timeoutMs: budgetMs }, wallMs);
+    return restoredList(read);
   }
 
   /**

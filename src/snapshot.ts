@@ -22,7 +22,7 @@
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { constants as zlibConstants, deflateRawSync, inflateRawSync } from "node:zlib";
 import { SandboxError } from "./errors.js";
-import type { NativeHandle } from "./native.js";
+import type { NativeHandle, NativeSnapshotRead } from "./native.js";
 import type { SandboxOptions } from "./types.js";
 
 const MAGIC = Buffer.from("QJSNSNAP", "latin1");
@@ -291,6 +291,11 @@ export function openSnapshot(bytes: unknown, options: ResolvedSnapshotOptions): 
 export function restoreBody(handle: NativeHandle, body: Buffer, budgetMs: number): NotRestored[] {
   const raw = handle.readSnapshot(body, budgetMs);
   if (raw === "BUSY") throw new SandboxError("BUSY", "cannot restore into a sandbox while an eval runs");
+  return restoredList(raw);
+}
+
+/** What a native snapshot read (inline or on an executor thread) could not restore; throws for a failed read. */
+export function restoredList(raw: NativeSnapshotRead): NotRestored[] {
   const [status, message, notRestored] = raw;
   if (status !== NativeSnapshotStatus.Ok) throw nativeFailure(status, typeof message === "string" ? `the snapshot could not be restored: ${message}` : "the snapshot could not be restored");
   return notRestoredList(notRestored);
