@@ -213,7 +213,7 @@ Napi::Value snapshotResultToJs(Napi::Env env, const SnapshotResult& r, Napi::Val
 }
 
 Napi::Value outcomeToJs(Napi::Env env, EvalOutcome& o) {
-  Napi::Array a = Napi::Array::New(env, o.restored ? 11 : 10);
+  Napi::Array a = Napi::Array::New(env, o.snapshotOp ? 11 : 10);
   a.Set(0u, Napi::Number::New(env, static_cast<int>(o.status)));
   a.Set(1u, o.value.empty() ? env.Undefined()
                             : Napi::Buffer<uint8_t>::Copy(env, o.value.data(), o.value.size()).As<Napi::Value>());
@@ -227,7 +227,7 @@ Napi::Value outcomeToJs(Napi::Env env, EvalOutcome& o) {
   a.Set(7u, Napi::Number::New(env, o.hostCalls));
   a.Set(8u, Napi::Number::New(env, static_cast<double>(o.memoryUsedBytes)));
   a.Set(9u, Napi::Number::New(env, static_cast<double>(o.peakMemoryBytes)));
-  if (o.restored) a.Set(10u, snapshotResultToJs(env, o.snapshot, env.Undefined()));
+  if (o.snapshotOp) a.Set(10u, snapshotResultToJs(env, o.snapshot, env.Undefined()));
   return a;
 }
 
@@ -259,6 +259,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
                            InstanceMethod("writeSnapshot", &SandboxHandle::WriteSnapshot),
                            InstanceMethod("readSnapshot", &SandboxHandle::ReadSnapshot),
                            InstanceMethod("restoreAsync", &SandboxHandle::RestoreAsync),
+                           InstanceMethod("writeSnapshotAsync", &SandboxHandle::WriteSnapshotAsync),
                            InstanceMethod("dispose", &SandboxHandle::Dispose),
                            InstanceMethod("setClock", &SandboxHandle::SetClock),
                            InstanceMethod("setRandomSeed", &SandboxHandle::SetRandomSeed),
@@ -445,6 +446,20 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     r.restore = true;
     r.snapshotBody = bytesOf(info[0]);
     r.executionBudgetMs = info[1].ToNumber().DoubleValue();
+    return startAsync(env, std::move(r), static_cast<uint64_t>(info[2].ToNumber().Int64Value()));
+  }
+
+  // writeSnapshotAsync(excludedNames, maxBytes, evalId) -> Promise<outcome array: the body as the
+  // value, [status, message, [name, type, ...]] at index 10>; null when busy.
+  Napi::Value WriteSnapshotAsync(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!alive(info) || info.Length() < 3 || !info[0].IsArray()) return env.Undefined();
+    if (engine_->broken()) return env.Null();
+    EvalRequest r;
+    r.takeSnapshot = true;
+    Napi::Array names = info[0].As<Napi::Array>();
+    for (uint32_t i = 0; i < names.Length(); i++) r.snapshotExclude.insert(names.Get(i).ToString().Utf16Value());
+    r.snapshotMaxBytes = static_cast<uint64_t>(info[1].ToNumber().Int64Value());
     return startAsync(env, std::move(r), static_cast<uint64_t>(info[2].ToNumber().Int64Value()));
   }
 

@@ -570,8 +570,14 @@ bool Engine::runSlice() {
         out.message = stackRefusal();
         done = true;
         leaveGuest();
+      } else if (request_.takeSnapshot) {
+        leaveGuest();  // writing runs no guest code: no execution budget applies
+        out.snapshotOp = true;
+        out.snapshot = writeSnapshot(request_.snapshotExclude, request_.snapshotMaxBytes, &out.value);
+        request_.snapshotExclude.clear();
+        done = true;
       } else if (request_.restore) {
-        out.restored = true;
+        out.snapshotOp = true;
         out.snapshot = readSnapshotEntered(request_.snapshotBody.data(), request_.snapshotBody.size());
         request_.snapshotBody = std::vector<uint8_t>();
         leaveGuest();

@@ -56,6 +56,11 @@ struct EvalRequest {
   // since re-creating functions and classes from source runs guest code.
   bool restore = false;
   std::vector<uint8_t> snapshotBody;
+  // A snapshot write instead of code: its cost grows with the guest's state, so it runs on the
+  // executor too (no guest code runs; the body comes back as the outcome's value).
+  bool takeSnapshot = false;
+  std::unordered_set<std::u16string> snapshotExclude;
+  uint64_t snapshotMaxBytes = 0;
 };
 
 struct EvalOutcome {
@@ -70,7 +75,7 @@ struct EvalOutcome {
   size_t memoryUsedBytes = 0;
   size_t peakMemoryBytes = 0;
   uint64_t evalId = 0;
-  bool restored = false;     // the request was a restore: `snapshot` holds its result
+  bool snapshotOp = false;  // the request was a restore or a snapshot write: `snapshot` holds its result
   SnapshotResult snapshot;
 };
 

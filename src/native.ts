@@ -22,6 +22,9 @@ export type NativeOutcome = [
   snapshot?: NativeSnapshotRead,
 ];
 
+/** Result of a native snapshot write: [status, body | message, flat [name, type, ...] of placeholders]. */
+export type NativeSnapshotWrite = [status: number, result: Buffer | string | undefined, notRestored: string[]];
+
 /** Result of a native snapshot read: [status, undefined | message, flat [name, type, ...] of placeholders]. */
 export type NativeSnapshotRead = [status: number, message: string | undefined, notRestored: string[]];
 
@@ -50,7 +53,7 @@ export interface NativeHandle {
   memoryUsage(): [used: number, peak: number, limit: number];
   dispose(): void;
   /** [status, body | message, flat [name, type, ...] of placeholders], or "BUSY". */
-  writeSnapshot(excludedNames: string[], maxBodyBytes: number): [status: number, result: Buffer | string | undefined, notRestored: string[]] | "BUSY";
+  writeSnapshot(excludedNames: string[], maxBodyBytes: number): NativeSnapshotWrite | "BUSY";
   /** [status, undefined | message, flat [name, type, ...] of placeholders], or "BUSY". */
   readSnapshot(body: Uint8Array, budgetMs: number): NativeSnapshotRead | "BUSY";
   /**
@@ -58,6 +61,8 @@ export interface NativeHandle {
    * the outcome carries the read's result at index 10 when the read ran. Null when busy.
    */
   restoreAsync(body: Uint8Array, budgetMs: number, evalId: number): Promise<NativeOutcome> | null;
+  /** Writes a snapshot body on an executor thread: the body is the outcome's value, the write's result at index 10. Null when busy. */
+  writeSnapshotAsync(excludedNames: string[], maxBodyBytes: number, evalId: number): Promise<NativeOutcome> | null;
   setClock(fixed: boolean, epochMs: number, localTimeUtc: boolean): boolean;
   setRandomSeed(seed: number): boolean;
 }

@@ -4,7 +4,7 @@ import { formatWithOptions } from "node:util";
 import { SandboxError, type GuestErrorInfo } from "./errors.js";
 import { GuestOpaque, decodeConsole, decodeValue, encodeValue, encodeValueInto } from "./marshal.js";
 import { native, NativeStatus, NativeStop, type NativeHandle, type NativeOutcome } from "./native.js";
-import { openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, splitRestoreOptions, takeSnapshot, type NotRestored, type RestoreOptions, type RestoredSandbox, type SnapshotOptions } from "./snapshot.js";
+import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealSnapshotAsync, splitRestoreOptions, takeSnapshot, type NotRestored, type RestoreOptions, type RestoredSandbox, type SnapshotOptions } from "./snapshot.js";
 import type {
   AsyncHostFunction,
   ConsoleEntry,
@@ -421,13 +421,18 @@ export class Sandbox implements Disposable {
   async run(code: string, options?: EvalOptions): Promise<EvalReport> {
     const o = validateEvalOptions(code, options);
     if (this.#reentered()) return this.#report(this.#stubOutcome(NativeStatus.Busy), 0, o);
+    return this.#enqueue(() => this.#runNow(code, o));
+  }
+
+  // Runs `work` after every queued eval (and queued snapshot) has finished.
+  async #enqueue<T>(work: () => Promise<T>): Promise<T> {
     const previous = this.#queue;
     let release!: () => void;
     this.#queue = new Promise((resolve) => (release = resolve));
     this.#asyncEvals++;
     try {
       await previous;
-      return await this.#runNow(code, o);
+      return await work();
     } finally {
       this.#asyncEvals--;
       release();
@@ -545,6 +550,29 @@ export class Sandbox implements Disposable {
     if (this.#broken) throw new SandboxError("BROKEN", "a broken sandbox cannot be snapshotted");
     const hostRoots = new Set(this.#functions.map((f) => f.name.split(".")[0]!));
     return takeSnapshot(handle, [...hostRoots], resolved, native.engineVersion);
+  }
+
+  /**
+   * Like {@link Sandbox.snapshot}, but the state is walked on an executor thread and the body
+   * deflated on the libuv pool, so a large state never stalls the Node event loop. Waits for queued
+   * evals, and evals queued after it wait for it.
+   */
+  async snapshotAsync(options?: SnapshotOptions): Promise<Uint8Array> {
+    const resolved = resolveSnapshotOptions(options, this.#options.memoryLimitBytes);
+    this.#live();
+    if (this.#reentered()) throw new SandboxError("BUSY", "a host function cannot snapshot its own sandbox");
+    return this.#enqueue(async () => {
+      const handle = this.#live();
+      if (this.#broken) throw new SandboxError("BROKEN", "a broken sandbox cannot be snapshotted");
+      const hostRoots = new Set(this.#functions.map((f) => f.name.split(".")[0]!));
+      const evalId = ++this.#evalSeq;
+      const pending = handle.writeSnapshotAsync([...hostRoots], maxSnapshotBody(resolved), evalId);
+      if (!pending) throw new SandboxError("BUSY", "cannot take a snapshot while an eval runs");
+      const raw = await pending;
+      const written = raw[10];
+      if (raw[0] !== NativeStatus.Ok || !written) throw this.#errorOf(raw[0], undefined, raw[2], raw[3], {});
+      return sealSnapshotAsync([written[0], written[0] === 0 ? raw[1] : written[1], written[2]], resolved, native.engineVersion);
+    });
   }
 
   /**

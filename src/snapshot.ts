@@ -20,9 +20,10 @@
  * matched, and never beyond `maxSnapshotBytes`.
  */
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
-import { constants as zlibConstants, deflateRawSync, inflateRawSync } from "node:zlib";
+import { promisify } from "node:util";
+import { constants as zlibConstants, deflateRaw, deflateRawSync, inflateRawSync } from "node:zlib";
 import { SandboxError } from "./errors.js";
-import type { NativeHandle, NativeSnapshotRead } from "./native.js";
+import type { NativeHandle, NativeSnapshotRead, NativeSnapshotWrite } from "./native.js";
 import type { SandboxOptions } from "./types.js";
 
 const MAGIC = Buffer.from("QJSNSNAP", "latin1");
@@ -214,16 +215,37 @@ function notRestoredList(flat: string[]): NotRestored[] {
  * Throws `INVALID_SNAPSHOT` when it would exceed `maxSnapshotBytes`, `BUSY` while an eval runs.
  */
 export function takeSnapshot(handle: NativeHandle, excludedNames: string[], options: ResolvedSnapshotOptions, engineVersion: string): Uint8Array {
-  const maxBody = options.maxSnapshotBytes - SNAPSHOT_OVERHEAD_BYTES;
-  const raw = handle.writeSnapshot(excludedNames, maxBody);
+  const raw = handle.writeSnapshot(excludedNames, maxSnapshotBody(options));
   if (raw === "BUSY") throw new SandboxError("BUSY", "cannot take a snapshot while an eval runs");
+  const body = writtenBody(raw, options);
+  return sealed(options.compress ? deflateRawSync(body, DEFLATE_OPTIONS) : body, options, engineVersion);
+}
+
+/** Like {@link takeSnapshot} for a body written on an executor thread; deflates on the libuv pool. */
+export async function sealSnapshotAsync(raw: NativeSnapshotWrite, options: ResolvedSnapshotOptions, engineVersion: string): Promise<Uint8Array> {
+  const body = writtenBody(raw, options);
+  return sealed(options.compress ? await deflateRawAsync(body, DEFLATE_OPTIONS) : body, options, engineVersion);
+}
+
+const DEFLATE_OPTIONS = { level: zlibConstants.Z_BEST_SPEED };
+const deflateRawAsync = promisify(deflateRaw);
+
+/** The byte cap passed to the native writer: it applies to the plain body. */
+export function maxSnapshotBody(options: ResolvedSnapshotOptions): number {
+  return options.maxSnapshotBytes - SNAPSHOT_OVERHEAD_BYTES;
+}
+
+function writtenBody(raw: NativeSnapshotWrite, options: ResolvedSnapshotOptions): Buffer {
   const [status, result] = raw;
   if (status !== NativeSnapshotStatus.Ok || typeof result === "string" || result === undefined) {
     const message = typeof result === "string" ? result : "the snapshot could not be written";
     throw nativeFailure(status, status === NativeSnapshotStatus.TooLarge ? `the snapshot cannot be written (maxSnapshotBytes (${options.maxSnapshotBytes}), nesting and value caps): ${message}` : message);
   }
-  // The native cap applies to the plain body, so a snapshot inflates within the same cap it was written under.
-  const body = options.compress ? deflateRawSync(result, { level: zlibConstants.Z_BEST_SPEED }) : result;
+  return result;
+}
+
+// The native cap applies to the plain body, so a snapshot inflates within the same cap it was written under.
+function sealed(body: Buffer, options: ResolvedSnapshotOptions, engineVersion: string): Uint8Array {
   if (body.length + SNAPSHOT_OVERHEAD_BYTES > options.maxSnapshotBytes) throw invalidSnapshot(`the snapshot cannot be written within maxSnapshotBytes (${options.maxSnapshotBytes})`);
   const out = Buffer.alloc(HEADER_BYTES + body.length + DIGEST_BYTES);
   MAGIC.copy(out, 0);
