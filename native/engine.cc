@@ -326,16 +326,18 @@ bool Engine::settled(EvalOutcome* out) {
   return true;
 }
 
+uint64_t Engine::copyBudgetLeft() const {
+  return copiedBytes_ < options_.copyLimitBytes ? options_.copyLimitBytes - copiedBytes_ : 0;
+}
+
 WireLimits Engine::copyLimits() const {
   WireLimits limits = limits_;
-  uint64_t left = copiedBytes_ < options_.copyLimitBytes ? options_.copyLimitBytes - copiedBytes_ : 0;
-  if (left < limits.maxBytes) limits.maxBytes = left;
+  if (copyBudgetLeft() < limits.maxBytes) limits.maxBytes = copyBudgetLeft();
   return limits;
 }
 
 bool Engine::overCopyBudget(const CodecError& e) const {
-  uint64_t left = copiedBytes_ < options_.copyLimitBytes ? options_.copyLimitBytes - copiedBytes_ : 0;
-  return e.status == CodecStatus::TooLarge && e.overBytes && left <= limits_.maxBytes;
+  return e.status == CodecStatus::TooLarge && e.overBytes && copyBudgetLeft() <= limits_.maxBytes;
 }
 
 void Engine::encodeValueInto(JSValueConst v, bool describe, EvalOutcome* out) {

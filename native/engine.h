@@ -193,6 +193,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // Wire limits for a value the host will receive during this eval: the structural caps, with the
   // byte cap lowered to what is left of the eval's copy budget.
   WireLimits copyLimits() const;
+  uint64_t copyBudgetLeft() const;
   // True when `e` failed on the byte cap because the copy budget, not the structural cap, ran out.
   bool overCopyBudget(const CodecError& e) const;
   void chargeCopy(size_t bytes) { copiedBytes_ += bytes; }
