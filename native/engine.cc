@@ -223,6 +223,10 @@ constexpr size_t kCompileReserveBytes = 256 * 1024;
 bool Engine::enterGuest(double budgetMs) {
   budgetMs_ = budgetMs;
   resumeClock();
+  return clampStack();
+}
+
+bool Engine::clampStack() {
   JS_UpdateStackTop(rt_);
   // The guest's stack budget never exceeds what this thread really has left.
   size_t stack = options_.maxStackSizeBytes;
@@ -860,7 +864,7 @@ bool parentOf(JSContext* ctx, const std::string& path, OwnedValue* parent, std::
 }  // namespace
 
 std::string Engine::defineFunction(const std::string& path, uint32_t fnId, bool async) {
-  JS_UpdateStackTop(rt_);
+  if (!clampStack()) return stackRefusal();
   OwnedValue parent;
   std::string leaf, error;
   if (!parentOf(ctx_, path, &parent, &leaf, &error)) return error;
@@ -880,7 +884,7 @@ std::string Engine::defineFunction(const std::string& path, uint32_t fnId, bool 
 }
 
 std::string Engine::setGlobal(const std::string& name, const uint8_t* data, size_t size) {
-  JS_UpdateStackTop(rt_);
+  if (!clampStack()) return stackRefusal();
   WireReader reader(data, size);
   GuestDecoder dec(ctx_, intrinsics_, limits_);
   JSValue v = dec.decode(reader);
@@ -898,7 +902,10 @@ std::string Engine::setGlobal(const std::string& name, const uint8_t* data, size
 }
 
 std::string Engine::getGlobal(const std::string& name, std::vector<uint8_t>* out, EvalStatus* status) {
-  JS_UpdateStackTop(rt_);
+  if (!clampStack()) {
+    *status = EvalStatus::StackOverflow;
+    return stackRefusal();
+  }
   OwnedValue global(ctx_, JS_GetGlobalObject(ctx_));
   OwnedAtom atom(ctx_, JS_NewAtomLen(ctx_, name.data(), name.size()));
   OwnedDescriptor d(ctx_);

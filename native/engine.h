@@ -178,6 +178,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // thread has too little stack left to run guest code safely (stackRefusal() says why).
   bool enterGuest(double budgetMs);
   static std::string stackRefusal();
+  // Sets the runtime's stack top to here and its budget to what this thread can spare (host-side
+  // entries: defining globals, snapshots). False when too little is left.
+  bool clampStack();
   void pauseClock();
   void resumeClock();
   void leaveGuest();

@@ -1293,7 +1293,7 @@ SnapshotResult Engine::writeSnapshot(const std::unordered_set<std::u16string>& e
                                      std::vector<uint8_t>* out) {
   if (!ctx_) return {SnapshotStatus::Invalid, "the sandbox is broken or disposed", {}};
   const auto& baseline = baselineGlobals(options_);
-  JS_UpdateStackTop(rt_);
+  if (!clampStack()) return {SnapshotStatus::StackExhausted, stackRefusal(), {}};
   WireLimits limits = limits_;
   limits.maxBytes = maxBytes;
   WireWriter w;

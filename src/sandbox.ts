@@ -129,6 +129,9 @@ function validatePath(name: unknown): string {
   return name;
 }
 
+// How the engine's refusal to run on a thread with too little stack left begins (native/engine.cc).
+const STACK_REFUSAL = "the calling thread has only";
+
 // Shared with the addon (one per Node environment): host call arguments and results of usual size
 // cross without allocation. Every use is a synchronous write-then-read, so sandboxes can share it.
 const exchange: Buffer = native.exchange;
@@ -351,6 +354,7 @@ export class Sandbox implements Disposable {
     const fnId = this.#functions.length;
     const error = handle.defineFunction(name, fnId, async);
     if (error === "BUSY") throw new SandboxError("BUSY", "cannot define a function while an eval runs");
+    if (error.startsWith(STACK_REFUSAL)) throw new SandboxError("STACK_OVERFLOW", error);
     if (error) throw invalid(`cannot define '${name}': ${error}`);
     this.#functions.push({ name, fn, async });
   }
@@ -361,6 +365,7 @@ export class Sandbox implements Disposable {
     const handle = this.#live();
     const error = handle.setGlobal(name, encodeValue(value));
     if (error === "BUSY") throw new SandboxError("BUSY", "cannot set a global while an eval runs");
+    if (error.startsWith(STACK_REFUSAL)) throw new SandboxError("STACK_OVERFLOW", error);
     if (error) throw new SandboxError("OUT_OF_MEMORY", `cannot set global '${name}': ${error}`);
   }
 
@@ -370,6 +375,7 @@ export class Sandbox implements Disposable {
     const [status, result] = this.#live().getGlobal(name);
     if (status === NativeStatus.Ok) return decodeValue(result as Buffer);
     if (status === NativeStatus.Busy) throw new SandboxError("BUSY", "cannot read a global while an eval runs");
+    if (status === NativeStatus.StackOverflow) throw new SandboxError("STACK_OVERFLOW", String(result));
     throw new SandboxError("UNSERIALIZABLE", String(result));
   }
 

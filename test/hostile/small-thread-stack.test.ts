@@ -47,6 +47,14 @@ function runInSmallWorker(stackSizeMb: number, guests: string[]): { signal: Node
         const { sandbox } = Sandbox.restore(source.snapshot());
         try { return sandbox.evalSync("twice(21)"); } finally { sandbox.dispose(); }
       });
+      // Host-side entries (setGlobal, getGlobal, snapshot) clamp the stack budget too.
+      attempt(() => {
+        const g = new Sandbox();
+        try {
+          g.setGlobal("x", { a: [1, { b: 2n }] });
+          return JSON.stringify(g.getGlobal("x"), (_k, v) => (typeof v === "bigint" ? String(v) : v)) + g.snapshot().length;
+        } finally { g.dispose(); }
+      });
       const sb = new Sandbox();
       let after;
       try { after = sb.evalSync("1 + 1"); } catch (err) { after = err.code; }
@@ -92,7 +100,7 @@ describe("evalSync on a thread with a small stack", () => {
     expect(r.status, r.stderr).toBe(0);
     expect(r.report?.error, r.stderr).toBeUndefined();
     const outcomes = r.report!.outcomes!;
-    expect(outcomes).toHaveLength(GUESTS.length + 1);
+    expect(outcomes).toHaveLength(GUESTS.length + 2);
     // Recursion and nesting: a typed stack error. The engine's own nesting caps may answer first
     // with a guest SyntaxError/RangeError, which is typed too.
     for (const o of outcomes.slice(0, GUESTS.length)) expect(["STACK_OVERFLOW", "SYNTAX_ERROR", "GUEST_ERROR"], o.message).toContain(o.code);
@@ -100,6 +108,9 @@ describe("evalSync on a thread with a small stack", () => {
     // Restoring re-runs function source: it works, or is refused with a typed error.
     expect(["OK", "STACK_OVERFLOW"]).toContain(outcomes[GUESTS.length]!.code);
     if (outcomes[GUESTS.length]!.code === "OK") expect(outcomes[GUESTS.length]!.message).toBe("42");
+    const hostSide = outcomes[GUESTS.length + 1]!;
+    expect(["OK", "STACK_OVERFLOW"]).toContain(hostSide.code);
+    if (hostSide.code === "OK") expect(hostSide.message).toMatch(/^\{"a":\[1,\{"b":"2"\}\]\}\d+$/);
     expect(["STACK_OVERFLOW", 2]).toContain(r.report!.after);
   });
 });
