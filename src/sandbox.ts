@@ -554,8 +554,12 @@ export class Sandbox implements Disposable {
     const resolved = resolveSnapshotOptions(options, this.#options.memoryLimitBytes);
     const handle = this.#live();
     if (this.#broken) throw new SandboxError("BROKEN", "a broken sandbox cannot be snapshotted");
-    const hostRoots = new Set(this.#functions.map((f) => f.name.split(".")[0]!));
-    return takeSnapshot(handle, [...hostRoots], resolved, native.engineVersion);
+    return takeSnapshot(handle, this.#hostRoots(), resolved, native.engineVersion);
+  }
+
+  // Global names the host owns (its functions' roots): snapshots leave them out.
+  #hostRoots(): string[] {
+    return [...new Set(this.#functions.map((f) => f.name.split(".")[0]!))];
   }
 
   /**
@@ -570,14 +574,13 @@ export class Sandbox implements Disposable {
     return this.#enqueue(async () => {
       const handle = this.#live();
       if (this.#broken) throw new SandboxError("BROKEN", "a broken sandbox cannot be snapshotted");
-      const hostRoots = new Set(this.#functions.map((f) => f.name.split(".")[0]!));
       const evalId = ++this.#evalSeq;
-      const pending = handle.writeSnapshotAsync([...hostRoots], maxSnapshotBody(resolved), evalId);
+      const pending = handle.writeSnapshotAsync(this.#hostRoots(), maxSnapshotBody(resolved), evalId);
       if (!pending) throw new SandboxError("BUSY", "cannot take a snapshot while an eval runs");
       const raw = await pending;
       const written = raw[10];
       if (raw[0] !== NativeStatus.Ok || !written) throw this.#errorOf(raw[0], undefined, raw[2], raw[3], {});
-      return sealSnapshotAsync([written[0], written[0] === 0 ? raw[1] : written[1], written[2]], resolved, native.engineVersion);
+      return sealSnapshotAsync(written, raw[1], resolved, native.engineVersion);
     });
   }
 

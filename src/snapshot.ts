@@ -221,10 +221,14 @@ export function takeSnapshot(handle: NativeHandle, excludedNames: string[], opti
   return sealed(options.compress ? deflateRawSync(body, DEFLATE_OPTIONS) : body, options, engineVersion);
 }
 
-/** Like {@link takeSnapshot} for a body written on an executor thread; deflates on the libuv pool. */
-export async function sealSnapshotAsync(raw: NativeSnapshotWrite, options: ResolvedSnapshotOptions, engineVersion: string): Promise<Uint8Array> {
-  const body = writtenBody(raw, options);
-  return sealed(options.compress ? await deflateRawAsync(body, DEFLATE_OPTIONS) : body, options, engineVersion);
+/**
+ * Like {@link takeSnapshot} for a body written on an executor thread (`written` is the write's
+ * result, `body` the bytes it produced); deflates on the libuv pool.
+ */
+export async function sealSnapshotAsync(written: NativeSnapshotRead, body: Buffer | undefined, options: ResolvedSnapshotOptions, engineVersion: string): Promise<Uint8Array> {
+  const [status, message, notRestored] = written;
+  const plain = writtenBody([status, status === NativeSnapshotStatus.Ok ? body : message, notRestored], options);
+  return sealed(options.compress ? await deflateRawAsync(plain, DEFLATE_OPTIONS) : plain, options, engineVersion);
 }
 
 const DEFLATE_OPTIONS = { level: zlibConstants.Z_BEST_SPEED };
