@@ -202,8 +202,22 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   static constexpr int64_t kTrimEveryBytes = 64ll << 20;
 };
 
+// [status, body | message, [name, type, ...]] of a snapshot read or write.
+Napi::Value snapshotResultToJs(Napi::Env env, const SnapshotResult& r, Napi::Value payload) {
+  Napi::Array notRestored = Napi::Array::New(env, r.notRestored.size() * 2);
+  for (size_t i = 0; i < r.notRestored.size(); i++) {
+    notRestored.Set(static_cast<uint32_t>(2 * i), Napi::String::New(env, r.notRestored[i].name));
+    notRestored.Set(static_cast<uint32_t>(2 * i + 1), Napi::String::New(env, r.notRestored[i].type));
+  }
+  Napi::Array a = Napi::Array::New(env, 3);
+  a.Set(0u, Napi::Number::New(env, static_cast<int>(r.status)));
+  a.Set(1u, r.status == SnapshotStatus::Ok ? payload : Napi::String::New(env, r.message).As<Napi::Value>());
+  a.Set(2u, notRestored);
+  return a;
+}
+
 Napi::Value outcomeToJs(Napi::Env env, EvalOutcome& o) {
-  Napi::Array a = Napi::Array::New(env, 10);
+  Napi::Array a = Napi::Array::New(env, o.snapshotOp ? 11 : 10);
   a.Set(0u, Napi::Number::New(env, static_cast<int>(o.status)));
   a.Set(1u, o.value.empty() ? env.Undefined()
                             : Napi::Buffer<uint8_t>::Copy(env, o.value.data(), o.value.size()).As<Napi::Value>());
@@ -217,6 +231,7 @@ Napi::Value outcomeToJs(Napi::Env env, EvalOutcome& o) {
   a.Set(7u, Napi::Number::New(env, o.hostCalls));
   a.Set(8u, Napi::Number::New(env, static_cast<double>(o.memoryUsedBytes)));
   a.Set(9u, Napi::Number::New(env, static_cast<double>(o.peakMemoryBytes)));
+  if (o.snapshotOp) a.Set(10u, snapshotResultToJs(env, o.snapshot, env.Undefined()));
   return a;
 }
 
@@ -247,13 +262,15 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
                            InstanceMethod("memoryUsage", &SandboxHandle::MemoryUsage),
                            InstanceMethod("writeSnapshot", &SandboxHandle::WriteSnapshot),
                            InstanceMethod("readSnapshot", &SandboxHandle::ReadSnapshot),
+                           InstanceMethod("restoreAsync", &SandboxHandle::RestoreAsync),
+                           InstanceMethod("writeSnapshotAsync", &SandboxHandle::WriteSnapshotAsync),
                            InstanceMethod("dispose", &SandboxHandle::Dispose),
                            InstanceMethod("setClock", &SandboxHandle::SetClock),
                            InstanceMethod("setRandomSeed", &SandboxHandle::SetRandomSeed),
                        });
   }
 
-  // new SandboxHandle(memoryLimit, maxStack, captureConsole, maxConsoleBytes, dispatcher, primitiveDispatcher)
+  // new SandboxHandle(memoryLimit, maxStack, captureConsole, maxConsoleBytes, dispatcher, primitiveDispatcher, copyLimit)
   SandboxHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<SandboxHandle>(info) {
     Napi::Env env = info.Env();
     bridge_ = env.GetInstanceData<std::shared_ptr<EnvBridge>>()->get()->shared_from_this();
@@ -266,6 +283,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     o.maxStackSizeBytes = static_cast<size_t>(info[1].ToNumber().Int64Value());
     o.captureConsole = info[2].ToBoolean().Value();
     o.maxConsoleBytes = static_cast<size_t>(info[3].ToNumber().Int64Value());
+    o.copyLimitBytes = info.Length() > 6 ? static_cast<uint64_t>(info[6].ToNumber().Int64Value()) : o.memoryLimitBytes;
     // Weak: the dispatcher closes over the Sandbox that owns this handle, and a strong reference
     // would keep both alive forever. An eval in flight keeps them alive through its promise.
     dispatcher_ = Napi::Weak(info[4].As<Napi::Function>());
@@ -499,10 +517,42 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     Napi::Env env = info.Env();
     if (!alive(info) || info.Length() < 5) return env.Undefined();
     if (engine_->broken()) return env.Null();
-    uint64_t evalId = static_cast<uint64_t>(info[4].ToNumber().Int64Value());
-    if (deferred_ || !engine_->beginAsync(requestOf(info), evalId)) return env.Null();
+    bool runInline = info.Length() > 6 && info[6].ToBoolean().Value();
+    return startAsync(env, requestOf(info), static_cast<uint64_t>(info[4].ToNumber().Int64Value()), runInline);
+  }
+
+  // restoreAsync(body, budgetMs, evalId) -> Promise<outcome array with [status, message, [name, type, ...]]
+  // at index 10>; null when busy. Runs on an executor thread like an eval: re-created functions
+  // and classes run guest code, which never runs on the Node main thread this way.
+  Napi::Value RestoreAsync(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!alive(info) || info.Length() < 3) return env.Undefined();
+    if (engine_->broken()) return env.Null();
+    EvalRequest r;
+    r.restore = true;
+    r.snapshotBody = bytesOf(info[0]);
+    r.executionBudgetMs = info[1].ToNumber().DoubleValue();
+    return startAsync(env, std::move(r), static_cast<uint64_t>(info[2].ToNumber().Int64Value()));
+  }
+
+  // writeSnapshotAsync(excludedNames, maxBytes, evalId) -> Promise<outcome array: the body as the
+  // value, [status, message, [name, type, ...]] at index 10>; null when busy.
+  Napi::Value WriteSnapshotAsync(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!alive(info) || info.Length() < 3 || !info[0].IsArray()) return env.Undefined();
+    if (engine_->broken()) return env.Null();
+    EvalRequest r;
+    r.takeSnapshot = true;
+    Napi::Array names = info[0].As<Napi::Array>();
+    for (uint32_t i = 0; i < names.Length(); i++) r.snapshotExclude.insert(names.Get(i).ToString().Utf16Value());
+    r.snapshotMaxBytes = static_cast<uint64_t>(info[1].ToNumber().Int64Value());
+    return startAsync(env, std::move(r), static_cast<uint64_t>(info[2].ToNumber().Int64Value()));
+  }
+
+  Napi::Value startAsync(Napi::Env env, EvalRequest request, uint64_t evalId, bool runInline = false) {
+    if (deferred_ || !engine_->beginAsync(std::move(request), evalId)) return env.Null();
     evalId_ = evalId;
-    inline_ = info.Length() > 6 && info[6].ToBoolean().Value();
+    inline_ = runInline;
     deferred_.emplace(Napi::Promise::Deferred::New(env));
     Napi::Promise promise = deferred_->Promise();
     bridge_->evalStarted();
@@ -593,19 +643,6 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     a.Set(0u, Napi::Number::New(env, static_cast<int>(status)));
     if (err.empty()) a.Set(1u, Napi::Buffer<uint8_t>::Copy(env, out.data(), out.size()));
     else a.Set(1u, Napi::String::New(env, err));
-    return a;
-  }
-
-  static Napi::Value snapshotResultToJs(Napi::Env env, const SnapshotResult& r, Napi::Value payload) {
-    Napi::Array notRestored = Napi::Array::New(env, r.notRestored.size() * 2);
-    for (size_t i = 0; i < r.notRestored.size(); i++) {
-      notRestored.Set(static_cast<uint32_t>(2 * i), Napi::String::New(env, r.notRestored[i].name));
-      notRestored.Set(static_cast<uint32_t>(2 * i + 1), Napi::String::New(env, r.notRestored[i].type));
-    }
-    Napi::Array a = Napi::Array::New(env, 3);
-    a.Set(0u, Napi::Number::New(env, static_cast<int>(r.status)));
-    a.Set(1u, r.status == SnapshotStatus::Ok ? payload : Napi::String::New(env, r.message).As<Napi::Value>());
-    a.Set(2u, notRestored);
     return a;
   }
 

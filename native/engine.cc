@@ -224,20 +224,42 @@ size_t stackRemaining() {
   return sp > low ? sp - low : 0;
 }
 
-constexpr size_t kStackReserveBytes = 512 * 1024;  // C frames of built-ins, the regexp engine, JSON
+// Stack kept below the guest's budget for C frames that run past the engine's checks (built-ins,
+// the regexp engine, JSON, raising the overflow error): half of what the thread has left, within
+// these bounds. Threads with a small stack (a Worker with resourceLimits.stackSizeMb 0.5) get a
+// smaller guest budget, and below kMinGuestStackBytes + kMinStackReserveBytes nothing runs.
+constexpr size_t kMaxStackReserveBytes = 512 * 1024;
+constexpr size_t kMinStackReserveBytes = 128 * 1024;
+constexpr size_t kMinGuestStackBytes = 48 * 1024;
 constexpr size_t kCompileReserveBytes = 256 * 1024;
 
 }  // namespace
 
-void Engine::enterGuest(double budgetMs) {
+bool Engine::enterGuest(double budgetMs) {
+  budgetMs_ = budgetMs;
+  resumeClock();
+  return clampStack();
+}
+
+bool Engine::clampStack() {
   JS_UpdateStackTop(rt_);
   // The guest's stack budget never exceeds what this thread really has left.
   size_t stack = options_.maxStackSizeBytes;
   size_t remaining = stackRemaining();
-  if (remaining > kStackReserveBytes && remaining - kStackReserveBytes < stack) stack = remaining - kStackReserveBytes;
+  if (remaining != 0) {
+    if (remaining < kMinStackReserveBytes + kMinGuestStackBytes) return false;
+    size_t reserve = remaining / 2;
+    reserve = reserve < kMinStackReserveBytes ? kMinStackReserveBytes : reserve > kMaxStackReserveBytes ? kMaxStackReserveBytes : reserve;
+    if (remaining - reserve < stack) stack = remaining - reserve;
+  }
   JS_SetMaxStackSize(rt_, stack);
-  budgetMs_ = budgetMs;
-  resumeClock();
+  return true;
+}
+
+std::string Engine::stackRefusal() {
+  return "the calling thread has only " + std::to_string(stackRemaining() / 1024) +
+         " KiB of stack left; nothing was run (the guest needs at least " +
+         std::to_string((kMinStackReserveBytes + kMinGuestStackBytes) / 1024) + " KiB)";
 }
 
 void Engine::resumeClock() {
@@ -350,15 +372,36 @@ void Engine::neverSettles(const char* awaitMessage, EvalOutcome* out) {
   if (enc.encode(err.get())) out->value = std::move(w.bytes());
 }
 
+uint64_t Engine::copyBudgetLeft() const {
+  return copiedBytes_ < options_.copyLimitBytes ? options_.copyLimitBytes - copiedBytes_ : 0;
+}
+
+WireLimits Engine::copyLimits() const {
+  WireLimits limits = limits_;
+  if (copyBudgetLeft() < limits.maxBytes) limits.maxBytes = copyBudgetLeft();
+  return limits;
+}
+
+bool Engine::overCopyBudget(const CodecError& e) const {
+  return e.status == CodecStatus::TooLarge && e.overBytes && copyBudgetLeft() <= limits_.maxBytes;
+}
+
 void Engine::encodeValueInto(JSValueConst v, bool describe, EvalOutcome* out) {
   WireWriter w;
-  GuestEncoder enc(ctx_, intrinsics_, w, limits_, describe);
+  WireLimits limits = copyLimits();
+  GuestEncoder enc(ctx_, intrinsics_, w, limits, describe);
   if (enc.encode(v)) {
+    chargeCopy(w.size());
     out->status = EvalStatus::Ok;
     out->value = std::move(w.bytes());
     return;
   }
   const CodecError& e = enc.error();
+  if (overCopyBudget(e)) {
+    out->status = EvalStatus::CopyLimit;
+    out->message = "the result";
+    return;
+  }
   if (e.status == CodecStatus::GuestException) {
     OwnedValue exc(ctx_, JS_GetException(ctx_));
     classifyException(exc.get(), out);
@@ -376,9 +419,11 @@ void Engine::classifyException(JSValue exc, EvalOutcome* out) {
   StopReason reason = static_cast<StopReason>(stop_.load());
   if (reason != StopReason::None) {
     out->stop = reason;
-    out->status = reason == StopReason::Abort     ? EvalStatus::Aborted
-                  : reason == StopReason::Dispose ? EvalStatus::Disposed
-                                                  : EvalStatus::Timeout;
+    out->status = reason == StopReason::Abort       ? EvalStatus::Aborted
+                  : reason == StopReason::Dispose   ? EvalStatus::Disposed
+                  : reason == StopReason::CopyLimit ? EvalStatus::CopyLimit
+                                                    : EvalStatus::Timeout;
+    if (reason == StopReason::CopyLimit) out->message = "the host-call arguments";
     return;
   }
   // Only limit errors the engine itself raised during this eval count: a guest can throw a
@@ -405,9 +450,14 @@ void Engine::classifyException(JSValue exc, EvalOutcome* out) {
   }
   out->status = EvalStatus::GuestError;
   WireWriter w;
-  GuestEncoder enc(ctx_, intrinsics_, w, limits_, true);
+  WireLimits limits = copyLimits();
+  GuestEncoder enc(ctx_, intrinsics_, w, limits, true);
   if (enc.encode(exc)) {
+    chargeCopy(w.size());
     out->value = std::move(w.bytes());
+  } else if (overCopyBudget(enc.error())) {
+    out->status = EvalStatus::CopyLimit;
+    out->message = "the thrown value";
   } else {
     JS_FreeValue(ctx_, JS_GetException(ctx_));
     if (ranOutOfMemory || nearLimit) out->status = EvalStatus::OutOfMemory;
@@ -425,7 +475,11 @@ void Engine::finish(EvalOutcome* out) {
   StopReason reason = static_cast<StopReason>(stop_.load());
   if (reason != StopReason::None && (out->status == EvalStatus::Ok || reason == StopReason::Dispose)) {
     // A stop that raced with completion: honour dispose; otherwise the result stands.
-    if (reason == StopReason::Dispose) {
+    if (reason == StopReason::CopyLimit) {
+      out->status = EvalStatus::CopyLimit;
+      out->message = "the host-call arguments";
+      out->value.clear();
+    } else if (reason == StopReason::Dispose) {
       out->status = EvalStatus::Disposed;
       out->stop = reason;
       out->value.clear();
@@ -448,6 +502,7 @@ void Engine::resetEvalCounters(uint64_t evalId) {
   evalId_ = evalId;
   executionMs_ = 0;
   hostCalls_ = 0;
+  copiedBytes_ = 0;
   consoleTruncated_ = false;
   console_.bytes().clear();
   memory_.peak.store(memory_.used.load());
@@ -473,8 +528,10 @@ EvalOutcome Engine::evalSync(const EvalRequest& request) {
     request_ = request;
   }
   resetEvalCounters(evalId_ + 1);
-  enterGuest(request.executionBudgetMs);
-  if (compileAndStart(request, false, &out)) {
+  if (!enterGuest(request.executionBudgetMs)) {
+    out.status = EvalStatus::StackOverflow;
+    out.message = stackRefusal();
+  } else if (compileAndStart(request, false, &out)) {
     drainJobs();
     if (stop_.load() != 0) {
       classifyException(JS_UNDEFINED, &out);
@@ -550,9 +607,28 @@ bool Engine::runSlice() {
       done = true;
       entered = false;
     } else {
-      enterGuest(request_.executionBudgetMs);
-      done = !compileAndStart(request_, true, &out);
-      if (!done) drainJobs();
+      if (!enterGuest(request_.executionBudgetMs)) {
+        out.status = EvalStatus::StackOverflow;
+        out.message = stackRefusal();
+        done = true;
+        leaveGuest();
+      } else if (request_.takeSnapshot) {
+        leaveGuest();  // writing runs no guest code: no execution budget applies
+        out.snapshotOp = true;
+        out.snapshot = writeSnapshot(request_.snapshotExclude, request_.snapshotMaxBytes, &out.value);
+        request_.snapshotExclude.clear();
+        done = true;
+      } else if (request_.restore) {
+        out.snapshotOp = true;
+        out.snapshot = readSnapshotEntered(request_.snapshotBody.data(), request_.snapshotBody.size());
+        request_.snapshotBody = std::vector<uint8_t>();
+        leaveGuest();
+        done = true;
+      } else {
+        done = !compileAndStart(request_, true, &out);
+        if (done) leaveGuest();  // stop the clock: the execution time counts in the outcome
+        else drainJobs();
+      }
     }
   } else {
     enterGuest(request_.executionBudgetMs);
@@ -667,6 +743,9 @@ bool Engine::abandon(int64_t graceNs) {
   // This slice so far: the deadlines are "where the slice's time reaches its remaining budget".
   int64_t sliceNs = cpuDeadline != 0 ? remainingNs + cpuNs - cpuDeadline : wallDeadline != 0 ? remainingNs + nowNs - wallDeadline : 0;
   out.executionMs = executionMs_ + static_cast<double>(sliceNs) / 1e6;
+  out.hostCalls = hostCalls_.load(std::memory_order_relaxed);
+  out.memoryUsedBytes = memoryUsed();
+  out.peakMemoryBytes = memoryPeak();
   bridge_->postEvalDone(id_, std::move(out));
   return true;
 }
@@ -681,13 +760,16 @@ JSValue Engine::callHost(int fnId, bool async, int argc, JSValueConst* argv) {
   if (!async && syncMode_ && argc <= kMaxPrimitiveArgs && callHostPrimitive(static_cast<uint32_t>(fnId), argc, argv, &fast))
     return fast;
   WireWriter w;
-  GuestEncoder enc(ctx_, intrinsics_, w, limits_, false);
+  WireLimits limits = copyLimits();
+  GuestEncoder enc(ctx_, intrinsics_, w, limits, false);
   if (!enc.encodeArguments(argc, argv)) {
     const CodecError& e = enc.error();
     if (e.status == CodecStatus::GuestException) return JS_EXCEPTION;
+    if (overCopyBudget(e)) return stopOverCopyLimit();
     std::string msg = "argument" + (e.path.empty() ? std::string() : " " + e.path) + ": " + e.message;
     return JS_ThrowTypeError(ctx_, "%s", msg.c_str());
   }
+  chargeCopy(w.size());
   hostCalls_++;
   if (async) {
     if (syncMode_) {
@@ -800,6 +882,22 @@ JSValue Engine::syncResultToGuest(const HostResult& r) {
   return v;
 }
 
+// Ends the eval: its host-call arguments would take the host past the eval's copy budget. The
+// error is uncatchable, like an interrupt, so the guest cannot retry smaller pieces forever.
+JSValue Engine::stopOverCopyLimit() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    int expected = 0;
+    if (stop_.compare_exchange_strong(expected, static_cast<int>(StopReason::CopyLimit))) stopRequestedNs_ = monotonicNs();
+  }
+  JSValue err = JS_NewError(ctx_);
+  if (JS_IsException(err)) return err;
+  JS_DefinePropertyValueStr(ctx_, err, "message", JS_NewString(ctx_, "the eval's copy limit ran out"),
+                            JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
+  JS_SetUncatchableError(ctx_, err);
+  return JS_Throw(ctx_, err);
+}
+
 JSValue Engine::writeConsole(int level, int argc, JSValueConst* argv) {
   if (!options_.captureConsole || consoleTruncated_ || stop_.load() != 0) return JS_UNDEFINED;
   WireWriter w;
@@ -808,6 +906,8 @@ JSValue Engine::writeConsole(int level, int argc, JSValueConst* argv) {
   // cap on formatted text is applied by src/sandbox.ts.
   size_t rawCap = options_.maxConsoleBytes * 2 + 64;
   consoleLimits.maxBytes = rawCap;
+  uint64_t copyLeft = copyLimits().maxBytes;
+  if (copyLeft < consoleLimits.maxBytes) consoleLimits.maxBytes = copyLeft;
   GuestEncoder enc(ctx_, intrinsics_, w, consoleLimits, true);
   bool ok = enc.encodeArguments(argc, argv);
   if (!ok && enc.error().status == CodecStatus::GuestException) return JS_EXCEPTION;
@@ -818,7 +918,11 @@ JSValue Engine::writeConsole(int level, int argc, JSValueConst* argv) {
   console_.u8(static_cast<uint8_t>(level));
   console_.u32(static_cast<uint32_t>(w.size()));
   console_.raw(w.bytes().data(), w.size());
-  if (request_.streamConsole && !syncMode_) bridge_->postConsole(id_, evalId_, level, std::move(w.bytes()));
+  chargeCopy(5 + w.size());
+  if (request_.streamConsole && !syncMode_) {
+    chargeCopy(w.size());  // a second copy goes to the host at once
+    bridge_->postConsole(id_, evalId_, level, std::move(w.bytes()));
+  }
   return JS_UNDEFINED;
 }
 
@@ -868,7 +972,7 @@ bool parentOf(JSContext* ctx, const std::string& path, OwnedValue* parent, std::
 }  // namespace
 
 std::string Engine::defineFunction(const std::string& path, uint32_t fnId, bool async) {
-  JS_UpdateStackTop(rt_);
+  if (!clampStack()) return stackRefusal();
   OwnedValue parent;
   std::string leaf, error;
   if (!parentOf(ctx_, path, &parent, &leaf, &error)) return error;
@@ -888,7 +992,7 @@ std::string Engine::defineFunction(const std::string& path, uint32_t fnId, bool 
 }
 
 std::string Engine::setGlobal(const std::string& name, const uint8_t* data, size_t size) {
-  JS_UpdateStackTop(rt_);
+  if (!clampStack()) return stackRefusal();
   WireReader reader(data, size);
   GuestDecoder dec(ctx_, intrinsics_, limits_);
   JSValue v = dec.decode(reader);
@@ -906,7 +1010,10 @@ std::string Engine::setGlobal(const std::string& name, const uint8_t* data, size
 }
 
 std::string Engine::getGlobal(const std::string& name, std::vector<uint8_t>* out, EvalStatus* status) {
-  JS_UpdateStackTop(rt_);
+  if (!clampStack()) {
+    *status = EvalStatus::StackOverflow;
+    return stackRefusal();
+  }
   OwnedValue global(ctx_, JS_GetGlobalObject(ctx_));
   OwnedAtom atom(ctx_, JS_NewAtomLen(ctx_, name.data(), name.size()));
   OwnedDescriptor d(ctx_);

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "guest_codec.h"
 #include "intrinsics.h"
 #include "snapshot.h"
 #include "threads.h"
@@ -32,16 +33,19 @@ enum class EvalStatus : int {
   Unserializable = 8,
   Broken = 9,
   Busy = 10,
+  CopyLimit = 11,  // the eval handed the host more than copyLimitBytes; message says what
 };
 
 // Why guest code is being stopped. Written by any thread, read by the interrupt handler.
-enum class StopReason : int { None = 0, ExecutionBudget, WallBudget, Abort, Dispose };
+enum class StopReason : int { None = 0, ExecutionBudget, WallBudget, Abort, Dispose, CopyLimit };
 
 struct EngineOptions {
   size_t memoryLimitBytes = 64u << 20;
   size_t maxStackSizeBytes = 1u << 20;
   bool captureConsole = true;
   size_t maxConsoleBytes = 1u << 20;
+  // Bytes one eval may hand to the host in all: result, console, thrown value, host-call arguments.
+  uint64_t copyLimitBytes = 64u << 20;
 };
 
 struct EvalRequest {
@@ -50,6 +54,15 @@ struct EvalRequest {
   double executionBudgetMs = 5000;
   bool describeUnserializable = false;
   bool streamConsole = false;  // also hand each console line to the host as it is written (async evals)
+  // A restore instead of code: the snapshot body is read on the executor under the eval's budgets,
+  // since re-creating functions and classes from source runs guest code.
+  bool restore = false;
+  std::vector<uint8_t> snapshotBody;
+  // A snapshot write instead of code: its cost grows with the guest's state, so it runs on the
+  // executor too (no guest code runs; the body comes back as the outcome's value).
+  bool takeSnapshot = false;
+  std::unordered_set<std::u16string> snapshotExclude;
+  uint64_t snapshotMaxBytes = 0;
 };
 
 struct EvalOutcome {
@@ -64,6 +77,8 @@ struct EvalOutcome {
   size_t memoryUsedBytes = 0;
   size_t peakMemoryBytes = 0;
   uint64_t evalId = 0;
+  bool snapshotOp = false;  // the request was a restore or a snapshot write: `snapshot` holds its result
+  SnapshotResult snapshot;
 };
 
 struct HostResult {
@@ -175,11 +190,18 @@ class Engine : public std::enable_shared_from_this<Engine> {
   bool callHostPrimitive(uint32_t fnId, int argc, JSValueConst* argv, JSValue* out);
   JSValue syncResultToGuest(const HostResult& r);
   JSValue writeConsole(int level, int argc, JSValueConst* argv);
+  JSValue stopOverCopyLimit();
 
   enum class State { Idle, Queued, Running, Parked };
 
  private:
-  void enterGuest(double budgetMs);
+  // Starts the execution clock and sets the guest's stack budget for this thread. False when the
+  // thread has too little stack left to run guest code safely (stackRefusal() says why).
+  bool enterGuest(double budgetMs);
+  static std::string stackRefusal();
+  // Sets the runtime's stack top to here and its budget to what this thread can spare (host-side
+  // entries: defining globals, snapshots). False when too little is left.
+  bool clampStack();
   void pauseClock();
   void resumeClock();
   void leaveGuest();
@@ -191,6 +213,15 @@ class Engine : public std::enable_shared_from_this<Engine> {
   void finish(EvalOutcome* out);
   void classifyException(JSValue exception, EvalOutcome* out);
   void encodeValueInto(JSValueConst v, bool describe, EvalOutcome* out);
+  // Reads a snapshot body into the context; the caller entered the guest (clock and stack set).
+  SnapshotResult readSnapshotEntered(const uint8_t* data, size_t size);
+  // Wire limits for a value the host will receive during this eval: the structural caps, with the
+  // byte cap lowered to what is left of the eval's copy budget.
+  WireLimits copyLimits() const;
+  uint64_t copyBudgetLeft() const;
+  // True when `e` failed on the byte cap because the copy budget, not the structural cap, ran out.
+  bool overCopyBudget(const CodecError& e) const;
+  void chargeCopy(size_t bytes) { copiedBytes_ += bytes; }
   void clearEvalState();
   void resetEvalCounters(uint64_t evalId);
   void installGlobals();
@@ -247,7 +278,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   };
   std::unordered_map<uint32_t, PendingCall> pending_;
   uint32_t nextCallId_ = 1;
-  uint32_t hostCalls_ = 0;
+  std::atomic<uint32_t> hostCalls_{0};
+  uint64_t copiedBytes_ = 0;  // bytes handed to the host by the current eval  // read by the watchdog when it answers a stuck eval
   WireWriter console_;
   bool consoleTruncated_ = false;
 };

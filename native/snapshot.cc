@@ -704,7 +704,8 @@ bool leafSize(const uint8_t* p, size_t n, size_t* size) {
   if (!r.tag(&t)) return false;
   bool ok = false;
   switch (t) {
-    case Tag::BigInt: ok = skipString(); break;
+    case Tag::BigInt:
+    case Tag::BigIntHex: ok = skipString(); break;
     case Tag::Date: {
       double d;
       ok = r.f64(&d);
@@ -1058,6 +1059,7 @@ JSValue Reader::value(uint32_t depth, bool slot) {
       return JS_IsException(v) ? guestFailed() : v;
     }
     case Tag::BigInt:
+    case Tag::BigIntHex:
     case Tag::Date:
     case Tag::RegExp:
     case Tag::Error:
@@ -1066,7 +1068,7 @@ JSValue Reader::value(uint32_t depth, bool slot) {
       WireReader rewound(base_ + at, size_ - at);
       rd_ = rewound;
       JSValue v = leaf();
-      return JS_IsException(v) || tag == Tag::BigInt ? v : remember(v);
+      return JS_IsException(v) || tag == Tag::BigInt || tag == Tag::BigIntHex ? v : remember(v);
     }
     case Tag::Array: {
       uint32_t length, count;
@@ -1131,7 +1133,7 @@ JSValue Reader::value(uint32_t depth, bool slot) {
     }
     case Tag::TypedArray: {
       uint8_t kind;
-      if (!rd_.u8(&kind) || kind >= static_cast<uint8_t>(TypedKind::Count)) return invalid("bad typed array kind");
+      if (!rd_.u8(&kind) || kind >= static_cast<uint8_t>(TypedKind::DataView)) return invalid("bad typed array kind");
       size_t slotIndex = objects_.size();
       objects_.push_back(JS_UNDEFINED);  // the view is numbered before its buffer, as written
       OwnedValue buffer(ctx_, value(depth + 1, false));
@@ -1327,7 +1329,7 @@ SnapshotResult Engine::writeSnapshot(const std::unordered_set<std::u16string>& e
                                      std::vector<uint8_t>* out) {
   if (!ctx_) return {SnapshotStatus::Invalid, "the sandbox is broken or disposed", {}};
   const auto& baseline = baselineGlobals(options_);
-  JS_UpdateStackTop(rt_);
+  if (!clampStack()) return {SnapshotStatus::StackExhausted, stackRefusal(), {}};
   WireLimits limits = limits_;
   limits.maxBytes = maxBytes;
   WireWriter w;
@@ -1344,11 +1346,19 @@ SnapshotResult Engine::readSnapshot(const uint8_t* data, size_t size, double bud
   if (!ctx_) return {SnapshotStatus::Invalid, "the sandbox is broken or disposed", {}};
   stop_.store(0);
   executionMs_ = 0;
-  enterGuest(budgetMs);
+  if (!enterGuest(budgetMs)) {
+    leaveGuest();
+    return {SnapshotStatus::StackExhausted, stackRefusal(), {}};
+  }
+  SnapshotResult r = readSnapshotEntered(data, size);
+  leaveGuest();
+  return r;
+}
+
+SnapshotResult Engine::readSnapshotEntered(const uint8_t* data, size_t size) {
   WireLimits limits = limits_;
   limits.maxBytes = size;
   SnapshotResult r = readSnapshotBody(ctx_, intrinsics_, limits, data, size);
-  leaveGuest();
   takeEngineFailure(ctx_, &r);
   // Nothing restored may leave work behind for the first eval.
   JS_DropPendingJobs(rt_);

@@ -19,7 +19,14 @@ export type NativeOutcome = [
   hostCalls: number,
   memoryUsedBytes: number,
   peakMemoryBytes: number,
+  snapshot?: NativeSnapshotRead,
 ];
+
+/** Result of a native snapshot write: [status, body | message, flat [name, type, ...] of placeholders]. */
+export type NativeSnapshotWrite = [status: number, result: Buffer | string | undefined, notRestored: string[]];
+
+/** Result of a native snapshot read: [status, undefined | message, flat [name, type, ...] of placeholders]. */
+export type NativeSnapshotRead = [status: number, message: string | undefined, notRestored: string[]];
 
 /**
  * Called by the addon on the main thread for each guest call of a host function. The arguments
@@ -55,9 +62,16 @@ export interface NativeHandle {
   memoryUsage(): [used: number, peak: number, limit: number];
   dispose(): void;
   /** [status, body | message, flat [name, type, ...] of placeholders], or "BUSY". */
-  writeSnapshot(excludedNames: string[], maxBodyBytes: number): [status: number, result: Buffer | string | undefined, notRestored: string[]] | "BUSY";
+  writeSnapshot(excludedNames: string[], maxBodyBytes: number): NativeSnapshotWrite | "BUSY";
   /** [status, undefined | message, flat [name, type, ...] of placeholders], or "BUSY". */
-  readSnapshot(body: Uint8Array, budgetMs: number): [status: number, message: string | undefined, notRestored: string[]] | "BUSY";
+  readSnapshot(body: Uint8Array, budgetMs: number): NativeSnapshotRead | "BUSY";
+  /**
+   * Reads a snapshot body on an executor thread, like an eval (same budgets, stop and watchdog);
+   * the outcome carries the read's result at index 10 when the read ran. Null when busy.
+   */
+  restoreAsync(body: Uint8Array, budgetMs: number, evalId: number): Promise<NativeOutcome> | null;
+  /** Writes a snapshot body on an executor thread: the body is the outcome's value, the write's result at index 10. Null when busy. */
+  writeSnapshotAsync(excludedNames: string[], maxBodyBytes: number, evalId: number): Promise<NativeOutcome> | null;
   setClock(fixed: boolean, epochMs: number, localTimeUtc: boolean): boolean;
   setRandomSeed(seed: number): boolean;
 }
@@ -70,6 +84,7 @@ interface NativeModule {
     maxConsoleBytes: number,
     dispatcher: NativeDispatcher,
     primitiveDispatcher: NativePrimitiveDispatcher,
+    copyLimitBytes: number,
   ) => NativeHandle;
   threadStackBytes: number;
   /** [executor threads now, their cap]: one thread per runnable async eval, created on demand. */
@@ -95,6 +110,7 @@ export const enum NativeStatus {
   Unserializable = 8,
   Broken = 9,
   Busy = 10,
+  CopyLimit = 11,
 }
 
 /** Stop reasons of native/engine.h StopReason. */
@@ -104,6 +120,7 @@ export const enum NativeStop {
   WallBudget = 2,
   Abort = 3,
   Dispose = 4,
+  CopyLimit = 5,
 }
 
 const require = createRequire(import.meta.url);

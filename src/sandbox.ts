@@ -4,7 +4,7 @@ import { formatWithOptions } from "node:util";
 import { SandboxError, type GuestErrorInfo } from "./errors.js";
 import { GuestOpaque, decodeConsole, decodeValue, encodeValue, encodeValueInto } from "./marshal.js";
 import { native, NativeStatus, NativeStop, type NativeHandle, type NativeOutcome } from "./native.js";
-import { openSnapshot, resolveSnapshotOptions, restoreBody, splitRestoreOptions, takeSnapshot, type RestoreOptions, type RestoredSandbox, type SnapshotOptions } from "./snapshot.js";
+import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealSnapshotAsync, splitRestoreOptions, takeSnapshot, type NotRestored, type RestoreOptions, type RestoredSandbox, type SnapshotOptions } from "./snapshot.js";
 import type {
   AsyncHostFunction,
   ConsoleEntry,
@@ -19,7 +19,7 @@ import type {
 } from "./types.js";
 
 const MiB = 1024 * 1024;
-const DEFAULTS: Required<Omit<SandboxOptions, "randomSeed">> = {
+const DEFAULTS: Required<Omit<SandboxOptions, "randomSeed" | "copyLimitBytes">> = {
   memoryLimitBytes: 64 * MiB,
   maxStackSizeBytes: 1 * MiB,
   executionTimeoutMs: 5000,
@@ -28,7 +28,7 @@ const DEFAULTS: Required<Omit<SandboxOptions, "randomSeed">> = {
   maxConsoleBytes: 1 * MiB,
   clock: "frozen",
 };
-const OPTION_KEYS = [...Object.keys(DEFAULTS), "randomSeed"];
+const OPTION_KEYS = [...Object.keys(DEFAULTS), "randomSeed", "copyLimitBytes"];
 // Date.now() values must stay inside the Date range (±8.64e15 ms).
 const MAX_TIME_MS = 8.64e15;
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
@@ -64,8 +64,10 @@ function validateOptions(options: unknown): Required<SandboxOptions> {
   if (options === undefined) return validateOptions({});
   if (typeof options !== "object" || options === null) throw invalid("Sandbox options must be an object");
   checkKeys("Sandbox", options, OPTION_KEYS);
-  const o = { ...DEFAULTS, randomSeed: 0, ...(options as SandboxOptions) };
+  const o = { ...DEFAULTS, randomSeed: 0, copyLimitBytes: 0, ...(options as SandboxOptions) };
   checkInteger("memoryLimitBytes", o.memoryLimitBytes, 1 * MiB, 16 * 1024 * MiB);
+  if ((options as SandboxOptions).copyLimitBytes === undefined) o.copyLimitBytes = o.memoryLimitBytes;
+  else checkInteger("copyLimitBytes", o.copyLimitBytes, 1024, 16 * 1024 * MiB);
   // Executor threads have native.threadStackBytes of stack; keep a wide margin for C frames.
   checkInteger("maxStackSizeBytes", o.maxStackSizeBytes, 64 * 1024, Math.min(8 * MiB, native.threadStackBytes / 2));
   checkTimeout("executionTimeoutMs", o.executionTimeoutMs);
@@ -131,6 +133,9 @@ function validatePath(name: unknown): string {
   }
   return name;
 }
+
+// How the engine's refusal to run on a thread with too little stack left begins (native/engine.cc).
+const STACK_REFUSAL = "the calling thread has only";
 
 // Shared with the addon (one per Node environment): host call arguments and results of usual size
 // cross without allocation. Every use is a synchronous write-then-read, so sandboxes can share it.
@@ -200,7 +205,7 @@ export class Sandbox implements Disposable {
     this.#options = validateOptions(options);
     const o = this.#options;
     try {
-      this.#handle = new native.SandboxHandle(o.memoryLimitBytes, o.maxStackSizeBytes, o.captureConsole, o.maxConsoleBytes, this.#dispatch, this.#dispatchPrimitive);
+      this.#handle = new native.SandboxHandle(o.memoryLimitBytes, o.maxStackSizeBytes, o.captureConsole, o.maxConsoleBytes, this.#dispatch, this.#dispatchPrimitive, o.copyLimitBytes);
     } catch (err) {
       throw new SandboxError("OUT_OF_MEMORY", "could not create the sandbox runtime", { cause: err });
     }
@@ -211,6 +216,8 @@ export class Sandbox implements Disposable {
   // engine is idle here (a busy engine refuses it, and then refuses the eval too).
   #startClock(handle: NativeHandle, o: EvalOptions): void {
     const ms = o.clockMs ?? evalClockMs(this.#options.clock);
+    // A clock.now() is host code: it can dispose this very sandbox.
+    if (this.#handle !== handle) throw new SandboxError("DISPOSED", "the sandbox was disposed by its clock.now()");
     handle.setClock(ms !== undefined, ms ?? 0, o.clockMs !== undefined || this.#options.clock !== "real");
     if (o.randomSeed !== undefined) handle.setRandomSeed(o.randomSeed);
   }
@@ -370,6 +377,7 @@ export class Sandbox implements Disposable {
     const fnId = this.#functions.length;
     const error = handle.defineFunction(name, fnId, async);
     if (error === "BUSY") throw new SandboxError("BUSY", "cannot define a function while an eval runs");
+    if (error.startsWith(STACK_REFUSAL)) throw new SandboxError("STACK_OVERFLOW", error);
     if (error) throw invalid(`cannot define '${name}': ${error}`);
     this.#functions.push({ name, fn, async });
   }
@@ -380,6 +388,7 @@ export class Sandbox implements Disposable {
     const handle = this.#live();
     const error = handle.setGlobal(name, encodeValue(value));
     if (error === "BUSY") throw new SandboxError("BUSY", "cannot set a global while an eval runs");
+    if (error.startsWith(STACK_REFUSAL)) throw new SandboxError("STACK_OVERFLOW", error);
     if (error) throw new SandboxError("OUT_OF_MEMORY", `cannot set global '${name}': ${error}`);
   }
 
@@ -389,6 +398,7 @@ export class Sandbox implements Disposable {
     const [status, result] = this.#live().getGlobal(name);
     if (status === NativeStatus.Ok) return decodeValue(result as Buffer);
     if (status === NativeStatus.Busy) throw new SandboxError("BUSY", "cannot read a global while an eval runs");
+    if (status === NativeStatus.StackOverflow) throw new SandboxError("STACK_OVERFLOW", String(result));
     throw new SandboxError("UNSERIALIZABLE", String(result));
   }
 
@@ -448,13 +458,18 @@ export class Sandbox implements Disposable {
   async run(code: string, options?: EvalOptions): Promise<EvalReport> {
     const o = validateEvalOptions(code, options);
     if (this.#reentered()) return this.#report(this.#stubOutcome(NativeStatus.Busy), 0, o);
+    return this.#enqueue(() => this.#runNow(code, o));
+  }
+
+  // Runs `work` after every queued eval (and queued snapshot) has finished.
+  async #enqueue<T>(work: () => Promise<T>): Promise<T> {
     const previous = this.#queue;
     let release!: () => void;
     this.#queue = new Promise((resolve) => (release = resolve));
     this.#asyncEvals++;
     try {
       await previous;
-      return await this.#runNow(code, o);
+      return await work();
     } finally {
       this.#asyncEvals--;
       release();
@@ -544,6 +559,8 @@ export class Sandbox implements Disposable {
       case NativeStatus.OutOfMemory:
         return new SandboxError("OUT_OF_MEMORY", `the guest ran out of memory (limit ${this.#options.memoryLimitBytes} bytes)`);
       case NativeStatus.StackOverflow:
+        // With a message, the engine refused to start: the calling thread had too little stack left.
+        if (message) return new SandboxError("STACK_OVERFLOW", message);
         return new SandboxError("STACK_OVERFLOW", "RangeError: Maximum call stack size exceeded", { guest: { name: "RangeError", message: "Maximum call stack size exceeded" } });
       case NativeStatus.Aborted:
         return new SandboxError("ABORTED", "the eval was aborted");
@@ -553,6 +570,8 @@ export class Sandbox implements Disposable {
         return new SandboxError("UNSERIALIZABLE", message || "the result cannot be copied out of the sandbox");
       case NativeStatus.Broken:
         return new SandboxError("BROKEN", "the sandbox was stopped while stuck in a built-in that cannot be interrupted; dispose it and create a new one");
+      case NativeStatus.CopyLimit:
+        return new SandboxError("COPY_LIMIT", `${message || "the eval's output"} would take the host past this eval's copy limit of ${this.#options.copyLimitBytes} bytes (copyLimitBytes; the result, console, thrown value and host-call arguments all count)`);
       case NativeStatus.Busy:
         return new SandboxError("BUSY", "the sandbox is busy: a host function cannot run code in its own sandbox");
       default:
@@ -572,8 +591,34 @@ export class Sandbox implements Disposable {
     const resolved = resolveSnapshotOptions(options, this.#options.memoryLimitBytes);
     const handle = this.#live();
     if (this.#broken) throw new SandboxError("BROKEN", "a broken sandbox cannot be snapshotted");
-    const hostRoots = new Set(this.#functions.map((f) => f.name.split(".")[0]!));
-    return takeSnapshot(handle, [...hostRoots], resolved, native.engineVersion);
+    return takeSnapshot(handle, this.#hostRoots(), resolved, native.engineVersion);
+  }
+
+  // Global names the host owns (its functions' roots): snapshots leave them out.
+  #hostRoots(): string[] {
+    return [...new Set(this.#functions.map((f) => f.name.split(".")[0]!))];
+  }
+
+  /**
+   * Like {@link Sandbox.snapshot}, but the state is walked on an executor thread and the body
+   * deflated on the libuv pool, so a large state never stalls the Node event loop. Waits for queued
+   * evals, and evals queued after it wait for it.
+   */
+  async snapshotAsync(options?: SnapshotOptions): Promise<Uint8Array> {
+    const resolved = resolveSnapshotOptions(options, this.#options.memoryLimitBytes);
+    this.#live();
+    if (this.#reentered()) throw new SandboxError("BUSY", "a host function cannot snapshot its own sandbox");
+    return this.#enqueue(async () => {
+      const handle = this.#live();
+      if (this.#broken) throw new SandboxError("BROKEN", "a broken sandbox cannot be snapshotted");
+      const evalId = ++this.#evalSeq;
+      const pending = handle.writeSnapshotAsync(this.#hostRoots(), maxSnapshotBody(resolved), evalId);
+      if (!pending) throw new SandboxError("BUSY", "cannot take a snapshot while an eval runs");
+      const raw = await pending;
+      const written = raw[10];
+      if (raw[0] !== NativeStatus.Ok || !written) throw this.#errorOf(raw[0], undefined, raw[2], raw[3], {});
+      return sealSnapshotAsync(written, raw[1], resolved, native.engineVersion);
+    });
   }
 
   /**
@@ -597,6 +642,46 @@ export class Sandbox implements Disposable {
       sandbox.dispose();
       throw err;
     }
+  }
+
+  /**
+   * Like {@link Sandbox.restore}, but the body is read on an executor thread, under the restore's
+   * execution budget and the sandbox's wall-clock budget: re-creating functions and classes runs
+   * guest code (a class `static {}` block, for one), which this way never runs on the Node main
+   * thread. The envelope checks (sizes, header, digest or signature, inflating) are linear and
+   * capped by `maxSnapshotBytes`, and run before. Rejects with the same errors as `restore`.
+   */
+  static async restoreAsync(bytes: Uint8Array, options?: RestoreOptions): Promise<RestoredSandbox> {
+    const split = splitRestoreOptions(options);
+    const sandboxOptions = validateOptions(split.sandbox);
+    const body = openSnapshot(bytes, resolveSnapshotOptions(split.snapshot, sandboxOptions.memoryLimitBytes));
+    const sandbox = new Sandbox(split.sandbox);
+    try {
+      const notRestored = await sandbox.#restoreOffThread(body, split.restoreTimeoutMs ?? sandbox.#options.executionTimeoutMs);
+      return { sandbox, notRestored };
+    } catch (err) {
+      sandbox.dispose();
+      throw err;
+    }
+  }
+
+  async #restoreOffThread(body: Buffer, budgetMs: number): Promise<NotRestored[]> {
+    const handle = this.#live();
+    const evalId = ++this.#evalSeq;
+    const pending = handle.restoreAsync(body, budgetMs, evalId);
+    if (!pending) throw new SandboxError("BUSY", "cannot restore into a sandbox while an eval runs");
+    const wallMs = this.#options.wallTimeoutMs;
+    const timer = setTimeout(() => this.#handle?.stop(NativeStop.WallBudget, evalId), wallMs);
+    let raw: NativeOutcome;
+    try {
+      raw = await pending;
+    } finally {
+      clearTimeout(timer);
+    }
+    if (raw[0] === NativeStatus.Timeout && raw[2]) this.#broken = true; // the watchdog answered
+    const read = raw[10];
+    if (raw[0] !== NativeStatus.Ok || !read) throw this.#errorOf(raw[0], undefined, raw[2], raw[3], { timeoutMs: budgetMs }, wallMs);
+    return restoredList(read);
   }
 
   /**

@@ -23,6 +23,14 @@ export interface SandboxOptions {
   /** Cap on the console text kept per eval, in UTF-8 bytes of the formatted lines; past it `consoleTruncated` is set. Default 1 MiB. */
   maxConsoleBytes?: number;
   /**
+   * Cap on the bytes one eval hands to the host, all copies together: the result, console
+   * arguments, the thrown value and every host-call argument (awaited or not). A string the guest
+   * references N times counts N times, since the host receives N copies. Checked before the host
+   * allocates: past it the eval fails with `COPY_LIMIT` (console output is cut instead, with
+   * `consoleTruncated`). Default: `memoryLimitBytes`.
+   */
+  copyLimitBytes?: number;
+  /**
    * What `Date.now()` and `new Date()` return inside the sandbox. Default `"frozen"`.
    * See {@link SandboxClock}.
    */

@@ -228,6 +228,7 @@ const ERROR_LABELS: Record<SandboxErrorCode, string> = {
   BUSY: "InterpreterBusyError",
   BROKEN: "InterpreterBrokenError",
   UNSERIALIZABLE: "UnserializableResultError",
+  COPY_LIMIT: "CopyLimitError",
   INVALID_ARGUMENT: "InvalidArgumentError",
   INVALID_SNAPSHOT: "InvalidSnapshotError",
 };
