@@ -153,7 +153,8 @@ describe("session churn", () => {
       await round(500);
       return;
     }
-    await round(2000); // warm-up: V8 and the allocator reach their steady state
+    // Warm-up: V8, the allocator and the executor's threads reach their steady state.
+    for (let r = 0; r < 3; r++) await round(2000);
     const growth: number[] = [];
     let last = await settledRss();
     for (let r = 0; r < 5; r++) {
