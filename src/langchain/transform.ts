@@ -17,7 +17,7 @@
  * maps emitted lines back through the source map ({@link TransformResult.lineMap}).
  */
 import { createRequire } from "node:module";
-import { parse, type AnyNode, type Options as AcornOptions, type Pattern, type Program } from "acorn";
+import { parse, type Options as AcornOptions, type Pattern, type Program } from "acorn";
 import type * as TS from "typescript";
 
 /** What {@link transformCode} produced. */
@@ -55,8 +55,6 @@ const ACORN_OPTIONS: AcornOptions = {
   sourceType: "script",
   allowAwaitOutsideFunction: true,
   allowHashBang: true,
-  // Kept so the type-argument check below can tell `(a < b) > c` from `a<b>(c)`.
-  preserveParens: true,
 };
 
 /** Options of {@link transformCode}. */
@@ -67,10 +65,10 @@ export interface TransformOptions {
 
 /** Transforms one eval's source. Never throws on bad input: syntax errors surface when the script runs. */
 export function transformCode(source: string, options: TransformOptions = {}): TransformResult {
+  // JavaScript keeps its JavaScript meaning: `a < b > (c)` is two comparisons, even though it reads
+  // like type arguments. TypeScript is tried only for what JavaScript cannot parse.
   const program = parseScript(source);
-  if (program !== undefined && !looksLikeTypeArguments(source, program)) {
-    return { ...rewriteDeclarations(source, program), language: "javascript" };
-  }
+  if (program !== undefined) return { ...rewriteDeclarations(source, program), language: "javascript" };
   return transformTypeScript(source, options.exactTypeScript === true);
 }
 
@@ -163,39 +161,6 @@ function applyEdits(source: string, edits: Edit[]): string {
     cursor = edit.at + edit.remove;
   }
   return out + source.slice(cursor);
-}
-
-/**
- * `new Set<string>(items)` and `f<T>(x)` are valid JavaScript (two comparisons) with a different
- * meaning: a `>` whose left operand is an unparenthesized `<` comparison is almost surely type
- * arguments, so such sources take the TypeScript path.
- */
-function looksLikeTypeArguments(source: string, program: Program): boolean {
-  // Cheap text pre-check (`name<...>(` or `` name<...>` ``) before walking the whole tree.
-  if (!MAYBE_TYPE_ARGUMENTS.test(source)) return false;
-  let found = false;
-  walk(program, (node) => {
-    if (node.type === "BinaryExpression" && node.operator === ">" && node.left.type === "BinaryExpression" && node.left.operator === "<") found = true;
-  });
-  return found;
-}
-
-const MAYBE_TYPE_ARGUMENTS = /[\w$)\]]\s*<[\w$\s,.[\]|&'"{}:?<>]*>\s*[(`]/;
-
-/** Visits every node; generic over child keys so new syntax needs no update here. */
-function walk(node: AnyNode, visit: (node: AnyNode) => void): void {
-  visit(node);
-  for (const child of Object.values(node) as unknown[]) {
-    if (Array.isArray(child)) {
-      for (const item of child as unknown[]) if (isNode(item)) walk(item, visit);
-    } else if (isNode(child)) {
-      walk(child, visit);
-    }
-  }
-}
-
-function isNode(value: unknown): value is AnyNode {
-  return typeof value === "object" && value !== null && typeof (value as { type?: unknown }).type === "string";
 }
 
 // ---------------------------------------------------------------------------------------------
