@@ -6,8 +6,9 @@
  */
 import { tool, type DynamicStructuredTool } from "@langchain/core/tools";
 import { ToolMessage } from "@langchain/core/messages";
+import { SandboxError } from "../errors.js";
 import { Sandbox } from "../sandbox.js";
-import type { ConsoleEntry, HostCallContext, SandboxOptions } from "../types.js";
+import type { ConsoleEntry, EvalReport, HostCallContext, SandboxOptions } from "../types.js";
 import { EvalActivity, type ProgressWriter } from "./activity.js";
 import { formatEvalOutput } from "./format.js";
 import { hintFor } from "./hints.js";
@@ -253,11 +254,64 @@ async function toToolOutput(outcome: EvalOutcome, config: EvalRunConfig, toolNam
   return new Command({ update: [...outcome.updates, ["messages", [message]]] });
 }
 
+const INPUT_KEYS = new Set(["code", "reset"]);
+
+/**
+ * Why the eval tool's arguments are refused, if they are: they do not fit its schema, or the code
+ * is over `maxCodeBytes`. Checked before anything is parsed or queued.
+ */
+export function refusalOf(input: unknown, maxCodeBytes: number): SandboxError | undefined {
+  const refuse = (problem: string): SandboxError => new SandboxError("INVALID_ARGUMENT", OUTPUT_TEXT.badEvalInput(problem));
+  if (typeof input !== "object" || input === null || Array.isArray(input)) return refuse(`got ${input === null ? "null" : Array.isArray(input) ? "an array" : typeof input} instead of an object`);
+  const fields = input as Record<string, unknown>;
+  const unknown = Object.keys(fields).find((key) => !INPUT_KEYS.has(key));
+  if (unknown !== undefined) return refuse(`unknown argument ${JSON.stringify(unknown.slice(0, 40))}`);
+  const code = fields["code"];
+  if (typeof code !== "string") return refuse(code === undefined ? "it is missing" : `got ${code === null ? "null" : typeof code}`);
+  if (fields["reset"] !== undefined && typeof fields["reset"] !== "boolean") return refuse(`\`reset\` must be a boolean; got ${typeof fields["reset"]}`);
+  // UTF-8 never takes fewer bytes than UTF-16 code units: only code under the cap in units is measured.
+  const bytes = code.length > maxCodeBytes ? code.length : Buffer.byteLength(code);
+  if (bytes > maxCodeBytes) return new SandboxError("INVALID_ARGUMENT", OUTPUT_TEXT.codeTooLarge(bytes, maxCodeBytes));
+  return undefined;
+}
+
+const NO_STATS = { executionMs: 0, wallMs: 0, hostCalls: 0, memoryUsedBytes: 0, peakMemoryBytes: 0 };
+
+/** The eval's output for refused arguments: the typed one-line error, as every eval error reads. */
+function refusedOutcome(error: SandboxError, evalCallId: string, options: ResolvedOptions): EvalOutcome {
+  const report: EvalReport = { ok: false, error, console: [], consoleTruncated: false, stats: NO_STATS };
+  const metadata = outcomeOf(report, new EvalActivity(evalCallId, undefined), [], undefined);
+  const text = formatEvalOutput(report, { maxResultChars: options.maxResultChars, status: OUTPUT_TEXT.outcome(metadata) });
+  return { text, ok: false, updates: [], metadata };
+}
+
+function isToolCall(arg: unknown): arg is { id?: string; args: unknown; type: "tool_call" } {
+  return typeof arg === "object" && arg !== null && (arg as { type?: unknown }).type === "tool_call";
+}
+
 /**
  * Creates the eval tool of one middleware instance. `description` is the text for the tools known
  * at construction; the middleware refreshes it per turn once the agent's tools are known.
  */
 export function createEvalTool(deps: EvalToolDeps, description: string): DynamicStructuredTool {
+  const { options } = deps;
+  const evalTool = buildEvalTool(deps, description);
+  // LangChain validates arguments before the tool function runs and reports a failure to the model
+  // with a host stack trace (file paths included). Arguments are checked here first, so the model
+  // reads a one-line typed error instead; valid ones go through LangChain's own path unchanged.
+  const call = evalTool.call.bind(evalTool);
+  evalTool.call = async (arg, configArg, tags) => {
+    const error = refusalOf(isToolCall(arg) ? arg.args : arg, options.maxCodeBytes);
+    if (error === undefined) return call(arg, configArg, tags);
+    const config = (typeof configArg === "object" && configArg !== null ? configArg : {}) as EvalRunConfig;
+    const toolCallId = (isToolCall(arg) ? arg.id : undefined) ?? config.toolCall?.id ?? config.toolCallId;
+    const outcome = refusedOutcome(error, toolCallId ?? `eval-${Date.now()}`, options);
+    return toToolOutput(outcome, toolCallId === undefined ? {} : { ...config, toolCallId }, options.toolName);
+  };
+  return evalTool;
+}
+
+function buildEvalTool(deps: EvalToolDeps, description: string): DynamicStructuredTool {
   const { options, interpreter } = deps;
   return tool(
     async (input: EvalToolInput, config: EvalRunConfig) => {

@@ -232,7 +232,13 @@ export const OUTPUT_TEXT = Object.freeze({
   /** Last console line when the sandbox stopped keeping console output. */
   consoleTruncated: "[console output beyond the interpreter's limit was dropped]",
   /** Name shown for an engine error that is not a guest exception. */
-  errorLabel: (code: SandboxErrorCode): string => ERROR_LABELS[code],
+  errorLabel: (code: SandboxErrorCode): string => ERROR_LABELS[code] ?? "Error",
+  /** The eval tool was called with arguments that do not fit its schema. */
+  badEvalInput: (problem: string): string => `the ${"`code`"} argument must be a string of JavaScript or TypeScript (optional ${"`reset`"}: boolean); ${problem}`,
+  /** The model's code exceeds `maxCodeBytes`. */
+  codeTooLarge: (bytes: number, maxBytes: number): string =>
+    `the code is ${bytes.toLocaleString("en-US")} bytes; the limit is ${maxBytes.toLocaleString("en-US")} bytes. Load bulk data through tools or files instead of pasting it into code, or split the work into several evals.`,
+
   /** A thrown value that is not an Error (`throw "x"`). */
   thrownNonError: (type: string, shown: string): string => `Uncaught ${type} (not an Error): ${shown}`,
 });

@@ -65,12 +65,20 @@ export interface TransformOptions {
 
 /** Transforms one eval's source. Never throws on bad input: syntax errors surface when the script runs. */
 export function transformCode(source: string, options: TransformOptions = {}): TransformResult {
-  // JavaScript keeps its JavaScript meaning: `a < b > (c)` is two comparisons, even though it reads
-  // like type arguments. TypeScript is tried only for what JavaScript cannot parse.
-  const program = parseScript(source);
-  if (program !== undefined) return { ...rewriteDeclarations(source, program), language: "javascript" };
-  return transformTypeScript(source, options.exactTypeScript === true);
+  try {
+    // JavaScript keeps its JavaScript meaning: `a < b > (c)` is two comparisons, even though it reads
+    // like type arguments. TypeScript is tried only for what JavaScript cannot parse.
+    const program = parseScript(source);
+    if (program !== undefined) return { ...rewriteDeclarations(source, program), language: "javascript" };
+    return transformTypeScript(source, options.exactTypeScript === true);
+  } catch (error) {
+    // The parsers recurse per nesting level: thousands of `(` overflow the host stack.
+    if (error instanceof RangeError) return failedParse(TOO_DEEP_MESSAGE, 1, 1, "javascript");
+    throw error;
+  }
 }
+
+const TOO_DEEP_MESSAGE = "the code is nested too deeply to parse (brackets, parentheses or blocks thousands of levels deep)";
 
 /**
  * Loads `typescript` ahead of the first TypeScript eval (a few hundred ms), e.g. when the
@@ -99,7 +107,8 @@ interface Edit {
 function parseScript(source: string): Program | undefined {
   try {
     return parse(source, ACORN_OPTIONS);
-  } catch {
+  } catch (error) {
+    if (error instanceof RangeError) throw error; // nesting too deep: no parser will do better
     return undefined;
   }
 }
@@ -218,9 +227,13 @@ function syntaxErrorResult(ts: TypeScriptModule, source: string, diagnostic: TS.
   const line = position.line + 1;
   const column = position.character + 1;
   const message = `${ts.flattenDiagnosticMessageText(diagnostic.messageText, " ")} (line ${line}, column ${column})`;
+  return { ...failedParse(message, line, column, "typescript"), stripping: "transpiled" };
+}
+
+function failedParse(message: string, line: number, column: number, language: TransformResult["language"]): TransformResult {
   // Thrown from the offending line so the stack trace points at it, with the parser's own words.
   const code = `${"\n".repeat(line - 1)}throw new SyntaxError(${JSON.stringify(message)});`;
-  return { code, declaredNames: [], language: "typescript", stripping: "transpiled", syntaxError: { message, line, column } };
+  return { code, declaredNames: [], language, syntaxError: { message, line, column } };
 }
 
 // ---------------------------------------------------------------------------------------------
