@@ -32,7 +32,9 @@ const CONSOLE_OPTIONS = { depth: 6, colors: false } as const satisfies InspectOp
 
 /** BigInts up to this many bits (~9,900 digits) are printed exactly; larger ones by head and tail. */
 const EXACT_BIGINT_BITS = 32_768;
-const BIGINT_EDGE_DIGITS = 12;
+/** Leading digits shown: a double's log10 of the top 64 bits gets about 10 of them right. */
+const BIGINT_HEAD_DIGITS = 10;
+const BIGINT_TAIL_DIGITS = 12;
 
 /** Text that `util.inspect` prints as it is (a cut marker, a cut string or BigInt). */
 class Shown {
@@ -68,12 +70,12 @@ export function bigintText(value: bigint): string {
   const hex = magnitude.toString(16); // linear, unlike decimal conversion
   const bits = hex.length * 4 - (Math.clz32(Number.parseInt(hex[0]!, 16)) - 28);
   if (bits <= EXACT_BIGINT_BITS) return `${value}n`;
-  // log10 from the top 64 bits: the first ~10 digits are exact, the rest are not needed.
+  // log10 from the top 64 bits; the tail is one division by a small power of ten.
   const shift = bits - 64;
   const log10 = Math.log10(Number(magnitude >> BigInt(shift))) + shift * Math.log10(2);
   const digits = Math.floor(log10) + 1;
-  const head = Math.floor(10 ** (log10 - Math.floor(log10) + BIGINT_EDGE_DIGITS - 1)).toString().slice(0, BIGINT_EDGE_DIGITS);
-  const tail = (magnitude % 10n ** BigInt(BIGINT_EDGE_DIGITS)).toString().padStart(BIGINT_EDGE_DIGITS, "0");
+  const head = Math.floor(10 ** (log10 - Math.floor(log10) + BIGINT_HEAD_DIGITS - 1)).toString().slice(0, BIGINT_HEAD_DIGITS);
+  const tail = (magnitude % 10n ** BigInt(BIGINT_TAIL_DIGITS)).toString().padStart(BIGINT_TAIL_DIGITS, "0");
   return `${negative ? "-" : ""}${head}...${tail}n (${digits.toLocaleString("en-US")} digits)`;
 }
 

@@ -4,6 +4,7 @@
  * format the report with its outcome line, hint and kept full texts, and hand back a ToolMessage
  * carrying the outcome as its `artifact` (or a `Command` when there are graph-state updates).
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { tool, type DynamicStructuredTool } from "@langchain/core/tools";
 import { ToolMessage } from "@langchain/core/messages";
 import { SandboxError } from "../errors.js";
@@ -21,6 +22,17 @@ import { PtcEvalContext, type EvalRunConfig, type PtcResolver, type PtcToolView,
 import { SessionRegistry, type InterpreterSession } from "./sessions.js";
 import type { TaskDispatcher } from "./task.js";
 import { transformCode } from "./transform.js";
+
+/**
+ * Sessions whose eval made the tool call running in the current async context. An eval tool call
+ * for one of them would queue behind the eval waiting for it, until the wall budget ran out.
+ */
+const callingSessions = new AsyncLocalStorage<ReadonlySet<string>>();
+
+function withCallingSession(key: string): ReadonlySet<string> {
+  const outer = callingSessions.getStore();
+  return outer?.has(key) ? outer : new Set([...(outer ?? []), key]);
+}
 
 /** Arguments of the eval tool. */
 export interface EvalToolInput {
@@ -113,7 +125,7 @@ function bindTools(session: Session, live: LiveSandbox, view: PtcToolView): void
       if (active === undefined || target === undefined) {
         throw new Error(`tools.${camelName} is not available in this eval`);
       }
-      return active.context.call(target, args, signal);
+      return callingSessions.run(withCallingSession(session.key), () => active.context.call(target, args, signal));
     });
     live.defined.add(camelName);
   }
@@ -275,6 +287,12 @@ export function refusalOf(input: unknown, maxCodeBytes: number): SandboxError | 
   return undefined;
 }
 
+/** `BUSY` when a tool called by this thread's running eval calls the eval tool of the same thread. */
+function reentryOf(config: EvalRunConfig): SandboxError | undefined {
+  const key = sessionKeyOf(config.configurable?.thread_id);
+  return callingSessions.getStore()?.has(key) ? new SandboxError("BUSY", OUTPUT_TEXT.evalReentered) : undefined;
+}
+
 const NO_STATS = { executionMs: 0, wallMs: 0, hostCalls: 0, memoryUsedBytes: 0, peakMemoryBytes: 0 };
 
 /** The eval's output for refused arguments: the typed one-line error, as every eval error reads. */
@@ -301,9 +319,9 @@ export function createEvalTool(deps: EvalToolDeps, description: string): Dynamic
   // reads a one-line typed error instead; valid ones go through LangChain's own path unchanged.
   const call = evalTool.call.bind(evalTool);
   evalTool.call = async (arg, configArg, tags) => {
-    const error = refusalOf(isToolCall(arg) ? arg.args : arg, options.maxCodeBytes);
-    if (error === undefined) return call(arg, configArg, tags);
     const config = (typeof configArg === "object" && configArg !== null ? configArg : {}) as EvalRunConfig;
+    const error = refusalOf(isToolCall(arg) ? arg.args : arg, options.maxCodeBytes) ?? reentryOf(config);
+    if (error === undefined) return call(arg, configArg, tags);
     const toolCallId = (isToolCall(arg) ? arg.id : undefined) ?? config.toolCall?.id ?? config.toolCallId;
     const outcome = refusedOutcome(error, toolCallId ?? `eval-${Date.now()}`, options);
     return toToolOutput(outcome, toolCallId === undefined ? {} : { ...config, toolCallId }, options.toolName);

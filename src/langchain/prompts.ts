@@ -235,6 +235,8 @@ export const OUTPUT_TEXT = Object.freeze({
   errorLabel: (code: SandboxErrorCode): string => ERROR_LABELS[code] ?? "Error",
   /** The eval tool was called with arguments that do not fit its schema. */
   badEvalInput: (problem: string): string => `the ${"`code`"} argument must be a string of JavaScript or TypeScript (optional ${"`reset`"}: boolean); ${problem}`,
+  /** A tool called from an eval called the eval tool of the same thread. */
+  evalReentered: "this thread's interpreter is running the eval that called this tool; a tool cannot run code in its own thread's interpreter",
   /** The model's code exceeds `maxCodeBytes`. */
   codeTooLarge: (bytes: number, maxBytes: number): string =>
     `the code is ${bytes.toLocaleString("en-US")} bytes; the limit is ${maxBytes.toLocaleString("en-US")} bytes. Load bulk data through tools or files instead of pasting it into code, or split the work into several evals.`,
