@@ -373,6 +373,19 @@ export class Sandbox implements Disposable {
     throw new SandboxError("UNSERIALIZABLE", String(result));
   }
 
+  /**
+   * Names of the guest's global object properties (built-ins included, in creation order), at
+   * most `limit` (default 10000). Read natively: no guest code, getter, Proxy trap or
+   * guest-replaceable built-in runs, so a guest that replaced `Object.getOwnPropertyNames` or
+   * defined millions of globals costs the caller nothing extra. Throws `BUSY` during an eval.
+   */
+  globalNames(limit = 10_000): string[] {
+    checkInteger("limit", limit, 0, 2 ** 32 - 1);
+    const names = this.#live().globalNames(limit);
+    if (names === "BUSY") throw new SandboxError("BUSY", "cannot list globals while an eval runs");
+    return names;
+  }
+
   /** Memory of the guest runtime. */
   memoryUsage(): MemoryUsage {
     const [usedBytes, peakBytes, limitBytes] = this.#live().memoryUsage();

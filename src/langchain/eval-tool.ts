@@ -146,11 +146,10 @@ function writerOf(config: EvalRunConfig): ProgressWriter | undefined {
   return typeof candidate === "function" ? (candidate as ProgressWriter) : undefined;
 }
 
-/** Sandbox global names for the hints, bounded: a hostile guest may define millions. */
+/** Sandbox global names for the hints, bounded (a hostile guest may define millions), read without running guest code. */
 function globalNamesOf(sandbox: Sandbox): readonly string[] {
   try {
-    const names = sandbox.evalSync("Object.getOwnPropertyNames(globalThis).slice(0, 5000)", { timeoutMs: 100 });
-    return Array.isArray(names) ? names.filter((n): n is string => typeof n === "string") : [];
+    return sandbox.globalNames(5000);
   } catch {
     return [];
   }

@@ -125,3 +125,11 @@ describe("results that used to stall the event loop", () => {
     expect(section(message!, "result")).toBe("2003529930...905719156736n (19,729 digits)");
   });
 });
+
+describe("hint lookups", () => {
+  it("the similar-name hint reads global names natively, never the guest's replaced Object.getOwnPropertyNames", async () => {
+    const [message] = await runEvals([{ code: "Object.getOwnPropertyNames = () => { for (;;) {} }; Array.prototype.slice = Object.getOwnPropertyNames; var myValue = 1; myvalue" }]);
+    expect(section(message!, "error")).toMatch(/^ReferenceError: myvalue is not defined/);
+    expect(section(message!, "hint")).toMatch(/myValue/);
+  });
+});
