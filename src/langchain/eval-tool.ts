@@ -21,7 +21,7 @@ import { initPersistenceState, isStop, type Persistence, type PersistenceState }
 import { PtcEvalContext, type EvalRunConfig, type PtcResolver, type PtcToolView, type StateUpdate } from "./ptc.js";
 import { SessionRegistry, type InterpreterSession } from "./sessions.js";
 import type { TaskDispatcher } from "./task.js";
-import { transformCode } from "./transform.js";
+import { transformOffThread } from "./transform-off-thread.js";
 
 /**
  * Sessions whose eval made the tool call running in the current async context. An eval tool call
@@ -173,7 +173,7 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
     const live = session.resource;
     bindTools(session, live, view);
     tasks = deps.task?.begin(session, live.sandbox, config, options.wallTimeoutMs, activity);
-    const transformed = transformCode(input.code);
+    const transformed = await transformOffThread(input.code, options.executionTimeoutMs);
     session.state.active = { context, view, activity };
     const report = await live.sandbox.run(transformed.code, {
       filename: SCRIPT_FILENAME,

@@ -31,6 +31,8 @@ export interface TransformResult {
    * lines are the same.
    */
   lineMap?: (generatedLine: number) => number;
+  /** The data behind {@link lineMap}: the model's line of each line of {@link code}, in order. */
+  lineTable?: number[];
   /**
    * JavaScript source of each top-level `function` and `class` declaration, by name, so a snapshot
    * can re-create them. The last declaration of a name wins, as it does at run time.
@@ -212,12 +214,12 @@ function transpileTypeScript(ts: TypeScriptModule, source: string): TransformRes
   if (diagnostic) return syntaxErrorResult(ts, source, diagnostic);
 
   const emitted = output.outputText.replace(/\n?\/\/# sourceMappingURL=.*\s*$/, "");
-  const lineMap = output.sourceMapText ? lineMapFromSourceMap(output.sourceMapText) : undefined;
+  const lineTable = output.sourceMapText ? lineTableFromSourceMap(output.sourceMapText) : undefined;
   const program = parseScript(emitted);
   // Output acorn cannot read (e.g. `export` in a script) is left for the engine to reject.
   const rewritten = program ? rewriteDeclarations(emitted, program) : { code: emitted, declaredNames: [] };
   const result: TransformResult = { ...rewritten, language: "typescript", stripping: "transpiled" };
-  if (lineMap) result.lineMap = lineMap;
+  if (lineTable) Object.assign(result, { lineTable, lineMap: lineMapOf(lineTable) });
   return result;
 }
 
@@ -230,7 +232,8 @@ function syntaxErrorResult(ts: TypeScriptModule, source: string, diagnostic: TS.
   return { ...failedParse(message, line, column, "typescript"), stripping: "transpiled" };
 }
 
-function failedParse(message: string, line: number, column: number, language: TransformResult["language"]): TransformResult {
+/** A result that throws `SyntaxError: message` from `line` when run. */
+export function failedParse(message: string, line: number, column: number, language: TransformResult["language"]): TransformResult {
   // Thrown from the offending line so the stack trace points at it, with the parser's own words.
   const code = `${"\n".repeat(line - 1)}throw new SyntaxError(${JSON.stringify(message)});`;
   return { code, declaredNames: [], language, syntaxError: { message, line, column } };
@@ -406,7 +409,12 @@ function applyBlanks(source: string, blanks: Blank[]): string {
 const BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 const BASE64_VALUE = new Map([...BASE64].map((char, index) => [char, index]));
 
-function lineMapFromSourceMap(sourceMapText: string): ((generatedLine: number) => number) | undefined {
+/** Maps a generated line through a {@link TransformResult.lineTable}. */
+export function lineMapOf(lines: readonly number[]): (generatedLine: number) => number {
+  return (generatedLine) => lines[generatedLine - 1] ?? lines[lines.length - 1] ?? generatedLine;
+}
+
+function lineTableFromSourceMap(sourceMapText: string): number[] | undefined {
   const mappings = (JSON.parse(sourceMapText) as { mappings?: unknown }).mappings;
   if (typeof mappings !== "string") return undefined;
   const lines: number[] = [];
@@ -427,7 +435,7 @@ function lineMapFromSourceMap(sourceMapText: string): ((generatedLine: number) =
     if (firstLineOfThisLine !== undefined) lastKnown = firstLineOfThisLine;
     lines.push(lastKnown + 1);
   }
-  return (generatedLine) => lines[generatedLine - 1] ?? lines[lines.length - 1] ?? generatedLine;
+  return lines;
 }
 
 function decodeVlq(segment: string): number[] {
