@@ -197,12 +197,22 @@ class Pruner {
     return this.#enter(value, twin, () => {
       const limit = Math.min(value.length, this.#limits.maxArrayLength);
       let index = 0;
+      let dense = true;
       for (; index < limit && !this.#spent; index++) {
         if (Object.hasOwn(value, index)) twin[index] = this.copy(value[index], depth + 1);
-        else this.#left -= 1;
+        else {
+          dense = false;
+          this.#left -= 1;
+        }
       }
-      // Holes stay holes (`<n empty items>`); what the budget or the item cap left out is counted.
-      if (index < value.length) {
+      // A full dense head keeps the real length, so inspect prints its own `... n more items`.
+      if (index === this.#limits.maxArrayLength && dense) {
+        twin.length = value.length;
+        // inspect aligns numbers right only when the item after the cut is a number too.
+        const next: unknown = value[index];
+        if (typeof next === "number" || typeof next === "bigint") twin[index] = next;
+      } else if (index < value.length) {
+        // Holes stay holes (`<n empty items>`); what the budget or the item cap left out is counted.
         twin.length = index;
         twin.push(new Shown(`... ${value.length - index} more item${value.length - index === 1 ? "" : "s"}`));
       } else {
