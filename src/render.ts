@@ -52,14 +52,24 @@ export function renderValue(value: unknown, maxChars: number): string {
   return inspect(new Pruner(maxChars, RENDER_OPTIONS).copy(value, 0), RENDER_OPTIONS);
 }
 
+/** Values in one console call render to at most about this many characters (a few ms of work). */
+export const MAX_CONSOLE_CALL_CHARS = 64 * 1024;
+
 /**
- * Formats console arguments like `console.log` (`util.formatWithOptions`, `%s`/`%o` included),
- * doing work proportional to `maxChars`.
+ * Formats console arguments like `console.log` (`util.formatWithOptions`, `%s`/`%o` included)
+ * within `maxChars`. Strings are copied as they are (cheap); other values are rendered within at
+ * most {@link MAX_CONSOLE_CALL_CHARS} per call, which bounds the main thread's work per call.
  */
 export function formatConsoleArgs(args: readonly unknown[], maxChars: number): string {
-  const pruner = new Pruner(maxChars, { maxArrayLength: 100, maxStringLength: 10_000, depth: CONSOLE_OPTIONS.depth });
+  const pruner = new Pruner(Math.min(maxChars, MAX_CONSOLE_CALL_CHARS), { maxArrayLength: 100, maxStringLength: 10_000, depth: CONSOLE_OPTIONS.depth });
+  let textLeft = Math.max(0, maxChars);
   // Top-level strings are printed raw, not quoted: cut them as text.
-  const pruned = args.map((arg) => (typeof arg === "string" ? pruner.text(arg) : pruner.copy(arg, 0)));
+  const pruned = args.map((arg) => {
+    if (typeof arg !== "string") return pruner.copy(arg, 0);
+    const shown = textLeft;
+    textLeft = Math.max(0, textLeft - arg.length);
+    return arg.length <= shown ? arg : `${arg.slice(0, shown)}... ${arg.length - shown} more characters`;
+  });
   return formatWithOptions(CONSOLE_OPTIONS, ...pruned);
 }
 
@@ -98,13 +108,6 @@ class Pruner {
   constructor(maxChars: number, limits: PruneLimits) {
     this.#left = Math.max(0, maxChars);
     this.#limits = limits;
-  }
-
-  /** A top-level string, printed raw. */
-  text(value: string): string {
-    const shown = Math.max(0, this.#left);
-    this.#left -= value.length;
-    return value.length <= shown ? value : `${value.slice(0, shown)}... ${value.length - shown} more characters`;
   }
 
   copy(value: unknown, depth: number): unknown {
