@@ -53,7 +53,7 @@ export function renderValue(value: unknown, maxChars: number): string {
 }
 
 /** Values in one console call render to at most about this many characters (a few ms of work). */
-export const MAX_CONSOLE_CALL_CHARS = 64 * 1024;
+export const MAX_CONSOLE_CALL_CHARS = 16 * 1024;
 
 /**
  * Formats console arguments like `console.log` (`util.formatWithOptions`, `%s`/`%o` included)
