@@ -269,6 +269,9 @@ export const HINT_TEXT = Object.freeze({
     `Call \`tools.${camelName}\` with one object holding its input fields: \`tools.${camelName}({ ${fields.length === 0 ? "..." : fields.map((f) => `${f}: ...`).join(", ")} })\`.`,
   /** A ReferenceError for a name that exists under another spelling. */
   similarName: (missing: string, existing: string): string => `\`${missing}\` does not exist, but \`${existing}\` does: did you mean \`${existing}\`?`,
+  /** `f<string>(x)` in otherwise valid JavaScript ran as the comparisons `f < string > (x)`. */
+  typeArgumentsAsComparisons: (typeName: string): string =>
+    `\`${typeName}\` was read as a variable: code that is valid JavaScript runs as JavaScript, where \`f<${typeName}>(x)\` means \`(f < ${typeName}) > (x)\`. Leave out the type arguments (\`new Set(items)\`), or give the value a type where it is declared (\`const s: Set<${typeName}> = new Set(items)\`).`,
   /** The wall-clock limit ran out while the program waited for tools. */
   toolTimeout: (tools: readonly string[], wallMs: number): string =>
     `The ${formatMs(wallMs)} time limit ran out while the program was waiting for ${tools.map((t) => `\`${t}\``).join(", ")}, not computing. Make fewer or smaller tool calls per program (continue in another call), and run independent calls together with \`Promise.all\`.`,

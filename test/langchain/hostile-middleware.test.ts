@@ -126,6 +126,15 @@ describe("results that used to stall the event loop", () => {
   });
 });
 
+describe("JavaScript keeps its meaning", () => {
+  it("valid JavaScript `a < b > (c)` runs as comparisons; `new Set<string>(items)` gets a hint instead of a silent re-read", async () => {
+    const [comparison, typeArguments] = await runEvals([{ code: "var a = 1, b = 2, c = 3\na < b > (c)" }, { code: "var items = ['a']\nnew Set<string>(items).size" }]);
+    expect(section(comparison!, "result")).toBe("false");
+    expect(section(typeArguments!, "error")).toMatch(/^ReferenceError: string is not defined/);
+    expect(section(typeArguments!, "hint")).toMatch(/code that is valid JavaScript runs as JavaScript/);
+  });
+});
+
 describe("hint lookups", () => {
   it("the similar-name hint reads global names natively, never the guest's replaced Object.getOwnPropertyNames", async () => {
     const [message] = await runEvals([{ code: "Object.getOwnPropertyNames = () => { for (;;) {} }; Array.prototype.slice = Object.getOwnPropertyNames; var myValue = 1; myvalue" }]);
