@@ -110,11 +110,12 @@ export function createInterpreter(options: ResolvedOptions, persistence: Persist
  * turn). Each host function looks up the eval running at call time, so one definition serves every
  * later eval.
  */
-function bindTools(session: Session, live: LiveSandbox, view: PtcToolView): void {
+async function bindTools(session: Session, live: LiveSandbox, view: PtcToolView): Promise<void> {
   for (const camelName of [...live.defined]) {
     if (view.byCamelName.has(camelName)) continue;
-    // The guest may have replaced or frozen `tools`; the host function refuses calls either way.
-    live.sandbox.evalSync(`try { delete globalThis.tools[${JSON.stringify(camelName)}] } catch {}`, { timeoutMs: 100 });
+    // The guest may have replaced or frozen `tools` (even with a Proxy): the delete runs on the
+    // executor, never on the main thread, and the host function refuses calls either way.
+    await live.sandbox.run(`try { delete globalThis.tools[${JSON.stringify(camelName)}] } catch {}`, { timeoutMs: 100 });
     live.defined.delete(camelName);
   }
   for (const camelName of view.byCamelName.keys()) {
@@ -171,7 +172,7 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
   let tasks: ReturnType<TaskDispatcher["begin"]>;
   try {
     const live = session.resource;
-    bindTools(session, live, view);
+    await bindTools(session, live, view);
     tasks = deps.task?.begin(session, live.sandbox, config, options.wallTimeoutMs, activity);
     const transformed = await transformOffThread(input.code, options.executionTimeoutMs);
     session.state.active = { context, view, activity };

@@ -142,3 +142,29 @@ describe("hint lookups", () => {
     expect(section(message!, "hint")).toMatch(/myValue/);
   });
 });
+
+describe("tools no longer offered", () => {
+  it("are removed from a guest `tools` Proxy whose delete trap spins, on the executor, and the eval still runs", async () => {
+    const { createMiddleware } = await import("langchain");
+    const getHits = tool(async () => ({ hits: [1, 2] }), { name: "get_hits", description: "hits", schema: z.object({}) });
+    let modelCalls = 0;
+    // Offers get_hits on the first model call only, as a tool-filtering middleware would.
+    const filter = createMiddleware({
+      name: "FilterTools",
+      wrapModelCall: async (request, handler) => handler(++modelCalls === 1 ? request : { ...request, tools: request.tools.filter((t) => (t as { name?: string }).name !== "get_hits") }),
+    });
+    const model = new ScriptedChatModel([
+      callTool("eval", { code: "globalThis.tools = new Proxy(tools, { deleteProperty() { for (;;) {} } }); typeof tools.getHits" }),
+      callTool("eval", { code: "typeof tools.getHits" }),
+      reply("done"),
+    ]);
+    const agent = createAgent({ model, tools: [getHits], middleware: [filter, middleware({ ptc: ["get_hits"] })] });
+    const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "filtered" } });
+    const [first, second] = toolMessages(result.messages as BaseMessage[]);
+    expect(section(first!, "result")).toBe("function");
+    // The delete ran under its own 100 ms budget off the main thread (it used to run inline and throw
+    // its TIMEOUT out of the tool); the Proxy kept the member, which the host refuses to serve.
+    expect(statusOf(second!)).toBe("success");
+    expect(section(second!, "result")).toBe("function");
+  });
+});
