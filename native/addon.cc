@@ -259,6 +259,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
                            InstanceMethod("defineFunction", &SandboxHandle::DefineFunction),
                            InstanceMethod("setGlobal", &SandboxHandle::SetGlobal),
                            InstanceMethod("getGlobal", &SandboxHandle::GetGlobal),
+                           InstanceMethod("globalNames", &SandboxHandle::GlobalNames),
                            InstanceMethod("memoryUsage", &SandboxHandle::MemoryUsage),
                            InstanceMethod("writeSnapshot", &SandboxHandle::WriteSnapshot),
                            InstanceMethod("readSnapshot", &SandboxHandle::ReadSnapshot),
@@ -643,6 +644,17 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     a.Set(0u, Napi::Number::New(env, static_cast<int>(status)));
     if (err.empty()) a.Set(1u, Napi::Buffer<uint8_t>::Copy(env, out.data(), out.size()));
     else a.Set(1u, Napi::String::New(env, err));
+    return a;
+  }
+
+  // globalNames(limit) -> string[] | "BUSY"
+  Napi::Value GlobalNames(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!alive(info) || info.Length() < 1 || !info[0].IsNumber()) return env.Undefined();
+    if (engine_->busy()) return Napi::String::New(env, "BUSY");
+    std::vector<std::string> names = engine_->globalNames(info[0].As<Napi::Number>().Uint32Value());
+    Napi::Array a = Napi::Array::New(env, names.size());
+    for (size_t i = 0; i < names.size(); i++) a.Set(static_cast<uint32_t>(i), Napi::String::New(env, names[i]));
     return a;
   }
 

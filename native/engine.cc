@@ -1043,4 +1043,27 @@ std::string Engine::getGlobal(const std::string& name, std::vector<uint8_t>* out
   return std::string();
 }
 
+std::vector<std::string> Engine::globalNames(size_t limit) {
+  std::vector<std::string> names;
+  OwnedValue global(ctx_, JS_GetGlobalObject(ctx_));
+  JSPropertyEnum* props = nullptr;
+  uint32_t count = 0;
+  if (JS_GetOwnPropertyNames(ctx_, &props, &count, global.get(), JS_GPN_STRING_MASK) < 0) {
+    JS_FreeValue(ctx_, JS_GetException(ctx_));  // out of memory: no names
+    return names;
+  }
+  for (uint32_t i = 0; i < count && names.size() < limit; i++) {
+    size_t length = 0;
+    const char* name = JS_AtomToCStringLen(ctx_, &length, props[i].atom);
+    if (!name) {
+      JS_FreeValue(ctx_, JS_GetException(ctx_));
+      break;
+    }
+    names.emplace_back(name, length);
+    JS_FreeCString(ctx_, name);
+  }
+  JS_FreePropertyEnum(ctx_, props, count);
+  return names;
+}
+
 }  // namespace qjsn

@@ -143,6 +143,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::string setGlobal(const std::string& name, const uint8_t* data, size_t size);
   // Fills `out` with wire bytes of the global's own data property; returns an error text or "".
   std::string getGlobal(const std::string& name, std::vector<uint8_t>* out, EvalStatus* status);
+  // Up to `limit` names of the global object's own string-keyed properties, read natively: no
+  // getter, Proxy trap or guest-replaceable built-in runs.
+  std::vector<std::string> globalNames(size_t limit);
 
   // --- deterministic time and randomness (native/clock.cc, deps patch 0030); main thread ------
   // Each returns false when an eval is active or the engine is gone, changing nothing.

@@ -59,6 +59,8 @@ export interface NativeHandle {
   defineFunction(path: string, fnId: number, async: boolean): string;
   setGlobal(name: string, bytes: Buffer): string;
   getGlobal(name: string): [status: number, result: Buffer | string | undefined];
+  /** Up to `limit` own string-keyed property names of the global object, or "BUSY". */
+  globalNames(limit: number): string[] | "BUSY";
   memoryUsage(): [used: number, peak: number, limit: number];
   dispose(): void;
   /** [status, body | message, flat [name, type, ...] of placeholders], or "BUSY". */

@@ -4,6 +4,7 @@ import { formatWithOptions } from "node:util";
 import { SandboxError, type GuestErrorInfo } from "./errors.js";
 import { GuestOpaque, decodeConsole, decodeValue, encodeValue, encodeValueInto } from "./marshal.js";
 import { native, NativeStatus, NativeStop, type NativeHandle, type NativeOutcome } from "./native.js";
+import { formatConsoleArgs, renderValue } from "./render.js";
 import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealSnapshotAsync, splitRestoreOptions, takeSnapshot, type NotRestored, type RestoreOptions, type RestoredSandbox, type SnapshotOptions } from "./snapshot.js";
 import type {
   AsyncHostFunction,
@@ -144,13 +145,16 @@ const exchange: Buffer = native.exchange;
 /** Which sandboxes' host functions are running in the current async context (re-entry check). */
 const hostCallContext = new AsyncLocalStorage<ReadonlySet<Sandbox>>();
 
+/** A thrown non-Error value is described within this many characters (rendering runs on the main thread). */
+const MAX_THROWN_CHARS = 16_384;
+
 function guestInfo(thrown: unknown): GuestErrorInfo {
   if (thrown instanceof Error) {
     const info: GuestErrorInfo = { name: thrown.name, message: thrown.message };
     if (typeof thrown.stack === "string" && thrown.stack !== `${thrown.name}: ${thrown.message}`) info.stack = thrown.stack;
     return info;
   }
-  const text = typeof thrown === "string" ? thrown : formatWithOptions({ depth: 4 }, "%O", thrown);
+  const text = typeof thrown === "string" ? thrown : renderValue(thrown, MAX_THROWN_CHARS);
   return { name: thrown === null ? "null" : thrown instanceof GuestOpaque ? thrown.kind : typeof thrown, message: text, nonError: true };
 }
 
@@ -271,7 +275,7 @@ export class Sandbox implements Disposable {
     if (!listener || evalId !== this.#currentEvalId) return;
     try {
       const args = decodeValue(argBytes) as unknown[];
-      listener({ level: CONSOLE_LEVELS[level] ?? "log", text: formatWithOptions({ depth: 6, colors: false }, ...args) });
+      listener({ level: CONSOLE_LEVELS[level] ?? "log", text: formatConsoleArgs(args, this.#options.maxConsoleBytes) });
     } catch {
       // a failing progress listener must not disturb the eval
     }
@@ -400,6 +404,19 @@ export class Sandbox implements Disposable {
     if (status === NativeStatus.Busy) throw new SandboxError("BUSY", "cannot read a global while an eval runs");
     if (status === NativeStatus.StackOverflow) throw new SandboxError("STACK_OVERFLOW", String(result));
     throw new SandboxError("UNSERIALIZABLE", String(result));
+  }
+
+  /**
+   * Names of the guest's global object properties (built-ins included, in creation order), at
+   * most `limit` (default 10000). Read natively: no guest code, getter, Proxy trap or
+   * guest-replaceable built-in runs, so a guest that replaced `Object.getOwnPropertyNames` or
+   * defined millions of globals costs the caller nothing extra. Throws `BUSY` during an eval.
+   */
+  globalNames(limit = 10_000): string[] {
+    checkInteger("limit", limit, 0, 2 ** 32 - 1);
+    const names = this.#live().globalNames(limit);
+    if (names === "BUSY") throw new SandboxError("BUSY", "cannot list globals while an eval runs");
+    return names;
   }
 
   /** Memory of the guest runtime. */
@@ -709,7 +726,8 @@ function formatConsole(bytes: Buffer, maxBytes: number): { entries: ConsoleEntry
   const entries: ConsoleEntry[] = [];
   let used = 0;
   for (const { level, args } of decodeConsole(bytes)) {
-    const text = formatWithOptions({ depth: 6, colors: false }, ...args);
+    // Rendered within what is left of the cap: shared sub-trees and huge objects cost no more.
+    const text = formatConsoleArgs(args, maxBytes - used + 1);
     used += Buffer.byteLength(text);
     if (used > maxBytes) return { entries, truncated: true };
     entries.push({ level: CONSOLE_LEVELS[level] ?? "log", text });

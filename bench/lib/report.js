@@ -105,6 +105,15 @@ function latencySection(run, info) {
   return table(["engine", "p50", "p99", "max", "samples", "wall time / note"], rows, "lrrrrl");
 }
 
+/** Case "event loop under hostile outputs" of quickjs-native, one row per hostile class. */
+export function hostileSection(run) {
+  const rows = (run.results.find((r) => r.engine === "quickjs-native")?.rows ?? [])
+    .filter((row) => row.case.startsWith("hostile:"))
+    .map((row) => [row.title, `${row.medianGapMs.toFixed(1)} ms`, `${row.maxGapMs.toFixed(1)} ms`, row.medianGapMs <= 20 ? "met" : "missed", row.outcome.replace(/\|/g, "\\|")]);
+  if (rows.length === 0) return "Not measured in this run.";
+  return table(["hostile class, at its cap", "longest gap (median of 3; 1 in a quick run)", "worst", "≤ 20 ms", "outcome"], rows, "lrrll");
+}
+
 /** One cell of the summary: the case's headline number in its own unit. */
 function glanceCell(info, result) {
   const r = findRow(result, info.id);
@@ -203,6 +212,10 @@ export function renderReport(run) {
     else out.push(eventLoopSection(run));
     out.push("");
   }
+
+  out.push("## Event loop under hostile outputs (quickjs-native)", "");
+  out.push("The longest gap of a 5 ms timer on the Node main thread while each hostile class runs at its cap through the middleware's eval tool or the Sandbox API (`bench/lib/hostile-case.js`; alone: `node bench/run.js --only=hostile`).", "");
+  out.push(hostileSection(run), "");
 
   out.push("## Fairness notes", "");
   for (const note of FAIRNESS) out.push(`- ${note}`);

@@ -4,11 +4,13 @@
  * format the report with its outcome line, hint and kept full texts, and hand back a ToolMessage
  * carrying the outcome as its `artifact` (or a `Command` when there are graph-state updates).
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { tool, type DynamicStructuredTool } from "@langchain/core/tools";
 import { ToolMessage } from "@langchain/core/messages";
 import type { BaseStore } from "@langchain/langgraph";
+import { SandboxError } from "../errors.js";
 import { Sandbox } from "../sandbox.js";
-import type { ConsoleEntry, HostCallContext, SandboxOptions } from "../types.js";
+import type { ConsoleEntry, EvalReport, HostCallContext, SandboxOptions } from "../types.js";
 import { EvalActivity, type ProgressWriter } from "./activity.js";
 import { formatEvalOutput } from "./format.js";
 import { hintFor } from "./hints.js";
@@ -21,7 +23,18 @@ import { PtcEvalContext, type EvalRunConfig, type PtcResolver, type PtcToolView,
 import { restoreReplayStart, type Approval, type EvalReview, type ReviewedResult } from "./approval.js";
 import { SessionRegistry, type InterpreterSession } from "./sessions.js";
 import type { TaskDispatcher } from "./task.js";
-import { transformCode } from "./transform.js";
+import { transformOffThread } from "./transform-off-thread.js";
+
+/**
+ * Sessions whose eval made the tool call running in the current async context. An eval tool call
+ * for one of them would queue behind the eval waiting for it, until the wall budget ran out.
+ */
+const callingSessions = new AsyncLocalStorage<ReadonlySet<string>>();
+
+function withCallingSession(key: string): ReadonlySet<string> {
+  const outer = callingSessions.getStore();
+  return outer?.has(key) ? outer : new Set([...(outer ?? []), key]);
+}
 
 /** Arguments of the eval tool. */
 export interface EvalToolInput {
@@ -103,11 +116,12 @@ export function createInterpreter(options: ResolvedOptions, persistence: Persist
  * turn). Each host function looks up the eval running at call time, so one definition serves every
  * later eval.
  */
-function bindTools(session: Session, live: LiveSandbox, view: PtcToolView): void {
+async function bindTools(session: Session, live: LiveSandbox, view: PtcToolView): Promise<void> {
   for (const camelName of [...live.defined]) {
     if (view.byCamelName.has(camelName)) continue;
-    // The guest may have replaced or frozen `tools`; the host function refuses calls either way.
-    live.sandbox.evalSync(`try { delete globalThis.tools[${JSON.stringify(camelName)}] } catch {}`, { timeoutMs: 100 });
+    // The guest may have replaced or frozen `tools` (even with a Proxy): the delete runs on the
+    // executor, never on the main thread, and the host function refuses calls either way.
+    await live.sandbox.run(`try { delete globalThis.tools[${JSON.stringify(camelName)}] } catch {}`, { timeoutMs: 100 });
     live.defined.delete(camelName);
   }
   for (const camelName of view.byCamelName.keys()) {
@@ -118,7 +132,7 @@ function bindTools(session: Session, live: LiveSandbox, view: PtcToolView): void
       if (active === undefined || target === undefined) {
         throw new Error(`tools.${camelName} is not available in this eval`);
       }
-      return active.context.call(target, args, signal);
+      return callingSessions.run(withCallingSession(session.key), () => active.context.call(target, args, signal));
     });
     live.defined.add(camelName);
   }
@@ -139,11 +153,10 @@ function writerOf(config: EvalRunConfig): ProgressWriter | undefined {
   return typeof candidate === "function" ? (candidate as ProgressWriter) : undefined;
 }
 
-/** Sandbox global names for the hints, bounded: a hostile guest may define millions. */
+/** Sandbox global names for the hints, bounded (a hostile guest may define millions), read without running guest code. */
 function globalNamesOf(sandbox: Sandbox): readonly string[] {
   try {
-    const names = sandbox.evalSync("Object.getOwnPropertyNames(globalThis).slice(0, 5000)", { timeoutMs: 100 });
-    return Array.isArray(names) ? names.filter((n): n is string => typeof n === "string") : [];
+    return sandbox.globalNames(5000);
   } catch {
     return [];
   }
@@ -166,9 +179,9 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
   let tasks: ReturnType<TaskDispatcher["begin"]>;
   try {
     const live = session.resource;
-    bindTools(session, live, view);
+    await bindTools(session, live, view);
     tasks = deps.task?.begin(session, live.sandbox, config, options.wallTimeoutMs, activity, review);
-    const transformed = transformCode(input.code);
+    const transformed = await transformOffThread(input.code, options.executionTimeoutMs);
     session.state.active = { context, view, activity };
     // Console lines reach the custom stream as the guest writes them, not when the eval ends.
     const onConsole = activity.streaming ? (entry: ConsoleEntry) => activity.console([entry]) : undefined;
@@ -271,11 +284,70 @@ async function toToolOutput(outcome: EvalOutcome, config: EvalRunConfig, toolNam
   return new Command({ update: [...outcome.updates, ["messages", [message]]] });
 }
 
+const INPUT_KEYS = new Set(["code", "reset"]);
+
+/**
+ * Why the eval tool's arguments are refused, if they are: they do not fit its schema, or the code
+ * is over `maxCodeBytes`. Checked before anything is parsed or queued.
+ */
+export function refusalOf(input: unknown, maxCodeBytes: number): SandboxError | undefined {
+  const refuse = (problem: string): SandboxError => new SandboxError("INVALID_ARGUMENT", OUTPUT_TEXT.badEvalInput(problem));
+  if (typeof input !== "object" || input === null || Array.isArray(input)) return refuse(`got ${input === null ? "null" : Array.isArray(input) ? "an array" : typeof input} instead of an object`);
+  const fields = input as Record<string, unknown>;
+  const unknown = Object.keys(fields).find((key) => !INPUT_KEYS.has(key));
+  if (unknown !== undefined) return refuse(`unknown argument ${JSON.stringify(unknown.slice(0, 40))}`);
+  const code = fields["code"];
+  if (typeof code !== "string") return refuse(code === undefined ? "it is missing" : `got ${code === null ? "null" : typeof code}`);
+  if (fields["reset"] !== undefined && typeof fields["reset"] !== "boolean") return refuse(`\`reset\` must be a boolean; got ${typeof fields["reset"]}`);
+  // UTF-8 never takes fewer bytes than UTF-16 code units: only code under the cap in units is measured.
+  const bytes = code.length > maxCodeBytes ? code.length : Buffer.byteLength(code);
+  if (bytes > maxCodeBytes) return new SandboxError("INVALID_ARGUMENT", OUTPUT_TEXT.codeTooLarge(bytes, maxCodeBytes));
+  return undefined;
+}
+
+/** `BUSY` when a tool called by this thread's running eval calls the eval tool of the same thread. */
+function reentryOf(config: EvalRunConfig): SandboxError | undefined {
+  const key = sessionKeyOf(config.configurable?.thread_id);
+  return callingSessions.getStore()?.has(key) ? new SandboxError("BUSY", OUTPUT_TEXT.evalReentered) : undefined;
+}
+
+const NO_STATS = { executionMs: 0, wallMs: 0, hostCalls: 0, memoryUsedBytes: 0, peakMemoryBytes: 0 };
+
+/** The eval's output for refused arguments: the typed one-line error, as every eval error reads. */
+function refusedOutcome(error: SandboxError, evalCallId: string, options: ResolvedOptions): EvalOutcome {
+  const report: EvalReport = { ok: false, error, console: [], consoleTruncated: false, stats: NO_STATS };
+  const metadata = outcomeOf(report, new EvalActivity(evalCallId, undefined), [], undefined);
+  const text = formatEvalOutput(report, { maxResultChars: options.maxResultChars, status: OUTPUT_TEXT.outcome(metadata) });
+  return { text, ok: false, updates: [], metadata };
+}
+
+function isToolCall(arg: unknown): arg is { id?: string; args: unknown; type: "tool_call" } {
+  return typeof arg === "object" && arg !== null && (arg as { type?: unknown }).type === "tool_call";
+}
+
 /**
  * Creates the eval tool of one middleware instance. `description` is the text for the tools known
  * at construction; the middleware refreshes it per turn once the agent's tools are known.
  */
 export function createEvalTool(deps: EvalToolDeps, description: string): DynamicStructuredTool {
+  const { options } = deps;
+  const evalTool = buildEvalTool(deps, description);
+  // LangChain validates arguments before the tool function runs and reports a failure to the model
+  // with a host stack trace (file paths included). Arguments are checked here first, so the model
+  // reads a one-line typed error instead; valid ones go through LangChain's own path unchanged.
+  const call = evalTool.call.bind(evalTool);
+  evalTool.call = async (arg, configArg, tags) => {
+    const config = (typeof configArg === "object" && configArg !== null ? configArg : {}) as EvalRunConfig;
+    const error = refusalOf(isToolCall(arg) ? arg.args : arg, options.maxCodeBytes) ?? reentryOf(config);
+    if (error === undefined) return call(arg, configArg, tags);
+    const toolCallId = (isToolCall(arg) ? arg.id : undefined) ?? config.toolCall?.id ?? config.toolCallId;
+    const outcome = refusedOutcome(error, toolCallId ?? `eval-${Date.now()}`, options);
+    return toToolOutput(outcome, toolCallId === undefined ? {} : { ...config, toolCallId }, options.toolName);
+  };
+  return evalTool;
+}
+
+function buildEvalTool(deps: EvalToolDeps, description: string): DynamicStructuredTool {
   const { options, interpreter } = deps;
   return tool(
     async (input: EvalToolInput, config: EvalRunConfig) => {

@@ -12,9 +12,12 @@
  * parts share one budget of `maxResultChars`; an oversized part keeps its head and tail around a
  * marker saying how much was cut and, when the caller keeps full texts, where the full text went.
  * A `<hint>` for a known mistake and a one-line `<status>` close the output when given.
+ *
+ * Guest text can be far larger than what is shown, and all of this runs on the Node main thread:
+ * values are rendered within the budget, and only the head and tail that can be shown are escaped.
  */
-import { inspect } from "node:util";
 import type { SandboxError } from "../errors.js";
+import { renderValue as renderBounded } from "../render.js";
 import type { ConsoleEntry, EvalReport } from "../types.js";
 import type { KeptOutput } from "./outcome.js";
 import { OUTPUT_TEXT } from "./prompts.js";
@@ -29,7 +32,10 @@ export interface FormatOptions {
   filename?: string;
   /** One-line host notices shown first (what a restore lost, a rollback...). */
   notices?: string[];
-  /** Keeps the full text of a part that must be cut, and says where; without it, cut text is gone. */
+  /**
+   * Keeps the full text of a part that must be cut, and says where; without it, cut text is gone.
+   * The text is as the guest produced it (not escaped): it is data for later reads.
+   */
   keep?: (section: KeptOutput["section"], text: string) => KeptOutput | undefined;
   /** A hint for a known mistake, shown after the result or error. */
   hint?: string;
@@ -45,48 +51,51 @@ export function formatEvalOutput(report: EvalReport, options: FormatOptions): st
   if (options.notices && options.notices.length > 0) parts.push({ section: "notice", text: options.notices.join("\n") });
   const consoleText = renderConsole(report.console, report.consoleTruncated);
   if (consoleText !== undefined) parts.push({ section: "console", text: consoleText });
-  if (report.ok) parts.push({ section: "result", text: renderValue(report.value) });
-  else parts.push({ section: "error", text: renderError(report.error, options) });
+  const limit = Math.max(0, Math.floor(options.maxResultChars));
+  if (report.ok) parts.push({ section: "result", text: renderValue(report.value, limit) });
+  else parts.push({ section: "error", text: renderError(report.error, options, limit) });
   if (options.hint !== undefined) parts.push({ section: "hint", text: options.hint });
   if (options.status !== undefined) parts.push({ section: "status", text: options.status });
 
-  const safe = parts.map((part) => ({ section: part.section, text: neutralize(part.text) }));
+  const safe = parts.map((part) => ({ ...part, ...neutralizeShown(part.text, limit) }));
   const framing = safe.reduce((sum, part) => sum + frame(part.section, "").length, 0) + safe.length - 1;
-  const budgets = layOut(safe, Math.max(0, Math.floor(options.maxResultChars) - framing));
+  const budgets = layOut(safe.map((part) => ({ section: part.section, length: part.shown.length + part.omitted })), Math.max(0, limit - framing));
   return safe
     .map((part, index) => {
       const budget = budgets[index] ?? 0;
       const section = part.section;
       const keepable = section === "console" || section === "result" || section === "error";
-      const kept = keepable && part.text.length > budget ? options.keep?.(section, part.text) : undefined;
-      return frame(part.section, truncateMiddle(part.text, budget, kept));
+      const cut = part.omitted > 0 || part.shown.length > budget;
+      const kept = keepable && cut ? options.keep?.(section, part.text) : undefined;
+      return frame(part.section, truncateMiddle(part.shown, budget, kept, part.omitted));
     })
     .join("\n");
+}
+
+/**
+ * The escaped text of a part, or, for a part too long to be shown whole, its escaped head and tail
+ * joined, with `omitted` raw characters left out between them (escaping never shortens text by
+ * more than half, so such a part is always cut in the middle, where the join is).
+ */
+function neutralizeShown(text: string, limit: number): { shown: string; omitted: number } {
+  const edge = 2 * limit + 2;
+  if (text.length <= 2 * edge) return { shown: neutralize(text), omitted: 0 };
+  const head = neutralize(text.slice(0, edge));
+  const tail = neutralize(text.slice(text.length - edge));
+  return { shown: head + tail, omitted: text.length - 2 * edge };
 }
 
 /**
  * Renders a value the guest returned: strings raw, everything else the way Node's `util.inspect`
  * shows it (`10n`, `-0`, `Map(2) {...}`, `Set(1) {...}`, `<ref *1>`/`[Circular *1]`, holes).
  * Opaque guest things arrive as `GuestOpaque` instances, which render themselves
- * (`[Function name]`, `[Getter/Setter]`...).
+ * (`[Function name]`, `[Getter/Setter]`...). Work and length are bounded by about `maxChars`:
+ * what lies past it shows as `... N more items` (see src/render.ts).
  */
-export function renderValue(value: unknown): string {
+export function renderValue(value: unknown, maxChars = 4000): string {
   if (typeof value === "string") return value;
-  return inspect(value, INSPECT_OPTIONS);
+  return renderBounded(value, maxChars);
 }
-
-const INSPECT_OPTIONS = {
-  depth: 6,
-  maxArrayLength: 200,
-  maxStringLength: 10_000,
-  breakLength: 100,
-  compact: 3,
-  sorted: false,
-  getters: false,
-  showHidden: false,
-  colors: false,
-  customInspect: true,
-} as const;
 
 function renderConsole(entries: readonly ConsoleEntry[], truncated: boolean): string | undefined {
   if (entries.length === 0 && !truncated) return undefined;
@@ -95,7 +104,7 @@ function renderConsole(entries: readonly ConsoleEntry[], truncated: boolean): st
   return lines.join("\n");
 }
 
-function renderError(error: SandboxError, options: FormatOptions): string {
+function renderError(error: SandboxError, options: FormatOptions, limit: number): string {
   const guest = error.guest;
   if (!guest) return `${OUTPUT_TEXT.errorLabel(error.code)}: ${error.message}`;
   if (guest.nonError) {
@@ -103,8 +112,10 @@ function renderError(error: SandboxError, options: FormatOptions): string {
     return OUTPUT_TEXT.thrownNonError(guest.name, guest.name === "string" ? JSON.stringify(guest.message) : guest.message);
   }
   const head = guest.message === "" ? guest.name : `${guest.name}: ${guest.message}`;
-  const stack = guest.stack ? mapStackLines(stripStackHeader(guest.stack, head), options) : "";
-  return stack.trim() === "" ? head : `${head}\n${stack.replace(/\s+$/, "")}`;
+  // Frames at the top matter; a guest-planted stack of megabytes is not walked in full.
+  const frames = guest.stack ? stripStackHeader(guest.stack, head) : "";
+  const stack = mapStackLines(frames.length > 2 * limit ? `${frames.slice(0, 2 * limit)}\n    ...` : frames, options);
+  return stack.trim() === "" ? head : `${head}\n${stack.trimEnd()}`;
 }
 
 /** V8-style stacks repeat `Name: message` first; QuickJS's hold only frames. */
@@ -129,8 +140,9 @@ function escapeRegExp(text: string): string {
 
 const OUR_TAGS = "notice|console|result|error|hint|status";
 /** Tags of ours and shapes that chat formats and agent frameworks give meaning to. */
+// One `\s*` on each side of the optional `/`, never two in a row: linear on long whitespace runs.
 const TAG_LIKE = new RegExp(
-  `<(?=\\s*\\/?\\s*(?:${OUR_TAGS}|system|user|assistant|human|tool|tool_result|tool_use|tool_call|function_results?|function_calls?|instructions?|stdout|stderr|output)(?:[\\s>/=]|$))`,
+  `<(?=\\s*(?:\\/\\s*)?(?:${OUR_TAGS}|system|user|assistant|human|tool|tool_result|tool_use|tool_call|function_results?|function_calls?|instructions?|stdout|stderr|output)(?:[\\s>/=]|$))`,
   "gi",
 );
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
@@ -176,8 +188,8 @@ export const MIN_RESULT_CHARS = 300;
  * length, then the other parts share what is left: small parts keep everything, large ones split
  * the rest evenly.
  */
-function layOut(parts: ReadonlyArray<{ section: Section; text: string }>, budget: number): number[] {
-  const lengths = parts.map((part) => part.text.length);
+function layOut(parts: ReadonlyArray<{ section: Section; length: number }>, budget: number): number[] {
+  const lengths = parts.map((part) => part.length);
   if (lengths.reduce((sum, length) => sum + length, 0) <= budget) return lengths;
   const floors = lengths.map((length) => Math.min(length, 2 * MIN_SIDE_CHARS + OUTPUT_TEXT.truncatedBrief(length).length));
   let remaining = budget - floors.reduce((sum, floor) => sum + floor, 0);
@@ -213,21 +225,23 @@ function shareBudget(lengths: number[], budget: number): number[] {
  * Keeps the head and the tail of `text` within `budget` characters, the marker included. The
  * marker is the most informative one that leaves {@link MIN_SIDE_CHARS} at each end: where the full
  * text was kept (if it was), then a shorter form of that, then the count alone, then a brief count.
+ * `omitted` counts characters already left out in the middle of `text` (a part too long to escape
+ * whole).
  */
-export function truncateMiddle(text: string, budget: number, kept?: KeptOutput): string {
-  if (text.length <= budget) return text;
+export function truncateMiddle(text: string, budget: number, kept?: KeptOutput, omitted = 0): string {
+  if (text.length <= budget && omitted === 0) return text;
   // Sized for the largest possible count; the exact count printed below is never longer.
   const markers = [
     ...(kept === undefined ? [] : [(n: number) => OUTPUT_TEXT.truncated(n, kept), (n: number) => OUTPUT_TEXT.truncatedCompact(n, kept)]),
     (n: number) => OUTPUT_TEXT.truncated(n),
     (n: number) => OUTPUT_TEXT.truncatedBrief(n),
   ];
-  const marker = markers.find((m) => m(text.length).length + 2 * MIN_SIDE_CHARS <= budget) ?? markers[markers.length - 1]!;
-  const keep = budget - marker(text.length).length;
+  const marker = markers.find((m) => m(text.length + omitted).length + 2 * MIN_SIDE_CHARS <= budget) ?? markers[markers.length - 1]!;
+  const keep = budget - marker(text.length + omitted).length;
   if (keep < 0) return text.slice(0, avoidSplitPairBack(text, budget));
   const headEnd = avoidSplitPairBack(text, Math.max(Math.min(MIN_SIDE_CHARS, keep), Math.min(keep - MIN_SIDE_CHARS, Math.ceil(keep * 0.6))));
-  const tailStart = avoidSplitPair(text, text.length - (keep - headEnd));
-  return `${text.slice(0, headEnd)}${marker(tailStart - headEnd)}${text.slice(tailStart)}`;
+  const tailStart = Math.max(headEnd, avoidSplitPair(text, text.length - (keep - headEnd)));
+  return `${text.slice(0, headEnd)}${marker(tailStart - headEnd + omitted)}${text.slice(tailStart)}`;
 }
 
 /** Moves a cut back off the middle of a surrogate pair (the head then ends before the pair). */

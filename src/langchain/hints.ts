@@ -60,6 +60,15 @@ const similarName: Rule = (report, { view, globalNames }) => {
   return match === undefined ? undefined : HINT_TEXT.similarName(missing, match);
 };
 
+/** TypeScript's primitive type names: a ReferenceError for one is almost surely a type argument read as a comparison. */
+const TYPE_NAMES = new Set(["string", "number", "boolean", "bigint", "symbol", "object", "any", "unknown", "never", "void"]);
+
+const typeArgumentsAsComparisons: Rule = (report) => {
+  if (report.ok || report.error.guest?.name !== "ReferenceError") return undefined;
+  const missing = NOT_DEFINED.exec(report.error.guest.message)?.[1];
+  return missing !== undefined && TYPE_NAMES.has(missing) ? HINT_TEXT.typeArgumentsAsComparisons(missing) : undefined;
+};
+
 const toolTimeout: Rule = (report, { activity, wallTimeoutMs, view }) => {
   if (report.ok || report.error.code !== "TIMEOUT" || report.error.budget !== "wall" || activity.cutOff.length === 0) return undefined;
   const camel = new Map([...view.byCamelName.values()].map((t) => [t.name, `tools.${t.camelName}`]));
@@ -67,7 +76,7 @@ const toolTimeout: Rule = (report, { activity, wallTimeoutMs, view }) => {
   return HINT_TEXT.toolTimeout(names, wallTimeoutMs);
 };
 
-const RULES: readonly Rule[] = [jsonParseObject, unawaitedPromise, toolNonObject, similarName, toolTimeout];
+const RULES: readonly Rule[] = [jsonParseObject, unawaitedPromise, toolNonObject, typeArgumentsAsComparisons, similarName, toolTimeout];
 
 /** The hint for the first known mistake `report` shows, if any. */
 export function hintFor(report: EvalReport, context: HintContext): string | undefined {

@@ -50,6 +50,13 @@ export interface CodeInterpreterMiddlewareOptions {
    */
   maxResultChars?: number;
   /**
+   * Cap on the model-written `code` argument of one eval, in UTF-8 bytes. Longer code is refused
+   * with an `InvalidArgumentError` before anything is parsed: parsing and type stripping run on
+   * the Node main thread, which every session shares, and their cost grows with the code. Load
+   * bulk data through tools or files instead of pasting it into code. Default 262144 (256 KiB).
+   */
+  maxCodeBytes?: number;
+  /**
    * Full texts of cut outputs kept per thread, in characters (in the agent's files when it has
    * deepagents' `files` state, else in memory); the oldest go first. Default 1000000.
    */
@@ -130,6 +137,7 @@ export interface ResolvedOptions {
   toolName: string;
   captureConsole: boolean;
   maxResultChars: number;
+  maxCodeBytes: number;
   maxKeptOutputChars: number;
   systemPrompt: { kind: "default" } | { kind: "replace"; text: string } | { kind: "append"; text: string } | { kind: "off" };
   ptc: ResolvedPtcSpec;
@@ -182,6 +190,7 @@ export const DEFAULTS = Object.freeze({
   toolName: "eval",
   captureConsole: true,
   maxResultChars: 4000,
+  maxCodeBytes: 256 * 1024,
   maxKeptOutputChars: 1_000_000,
   maxPtcCalls: 256,
   subagents: true,
@@ -194,7 +203,7 @@ export const DEFAULTS = Object.freeze({
 
 const KNOWN_KEYS: ReadonlySet<string> = new Set<keyof CodeInterpreterMiddlewareOptions>([
   "memoryLimitBytes", "maxStackSizeBytes", "executionTimeoutMs", "wallTimeoutMs", "toolName", "captureConsole",
-  "maxResultChars", "maxKeptOutputChars", "systemPrompt", "ptc", "ptcAcknowledgeUnsafe", "maxPtcCalls", "ptcQuotas", "subagents", "subagentTimeoutMs", "mode",
+  "maxResultChars", "maxCodeBytes", "maxKeptOutputChars", "systemPrompt", "ptc", "ptcAcknowledgeUnsafe", "maxPtcCalls", "ptcQuotas", "subagents", "subagentTimeoutMs", "mode",
   "maxSnapshotBytes", "snapshotSigningKey", "maxLiveSessions", "sessionIdleTimeoutMs", "clock", "randomSeed", "interruptOn",
 ]);
 
@@ -442,6 +451,7 @@ export function resolveOptions(options: CodeInterpreterMiddlewareOptions | undef
     toolName,
     captureConsole: booleanOption("captureConsole", input.captureConsole, DEFAULTS.captureConsole),
     maxResultChars: integerOption("maxResultChars", input.maxResultChars, DEFAULTS.maxResultChars, MIN_RESULT_CHARS),
+    maxCodeBytes: integerOption("maxCodeBytes", input.maxCodeBytes, DEFAULTS.maxCodeBytes, 1024, 64 * 1024 * 1024),
     maxKeptOutputChars: integerOption("maxKeptOutputChars", input.maxKeptOutputChars, DEFAULTS.maxKeptOutputChars, 0),
     systemPrompt: resolveSystemPrompt(input.systemPrompt),
     ptc: resolvePtc(input.ptc, acknowledged, toolName),

@@ -255,7 +255,15 @@ export const OUTPUT_TEXT = Object.freeze({
   /** Last console line when the sandbox stopped keeping console output. */
   consoleTruncated: "[console output beyond the interpreter's limit was dropped]",
   /** Name shown for an engine error that is not a guest exception. */
-  errorLabel: (code: SandboxErrorCode): string => ERROR_LABELS[code],
+  errorLabel: (code: SandboxErrorCode): string => ERROR_LABELS[code] ?? "Error",
+  /** The eval tool was called with arguments that do not fit its schema. */
+  badEvalInput: (problem: string): string => `the ${"`code`"} argument must be a string of JavaScript or TypeScript (optional ${"`reset`"}: boolean); ${problem}`,
+  /** A tool called from an eval called the eval tool of the same thread. */
+  evalReentered: "this thread's interpreter is running the eval that called this tool; a tool cannot run code in its own thread's interpreter",
+  /** The model's code exceeds `maxCodeBytes`. */
+  codeTooLarge: (bytes: number, maxBytes: number): string =>
+    `the code is ${bytes.toLocaleString("en-US")} bytes; the limit is ${maxBytes.toLocaleString("en-US")} bytes. Load bulk data through tools or files instead of pasting it into code, or split the work into several evals.`,
+
   /** A thrown value that is not an Error (`throw "x"`). */
   thrownNonError: (type: string, shown: string): string => `Uncaught ${type} (not an Error): ${shown}`,
 });
@@ -284,6 +292,9 @@ export const HINT_TEXT = Object.freeze({
     `Call \`tools.${camelName}\` with one object holding its input fields: \`tools.${camelName}({ ${fields.length === 0 ? "..." : fields.map((f) => `${f}: ...`).join(", ")} })\`.`,
   /** A ReferenceError for a name that exists under another spelling. */
   similarName: (missing: string, existing: string): string => `\`${missing}\` does not exist, but \`${existing}\` does: did you mean \`${existing}\`?`,
+  /** `f<string>(x)` in otherwise valid JavaScript ran as the comparisons `f < string > (x)`. */
+  typeArgumentsAsComparisons: (typeName: string): string =>
+    `\`${typeName}\` was read as a variable: code that is valid JavaScript runs as JavaScript, where \`f<${typeName}>(x)\` means \`(f < ${typeName}) > (x)\`. Leave out the type arguments (\`new Set(items)\`), or give the value a type where it is declared (\`const s: Set<${typeName}> = new Set(items)\`).`,
   /** The wall-clock limit ran out while the program waited for tools. */
   toolTimeout: (tools: readonly string[], wallMs: number): string =>
     `The ${formatMs(wallMs)} time limit ran out while the program was waiting for ${tools.map((t) => `\`${t}\``).join(", ")}, not computing. Make fewer or smaller tool calls per program (continue in another call), and run independent calls together with \`Promise.all\`.`,

@@ -17,7 +17,7 @@
  * maps emitted lines back through the source map ({@link TransformResult.lineMap}).
  */
 import { createRequire } from "node:module";
-import { parse, type AnyNode, type Options as AcornOptions, type Pattern, type Program } from "acorn";
+import { parse, type Options as AcornOptions, type Pattern, type Program } from "acorn";
 import type * as TS from "typescript";
 
 /** What {@link transformCode} produced. */
@@ -31,6 +31,8 @@ export interface TransformResult {
    * lines are the same.
    */
   lineMap?: (generatedLine: number) => number;
+  /** The data behind {@link lineMap}: the model's line of each line of {@link code}, in order. */
+  lineTable?: number[];
   /**
    * JavaScript source of each top-level `function` and `class` declaration, by name, so a snapshot
    * can re-create them. The last declaration of a name wins, as it does at run time.
@@ -55,8 +57,6 @@ const ACORN_OPTIONS: AcornOptions = {
   sourceType: "script",
   allowAwaitOutsideFunction: true,
   allowHashBang: true,
-  // Kept so the type-argument check below can tell `(a < b) > c` from `a<b>(c)`.
-  preserveParens: true,
 };
 
 /** Options of {@link transformCode}. */
@@ -67,12 +67,20 @@ export interface TransformOptions {
 
 /** Transforms one eval's source. Never throws on bad input: syntax errors surface when the script runs. */
 export function transformCode(source: string, options: TransformOptions = {}): TransformResult {
-  const program = parseScript(source);
-  if (program !== undefined && !looksLikeTypeArguments(source, program)) {
-    return { ...rewriteDeclarations(source, program), language: "javascript" };
+  try {
+    // JavaScript keeps its JavaScript meaning: `a < b > (c)` is two comparisons, even though it reads
+    // like type arguments. TypeScript is tried only for what JavaScript cannot parse.
+    const program = parseScript(source);
+    if (program !== undefined) return { ...rewriteDeclarations(source, program), language: "javascript" };
+    return transformTypeScript(source, options.exactTypeScript === true);
+  } catch (error) {
+    // The parsers recurse per nesting level: thousands of `(` overflow the host stack.
+    if (error instanceof RangeError) return failedParse(TOO_DEEP_MESSAGE, 1, 1, "javascript");
+    throw error;
   }
-  return transformTypeScript(source, options.exactTypeScript === true);
 }
+
+const TOO_DEEP_MESSAGE = "the code is nested too deeply to parse (brackets, parentheses or blocks thousands of levels deep)";
 
 /**
  * Loads `typescript` ahead of the first TypeScript eval (a few hundred ms), e.g. when the
@@ -101,7 +109,8 @@ interface Edit {
 function parseScript(source: string): Program | undefined {
   try {
     return parse(source, ACORN_OPTIONS);
-  } catch {
+  } catch (error) {
+    if (error instanceof RangeError) throw error; // nesting too deep: no parser will do better
     return undefined;
   }
 }
@@ -165,39 +174,6 @@ function applyEdits(source: string, edits: Edit[]): string {
   return out + source.slice(cursor);
 }
 
-/**
- * `new Set<string>(items)` and `f<T>(x)` are valid JavaScript (two comparisons) with a different
- * meaning: a `>` whose left operand is an unparenthesized `<` comparison is almost surely type
- * arguments, so such sources take the TypeScript path.
- */
-function looksLikeTypeArguments(source: string, program: Program): boolean {
-  // Cheap text pre-check (`name<...>(` or `` name<...>` ``) before walking the whole tree.
-  if (!MAYBE_TYPE_ARGUMENTS.test(source)) return false;
-  let found = false;
-  walk(program, (node) => {
-    if (node.type === "BinaryExpression" && node.operator === ">" && node.left.type === "BinaryExpression" && node.left.operator === "<") found = true;
-  });
-  return found;
-}
-
-const MAYBE_TYPE_ARGUMENTS = /[\w$)\]]\s*<[\w$\s,.[\]|&'"{}:?<>]*>\s*[(`]/;
-
-/** Visits every node; generic over child keys so new syntax needs no update here. */
-function walk(node: AnyNode, visit: (node: AnyNode) => void): void {
-  visit(node);
-  for (const child of Object.values(node) as unknown[]) {
-    if (Array.isArray(child)) {
-      for (const item of child as unknown[]) if (isNode(item)) walk(item, visit);
-    } else if (isNode(child)) {
-      walk(child, visit);
-    }
-  }
-}
-
-function isNode(value: unknown): value is AnyNode {
-  return typeof value === "object" && value !== null && typeof (value as { type?: unknown }).type === "string";
-}
-
 // ---------------------------------------------------------------------------------------------
 // TypeScript: `transpileModule`, then the JavaScript rewrite on its output.
 
@@ -238,12 +214,12 @@ function transpileTypeScript(ts: TypeScriptModule, source: string): TransformRes
   if (diagnostic) return syntaxErrorResult(ts, source, diagnostic);
 
   const emitted = output.outputText.replace(/\n?\/\/# sourceMappingURL=.*\s*$/, "");
-  const lineMap = output.sourceMapText ? lineMapFromSourceMap(output.sourceMapText) : undefined;
+  const lineTable = output.sourceMapText ? lineTableFromSourceMap(output.sourceMapText) : undefined;
   const program = parseScript(emitted);
   // Output acorn cannot read (e.g. `export` in a script) is left for the engine to reject.
   const rewritten = program ? rewriteDeclarations(emitted, program) : { code: emitted, declaredNames: [] };
   const result: TransformResult = { ...rewritten, language: "typescript", stripping: "transpiled" };
-  if (lineMap) result.lineMap = lineMap;
+  if (lineTable) Object.assign(result, { lineTable, lineMap: lineMapOf(lineTable) });
   return result;
 }
 
@@ -253,9 +229,14 @@ function syntaxErrorResult(ts: TypeScriptModule, source: string, diagnostic: TS.
   const line = position.line + 1;
   const column = position.character + 1;
   const message = `${ts.flattenDiagnosticMessageText(diagnostic.messageText, " ")} (line ${line}, column ${column})`;
+  return { ...failedParse(message, line, column, "typescript"), stripping: "transpiled" };
+}
+
+/** A result that throws `SyntaxError: message` from `line` when run. */
+export function failedParse(message: string, line: number, column: number, language: TransformResult["language"]): TransformResult {
   // Thrown from the offending line so the stack trace points at it, with the parser's own words.
   const code = `${"\n".repeat(line - 1)}throw new SyntaxError(${JSON.stringify(message)});`;
-  return { code, declaredNames: [], language: "typescript", stripping: "transpiled", syntaxError: { message, line, column } };
+  return { code, declaredNames: [], language, syntaxError: { message, line, column } };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -428,7 +409,12 @@ function applyBlanks(source: string, blanks: Blank[]): string {
 const BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 const BASE64_VALUE = new Map([...BASE64].map((char, index) => [char, index]));
 
-function lineMapFromSourceMap(sourceMapText: string): ((generatedLine: number) => number) | undefined {
+/** Maps a generated line through a {@link TransformResult.lineTable}. */
+export function lineMapOf(lines: readonly number[]): (generatedLine: number) => number {
+  return (generatedLine) => lines[generatedLine - 1] ?? lines[lines.length - 1] ?? generatedLine;
+}
+
+function lineTableFromSourceMap(sourceMapText: string): number[] | undefined {
   const mappings = (JSON.parse(sourceMapText) as { mappings?: unknown }).mappings;
   if (typeof mappings !== "string") return undefined;
   const lines: number[] = [];
@@ -449,7 +435,7 @@ function lineMapFromSourceMap(sourceMapText: string): ((generatedLine: number) =
     if (firstLineOfThisLine !== undefined) lastKnown = firstLineOfThisLine;
     lines.push(lastKnown + 1);
   }
-  return (generatedLine) => lines[generatedLine - 1] ?? lines[lines.length - 1] ?? generatedLine;
+  return lines;
 }
 
 function decodeVlq(segment: string): number[] {

@@ -82,10 +82,15 @@ describe("transformCode: plain JavaScript takes the fast path", () => {
     expect(code.split("\n")[2]).toBe("  a + b");
   });
 
-  it("reads `new Set<string>(items)` as TypeScript type arguments, not two comparisons", async () => {
-    const result = transformCode('const items = ["a", "b", "a"]\nnew Set<string>(items).size');
-    expect(result.language).toBe("typescript");
-    expect(await (await session()).run('const items = ["a", "b", "a"]\nnew Set<string>(items).size')).toBe(2);
+  it("keeps valid JavaScript `a < b > (c)` as two comparisons, not TypeScript type arguments", async () => {
+    expect(transformCode("var a = 1, b = 2, c = 3\na < b > (c)").language).toBe("javascript");
+    expect(await (await session()).run("var a = 1, b = 2, c = 3\na < b > (c)")).toBe(false);
+    expect(await (await session()).run("var f = 5, T = 9\nf < T > (0)")).toBe(true);
+  });
+
+  it("reads type arguments as TypeScript where JavaScript cannot parse them", async () => {
+    expect(transformCode("new Set<string>()").language).toBe("typescript");
+    expect(await (await session()).run('const items = ["a", "b", "a"]\nnew Set<string>([...items]).size as number')).toBe(2);
   });
 
   it("keeps a parenthesized comparison chain as JavaScript", async () => {

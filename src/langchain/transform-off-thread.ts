@@ -1,0 +1,91 @@
+/**
+ * Model-written code transformed off the Node main thread. Parsing grows with the code (hundreds
+ * of ms for a few hundred KB of TypeScript) and the main thread serves every session, so code past
+ * a few KB goes to one worker thread, reused across evals, with a time limit. Short code, the
+ * usual case, is transformed inline: a worker round trip would cost more than parsing it.
+ */
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
+import { failedParse, lineMapOf, transformCode, type TransformResult } from "./transform.js";
+import type { TransformReply, TransformRequest } from "./transform-worker.js";
+
+/** Code up to this many characters is transformed inline (well under a millisecond of parsing). */
+export const INLINE_TRANSFORM_CHARS = 4096;
+
+/** Heap of the worker: TypeScript's parser on code at the size cap needs well under this. */
+const WORKER_HEAP_MB = 512;
+
+const WORKER_URL = new URL("./transform-worker.js", import.meta.url);
+// The worker runs the compiled module; run from TypeScript sources (as under vitest), there is none
+// and every transform runs inline.
+const workerAvailable = existsSync(fileURLToPath(WORKER_URL));
+
+interface Pending {
+  resolve: (result: TransformResult) => void;
+  timer: NodeJS.Timeout;
+}
+
+let worker: Worker | undefined;
+const pending = new Map<number, Pending>();
+let nextId = 1;
+
+function failAll(message: string): void {
+  for (const [id, entry] of pending) {
+    clearTimeout(entry.timer);
+    entry.resolve(failedParse(message, 1, 1, "javascript"));
+    pending.delete(id);
+  }
+}
+
+function stopWorker(message: string): void {
+  const current = worker;
+  worker = undefined;
+  failAll(message);
+  void current?.terminate();
+}
+
+function ensureWorker(): Worker {
+  if (worker !== undefined) return worker;
+  const created = new Worker(WORKER_URL, { resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } });
+  created.on("message", ({ id, result, error }: TransformReply) => {
+    const entry = pending.get(id);
+    if (entry === undefined) return;
+    pending.delete(id);
+    clearTimeout(entry.timer);
+    if (pending.size === 0) created.unref();
+    if (result === undefined) entry.resolve(failedParse(`the code could not be parsed: ${error ?? "unknown failure"}`, 1, 1, "javascript"));
+    else entry.resolve(result.lineTable === undefined ? result : { ...result, lineMap: lineMapOf(result.lineTable) });
+  });
+  created.on("error", (error) => {
+    if (worker === created) stopWorker(`the code could not be parsed: ${error.message}`);
+  });
+  created.on("exit", () => {
+    if (worker === created) stopWorker("the code could not be parsed: the parser stopped");
+  });
+  worker = created;
+  return created;
+}
+
+/**
+ * Transforms one eval's source (see {@link transformCode}) without blocking the main thread for
+ * long: inline up to {@link INLINE_TRANSFORM_CHARS}, else on the worker. A transform that takes
+ * longer than `timeoutMs` is stopped (the worker is replaced) and the code fails with a
+ * `SyntaxError` saying so. Never rejects.
+ */
+export function transformOffThread(source: string, timeoutMs: number): Promise<TransformResult> {
+  if (source.length <= INLINE_TRANSFORM_CHARS || !workerAvailable) return Promise.resolve(transformCode(source));
+  return new Promise((resolve) => {
+    const id = nextId++;
+    const target = ensureWorker();
+    const timer = setTimeout(() => {
+      pending.delete(id);
+      resolve(failedParse(`the code took longer than ${timeoutMs} ms to parse`, 1, 1, "javascript"));
+      // The worker is stuck on this code: evals queued behind it are told to run again.
+      if (worker === target) stopWorker("the code parser was restarted; run the code again");
+    }, timeoutMs);
+    pending.set(id, { resolve, timer });
+    target.ref();
+    target.postMessage({ id, source } satisfies TransformRequest);
+  });
+}

@@ -1,0 +1,42 @@
+/**
+ * Large model code is parsed on a worker thread, never on the shared main thread. The worker runs
+ * the compiled module, so this suite uses dist/ (`npm run build:ts`; `npm test` does it first).
+ */
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const dist = fileURLToPath(new URL("../../dist/langchain/", import.meta.url));
+if (!existsSync(`${dist}transform-worker.js`)) throw new Error("dist/ is missing: run `npm run build:ts` (npm test does)");
+const { transformOffThread, INLINE_TRANSFORM_CHARS } = (await import(`${dist}transform-off-thread.js`)) as typeof import("../../src/langchain/transform-off-thread.js");
+const { transformCode } = (await import(`${dist}transform.js`)) as typeof import("../../src/langchain/transform.js");
+
+const lines = (count: number, line: (i: number) => string): string => Array.from({ length: count }, (_, i) => line(i)).join("\n");
+
+describe("transformOffThread", () => {
+  it("gives large TypeScript the same result as the inline transform, line map included", async () => {
+    const source = `enum Color { Red, Green }\n${lines(500, (i) => `const v${i}: number = ${i};`)}\nthrow new Error(String(Color.Green))`;
+    expect(source.length).toBeGreaterThan(INLINE_TRANSFORM_CHARS);
+    const off = await transformOffThread(source, 30_000);
+    const inline = transformCode(source);
+    expect(off.code).toBe(inline.code);
+    expect(off.declaredNames).toEqual(inline.declaredNames);
+    expect(off.stripping).toBe("transpiled");
+    expect(inline.lineMap).toBeDefined();
+    expect(off.lineMap?.(503)).toBe(inline.lineMap?.(503));
+  });
+
+  it("turns code nested too deeply for the parser into a SyntaxError result", async () => {
+    const result = await transformOffThread(`${"[".repeat(60_000)}${"]".repeat(60_000)}`, 30_000);
+    expect(result.syntaxError?.message).toMatch(/nested too deeply/);
+  });
+
+  it("stops a transform over its time limit with a SyntaxError, and the next transform still works", async () => {
+    const slow = `enum E { A }\n${lines(8000, (i) => `const s${i}: string = "${i}";`)}`;
+    const stopped = await transformOffThread(slow, 1);
+    expect(stopped.syntaxError?.message).toMatch(/took longer than 1 ms to parse/);
+    const next = await transformOffThread(`${lines(1000, (i) => `var n${i} = ${i};`)}\nn999`, 30_000);
+    expect(next.syntaxError).toBeUndefined();
+    expect(next.language).toBe("javascript");
+  });
+});
