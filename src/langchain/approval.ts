@@ -24,7 +24,7 @@ import type { Decision, HITLRequest } from "langchain";
 import { Sandbox } from "../sandbox.js";
 import type { ConsoleEntry, SandboxOptions } from "../types.js";
 import { APPROVAL_TEXT, PERSISTENCE_TEXT } from "./prompts.js";
-import type { PersistenceState } from "./persistence.js";
+import { dropRestored, type PersistenceState } from "./persistence.js";
 import type { ResolvedOptions, ResolvedReview } from "./options.js";
 import type { EvalRunConfig, PtcToolView, StateUpdate } from "./ptc.js";
 import {
@@ -138,17 +138,19 @@ export class Approval {
 }
 
 /**
- * Opens a session's sandbox at the start state of a paused eval (`state.replayStart`, consumed).
- * Throws when it cannot be restored: a replay on any other state would not be the same eval.
+ * Restores the start state of a paused eval (`state.replayStart`, consumed) on an executor thread,
+ * for the session's sandbox to open with. Throws when it cannot be restored: a replay on any other
+ * state would not be the same eval.
  */
-export function restoreReplayStart(state: ReplayStartHolder & { persistence: PersistenceState }, options: SandboxOptions, maxSnapshotBytes: number): Sandbox {
+export async function restoreReplayStart(state: ReplayStartHolder & { persistence: PersistenceState }, options: SandboxOptions, maxSnapshotBytes: number): Promise<void> {
   const bytes = state.replayStart!;
   state.replayStart = undefined;
   // The start state replaces whatever the session was about to restore.
   state.persistence.pending = undefined;
-  const { sandbox, notRestored } = Sandbox.restore(bytes, { ...options, maxSnapshotBytes });
+  dropRestored(state.persistence);
+  const { sandbox, notRestored } = await Sandbox.restoreAsync(bytes, { ...options, maxSnapshotBytes });
   if (notRestored.length > 0) state.persistence.notices.push(PERSISTENCE_TEXT.notRestored(notRestored.map((n) => `${n.name} (${n.type})`)));
-  return sandbox;
+  state.persistence.restored = sandbox;
 }
 
 /** A review waiting for the eval tool to raise it. */

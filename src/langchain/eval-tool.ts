@@ -18,7 +18,7 @@ import { keptOutputPath, OutputStore, StateFilesWriter, stateFilesOf } from "./k
 import type { ResolvedOptions } from "./options.js";
 import { outcomeOf, type EvalOutcomeMetadata, type KeptOutput } from "./outcome.js";
 import { EVAL_INPUT_DESCRIPTIONS, OUTPUT_TEXT } from "./prompts.js";
-import { initPersistenceState, isStop, type Persistence, type PersistenceState } from "./persistence.js";
+import { dropRestored, initPersistenceState, isStop, type Persistence, type PersistenceState } from "./persistence.js";
 import { PtcEvalContext, type EvalRunConfig, type PtcResolver, type PtcToolView, type StateUpdate } from "./ptc.js";
 import { restoreReplayStart, type Approval, type EvalReview, type ReviewedResult } from "./approval.js";
 import { SessionRegistry, type InterpreterSession } from "./sessions.js";
@@ -78,6 +78,7 @@ export function sessionKeyOf(threadId: unknown): string {
 export function sandboxOptions(options: ResolvedOptions): SandboxOptions {
   const out: SandboxOptions = {
     memoryLimitBytes: options.memoryLimitBytes,
+    copyLimitBytes: options.copyLimitBytes,
     executionTimeoutMs: options.executionTimeoutMs,
     wallTimeoutMs: options.wallTimeoutMs,
     captureConsole: options.captureConsole,
@@ -95,9 +96,7 @@ export function createInterpreter(options: ResolvedOptions, persistence: Persist
     idleTimeoutMs: options.sessionIdleTimeoutMs,
     open: (session) => {
       // Host functions are not part of a snapshot: they are defined again on every sandbox.
-      const sandbox = session.state.replayStart === undefined
-        ? persistence.open(session.state.persistence, session.key)
-        : restoreReplayStart(session.state, sandboxOptions(options), options.maxSnapshotBytes);
+      const sandbox = persistence.open(session.state.persistence);
       sandbox.defineFunction(READ_OUTPUT_FUNCTION, (path: unknown) => {
         const text = typeof path === "string" ? session.state.outputs.get(path) : undefined;
         if (text === undefined) throw new Error(OUTPUT_TEXT.noKeptOutput(String(path)));
@@ -168,9 +167,11 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
     session.discard();
     session.state.persistence.pending = undefined;
     session.state.persistence.lastGood = undefined;
+    dropRestored(session.state.persistence);
   }
   if (!session.isOpen && input.reset !== true) deps.persistence.prepareOnEval(session.state.persistence, config.state, deps.interpreter.takeEviction(session.key));
   if (!session.isOpen) await deps.persistence.load(session.state.persistence, (config as { store?: BaseStore }).store, session.key);
+  if (!session.isOpen && session.state.replayStart === undefined) await deps.persistence.restore(session.state.persistence, session.key);
   const view = session.state.view ?? deps.ptc.latest;
   const evalCallId = config.toolCall?.id ?? config.toolCallId ?? `eval-${Date.now()}`;
   const activity = new EvalActivity(evalCallId, writerOf(config));
@@ -178,6 +179,7 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
   activity.emit({ event: "eval_start" });
   let tasks: ReturnType<TaskDispatcher["begin"]>;
   try {
+    if (!session.isOpen && session.state.replayStart !== undefined) await restoreReplayStart(session.state, sandboxOptions(options), options.maxSnapshotBytes);
     const live = session.resource;
     await bindTools(session, live, view);
     tasks = deps.task?.begin(session, live.sandbox, config, options.wallTimeoutMs, activity, review);
@@ -203,7 +205,7 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
       if (!broken) session.discard();
       notices.push(deps.persistence.rollBack(session.state.persistence, report.error.code));
     } else if (!broken && deps.persistence.rollsBack) {
-      deps.persistence.keepLastGood(session.state.persistence, live.sandbox);
+      await deps.persistence.keepLastGood(session.state.persistence, live.sandbox);
     }
     const hint = hintFor(report, {
       activity,

@@ -33,6 +33,11 @@ export type SystemPromptOption =
 export interface CodeInterpreterMiddlewareOptions {
   /** Cap on everything guest code allocates, ArrayBuffers included. Default 64 MiB. */
   memoryLimitBytes?: number;
+  /**
+   * Cap on the bytes one eval hands to the host, all copies together (result, console, thrown
+   * value, tool-call arguments): past it the eval fails with `COPY_LIMIT`. Default: `memoryLimitBytes`.
+   */
+  copyLimitBytes?: number;
   /** Cap on the guest's native stack (deep recursion becomes a catchable `RangeError`). Default: the engine's 1 MiB. */
   maxStackSizeBytes?: number;
   /** Guest execution time per eval, ms; time spent awaiting tools is not counted. Default 5000. */
@@ -131,6 +136,7 @@ export interface CodeInterpreterMiddlewareOptions {
 /** Options after validation, with every default filled in. */
 export interface ResolvedOptions {
   memoryLimitBytes: number;
+  copyLimitBytes: number;
   maxStackSizeBytes: number | undefined;
   executionTimeoutMs: number;
   wallTimeoutMs: number;
@@ -202,7 +208,7 @@ export const DEFAULTS = Object.freeze({
 });
 
 const KNOWN_KEYS: ReadonlySet<string> = new Set<keyof CodeInterpreterMiddlewareOptions>([
-  "memoryLimitBytes", "maxStackSizeBytes", "executionTimeoutMs", "wallTimeoutMs", "toolName", "captureConsole",
+  "memoryLimitBytes", "copyLimitBytes", "maxStackSizeBytes", "executionTimeoutMs", "wallTimeoutMs", "toolName", "captureConsole",
   "maxResultChars", "maxCodeBytes", "maxKeptOutputChars", "systemPrompt", "ptc", "ptcAcknowledgeUnsafe", "maxPtcCalls", "ptcQuotas", "subagents", "subagentTimeoutMs", "mode",
   "maxSnapshotBytes", "snapshotSigningKey", "maxLiveSessions", "sessionIdleTimeoutMs", "clock", "randomSeed", "interruptOn",
 ]);
@@ -445,6 +451,7 @@ export function resolveOptions(options: CodeInterpreterMiddlewareOptions | undef
 
   return {
     memoryLimitBytes,
+    copyLimitBytes: integerOption("copyLimitBytes", input.copyLimitBytes, memoryLimitBytes, 1024, 16 * 1024 * 1024 * 1024),
     maxStackSizeBytes: integerOption("maxStackSizeBytes", input.maxStackSizeBytes, undefined, MIN_STACK_BYTES, MAX_STACK_BYTES),
     executionTimeoutMs,
     wallTimeoutMs,

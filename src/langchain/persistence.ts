@@ -78,10 +78,12 @@ export interface PersistenceState {
   lastGood: Uint8Array | undefined;
   /** One-line notices for the model's next eval. */
   notices: string[];
+  /** The sandbox `restore` made from `pending` on an executor thread, for the next `open` to take. */
+  restored: Sandbox | undefined;
 }
 
 export function initPersistenceState(): PersistenceState {
-  return { turn: -1, pending: undefined, storedBody: undefined, lastGood: undefined, notices: [] };
+  return { turn: -1, pending: undefined, storedBody: undefined, lastGood: undefined, notices: [], restored: undefined };
 }
 
 /** The snapshot stored in a graph state, if there is one of the expected shape. */
@@ -129,35 +131,47 @@ export class Persistence {
   }
 
   /**
-   * Opens the session's sandbox: restored from `pending` when set, fresh otherwise (and when the
-   * restore fails, saying why). `threadId` is what the signature is bound to.
+   * Restores `pending` into a new sandbox on an executor thread (re-created functions and classes
+   * run guest code, which never runs on the Node main thread), for the next `open` to take. When
+   * the restore fails, the state is forgotten and the model is told why. `threadId` is what the
+   * signature is bound to.
    */
-  open(state: PersistenceState, threadId: string): Sandbox {
+  async restore(state: PersistenceState, threadId: string): Promise<void> {
     const pending = state.pending;
+    if (pending === undefined) return;
     state.pending = undefined;
-    if (pending === undefined) return new Sandbox(this.#sandboxOptions);
-    if (pending.bytes === undefined) return this.#fresh(state, pending.what, pending.unreadable ?? new SandboxError("INVALID_SNAPSHOT", "the state is kept in the agent's store, and it was not read"));
+    if (pending.bytes === undefined) {
+      this.#forget(state, pending.what, pending.unreadable ?? new SandboxError("INVALID_SNAPSHOT", "the state is kept in the agent's store, and it was not read"));
+      return;
+    }
     const signing = pending.turn === undefined ? undefined : this.#signing(threadId, pending.turn);
     try {
-      const { sandbox, notRestored } = Sandbox.restore(pending.bytes, {
+      const { sandbox, notRestored } = await Sandbox.restoreAsync(pending.bytes, {
         ...this.#sandboxOptions,
         maxSnapshotBytes: this.#options.maxSnapshotBytes,
         ...(signing === undefined ? {} : { signing }),
       });
       if (notRestored.length > 0) state.notices.push(PERSISTENCE_TEXT.notRestored(notRestored.map((n: NotRestored) => `${n.name} (${n.type})`)));
       if (pending.ref !== undefined) state.storedBody = bodyDigest(pending.bytes);
-      return sandbox;
+      dropRestored(state);
+      state.restored = sandbox;
     } catch (error) {
-      return this.#fresh(state, pending.what, error);
+      this.#forget(state, pending.what, error);
     }
   }
 
-  /** Forgets the state that could not be restored, tells the model, and opens a fresh sandbox. */
-  #fresh(state: PersistenceState, what: "stored" | "rollback", error: unknown): Sandbox {
+  /** Opens the session's sandbox: the one `restore` made, or a fresh one. */
+  open(state: PersistenceState): Sandbox {
+    const restored = state.restored;
+    state.restored = undefined;
+    return restored ?? new Sandbox(this.#sandboxOptions);
+  }
+
+  /** Forgets the state that could not be restored and tells the model: the sandbox opens fresh. */
+  #forget(state: PersistenceState, what: "stored" | "rollback", error: unknown): void {
     state.turn = -1;
     state.storedBody = undefined;
     state.notices.push(PERSISTENCE_TEXT.restoreFailed(what, reasonOf(error)));
-    return new Sandbox(this.#sandboxOptions);
   }
 
   /**
@@ -195,6 +209,7 @@ export class Persistence {
       state.turn = stored.turn;
       return false;
     }
+    dropRestored(state);
     state.pending = stored.data !== undefined
       ? { bytes: Buffer.from(stored.data, "base64"), turn: stored.turn, what: "stored" }
       : { ref: stored.ref!, turn: stored.turn, what: "stored" };
@@ -238,7 +253,7 @@ export class Persistence {
     try {
       // Chunks are deflated one by one in the store; graph state is written by every checkpoint, so
       // a snapshot kept there is deflated whole (records of one shape shrink several times).
-      bytes = sandbox.snapshot({ maxSnapshotBytes: this.#options.maxSnapshotBytes, compress: store === undefined, ...(signing === undefined ? {} : { signing }) });
+      bytes = await sandbox.snapshotAsync({ maxSnapshotBytes: this.#options.maxSnapshotBytes, compress: store === undefined, ...(signing === undefined ? {} : { signing }) });
     } catch (error) {
       return notStored(error);
     }
@@ -264,9 +279,9 @@ export class Persistence {
   }
 
   /** After a completed eval: remembers the sandbox's state for rollback (dropped when it cannot be taken). */
-  keepLastGood(state: PersistenceState, sandbox: Sandbox): void {
+  async keepLastGood(state: PersistenceState, sandbox: Sandbox): Promise<void> {
     try {
-      state.lastGood = sandbox.snapshot({ maxSnapshotBytes: this.#options.maxSnapshotBytes });
+      state.lastGood = await sandbox.snapshotAsync({ maxSnapshotBytes: this.#options.maxSnapshotBytes });
     } catch {
       state.lastGood = undefined;
     }
@@ -275,9 +290,16 @@ export class Persistence {
   /** After a stopped eval: the next sandbox starts from the last good state, and the model is told. */
   rollBack(state: PersistenceState, code: SandboxErrorCode): string {
     if (state.lastGood === undefined) return PERSISTENCE_TEXT.rolledBackFresh(code);
+    dropRestored(state);
     state.pending = { bytes: state.lastGood, what: "rollback" };
     return PERSISTENCE_TEXT.rolledBack(code);
   }
+}
+
+/** Disposes a restored sandbox no eval took, when another state is to be restored instead. */
+export function dropRestored(state: PersistenceState): void {
+  state.restored?.dispose();
+  state.restored = undefined;
 }
 
 /** Digest of a snapshot's body, without the header (turn) and trailer (signature) that change every run. */

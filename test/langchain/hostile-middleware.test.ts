@@ -168,3 +168,43 @@ describe("tools no longer offered", () => {
     expect(section(second!, "result")).toBe("function");
   });
 });
+
+describe("one copy budget per eval, set on the middleware", () => {
+  it("a result past copyLimitBytes is refused with COPY_LIMIT naming the cap, and the next eval runs", async () => {
+    const [big, next] = await runEvals(
+      [{ code: `const s = "x".repeat(1 << 20); Array(31).fill(s)` }, { code: "1 + 1" }],
+      { copyLimitBytes: 4 * 1024 * 1024 },
+    );
+    expect(section(big!, "error")).toMatch(/^CopyLimitError: .*4194304|^CopyLimitError: .*4 MiB|^CopyLimitError: .*4,194,304/);
+    expect(statusOf(big!)).toBe("error");
+    expect(section(next!, "result")).toBe("2");
+  });
+});
+
+describe("restoring a stored state runs no guest code on the main thread", () => {
+  it("a class static block that spins on restore is stopped by the restore budget while the event loop keeps turning", async () => {
+    const { MemorySaver } = await import("@langchain/langgraph");
+    const saver = new MemorySaver();
+    const thread = { configurable: { thread_id: `restore-spin-${Math.random()}` } };
+    // Spins only when re-created from the stored state (the restore names its source "<snapshot>").
+    const plant = `class Trap { static { if (new Error().stack.includes("<snapshot>")) for (;;) {} } }; "planted"`;
+    const first = createAgent({ model: new ScriptedChatModel([callTool("eval", { code: plant }), reply("ok")]), middleware: [middleware({ executionTimeoutMs: 300 })], checkpointer: saver });
+    await first.invoke({ messages: [new HumanMessage("plant")] }, thread);
+    // A new middleware instance holds no session for the thread: its next eval restores the stored state.
+    const second = createAgent({ model: new ScriptedChatModel([callTool("eval", { code: "typeof Trap" }), reply("ok")]), middleware: [middleware({ executionTimeoutMs: 4000 })], checkpointer: saver });
+    // The restore spins for its whole budget (4 s of CPU): on the main thread, the timer could not
+    // tick for that long; on an executor thread it keeps ticking.
+    let last = performance.now();
+    let longestGap = 0;
+    const timer = setInterval(() => {
+      longestGap = Math.max(longestGap, performance.now() - last);
+      last = performance.now();
+    }, 5);
+    const result = await second.invoke({ messages: [new HumanMessage("again")] }, thread);
+    clearInterval(timer);
+    const message = toolMessages(result.messages as BaseMessage[]).at(-1)!;
+    expect(contentText(message)).toMatch(/could not be restored|not restored|TIMEOUT|time/i);
+    expect(section(message, "result")).toBe("undefined"); // the sandbox started fresh
+    expect(longestGap).toBeLessThan(2000);
+  });
+});
