@@ -218,10 +218,11 @@ describe("a stored snapshot that does not match its thread or turn", () => {
     }
   }
 
-  function openFrom(stored: { turn: number; data?: string }, threadId: string) {
+  async function openFrom(stored: { turn: number; data?: string }, threadId: string) {
     const state = initPersistenceState();
     expect(persistence.prepare(state, stored, false)).toBe(true);
-    const sandbox = persistence.open(state, threadId);
+    await persistence.restore(state, threadId);
+    const sandbox = persistence.open(state);
     try {
       return { found: sandbox.evalSync("typeof kept"), notices: state.notices };
     } finally {
@@ -230,7 +231,7 @@ describe("a stored snapshot that does not match its thread or turn", () => {
   }
 
   it("restores on its own thread and turn", async () => {
-    expect(openFrom(await storedFrom("var kept = 1", "thread:a"), "thread:a")).toEqual({ found: "number", notices: [] });
+    expect(await openFrom(await storedFrom("var kept = 1", "thread:a"), "thread:a")).toEqual({ found: "number", notices: [] });
   });
 
   it.each([
@@ -238,7 +239,7 @@ describe("a stored snapshot that does not match its thread or turn", () => {
     ["an older turn's snapshot replayed under a newer counter", (s: { turn: number; data?: string }) => ({ ...s, turn: s.turn + 1 }), "thread:a"],
     ["a truncated snapshot", (s: { turn: number; data?: string }) => ({ ...s, data: Buffer.from(s.data!, "base64").subarray(0, 40).toString("base64") }), "thread:a"],
   ])("refuses %s: fresh interpreter, one line saying why", async (_what, tamper, threadId) => {
-    const { found, notices } = openFrom(tamper(await storedFrom("var kept = 1", "thread:a")), threadId);
+    const { found, notices } = await openFrom(tamper(await storedFrom("var kept = 1", "thread:a")), threadId);
     expect(found).toBe("undefined");
     expect(notices).toHaveLength(1);
     expect(notices[0]).toMatch(/^The saved interpreter state from earlier turns could not be restored \(INVALID_SNAPSHOT: [^\n]+\): the interpreter started fresh/);
