@@ -1,13 +1,12 @@
 #include "engine.h"
 
-#include <malloc.h>
-#include <pthread.h>
 #include <time.h>
 
 #include <cstdlib>
 #include <cstring>
 
 #include "guest_codec.h"
+#include "platform.h"
 #include "realm.h"
 
 namespace qjsn {
@@ -22,7 +21,7 @@ namespace {
 
 // Allocation hooks: the engine enforces the limit itself; these keep a cheap usage and peak
 // count per sandbox for stats and for telling out-of-memory from a guest `throw null`.
-size_t usableSize(const void* p) { return p ? malloc_usable_size(const_cast<void*>(p)) : 0; }
+size_t usableSize(const void* p) { return platform::mallocUsableSize(const_cast<void*>(p)); }
 
 void account(void* opaque, ptrdiff_t delta) {
   auto* m = static_cast<MemoryCounter*>(opaque);
@@ -194,14 +193,7 @@ namespace {
 size_t stackRemaining() {
   thread_local uintptr_t low = 0;
   if (low == 0) {
-    pthread_attr_t attr;
-    void* addr = nullptr;
-    size_t size = 0;
-    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-      pthread_attr_getstack(&attr, &addr, &size);
-      pthread_attr_destroy(&attr);
-    }
-    low = reinterpret_cast<uintptr_t>(addr);
+    low = platform::currentThreadStackLow();
     if (low == 0) return 0;
   }
   char here;
@@ -501,7 +493,7 @@ bool Engine::runSlice() {
     std::lock_guard<std::mutex> lock(mu_);
     if (state_ != State::Queued) return false;
     state_ = State::Running;
-    pthread_getcpuclockid(pthread_self(), &sliceThreadClock_);
+    sliceThreadClock_ = platform::currentThreadCpuClock();
     overdueCpuNs_ = -1;
     results.swap(inbox_);
   }
@@ -612,9 +604,8 @@ bool Engine::abandon(int64_t nowNs, int64_t graceNs) {
   }
   // Stuck means "kept burning CPU after it should have stopped": a thread that merely got no CPU
   // (a loaded machine, or a sanitizer build) is not stuck, so measure the thread's own CPU time.
-  timespec ts;
-  if (clock_gettime(sliceThreadClock_, &ts) != 0) return false;
-  int64_t cpuNs = static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  int64_t cpuNs = platform::threadCpuNs(sliceThreadClock_);
+  if (cpuNs < 0) return false;
   if (overdueCpuNs_ < 0) {
     overdueCpuNs_ = cpuNs;
     return false;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "intrinsics.h"
+#include "platform.h"
 #include "snapshot.h"
 #include "wire.h"
 
@@ -204,7 +205,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   int64_t stopRequestedNs_ = 0;
   // Watchdog bookkeeping (guarded by mu_): the CPU clock of the thread running the current slice,
   // and that clock's reading when the watchdog first found the slice overdue (-1: not overdue).
-  clockid_t sliceThreadClock_ = CLOCK_THREAD_CPUTIME_ID;
+  platform::ThreadCpuClock sliceThreadClock_{};
   int64_t overdueCpuNs_ = -1;
   uint64_t evalId_ = 0;         // the eval whose state is in the runtime
   uint64_t pendingEvalId_ = 0;  // the async eval accepted by beginAsync

@@ -1,12 +1,5 @@
 #include "executor.h"
 
-#include <pthread.h>
-#include <unistd.h>
-#if defined(__linux__)
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#endif
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -16,6 +9,8 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "platform.h"
 
 namespace qjsn {
 
@@ -31,7 +26,6 @@ struct Executor::State {
 namespace {
 
 constexpr int64_t kSpinBeforeSleepNs = 50 * 1000;
-constexpr int kWorkerNice = 10;
 
 int workerCount() {
   if (const char* env = std::getenv("QJSN_EXECUTOR_THREADS")) {
@@ -42,23 +36,11 @@ int workerCount() {
   return static_cast<int>(std::max(2u, hw));
 }
 
-void startThread(void* (*body)(void*), void* arg, size_t stackBytes) {
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, stackBytes);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_t thread;
-  pthread_create(&thread, &attr, body, arg);
-  pthread_attr_destroy(&attr);
-}
-
 void* workerMain(void* arg) {
   auto* st = static_cast<Executor::State*>(arg);
-#if defined(__linux__)
   // Guest code is batch work: when it competes with the Node event loop for a core, the event
   // loop must win, so a spinning guest never delays the server's other requests.
-  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kWorkerNice);
-#endif
+  platform::lowerCurrentThreadPriority();
   std::unique_lock<std::mutex> lock(st->mu);
   while (true) {
     if (st->queue.empty()) {
@@ -98,7 +80,7 @@ void* watchdogMain(void* arg) {
     }
     int64_t now = monotonicNs();
     for (auto& engine : running) {
-      if (engine->abandon(now, Executor::kWatchdogGraceNs)) startThread(workerMain, st, Executor::kThreadStackBytes);
+      if (engine->abandon(now, Executor::kWatchdogGraceNs)) platform::startDetachedThread(workerMain, st, Executor::kThreadStackBytes);
     }
   }
   return nullptr;
@@ -118,8 +100,8 @@ void Executor::schedule(std::shared_ptr<Engine> engine) {
   std::lock_guard<std::mutex> lock(state_->mu);
   if (!state_->started) {
     state_->started = true;
-    for (int i = workerCount(); i > 0; i--) startThread(workerMain, state_, kThreadStackBytes);
-    startThread(watchdogMain, state_, 256u << 10);
+    for (int i = workerCount(); i > 0; i--) platform::startDetachedThread(workerMain, state_, kThreadStackBytes);
+    platform::startDetachedThread(watchdogMain, state_, 256u << 10);
   }
   state_->queue.push_back(std::move(engine));
   state_->pending.store(true, std::memory_order_release);
