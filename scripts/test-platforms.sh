@@ -144,8 +144,9 @@ step "win32-x64 tested"
 
 # ---- linux-arm64: engine test files under qemu -----------------------------------------------
 # Engine test files on arm64: vitest itself runs on the arm64 Node. Its bundler needs its arm64
-# native binding (fetched once from npm, found through NODE_PATH), and its forked workers start
-# through a wrapper, since the kernel cannot exec an arm64 binary without qemu in front.
+# native binding (fetched once from npm, found through NODE_PATH), and the Node processes it and
+# the tests start (process.execPath) go through a wrapper: the kernel cannot exec an arm64 binary
+# without qemu in front.
 binding_version="$(node -p 'require(process.argv[1]).version' "$root/node_modules/@rolldown/binding-linux-x64-gnu/package.json")"
 arm64_modules="$cache/arm64-modules-$binding_version"
 if [[ ! -f "$arm64_modules/node_modules/@rolldown/binding-linux-arm64-gnu/package.json" ]]; then
@@ -159,12 +160,15 @@ fi
 printf '#!/bin/sh\nexec qemu-aarch64 -L "%s" "%s" "$@"\n' "$arm64_libs" "$node_arm64/bin/node" >"$work/node-arm64"
 chmod +x "$work/node-arm64"
 echo "process.execPath = $(printf '%s' "$work/node-arm64" | node -p 'JSON.stringify(require("fs").readFileSync(0, "utf8"))');" >"$work/exec-path.mjs"
-# The files that finish in a few minutes under emulation (the lifecycle and concurrency suites,
-# with their thousands of sessions, take far longer there and run natively in npm test).
+# The files that finish in a few minutes under emulation. The lifecycle and concurrency suites
+# (thousands of sessions) and stack-exhaustion (a child Node per case: about 5 minutes under qemu)
+# take far longer there; they run natively in npm test, and the smoke test covers the stack limit.
 arm64_tests=(test/sandbox/limits.test.ts test/sandbox/errors.test.ts test/sandbox/globals.test.ts
-             test/hostile/stack-exhaustion.test.ts test/snapshot/round-trip.test.ts)
-(cd "$root" && NODE_PATH="$arm64_modules/node_modules" QUICKJS_NATIVE_BINARY="$root/prebuilds/linux-arm64/quickjs-native.napi.glibc.node" \
-  "$work/node-arm64" --import "$work/exec-path.mjs" node_modules/vitest/vitest.mjs run "${arm64_tests[@]}") ||
+             test/snapshot/round-trip.test.ts)
+# NODE_OPTIONS carries the execPath fix into every Node started on the way (workers, test children).
+(cd "$root" && NODE_PATH="$arm64_modules/node_modules" NODE_OPTIONS="--import=$work/exec-path.mjs" \
+  QUICKJS_NATIVE_BINARY="$root/prebuilds/linux-arm64/quickjs-native.napi.glibc.node" \
+  "$work/node-arm64" node_modules/vitest/vitest.mjs run "${arm64_tests[@]}") ||
   fail "engine tests on linux-arm64 under qemu"
 record "linux-arm64 engine tests (${arm64_tests[*]})" ok
 step "linux-arm64 engine tests passed"
