@@ -1,8 +1,10 @@
 #!/usr/bin/env node
-// Benchmark driver: `node bench/run.js [--quick] [--engines id,id]`.
+// Benchmark driver: `node bench/run.js [--quick] [--engines=id,id] [--modes=mode,mode]`.
+// --modes runs only those child modes (timed, memory:100, memory:10000, eventloop, latency), e.g.
+// `--modes=latency` runs the latency-under-load case alone; like --engines it writes to .work/.
 // Installs bench deps if needed, builds the raw-C floor, runs each engine's cases in child
 // processes of their own, then writes bench/RESULTS.md and bench/chart.svg from this one run
-// (a --quick or --engines run writes them under bench/.work/ instead).
+// (a --quick, --engines or --modes run writes them under bench/.work/ instead).
 // Timing never fails the run: an engine or case that cannot run is reported with its reason.
 import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -18,6 +20,7 @@ const args = process.argv.slice(2);
 const quick = args.includes("--quick");
 const engineArg = args.find((a) => a.startsWith("--engines="))?.slice("--engines=".length);
 const engines = engineArg ? engineArg.split(",") : ENGINE_IDS;
+const modeArg = args.find((a) => a.startsWith("--modes="))?.slice("--modes=".length);
 const say = (text) => process.stderr.write(`${text}\n`);
 const started = Date.now();
 const elapsed = () => `${((Date.now() - started) / 1000).toFixed(0)}s`;
@@ -56,7 +59,7 @@ function runChild(engine, mode) {
 
 async function runEngine(engine, index) {
   say(`\n[${index + 1}/${engines.length}] ${engine} (${elapsed()})`);
-  const modes = ["timed", "memory:100", ...(quick ? [] : ["memory:10000"]), "eventloop"];
+  const modes = modeArg ? modeArg.split(",") : ["timed", "memory:100", ...(quick ? [] : ["memory:10000"]), "eventloop", "latency"];
   const result = { engine, rows: [], problems: [] };
   for (const mode of modes) {
     const out = await runChild(engine, mode);
@@ -119,16 +122,16 @@ async function main() {
   const machine = describeMachine();
   say(`quickjs-native benchmarks (${quick ? "quick smoke run" : "full run"})`);
   ensureBenchDeps(say);
-  const floor = await runFloor();
+  const floor = modeArg ? undefined : await runFloor();
   const results = [];
   for (const [i, engine] of engines.entries()) results.push(await runEngine(engine, i));
-  results.push(floor);
+  if (floor) results.push(floor);
   const run = { quick, machine: { ...machine, loadAtEnd: currentLoad() }, durationS: (Date.now() - started) / 1000, results };
   writeFileSync(`${work}/results.json`, JSON.stringify(run, null, 2));
   const { renderReport } = await import("./lib/report.js");
   const { renderChart } = await import("./lib/chart.js");
   // A subset or quick run must not replace the published report: it goes next to the raw results.
-  const draft = engineArg || quick;
+  const draft = engineArg || modeArg || quick;
   const outDir = draft ? work : bench.replace(/\/$/, "");
   writeFileSync(`${outDir}/chart.svg`, renderChart(run));
   writeFileSync(`${outDir}/RESULTS.md`, renderReport(run));

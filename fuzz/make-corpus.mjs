@@ -35,7 +35,7 @@ custom.stack = undefined;
 const values = {
   primitives: [undefined, null, true, false, 0, -0, 1.5, NaN, Infinity, -Infinity, 2 ** 31, -(2 ** 31)],
   strings: ["", "ascii", "latin1 \u00e9\u00ff", "utf16 \u2603 \ud83d\ude00", "lone \ud800 surrogate", "nul\u0000inside"],
-  bigint: [0n, -1n, 2n ** 64n, -(10n ** 30n)],
+  bigint: [0n, -1n, 15n, -16n, 2n ** 64n, -(10n ** 30n)],
   "sparse-array": holes,
   "nested-object": { a: { b: { c: [1, { d: "deep" }] } }, "0": "index-like", "": "empty key" },
   "null-proto": nullProto,
@@ -45,7 +45,9 @@ const values = {
   set: new Set([1, "two", 3n]),
   arraybuffer: new Uint8Array([1, 2, 3, 255]).buffer,
   "typed-arrays": [new Int8Array([-1]), new Uint16Array([65535]), new Float64Array([Math.PI]), new BigInt64Array([-5n]), new Float32Array([0.5])],
-  "shared-buffer-views": [new Uint8Array(shared, 4, 8), new Uint32Array(shared, 0, 4), shared],
+  // Views share a buffer only when the buffer itself came first; alone, each brings its own bytes.
+  "shared-buffer-views": [shared, new Uint8Array(shared, 4, 8), new Uint32Array(shared, 0, 4)],
+  "views-alone": [new Uint8Array(shared, 4, 8), new DataView(shared, 2, 6)],
   errors: [typeErr, custom, Object.assign(new RangeError("r"), { stack: "" })],
   cycle: cyclic,
   "repeated-refs": (() => { const o = { x: 1 }; return [o, o, { o }]; })(),
@@ -57,7 +59,11 @@ const raw = {
   "backref-to-self": [0x08, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0x11, 0, 0, 0, 0], // [self]
   "array-huge-length": [0x08, 0xff, 0xff, 0xff, 0xfe, 0, 0, 0, 0],                 // length 2^32-2, no entries
   "object-duplicate-keys": [0x09, 0, 2, 0, 0, 0, 0x14, 1, 0, 0, 0, 0x61, 0x04, 1, 0, 0, 0, 0x14, 1, 0, 0, 0, 0x61, 0x04, 2, 0, 0, 0],
-  "bigint-hex-text": [0x06, 0x14, 4, 0, 0, 0, 0x30, 0x78, 0x66, 0x66],
+  "bigint-hex-text": [0x06, 0x14, 4, 0, 0, 0, 0x30, 0x78, 0x66, 0x66],           // format-1 decimal tag, "0xff"
+  "bigint-hex-negative-zero": [0x1a, 0x14, 2, 0, 0, 0, 0x2d, 0x30],              // "-0"
+  "bigint-hex-bad-digit": [0x1a, 0x14, 3, 0, 0, 0, 0x2d, 0x66, 0x67],            // "-fg"
+  "typed-array-view-past-buffer": [0x0f, 0x01, 0x0e, 2, 0, 0, 0, 1, 2, 1, 0, 0, 0, 4, 0, 0, 0], // Uint8Array(ab2, 1, 4)
+  "dataview-kind": [0x0f, 0x0c, 0x0e, 2, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0, 0, 0],                // DataView(ab2, 0, 2)
 };
 for (const [name, bytes] of Object.entries(raw)) writeFileSync(join(dir, name), Buffer.from(bytes));
 console.log(`fuzz: wrote ${Object.keys(values).length + Object.keys(raw).length} seeds to ${dir}`);

@@ -49,6 +49,8 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   bool onMainThread() const override { return std::this_thread::get_id() == mainThread_; }
 
   HostResult callSync(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t> args) override;
+  bool callSyncPrimitive(uint32_t sandboxId, uint32_t fnId, const Primitive* args, int argc, Primitive* result,
+                         std::u16string* text, HostResult* fallback) override;
   void postAsyncCall(uint32_t sandboxId, uint64_t evalId, uint32_t callId, uint32_t fnId,
                      std::vector<uint8_t> args) override {
     Message m;
@@ -132,6 +134,8 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
     return r;
   }
   void closeAll();
+  // Hands every message executor threads (or inline slices) posted to its sandbox. Main thread.
+  void drain();
   HostResult runSyncCall(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t>& args);
 
  private:
@@ -163,7 +167,8 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
       wake = outbox_.empty();
       outbox_.push_back(std::move(m));
     }
-    if (wake) {
+    // The main thread posts only from inline slices, and drains right after each (runInline).
+    if (wake && !onMainThread()) {
       auto self = shared_from_this();
       tsfn_.NonBlockingCall([self](Napi::Env, Napi::Function) { self->drain(); });
     }
@@ -174,7 +179,6 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
     slot->done = true;
     slot->cv.notify_one();
   }
-  void drain();
 
   Napi::Env env_;
   std::thread::id mainThread_;
@@ -193,8 +197,22 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   static constexpr int64_t kTrimEveryBytes = 64ll << 20;
 };
 
+// [status, body | message, [name, type, ...]] of a snapshot read or write.
+Napi::Value snapshotResultToJs(Napi::Env env, const SnapshotResult& r, Napi::Value payload) {
+  Napi::Array notRestored = Napi::Array::New(env, r.notRestored.size() * 2);
+  for (size_t i = 0; i < r.notRestored.size(); i++) {
+    notRestored.Set(static_cast<uint32_t>(2 * i), Napi::String::New(env, r.notRestored[i].name));
+    notRestored.Set(static_cast<uint32_t>(2 * i + 1), Napi::String::New(env, r.notRestored[i].type));
+  }
+  Napi::Array a = Napi::Array::New(env, 3);
+  a.Set(0u, Napi::Number::New(env, static_cast<int>(r.status)));
+  a.Set(1u, r.status == SnapshotStatus::Ok ? payload : Napi::String::New(env, r.message).As<Napi::Value>());
+  a.Set(2u, notRestored);
+  return a;
+}
+
 Napi::Value outcomeToJs(Napi::Env env, EvalOutcome& o) {
-  Napi::Array a = Napi::Array::New(env, 10);
+  Napi::Array a = Napi::Array::New(env, o.snapshotOp ? 11 : 10);
   a.Set(0u, Napi::Number::New(env, static_cast<int>(o.status)));
   a.Set(1u, o.value.empty() ? env.Undefined()
                             : Napi::Buffer<uint8_t>::Copy(env, o.value.data(), o.value.size()).As<Napi::Value>());
@@ -208,6 +226,7 @@ Napi::Value outcomeToJs(Napi::Env env, EvalOutcome& o) {
   a.Set(7u, Napi::Number::New(env, o.hostCalls));
   a.Set(8u, Napi::Number::New(env, static_cast<double>(o.memoryUsedBytes)));
   a.Set(9u, Napi::Number::New(env, static_cast<double>(o.peakMemoryBytes)));
+  if (o.snapshotOp) a.Set(10u, snapshotResultToJs(env, o.snapshot, env.Undefined()));
   return a;
 }
 
@@ -238,17 +257,19 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
                            InstanceMethod("memoryUsage", &SandboxHandle::MemoryUsage),
                            InstanceMethod("writeSnapshot", &SandboxHandle::WriteSnapshot),
                            InstanceMethod("readSnapshot", &SandboxHandle::ReadSnapshot),
+                           InstanceMethod("restoreAsync", &SandboxHandle::RestoreAsync),
+                           InstanceMethod("writeSnapshotAsync", &SandboxHandle::WriteSnapshotAsync),
                            InstanceMethod("dispose", &SandboxHandle::Dispose),
                            InstanceMethod("setClock", &SandboxHandle::SetClock),
                            InstanceMethod("setRandomSeed", &SandboxHandle::SetRandomSeed),
                        });
   }
 
-  // new SandboxHandle(memoryLimit, maxStack, captureConsole, maxConsoleBytes, dispatcher)
+  // new SandboxHandle(memoryLimit, maxStack, captureConsole, maxConsoleBytes, dispatcher, primitiveDispatcher, copyLimit)
   SandboxHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<SandboxHandle>(info) {
     Napi::Env env = info.Env();
     bridge_ = env.GetInstanceData<std::shared_ptr<EnvBridge>>()->get()->shared_from_this();
-    if (info.Length() < 5 || !info[4].IsFunction()) {
+    if (info.Length() < 6 || !info[4].IsFunction() || !info[5].IsFunction()) {
       Napi::TypeError::New(env, "SandboxHandle: bad arguments").ThrowAsJavaScriptException();
       return;
     }
@@ -257,9 +278,11 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     o.maxStackSizeBytes = static_cast<size_t>(info[1].ToNumber().Int64Value());
     o.captureConsole = info[2].ToBoolean().Value();
     o.maxConsoleBytes = static_cast<size_t>(info[3].ToNumber().Int64Value());
+    o.copyLimitBytes = info.Length() > 6 ? static_cast<uint64_t>(info[6].ToNumber().Int64Value()) : o.memoryLimitBytes;
     // Weak: the dispatcher closes over the Sandbox that owns this handle, and a strong reference
     // would keep both alive forever. An eval in flight keeps them alive through its promise.
     dispatcher_ = Napi::Weak(info[4].As<Napi::Function>());
+    primitiveDispatcher_ = Napi::Weak(info[5].As<Napi::Function>());
     id_ = bridge_->nextSandboxId();
     engine_ = std::make_shared<Engine>(id_, o, bridge_);
     if (!engine_->valid()) {
@@ -353,6 +376,86 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     return r;
   }
 
+  // The fast path of a sync host call on the main thread: primitiveDispatcher(fnId, argc, a0, a1, a2)
+  // gets the primitives as they are and answers with a primitive, [bytes] (the codec's answer, as
+  // dispatcher's) or [name, message]. Raw Node-API calls: this path is all overhead.
+  bool syncCallPrimitive(uint32_t fnId, const Primitive* args, int argc, Primitive* result, std::u16string* text,
+                         HostResult* fallback) {
+    napi_env env = Env();
+    Napi::HandleScope scope(Env());
+    Napi::Value fn = primitiveDispatcher_.Value();
+    if (fn.IsEmpty()) {
+      *fallback = EnvBridge::closedResult();
+      return false;
+    }
+    napi_value argv[2 + kMaxPrimitiveArgs];
+    napi_create_uint32(env, fnId, &argv[0]);
+    napi_create_int32(env, argc, &argv[1]);
+    for (int i = 0; i < kMaxPrimitiveArgs; i++) {
+      napi_value& v = argv[2 + i];
+      if (i >= argc) {
+        napi_get_undefined(env, &v);
+        continue;
+      }
+      const Primitive& a = args[i];
+      switch (a.kind) {
+        case Primitive::Kind::Undefined: napi_get_undefined(env, &v); break;
+        case Primitive::Kind::Null: napi_get_null(env, &v); break;
+        case Primitive::Kind::Boolean: napi_get_boolean(env, a.number != 0, &v); break;
+        case Primitive::Kind::Number: napi_create_double(env, a.number, &v); break;
+        case Primitive::Kind::String: napi_create_string_utf16(env, a.text.data(), a.text.size(), &v); break;
+      }
+    }
+    napi_value undefined, ret;
+    napi_get_undefined(env, &undefined);
+    if (napi_call_function(env, undefined, fn, 2 + kMaxPrimitiveArgs, argv, &ret) != napi_ok) {
+      bool pending = false;
+      napi_is_exception_pending(env, &pending);
+      if (pending) Env().GetAndClearPendingException();
+      fallback->ok = false;
+      fallback->errorMessage = "host function failed";
+      return false;
+    }
+    napi_valuetype type;
+    napi_typeof(env, ret, &type);
+    switch (type) {
+      case napi_undefined: result->kind = Primitive::Kind::Undefined; return true;
+      case napi_null: result->kind = Primitive::Kind::Null; return true;
+      case napi_boolean: {
+        bool b = false;
+        napi_get_value_bool(env, ret, &b);
+        result->kind = Primitive::Kind::Boolean;
+        result->number = b;
+        return true;
+      }
+      case napi_number:
+        result->kind = Primitive::Kind::Number;
+        napi_get_value_double(env, ret, &result->number);
+        return true;
+      case napi_string: {
+        size_t length = 0;
+        napi_get_value_string_utf16(env, ret, nullptr, 0, &length);
+        text->resize(length + 1);  // room for the terminator Node-API writes
+        napi_get_value_string_utf16(env, ret, text->data(), length + 1, &length);
+        text->resize(length);
+        result->kind = Primitive::Kind::String;
+        return true;
+      }
+      default: break;
+    }
+    Napi::Array a = Napi::Value(Env(), ret).As<Napi::Array>();
+    if (a.IsArray() && a.Length() == 1) {
+      fallback->value = bridge_->resultBytes(a.Get(0u));
+      return false;
+    }
+    fallback->ok = false;
+    if (a.IsArray() && a.Length() == 2) {
+      fallback->errorName = a.Get(0u).ToString().Utf8Value();
+      fallback->errorMessage = a.Get(1u).ToString().Utf8Value();
+    }
+    return false;
+  }
+
  private:
   bool alive(const Napi::CallbackInfo& info) {
     bool tagged = false;
@@ -404,18 +507,76 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     return extras;
   }
 
-  // evalAsync(code, filename, budgetMs, describe, evalId, streamConsole) -> Promise<outcome array>; null when busy
+  // evalAsync(code, filename, budgetMs, describe, evalId, streamConsole, inline) -> Promise<outcome array>; null when busy
   Napi::Value EvalAsync(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (!alive(info) || info.Length() < 5) return env.Undefined();
     if (engine_->broken()) return env.Null();
-    uint64_t evalId = static_cast<uint64_t>(info[4].ToNumber().Int64Value());
-    if (deferred_ || !engine_->beginAsync(requestOf(info), evalId)) return env.Null();
+    bool runInline = info.Length() > 6 && info[6].ToBoolean().Value();
+    return startAsync(env, requestOf(info), static_cast<uint64_t>(info[4].ToNumber().Int64Value()), runInline);
+  }
+
+  // restoreAsync(body, budgetMs, evalId) -> Promise<outcome array with [status, message, [name, type, ...]]
+  // at index 10>; null when busy. Runs on an executor thread like an eval: re-created functions
+  // and classes run guest code, which never runs on the Node main thread this way.
+  Napi::Value RestoreAsync(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!alive(info) || info.Length() < 3) return env.Undefined();
+    if (engine_->broken()) return env.Null();
+    EvalRequest r;
+    r.restore = true;
+    r.snapshotBody = bytesOf(info[0]);
+    r.executionBudgetMs = info[1].ToNumber().DoubleValue();
+    return startAsync(env, std::move(r), static_cast<uint64_t>(info[2].ToNumber().Int64Value()));
+  }
+
+  // writeSnapshotAsync(excludedNames, maxBytes, evalId) -> Promise<outcome array: the body as the
+  // value, [status, message, [name, type, ...]] at index 10>; null when busy.
+  Napi::Value WriteSnapshotAsync(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!alive(info) || info.Length() < 3 || !info[0].IsArray()) return env.Undefined();
+    if (engine_->broken()) return env.Null();
+    EvalRequest r;
+    r.takeSnapshot = true;
+    Napi::Array names = info[0].As<Napi::Array>();
+    for (uint32_t i = 0; i < names.Length(); i++) r.snapshotExclude.insert(names.Get(i).ToString().Utf16Value());
+    r.snapshotMaxBytes = static_cast<uint64_t>(info[1].ToNumber().Int64Value());
+    return startAsync(env, std::move(r), static_cast<uint64_t>(info[2].ToNumber().Int64Value()));
+  }
+
+  Napi::Value startAsync(Napi::Env env, EvalRequest request, uint64_t evalId, bool runInline = false) {
+    if (deferred_ || !engine_->beginAsync(std::move(request), evalId)) return env.Null();
     evalId_ = evalId;
+    inline_ = runInline;
     deferred_.emplace(Napi::Promise::Deferred::New(env));
+    Napi::Promise promise = deferred_->Promise();
     bridge_->evalStarted();
-    Executor::instance().schedule(engine_);
-    return deferred_->Promise();
+    run();
+    return promise;
+  }
+
+  // Runs the engine's next slice: on an executor thread, or here for an inline eval.
+  void run() {
+    if (inline_) runInline();
+    else Executor::instance().schedule(engine_);
+  }
+
+  // An inline eval's slices run on the main thread, each followed by the dispatch of what it
+  // posted (host calls, console lines, its outcome): a host function that answers at once resumes
+  // the guest within the same loop, with no thread hand-over. The event loop waits meanwhile.
+  void runInline() {
+    if (inlineRunning_) {
+      inlineAgain_ = true;  // a host result arrived while a slice was being dispatched
+      return;
+    }
+    inlineRunning_ = true;
+    std::shared_ptr<EnvBridge> bridge = bridge_;  // a host function may dispose this handle
+    std::shared_ptr<Engine> engine = engine_;
+    do {
+      inlineAgain_ = engine->runSlice();
+      bridge->drain();
+    } while (inlineAgain_);
+    inlineRunning_ = false;
   }
 
   // stop(reason, evalId)
@@ -423,8 +584,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     if (!alive(info) || info.Length() < 2) return info.Env().Undefined();
     auto reason = static_cast<StopReason>(info[0].ToNumber().Int32Value());
     if (reason != StopReason::WallBudget && reason != StopReason::Abort) return info.Env().Undefined();
-    if (engine_->requestStop(reason, static_cast<uint64_t>(info[1].ToNumber().Int64Value())))
-      Executor::instance().schedule(engine_);
+    if (engine_->requestStop(reason, static_cast<uint64_t>(info[1].ToNumber().Int64Value()))) run();
     return info.Env().Undefined();
   }
 
@@ -441,7 +601,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
       r.errorName = a.Get(0u).ToString().Utf8Value();
       r.errorMessage = a.Get(1u).ToString().Utf8Value();
     }
-    if (engine_->deliver(std::move(r))) Executor::instance().schedule(engine_);
+    if (engine_->deliver(std::move(r))) run();
     return info.Env().Undefined();
   }
 
@@ -478,19 +638,6 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     a.Set(0u, Napi::Number::New(env, static_cast<int>(status)));
     if (err.empty()) a.Set(1u, Napi::Buffer<uint8_t>::Copy(env, out.data(), out.size()));
     else a.Set(1u, Napi::String::New(env, err));
-    return a;
-  }
-
-  static Napi::Value snapshotResultToJs(Napi::Env env, const SnapshotResult& r, Napi::Value payload) {
-    Napi::Array notRestored = Napi::Array::New(env, r.notRestored.size() * 2);
-    for (size_t i = 0; i < r.notRestored.size(); i++) {
-      notRestored.Set(static_cast<uint32_t>(2 * i), Napi::String::New(env, r.notRestored[i].name));
-      notRestored.Set(static_cast<uint32_t>(2 * i + 1), Napi::String::New(env, r.notRestored[i].type));
-    }
-    Napi::Array a = Napi::Array::New(env, 3);
-    a.Set(0u, Napi::Number::New(env, static_cast<int>(r.status)));
-    a.Set(1u, r.status == SnapshotStatus::Ok ? payload : Napi::String::New(env, r.message).As<Napi::Value>());
-    a.Set(2u, notRestored);
     return a;
   }
 
@@ -563,9 +710,13 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   std::shared_ptr<EnvBridge> bridge_;
   std::shared_ptr<Engine> engine_;
   Napi::FunctionReference dispatcher_;
+  Napi::FunctionReference primitiveDispatcher_;
   uint32_t id_ = 0;
   uint64_t evalId_ = 0;
   std::optional<Napi::Promise::Deferred> deferred_;
+  bool inline_ = false;         // the current eval runs on the main thread
+  bool inlineRunning_ = false;  // runInline is on the stack
+  bool inlineAgain_ = false;
   int64_t externalBytes_ = 0;
   static constexpr int64_t kHandleOverheadBytes = 16 * 1024;
 };
@@ -574,6 +725,16 @@ HostResult EnvBridge::runSyncCall(uint32_t sandboxId, uint32_t fnId, std::vector
   auto it = handles_.find(sandboxId);
   if (it == handles_.end()) return closedResult();
   return it->second->syncCall(fnId, args);
+}
+
+bool EnvBridge::callSyncPrimitive(uint32_t sandboxId, uint32_t fnId, const Primitive* args, int argc, Primitive* result,
+                                  std::u16string* text, HostResult* fallback) {
+  auto it = handles_.find(sandboxId);
+  if (it == handles_.end()) {
+    *fallback = closedResult();
+    return false;
+  }
+  return it->second->syncCallPrimitive(fnId, args, argc, result, text, fallback);
 }
 
 HostResult EnvBridge::callSync(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t> args) {
@@ -634,6 +795,13 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("exchange", bridge->exchange());
   exports.Set("syncStats", bridge->statsArray());
   exports.Set("threadStackBytes", Napi::Number::New(env, static_cast<double>(Executor::kThreadStackBytes)));
+  exports.Set("executorThreads", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
+                Executor::Counts c = Executor::instance().counts();
+                Napi::Array a = Napi::Array::New(info.Env(), 2);
+                a.Set(0u, Napi::Number::New(info.Env(), c.threads));
+                a.Set(1u, Napi::Number::New(info.Env(), c.maxThreads));
+                return a;
+              }));
   exports.Set("engineVersion", Napi::String::New(env, JS_GetVersion()));
   return exports;
 }

@@ -2,7 +2,10 @@
 
 #include <time.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <cstring>
 
 #include "guest_codec.h"
@@ -177,13 +180,25 @@ bool Engine::dispose() {
 
 int Engine::onInterrupt() {
   if (stop_.load(std::memory_order_relaxed) != 0) return 1;
-  int64_t deadline = sliceDeadlineNs_.load(std::memory_order_relaxed);
-  if (deadline != 0 && monotonicNs() >= deadline) {
-    int expected = 0;
-    stop_.compare_exchange_strong(expected, static_cast<int>(StopReason::ExecutionBudget));
-    return 1;
+  if (sliceWallDeadlineNs_.load(std::memory_order_relaxed) == 0) return 0;
+  // CPU time never runs faster than wall time: until enough wall time has passed the deadline
+  // cannot have been reached, and the monotonic clock is cheap.
+  int64_t now = monotonicNs();
+  if (now < nextCpuCheckNs_) return 0;
+  int64_t cpu = threadCpuNs();
+  if (cpuMarkNs_ < 0) {
+    cpuMarkNs_ = cpu;
+    wallBeforeMarkNs_ = now - sliceStartNs_;
+    sliceCpuDeadlineNs_.store(cpu + sliceRemainingNs_.load(std::memory_order_relaxed) - wallBeforeMarkNs_);
   }
-  return 0;
+  int64_t deadline = sliceCpuDeadlineNs_.load(std::memory_order_relaxed);
+  if (cpu < deadline) {
+    nextCpuCheckNs_ = now + (deadline - cpu);
+    return 0;
+  }
+  int expected = 0;
+  stop_.compare_exchange_strong(expected, static_cast<int>(StopReason::ExecutionBudget));
+  return 1;
 }
 
 namespace {
@@ -201,32 +216,60 @@ size_t stackRemaining() {
   return sp > low ? sp - low : 0;
 }
 
-constexpr size_t kStackReserveBytes = 512 * 1024;  // C frames of built-ins, the regexp engine, JSON
+// Stack kept below the guest's budget for C frames that run past the engine's checks (built-ins,
+// the regexp engine, JSON, raising the overflow error): half of what the thread has left, within
+// these bounds. Threads with a small stack (a Worker with resourceLimits.stackSizeMb 0.5) get a
+// smaller guest budget, and below kMinGuestStackBytes + kMinStackReserveBytes nothing runs.
+constexpr size_t kMaxStackReserveBytes = 512 * 1024;
+constexpr size_t kMinStackReserveBytes = 128 * 1024;
+constexpr size_t kMinGuestStackBytes = 48 * 1024;
 constexpr size_t kCompileReserveBytes = 256 * 1024;
 
 }  // namespace
 
-void Engine::enterGuest(double budgetMs) {
+bool Engine::enterGuest(double budgetMs) {
+  budgetMs_ = budgetMs;
+  resumeClock();
+  return clampStack();
+}
+
+bool Engine::clampStack() {
   JS_UpdateStackTop(rt_);
   // The guest's stack budget never exceeds what this thread really has left.
   size_t stack = options_.maxStackSizeBytes;
   size_t remaining = stackRemaining();
-  if (remaining > kStackReserveBytes && remaining - kStackReserveBytes < stack) stack = remaining - kStackReserveBytes;
+  if (remaining != 0) {
+    if (remaining < kMinStackReserveBytes + kMinGuestStackBytes) return false;
+    size_t reserve = remaining / 2;
+    reserve = reserve < kMinStackReserveBytes ? kMinStackReserveBytes : reserve > kMaxStackReserveBytes ? kMaxStackReserveBytes : reserve;
+    if (remaining - reserve < stack) stack = remaining - reserve;
+  }
   JS_SetMaxStackSize(rt_, stack);
-  budgetMs_ = budgetMs;
-  resumeClock();
+  return true;
+}
+
+std::string Engine::stackRefusal() {
+  return "the calling thread has only " + std::to_string(stackRemaining() / 1024) +
+         " KiB of stack left; nothing was run (the guest needs at least " +
+         std::to_string((kMinStackReserveBytes + kMinGuestStackBytes) / 1024) + " KiB)";
 }
 
 void Engine::resumeClock() {
   sliceStartNs_ = monotonicNs();
   double remainingMs = budgetMs_ - executionMs_;
-  if (remainingMs < 0) remainingMs = 0;
-  sliceDeadlineNs_.store(sliceStartNs_ + static_cast<int64_t>(remainingMs * 1e6));
+  int64_t remainingNs = remainingMs > 0 ? static_cast<int64_t>(remainingMs * 1e6) : 0;
+  cpuMarkNs_ = -1;
+  nextCpuCheckNs_ = sliceStartNs_;  // the first poll takes the mark
+  sliceRemainingNs_.store(remainingNs);
+  sliceCpuDeadlineNs_.store(0);
+  sliceWallDeadlineNs_.store(std::max<int64_t>(sliceStartNs_ + remainingNs, 1));  // 0 means "no guest code runs"
 }
 
 void Engine::pauseClock() {
-  executionMs_ += static_cast<double>(monotonicNs() - sliceStartNs_) / 1e6;
-  sliceDeadlineNs_.store(0);
+  int64_t ranNs = cpuMarkNs_ < 0 ? monotonicNs() - sliceStartNs_ : wallBeforeMarkNs_ + threadCpuNs() - cpuMarkNs_;
+  executionMs_ += static_cast<double>(ranNs) / 1e6;
+  sliceWallDeadlineNs_.store(0);
+  sliceCpuDeadlineNs_.store(0);
 }
 
 void Engine::leaveGuest() { pauseClock(); }
@@ -272,43 +315,85 @@ void Engine::drainJobs() {
   }
 }
 
-// True when the eval's promise has settled; fills the outcome.
+// True when the eval has its answer; fills the outcome. The answer is the script's completion value,
+// awaited when it is a real promise (a floating async IIFE): its fate is read from the promise's
+// internal slots, never through `then`, so no guest getter or Proxy trap runs, and a thenable that
+// is not a promise stays a value. Settling happens in drainJobs and host results, inside the budgets.
 bool Engine::settled(EvalOutcome* out) {
-  if (!asyncScript_) {
-    // A plain script: its completion value is final. It is never resolved through a promise,
-    // which would look up `then` on it and run guest code (a getter, a Proxy trap).
-    encodeValueInto(completion_.get(), request_.describeUnserializable, out);
-    return true;
-  }
-  JSPromiseStateEnum st = JS_PromiseState(ctx_, evalPromise_.get());
-  if (st == JS_PROMISE_PENDING) return false;
-  OwnedValue result(ctx_, JS_PromiseResult(ctx_, evalPromise_.get()));
-  if (st == JS_PROMISE_REJECTED) {
-    classifyException(result.get(), out);
-    return true;
-  }
-  if (asyncScript_ && JS_IsObject(result.get())) {
+  if (asyncScript_) {
+    JSPromiseStateEnum st = JS_PromiseState(ctx_, evalPromise_.get());
+    if (st == JS_PROMISE_PENDING) return false;
+    OwnedValue result(ctx_, JS_PromiseResult(ctx_, evalPromise_.get()));
+    if (st == JS_PROMISE_REJECTED) {
+      classifyException(result.get(), out);
+      return true;
+    }
     // An async script fulfils with { value: <completion value> }.
     OwnedAtom valueAtom(ctx_, JS_NewAtom(ctx_, "value"));
     OwnedDescriptor d(ctx_);
-    if (d.load(result.get(), valueAtom.get()) == 1 && !d.isAccessor()) {
-      encodeValueInto(d.desc.value, request_.describeUnserializable, out);
-      return true;
-    }
+    bool wrapped = JS_IsObject(result.get()) && d.load(result.get(), valueAtom.get()) == 1 && !d.isAccessor();
+    completion_ = OwnedValue::dup(ctx_, wrapped ? d.desc.value : result.get());
+    evalPromise_.reset();
+    asyncScript_ = false;
   }
-  encodeValueInto(result.get(), request_.describeUnserializable, out);
+  if (!JS_IsPromise(completion_.get())) {
+    encodeValueInto(completion_.get(), request_.describeUnserializable, out);
+    return true;
+  }
+  JSPromiseStateEnum st = JS_PromiseState(ctx_, completion_.get());
+  if (st == JS_PROMISE_PENDING) return false;
+  OwnedValue result(ctx_, JS_PromiseResult(ctx_, completion_.get()));
+  if (st == JS_PROMISE_REJECTED) classifyException(result.get(), out);
+  else encodeValueInto(result.get(), request_.describeUnserializable, out);
   return true;
+}
+
+// For an eval that has not settled and never can (no jobs, no host call in flight). A script still
+// at a top-level `await` is an error; a completion promise nothing can settle is the answer itself
+// (the host shows it as a promise and hints to await it).
+void Engine::neverSettles(const char* awaitMessage, EvalOutcome* out) {
+  if (!asyncScript_) {
+    encodeValueInto(completion_.get(), request_.describeUnserializable, out);
+    return;
+  }
+  out->status = EvalStatus::GuestError;
+  OwnedValue err(ctx_, JS_NewError(ctx_));
+  JS_DefinePropertyValueStr(ctx_, err.get(), "message", JS_NewString(ctx_, awaitMessage), JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
+  WireWriter w;
+  GuestEncoder enc(ctx_, intrinsics_, w, limits_, true);
+  if (enc.encode(err.get())) out->value = std::move(w.bytes());
+}
+
+uint64_t Engine::copyBudgetLeft() const {
+  return copiedBytes_ < options_.copyLimitBytes ? options_.copyLimitBytes - copiedBytes_ : 0;
+}
+
+WireLimits Engine::copyLimits() const {
+  WireLimits limits = limits_;
+  if (copyBudgetLeft() < limits.maxBytes) limits.maxBytes = copyBudgetLeft();
+  return limits;
+}
+
+bool Engine::overCopyBudget(const CodecError& e) const {
+  return e.status == CodecStatus::TooLarge && e.overBytes && copyBudgetLeft() <= limits_.maxBytes;
 }
 
 void Engine::encodeValueInto(JSValueConst v, bool describe, EvalOutcome* out) {
   WireWriter w;
-  GuestEncoder enc(ctx_, intrinsics_, w, limits_, describe);
+  WireLimits limits = copyLimits();
+  GuestEncoder enc(ctx_, intrinsics_, w, limits, describe);
   if (enc.encode(v)) {
+    chargeCopy(w.size());
     out->status = EvalStatus::Ok;
     out->value = std::move(w.bytes());
     return;
   }
   const CodecError& e = enc.error();
+  if (overCopyBudget(e)) {
+    out->status = EvalStatus::CopyLimit;
+    out->message = "the result";
+    return;
+  }
   if (e.status == CodecStatus::GuestException) {
     OwnedValue exc(ctx_, JS_GetException(ctx_));
     classifyException(exc.get(), out);
@@ -326,9 +411,11 @@ void Engine::classifyException(JSValue exc, EvalOutcome* out) {
   StopReason reason = static_cast<StopReason>(stop_.load());
   if (reason != StopReason::None) {
     out->stop = reason;
-    out->status = reason == StopReason::Abort     ? EvalStatus::Aborted
-                  : reason == StopReason::Dispose ? EvalStatus::Disposed
-                                                  : EvalStatus::Timeout;
+    out->status = reason == StopReason::Abort       ? EvalStatus::Aborted
+                  : reason == StopReason::Dispose   ? EvalStatus::Disposed
+                  : reason == StopReason::CopyLimit ? EvalStatus::CopyLimit
+                                                    : EvalStatus::Timeout;
+    if (reason == StopReason::CopyLimit) out->message = "the host-call arguments";
     return;
   }
   // Only limit errors the engine itself raised during this eval count: a guest can throw a
@@ -355,9 +442,14 @@ void Engine::classifyException(JSValue exc, EvalOutcome* out) {
   }
   out->status = EvalStatus::GuestError;
   WireWriter w;
-  GuestEncoder enc(ctx_, intrinsics_, w, limits_, true);
+  WireLimits limits = copyLimits();
+  GuestEncoder enc(ctx_, intrinsics_, w, limits, true);
   if (enc.encode(exc)) {
+    chargeCopy(w.size());
     out->value = std::move(w.bytes());
+  } else if (overCopyBudget(enc.error())) {
+    out->status = EvalStatus::CopyLimit;
+    out->message = "the thrown value";
   } else {
     JS_FreeValue(ctx_, JS_GetException(ctx_));
     if (ranOutOfMemory || nearLimit) out->status = EvalStatus::OutOfMemory;
@@ -375,7 +467,11 @@ void Engine::finish(EvalOutcome* out) {
   StopReason reason = static_cast<StopReason>(stop_.load());
   if (reason != StopReason::None && (out->status == EvalStatus::Ok || reason == StopReason::Dispose)) {
     // A stop that raced with completion: honour dispose; otherwise the result stands.
-    if (reason == StopReason::Dispose) {
+    if (reason == StopReason::CopyLimit) {
+      out->status = EvalStatus::CopyLimit;
+      out->message = "the host-call arguments";
+      out->value.clear();
+    } else if (reason == StopReason::Dispose) {
       out->status = EvalStatus::Disposed;
       out->stop = reason;
       out->value.clear();
@@ -398,6 +494,7 @@ void Engine::resetEvalCounters(uint64_t evalId) {
   evalId_ = evalId;
   executionMs_ = 0;
   hostCalls_ = 0;
+  copiedBytes_ = 0;
   consoleTruncated_ = false;
   console_.bytes().clear();
   memory_.peak.store(memory_.used.load());
@@ -423,21 +520,15 @@ EvalOutcome Engine::evalSync(const EvalRequest& request) {
     request_ = request;
   }
   resetEvalCounters(evalId_ + 1);
-  enterGuest(request.executionBudgetMs);
-  if (compileAndStart(request, false, &out)) {
+  if (!enterGuest(request.executionBudgetMs)) {
+    out.status = EvalStatus::StackOverflow;
+    out.message = stackRefusal();
+  } else if (compileAndStart(request, false, &out)) {
     drainJobs();
     if (stop_.load() != 0) {
       classifyException(JS_UNDEFINED, &out);
     } else if (!settled(&out)) {
-      out.status = EvalStatus::GuestError;
-      OwnedValue err(ctx_, JS_NewError(ctx_));
-      JS_DefinePropertyValueStr(
-          ctx_, err.get(), "message",
-          JS_NewString(ctx_, "the script awaits something that evalSync cannot wait for; use eval() instead"),
-          JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
-      WireWriter w;
-      GuestEncoder enc(ctx_, intrinsics_, w, limits_, true);
-      if (enc.encode(err.get())) out.value = std::move(w.bytes());
+      neverSettles("the script awaits something that evalSync cannot wait for; use eval() instead", &out);
     }
   }
   leaveGuest();
@@ -493,22 +584,43 @@ bool Engine::runSlice() {
     std::lock_guard<std::mutex> lock(mu_);
     if (state_ != State::Queued) return false;
     state_ = State::Running;
-    sliceThreadClock_ = platform::currentThreadCpuClock();
+    sliceCpuClock_ = CpuClock::ofCurrentThread();
     overdueCpuNs_ = -1;
     results.swap(inbox_);
   }
   EvalOutcome out;
   bool done = false;
+  bool entered = true;
   if (!started_) {
     started_ = true;
     resetEvalCounters(pendingEvalId_);
     if (stop_.load() != 0) {
       classifyException(JS_UNDEFINED, &out);
       done = true;
+      entered = false;
     } else {
-      enterGuest(request_.executionBudgetMs);
-      done = !compileAndStart(request_, true, &out);
-      if (!done) drainJobs();
+      if (!enterGuest(request_.executionBudgetMs)) {
+        out.status = EvalStatus::StackOverflow;
+        out.message = stackRefusal();
+        done = true;
+        leaveGuest();
+      } else if (request_.takeSnapshot) {
+        leaveGuest();  // writing runs no guest code: no execution budget applies
+        out.snapshotOp = true;
+        out.snapshot = writeSnapshot(request_.snapshotExclude, request_.snapshotMaxBytes, &out.value);
+        request_.snapshotExclude.clear();
+        done = true;
+      } else if (request_.restore) {
+        out.snapshotOp = true;
+        out.snapshot = readSnapshotEntered(request_.snapshotBody.data(), request_.snapshotBody.size());
+        request_.snapshotBody = std::vector<uint8_t>();
+        leaveGuest();
+        done = true;
+      } else {
+        done = !compileAndStart(request_, true, &out);
+        if (done) leaveGuest();  // stop the clock: the execution time counts in the outcome
+        else drainJobs();
+      }
     }
   } else {
     enterGuest(request_.executionBudgetMs);
@@ -546,23 +658,16 @@ bool Engine::runSlice() {
     }
     drainJobs();
   }
+  // Also when the first slice ended the eval (a budget stop, a throw): its time counts.
+  if (entered) leaveGuest();
   if (!done) {
-    leaveGuest();
     if (stop_.load() != 0) {
       classifyException(JS_UNDEFINED, &out);
       done = true;
     } else if (settled(&out)) {
       done = true;
     } else if (pending_.empty()) {
-      out.status = EvalStatus::GuestError;
-      OwnedValue err(ctx_, JS_NewError(ctx_));
-      JS_DefinePropertyValueStr(
-          ctx_, err.get(), "message",
-          JS_NewString(ctx_, "the script awaits a promise that can never settle (no host call is pending)"),
-          JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
-      WireWriter w;
-      GuestEncoder enc(ctx_, intrinsics_, w, limits_, true);
-      if (enc.encode(err.get())) out.value = std::move(w.bytes());
+      neverSettles("the script awaits a promise that can never settle (no host call is pending)", &out);
       done = true;
     }
   }
@@ -593,19 +698,26 @@ bool Engine::runSlice() {
   return false;
 }
 
-bool Engine::abandon(int64_t nowNs, int64_t graceNs) {
+bool Engine::abandon(int64_t graceNs) {
   std::lock_guard<std::mutex> lock(mu_);
   if (state_ != State::Running || abandoned_ || syncMode_) return false;
-  int64_t deadline = sliceDeadlineNs_.load();
-  bool overdue = (deadline != 0 && nowNs > deadline) || (stop_.load() != 0 && stopRequestedNs_ != 0);
+  // Stuck means "kept burning CPU after it should have stopped": a thread that merely got no CPU
+  // (a loaded machine, or a sanitizer build) is not stuck, so everything here is the thread's own
+  // CPU time, like the budget itself.
+  // A slice that never polled the interrupt handler (a built-in that ignores it) has no CPU mark:
+  // it is judged overdue by wall time, then stuck by CPU time as well.
+  int64_t cpuNs = sliceCpuClock_.nowNs();
+  if (cpuNs < 0) return false;
+  int64_t cpuDeadline = sliceCpuDeadlineNs_.load();
+  int64_t wallDeadline = sliceWallDeadlineNs_.load();
+  int64_t remainingNs = sliceRemainingNs_.load();
+  int64_t nowNs = monotonicNs();
+  bool overdue = (cpuDeadline != 0 ? cpuNs > cpuDeadline : wallDeadline != 0 && nowNs > wallDeadline) ||
+                 (stop_.load() != 0 && stopRequestedNs_ != 0);
   if (!overdue) {
     overdueCpuNs_ = -1;
     return false;
   }
-  // Stuck means "kept burning CPU after it should have stopped": a thread that merely got no CPU
-  // (a loaded machine, or a sanitizer build) is not stuck, so measure the thread's own CPU time.
-  int64_t cpuNs = platform::threadCpuNs(sliceThreadClock_);
-  if (cpuNs < 0) return false;
   if (overdueCpuNs_ < 0) {
     overdueCpuNs_ = cpuNs;
     return false;
@@ -620,7 +732,12 @@ bool Engine::abandon(int64_t nowNs, int64_t graceNs) {
   if (out.stop == StopReason::Dispose) out.status = EvalStatus::Disposed;
   out.message = "the guest is stuck in a built-in that cannot be interrupted; the sandbox is broken";
   out.evalId = pendingEvalId_;
-  out.executionMs = executionMs_ + static_cast<double>(nowNs - sliceStartNs_) / 1e6;
+  // This slice so far: the deadlines are "where the slice's time reaches its remaining budget".
+  int64_t sliceNs = cpuDeadline != 0 ? remainingNs + cpuNs - cpuDeadline : wallDeadline != 0 ? remainingNs + nowNs - wallDeadline : 0;
+  out.executionMs = executionMs_ + static_cast<double>(sliceNs) / 1e6;
+  out.hostCalls = hostCalls_.load(std::memory_order_relaxed);
+  out.memoryUsedBytes = memoryUsed();
+  out.peakMemoryBytes = memoryPeak();
   bridge_->postEvalDone(id_, std::move(out));
   return true;
 }
@@ -630,14 +747,21 @@ bool Engine::abandon(int64_t nowNs, int64_t graceNs) {
 
 JSValue Engine::callHost(int fnId, bool async, int argc, JSValueConst* argv) {
   if (stop_.load() != 0) return JS_ThrowInternalError(ctx_, "the eval has ended");
+  // Inline evals run on the main thread: primitives can go straight to the host function.
+  JSValue fast;
+  if (!async && syncMode_ && argc <= kMaxPrimitiveArgs && callHostPrimitive(static_cast<uint32_t>(fnId), argc, argv, &fast))
+    return fast;
   WireWriter w;
-  GuestEncoder enc(ctx_, intrinsics_, w, limits_, false);
+  WireLimits limits = copyLimits();
+  GuestEncoder enc(ctx_, intrinsics_, w, limits, false);
   if (!enc.encodeArguments(argc, argv)) {
     const CodecError& e = enc.error();
     if (e.status == CodecStatus::GuestException) return JS_EXCEPTION;
+    if (overCopyBudget(e)) return stopOverCopyLimit();
     std::string msg = "argument" + (e.path.empty() ? std::string() : " " + e.path) + ": " + e.message;
     return JS_ThrowTypeError(ctx_, "%s", msg.c_str());
   }
+  chargeCopy(w.size());
   hostCalls_++;
   if (async) {
     if (syncMode_) {
@@ -665,6 +789,73 @@ JSValue Engine::callHost(int fnId, bool async, int argc, JSValueConst* argv) {
     inHostCall_ = false;
   }
   if (stop_.load() != 0) return JS_ThrowInternalError(ctx_, "the eval has ended");
+  return syncResultToGuest(r);
+}
+
+// False, having done nothing, when an argument is not a primitive this path carries.
+bool Engine::callHostPrimitive(uint32_t fnId, int argc, JSValueConst* argv, JSValue* out) {
+  Primitive args[kMaxPrimitiveArgs];
+  std::optional<GuestUtf16> texts[kMaxPrimitiveArgs];
+  for (int i = 0; i < argc; i++) {
+    JSValueConst v = argv[i];
+    Primitive& a = args[i];
+    switch (JS_VALUE_GET_NORM_TAG(v)) {
+      case JS_TAG_UNDEFINED: a.kind = Primitive::Kind::Undefined; break;
+      case JS_TAG_NULL: a.kind = Primitive::Kind::Null; break;
+      case JS_TAG_BOOL: a.kind = Primitive::Kind::Boolean; a.number = JS_VALUE_GET_BOOL(v); break;
+      case JS_TAG_INT: a.kind = Primitive::Kind::Number; a.number = JS_VALUE_GET_INT(v); break;
+      case JS_TAG_FLOAT64: a.kind = Primitive::Kind::Number; a.number = JS_VALUE_GET_FLOAT64(v); break;
+      case JS_TAG_STRING: {
+        GuestUtf16& t = texts[i].emplace(ctx_, v);
+        if (!t.ok()) {
+          *out = JS_EXCEPTION;  // out of memory, already thrown
+          return true;
+        }
+        if (t.size() > kMaxPrimitiveChars) return false;
+        a.kind = Primitive::Kind::String;
+        a.text = std::u16string_view(reinterpret_cast<const char16_t*>(t.data()), t.size());
+        break;
+      }
+      default: return false;
+    }
+  }
+  hostCalls_++;
+  // An inline eval holds the engine Running on this thread, so nothing else can enter it while the
+  // host function runs: only the clock is paused.
+  pauseClock();
+  Primitive result;
+  std::u16string text;
+  HostResult fallback;
+  bool primitive = bridge_->callSyncPrimitive(id_, fnId, args, argc, &result, &text, &fallback);
+  resumeClock();
+  if (stop_.load() != 0) {
+    *out = JS_ThrowInternalError(ctx_, "the eval has ended");
+    return true;
+  }
+  if (!primitive) {
+    *out = syncResultToGuest(fallback);
+    return true;
+  }
+  switch (result.kind) {
+    case Primitive::Kind::Undefined: *out = JS_UNDEFINED; break;
+    case Primitive::Kind::Null: *out = JS_NULL; break;
+    case Primitive::Kind::Boolean: *out = JS_NewBool(ctx_, result.number != 0); break;
+    case Primitive::Kind::Number: {
+      // The codec's rule: an integer in int32 range (not -0) is an int, anything else a float.
+      double d = result.number;
+      bool isInt = d >= -2147483648.0 && d <= 2147483647.0 && d == static_cast<double>(static_cast<int32_t>(d)) &&
+                   !(d == 0 && std::signbit(d));
+      *out = isInt ? JS_NewInt32(ctx_, static_cast<int32_t>(d)) : JS_NewFloat64(ctx_, d);
+      break;
+    }
+    case Primitive::Kind::String:
+      *out = JS_NewStringUTF16(ctx_, reinterpret_cast<const uint16_t*>(text.data()), text.size());
+      break;
+  }
+  return true;
+}
+
+JSValue Engine::syncResultToGuest(const HostResult& r) {
   if (!r.ok) {
     JSValue err = JS_NewError(ctx_);
     if (JS_IsException(err)) return err;
@@ -683,6 +874,22 @@ JSValue Engine::callHost(int fnId, bool async, int argc, JSValueConst* argv) {
   return v;
 }
 
+// Ends the eval: its host-call arguments would take the host past the eval's copy budget. The
+// error is uncatchable, like an interrupt, so the guest cannot retry smaller pieces forever.
+JSValue Engine::stopOverCopyLimit() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    int expected = 0;
+    if (stop_.compare_exchange_strong(expected, static_cast<int>(StopReason::CopyLimit))) stopRequestedNs_ = monotonicNs();
+  }
+  JSValue err = JS_NewError(ctx_);
+  if (JS_IsException(err)) return err;
+  JS_DefinePropertyValueStr(ctx_, err, "message", JS_NewString(ctx_, "the eval's copy limit ran out"),
+                            JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
+  JS_SetUncatchableError(ctx_, err);
+  return JS_Throw(ctx_, err);
+}
+
 JSValue Engine::writeConsole(int level, int argc, JSValueConst* argv) {
   if (!options_.captureConsole || consoleTruncated_ || stop_.load() != 0) return JS_UNDEFINED;
   WireWriter w;
@@ -691,6 +898,8 @@ JSValue Engine::writeConsole(int level, int argc, JSValueConst* argv) {
   // cap on formatted text is applied by src/sandbox.ts.
   size_t rawCap = options_.maxConsoleBytes * 2 + 64;
   consoleLimits.maxBytes = rawCap;
+  uint64_t copyLeft = copyLimits().maxBytes;
+  if (copyLeft < consoleLimits.maxBytes) consoleLimits.maxBytes = copyLeft;
   GuestEncoder enc(ctx_, intrinsics_, w, consoleLimits, true);
   bool ok = enc.encodeArguments(argc, argv);
   if (!ok && enc.error().status == CodecStatus::GuestException) return JS_EXCEPTION;
@@ -701,7 +910,11 @@ JSValue Engine::writeConsole(int level, int argc, JSValueConst* argv) {
   console_.u8(static_cast<uint8_t>(level));
   console_.u32(static_cast<uint32_t>(w.size()));
   console_.raw(w.bytes().data(), w.size());
-  if (request_.streamConsole && !syncMode_) bridge_->postConsole(id_, evalId_, level, std::move(w.bytes()));
+  chargeCopy(5 + w.size());
+  if (request_.streamConsole && !syncMode_) {
+    chargeCopy(w.size());  // a second copy goes to the host at once
+    bridge_->postConsole(id_, evalId_, level, std::move(w.bytes()));
+  }
   return JS_UNDEFINED;
 }
 
@@ -751,7 +964,7 @@ bool parentOf(JSContext* ctx, const std::string& path, OwnedValue* parent, std::
 }  // namespace
 
 std::string Engine::defineFunction(const std::string& path, uint32_t fnId, bool async) {
-  JS_UpdateStackTop(rt_);
+  if (!clampStack()) return stackRefusal();
   OwnedValue parent;
   std::string leaf, error;
   if (!parentOf(ctx_, path, &parent, &leaf, &error)) return error;
@@ -771,7 +984,7 @@ std::string Engine::defineFunction(const std::string& path, uint32_t fnId, bool 
 }
 
 std::string Engine::setGlobal(const std::string& name, const uint8_t* data, size_t size) {
-  JS_UpdateStackTop(rt_);
+  if (!clampStack()) return stackRefusal();
   WireReader reader(data, size);
   GuestDecoder dec(ctx_, intrinsics_, limits_);
   JSValue v = dec.decode(reader);
@@ -789,7 +1002,10 @@ std::string Engine::setGlobal(const std::string& name, const uint8_t* data, size
 }
 
 std::string Engine::getGlobal(const std::string& name, std::vector<uint8_t>* out, EvalStatus* status) {
-  JS_UpdateStackTop(rt_);
+  if (!clampStack()) {
+    *status = EvalStatus::StackOverflow;
+    return stackRefusal();
+  }
   OwnedValue global(ctx_, JS_GetGlobalObject(ctx_));
   OwnedAtom atom(ctx_, JS_NewAtomLen(ctx_, name.data(), name.size()));
   OwnedDescriptor d(ctx_);

@@ -9,12 +9,14 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "guest_codec.h"
 #include "intrinsics.h"
-#include "platform.h"
 #include "snapshot.h"
+#include "threads.h"
 #include "wire.h"
 
 namespace qjsn {
@@ -31,16 +33,19 @@ enum class EvalStatus : int {
   Unserializable = 8,
   Broken = 9,
   Busy = 10,
+  CopyLimit = 11,  // the eval handed the host more than copyLimitBytes; message says what
 };
 
 // Why guest code is being stopped. Written by any thread, read by the interrupt handler.
-enum class StopReason : int { None = 0, ExecutionBudget, WallBudget, Abort, Dispose };
+enum class StopReason : int { None = 0, ExecutionBudget, WallBudget, Abort, Dispose, CopyLimit };
 
 struct EngineOptions {
   size_t memoryLimitBytes = 64u << 20;
   size_t maxStackSizeBytes = 1u << 20;
   bool captureConsole = true;
   size_t maxConsoleBytes = 1u << 20;
+  // Bytes one eval may hand to the host in all: result, console, thrown value, host-call arguments.
+  uint64_t copyLimitBytes = 64u << 20;
 };
 
 struct EvalRequest {
@@ -49,6 +54,15 @@ struct EvalRequest {
   double executionBudgetMs = 5000;
   bool describeUnserializable = false;
   bool streamConsole = false;  // also hand each console line to the host as it is written (async evals)
+  // A restore instead of code: the snapshot body is read on the executor under the eval's budgets,
+  // since re-creating functions and classes from source runs guest code.
+  bool restore = false;
+  std::vector<uint8_t> snapshotBody;
+  // A snapshot write instead of code: its cost grows with the guest's state, so it runs on the
+  // executor too (no guest code runs; the body comes back as the outcome's value).
+  bool takeSnapshot = false;
+  std::unordered_set<std::u16string> snapshotExclude;
+  uint64_t snapshotMaxBytes = 0;
 };
 
 struct EvalOutcome {
@@ -63,6 +77,8 @@ struct EvalOutcome {
   size_t memoryUsedBytes = 0;
   size_t peakMemoryBytes = 0;
   uint64_t evalId = 0;
+  bool snapshotOp = false;  // the request was a restore or a snapshot write: `snapshot` holds its result
+  SnapshotResult snapshot;
 };
 
 struct HostResult {
@@ -73,12 +89,29 @@ struct HostResult {
   std::string errorMessage;
 };
 
+// A primitive that crosses a synchronous host call as it is, without the codec: the fast path of
+// inline evals, where a host call is a plain function call on the same thread.
+struct Primitive {
+  enum class Kind : uint8_t { Undefined, Null, Boolean, Number, String };
+  Kind kind = Kind::Undefined;
+  double number = 0;           // Number; Boolean as 0 or 1
+  std::u16string_view text;    // String (UTF-16, lone surrogates kept), borrowed for the call
+};
+// Calls with more arguments, or longer strings, take the codec.
+constexpr int kMaxPrimitiveArgs = 3;
+constexpr size_t kMaxPrimitiveChars = 256;
+
 // The main-thread side, implemented by the addon.
 class HostBridge {
  public:
   virtual ~HostBridge() = default;
   // Runs a synchronous host function; blocks the calling executor thread until it returns.
   virtual HostResult callSync(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t> args) = 0;
+  // callSync's fast path, on the main thread only. True when the host answered with a primitive
+  // (in `*result`, a string's characters in `*text`); false when `*fallback` holds the answer as
+  // callSync's would (wire bytes or an error).
+  virtual bool callSyncPrimitive(uint32_t sandboxId, uint32_t fnId, const Primitive* args, int argc, Primitive* result,
+                                 std::u16string* text, HostResult* fallback) = 0;
   virtual void postAsyncCall(uint32_t sandboxId, uint64_t evalId, uint32_t callId, uint32_t fnId,
                              std::vector<uint8_t> args) = 0;
   virtual void postEvalDone(uint32_t sandboxId, EvalOutcome outcome) = 0;
@@ -139,8 +172,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // True when the engine must be scheduled again (results or a stop arrived meanwhile).
   bool runSlice();
   // Called by the watchdog when a slice cannot be interrupted: the eval is answered now and
-  // the engine never runs guest code again.
-  bool abandon(int64_t nowNs, int64_t graceNs);
+  // the engine never runs guest code again. `graceNs` is CPU time burned past the deadline.
+  bool abandon(int64_t graceNs);
 
   // Frees the runtime now if nothing runs it; otherwise the executor frees it when the eval
   // stops. True when the engine must be scheduled so that happens.
@@ -154,12 +187,21 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // For the interrupt handler and trampolines.
   int onInterrupt();
   JSValue callHost(int fnId, bool async, int argc, JSValueConst* argv);
+  bool callHostPrimitive(uint32_t fnId, int argc, JSValueConst* argv, JSValue* out);
+  JSValue syncResultToGuest(const HostResult& r);
   JSValue writeConsole(int level, int argc, JSValueConst* argv);
+  JSValue stopOverCopyLimit();
 
   enum class State { Idle, Queued, Running, Parked };
 
  private:
-  void enterGuest(double budgetMs);
+  // Starts the execution clock and sets the guest's stack budget for this thread. False when the
+  // thread has too little stack left to run guest code safely (stackRefusal() says why).
+  bool enterGuest(double budgetMs);
+  static std::string stackRefusal();
+  // Sets the runtime's stack top to here and its budget to what this thread can spare (host-side
+  // entries: defining globals, snapshots). False when too little is left.
+  bool clampStack();
   void pauseClock();
   void resumeClock();
   void leaveGuest();
@@ -167,9 +209,19 @@ class Engine : public std::enable_shared_from_this<Engine> {
   bool compileAndStart(const EvalRequest& request, bool asyncMode, EvalOutcome* out);
   void drainJobs();
   bool settled(EvalOutcome* out);
+  void neverSettles(const char* awaitMessage, EvalOutcome* out);
   void finish(EvalOutcome* out);
   void classifyException(JSValue exception, EvalOutcome* out);
   void encodeValueInto(JSValueConst v, bool describe, EvalOutcome* out);
+  // Reads a snapshot body into the context; the caller entered the guest (clock and stack set).
+  SnapshotResult readSnapshotEntered(const uint8_t* data, size_t size);
+  // Wire limits for a value the host will receive during this eval: the structural caps, with the
+  // byte cap lowered to what is left of the eval's copy budget.
+  WireLimits copyLimits() const;
+  uint64_t copyBudgetLeft() const;
+  // True when `e` failed on the byte cap because the copy budget, not the structural cap, ran out.
+  bool overCopyBudget(const CodecError& e) const;
+  void chargeCopy(size_t bytes) { copiedBytes_ += bytes; }
   void clearEvalState();
   void resetEvalCounters(uint64_t evalId);
   void installGlobals();
@@ -183,10 +235,19 @@ class Engine : public std::enable_shared_from_this<Engine> {
   Intrinsics intrinsics_;
   WireLimits limits_;
 
-  // Interrupt and budget state.
+  // Interrupt and budget state. The execution budget is the running thread's CPU time, so a
+  // guest waiting for a core (other sessions' guests, a loaded machine) loses none of it. Reading
+  // a thread's CPU clock is a system call, too slow for every slice and host call: a slice counts
+  // wall time until the interrupt handler first polls, and CPU time from that mark on. Slices that
+  // end before a poll are short (a poll comes every few thousand operations).
   std::atomic<int> stop_{0};
-  std::atomic<int64_t> sliceDeadlineNs_{0};  // 0 when no guest code runs
-  int64_t sliceStartNs_ = 0;
+  std::atomic<int64_t> sliceWallDeadlineNs_{0};  // start + remaining budget, monotonic; 0 when no guest code runs
+  std::atomic<int64_t> sliceCpuDeadlineNs_{0};   // thread CPU time at which the budget runs out; 0 before the mark
+  std::atomic<int64_t> sliceRemainingNs_{0};     // budget left when the slice started
+  int64_t sliceStartNs_ = 0;                     // monotonic
+  int64_t cpuMarkNs_ = -1;                       // thread CPU time at the mark; -1 before it
+  int64_t wallBeforeMarkNs_ = 0;                 // wall time the slice ran before the mark
+  int64_t nextCpuCheckNs_ = 0;                   // monotonic time before which the deadline cannot have passed
   double budgetMs_ = 0;
   double executionMs_ = 0;
 
@@ -200,12 +261,12 @@ class Engine : public std::enable_shared_from_this<Engine> {
   bool started_ = false;
   bool abandoned_ = false;
   bool asyncScript_ = false;
-  OwnedValue completion_;  // a plain script's completion value (async scripts use evalPromise_)
+  OwnedValue completion_;  // the completion value (an async script's once evalPromise_ fulfils)
   uint32_t raisedOomAtStart_ = 0, raisedOverflowAtStart_ = 0;
   int64_t stopRequestedNs_ = 0;
   // Watchdog bookkeeping (guarded by mu_): the CPU clock of the thread running the current slice,
   // and that clock's reading when the watchdog first found the slice overdue (-1: not overdue).
-  platform::ThreadCpuClock sliceThreadClock_{};
+  CpuClock sliceCpuClock_;
   int64_t overdueCpuNs_ = -1;
   uint64_t evalId_ = 0;         // the eval whose state is in the runtime
   uint64_t pendingEvalId_ = 0;  // the async eval accepted by beginAsync
@@ -217,7 +278,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   };
   std::unordered_map<uint32_t, PendingCall> pending_;
   uint32_t nextCallId_ = 1;
-  uint32_t hostCalls_ = 0;
+  std::atomic<uint32_t> hostCalls_{0};
+  uint64_t copiedBytes_ = 0;  // bytes handed to the host by the current eval  // read by the watchdog when it answers a stuck eval
   WireWriter console_;
   bool consoleTruncated_ = false;
 };

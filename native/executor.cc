@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "platform.h"
+#include "threads.h"
 
 namespace qjsn {
 
@@ -20,27 +20,46 @@ struct Executor::State {
   std::deque<std::shared_ptr<Engine>> queue;
   std::vector<std::shared_ptr<Engine>> running;  // engines a worker is inside right now
   std::atomic<bool> pending{false};               // mirrors !queue.empty() for spinning workers
+  int threads = 0;      // workers counted against the cap (a thread stuck in a built-in is not)
+  int idle = 0;         // workers looking for work, spinning or asleep
+  int maxThreads = 0;
+  int warmThreads = 0;  // kept even when idle: one per core
   bool started = false;
+  std::condition_variable growWake;  // wakes the watchdog thread, which also starts workers
+  bool growWanted = false;
 };
 
 namespace {
 
 constexpr int64_t kSpinBeforeSleepNs = 50 * 1000;
+// A worker that just finished a slice takes queued work within microseconds, but is not idle yet
+// when its eval's answer reaches the event loop: a new thread starts only for work still waiting
+// after this long, else a tight loop of evals would start a thread per eval.
+constexpr auto kGrowDelay = std::chrono::microseconds(500);
+constexpr auto kWatchdogPeriod = std::chrono::milliseconds(25);
 
-int workerCount() {
+int maxThreadsFromEnv() {
   if (const char* env = std::getenv("QJSN_EXECUTOR_THREADS")) {
     int n = std::atoi(env);
-    if (n > 0 && n <= 256) return n;
+    if (n > 0 && n <= 1024) return n;
   }
-  unsigned hw = std::thread::hardware_concurrency();
-  return static_cast<int>(std::max(2u, hw));
+  return Executor::kDefaultMaxThreads;
+}
+
+void* workerMain(void* arg);
+
+// Starts workers while queued engines outnumber idle ones and the cap allows. Holds st->mu.
+void growIfNeeded(Executor::State* st) {
+  while (st->queue.size() > static_cast<size_t>(st->idle) && st->threads < st->maxThreads) {
+    if (!startThread(workerMain, st, Executor::kThreadStackBytes)) return;  // try again on the next schedule
+    st->threads++;
+    st->idle++;
+  }
 }
 
 void* workerMain(void* arg) {
   auto* st = static_cast<Executor::State*>(arg);
-  // Guest code is batch work: when it competes with the Node event loop for a core, the event
-  // loop must win, so a spinning guest never delays the server's other requests.
-  platform::lowerCurrentThreadPriority();
+  lowerThreadPriority();
   std::unique_lock<std::mutex> lock(st->mu);
   while (true) {
     if (st->queue.empty()) {
@@ -51,36 +70,59 @@ void* workerMain(void* arg) {
       while (monotonicNs() < until && !st->pending.load(std::memory_order_acquire)) std::this_thread::yield();
       lock.lock();
     }
-    st->wake.wait(lock, [&] { return !st->queue.empty(); });
+    auto ready = [&] { return !st->queue.empty(); };
+    if (st->threads > st->warmThreads) {
+      if (!st->wake.wait_for(lock, std::chrono::nanoseconds(Executor::kIdleExitNs), ready)) {
+        st->threads--;
+        st->idle--;
+        return nullptr;
+      }
+    } else {
+      st->wake.wait(lock, ready);
+    }
     std::shared_ptr<Engine> engine = std::move(st->queue.front());
     st->queue.pop_front();
     st->pending.store(!st->queue.empty(), std::memory_order_release);
+    st->idle--;
     st->running.push_back(engine);
     lock.unlock();
     bool again = engine->runSlice();
     lock.lock();
     st->running.erase(std::find(st->running.begin(), st->running.end(), engine));
-    if (engine->broken()) return nullptr;  // the watchdog replaced this thread while it was stuck
+    // The watchdog gave up on this slice and no longer counts this thread: leave.
+    if (engine->broken()) return nullptr;
+    st->idle++;
     if (again) {
       st->queue.push_back(std::move(engine));
       st->pending.store(true, std::memory_order_release);
-      st->wake.notify_one();
     }
   }
 }
 
+// Starts workers for work that keeps waiting, and every kWatchdogPeriod looks for stuck slices.
 void* watchdogMain(void* arg) {
   auto* st = static_cast<Executor::State*>(arg);
+  auto nextCheck = std::chrono::steady_clock::now() + kWatchdogPeriod;
   while (true) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
     std::vector<std::shared_ptr<Engine>> running;
     {
-      std::lock_guard<std::mutex> lock(st->mu);
+      std::unique_lock<std::mutex> lock(st->mu);
+      if (st->growWake.wait_until(lock, nextCheck, [&] { return st->growWanted; })) {
+        st->growWanted = false;
+        lock.unlock();
+        std::this_thread::sleep_for(kGrowDelay);
+        lock.lock();
+        growIfNeeded(st);
+        continue;
+      }
+      nextCheck = std::chrono::steady_clock::now() + kWatchdogPeriod;
       running = st->running;
     }
-    int64_t now = monotonicNs();
     for (auto& engine : running) {
-      if (engine->abandon(now, Executor::kWatchdogGraceNs)) platform::startDetachedThread(workerMain, st, Executor::kThreadStackBytes);
+      if (!engine->abandon(Executor::kWatchdogGraceNs)) continue;
+      std::lock_guard<std::mutex> lock(st->mu);
+      st->threads--;
+      growIfNeeded(st);
     }
   }
   return nullptr;
@@ -100,12 +142,27 @@ void Executor::schedule(std::shared_ptr<Engine> engine) {
   std::lock_guard<std::mutex> lock(state_->mu);
   if (!state_->started) {
     state_->started = true;
-    for (int i = workerCount(); i > 0; i--) platform::startDetachedThread(workerMain, state_, kThreadStackBytes);
-    platform::startDetachedThread(watchdogMain, state_, 256u << 10);
+    state_->maxThreads = maxThreadsFromEnv();
+    state_->warmThreads = std::min(state_->maxThreads, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    startThread(watchdogMain, state_, 256u << 10);
   }
   state_->queue.push_back(std::move(engine));
   state_->pending.store(true, std::memory_order_release);
+  if (state_->queue.size() > static_cast<size_t>(state_->idle) && state_->threads < state_->maxThreads) {
+    // The first workers start at once; later ones only for work that keeps waiting (kGrowDelay).
+    if (state_->threads < state_->warmThreads) {
+      growIfNeeded(state_);
+    } else if (!state_->growWanted) {
+      state_->growWanted = true;
+      state_->growWake.notify_one();
+    }
+  }
   state_->wake.notify_one();
+}
+
+Executor::Counts Executor::counts() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return {state_->threads, state_->maxThreads != 0 ? state_->maxThreads : maxThreadsFromEnv()};
 }
 
 }  // namespace qjsn

@@ -1,6 +1,18 @@
 // Threads owned by the addon that run async evals. Never the libuv pool, which serves Node's own
-// I/O. Each engine is entered by one thread at a time; a watchdog answers evals stuck in a
-// built-in that cannot be interrupted and replaces their thread so capacity is kept.
+// I/O. Each engine is entered by one thread at a time.
+//
+// Fairness: QuickJS cannot set aside a running guest's C stack, so the unit the system can preempt
+// is a thread. Every runnable eval gets a thread of its own, created on demand up to a cap
+// (kDefaultMaxThreads, or QJSN_EXECUTOR_THREADS), and the OS time-slices them: a guest spinning
+// in `while (true) {}` cannot hold back a ready eval of another session. Budgets count the
+// thread's own CPU time (native/threads.h), so waiting for a core never uses up a budget. Past the
+// cap, evals wait in call order. Threads run at a lower priority than the Node event loop.
+//
+//   worker:  idle (spin ~50 µs, then sleep) --engine queued--> running a slice --slice ends--> idle
+//            idle past kIdleExitNs while more than one thread per core exists --> exits
+//
+// A watchdog answers evals stuck in a built-in that cannot be interrupted; the stuck thread stops
+// counting against the cap, so capacity is kept.
 #pragma once
 
 #include <memory>
@@ -15,8 +27,19 @@ class Executor {
   static Executor& instance();
   void schedule(std::shared_ptr<Engine> engine);
 
-  // Bytes of stack each executor thread gets; maxStackSizeBytes must stay well below it.
+  struct Counts {
+    int threads;     // executor threads that count against the cap
+    int maxThreads;  // the cap
+  };
+  Counts counts();
+
+  // Bytes of stack each executor thread gets (address space; pages are committed as used);
+  // maxStackSizeBytes must stay well below it.
   static constexpr size_t kThreadStackBytes = 16u << 20;
+  // At most this many executor threads unless QJSN_EXECUTOR_THREADS says otherwise (1..1024).
+  static constexpr int kDefaultMaxThreads = 64;
+  // Threads beyond one per core exit after this long without work.
+  static constexpr int64_t kIdleExitNs = 10 * 1000000000LL;
   // CPU time a slice may keep burning past its deadline (or a stop request) before the watchdog
   // calls it stuck.
   static constexpr int64_t kWatchdogGraceNs = 300 * 1000000LL;

@@ -113,10 +113,26 @@ bool GuestEncoder::opaque(OpaqueKind kind, const std::string& name) {
   return true;
 }
 
+bool GuestEncoder::opaqueNamed(OpaqueKind kind, JSValueConst name) {
+  if (!JS_IsString(name)) return opaque(kind, "");
+  if (!describe_) return opaque(kind, utf8Of(ctx_, name));
+  out_.tag(Tag::Opaque);
+  out_.u8(static_cast<uint8_t>(kind));
+  return encodeString(name);
+}
+
+bool GuestEncoder::reserve(size_t n) {
+  if (out_.size() + n <= limits_.maxBytes) return true;
+  error_.overBytes = true;
+  return fail(CodecStatus::TooLarge, "the value is larger than " + std::to_string(limits_.maxBytes) + " bytes");
+}
+
 bool GuestEncoder::encodeString(JSValueConst s) {
   GuestUtf16 u(ctx_, s);
   if (!u.ok()) return guestFailed();
-  out_.string(u.data(), u.size());
+  bool narrow = WireWriter::narrow(u.data(), u.size());
+  if (!reserve(WireWriter::stringSize(u.size(), narrow))) return false;
+  out_.string(u.data(), u.size(), narrow);
   return true;
 }
 
@@ -135,8 +151,7 @@ bool GuestEncoder::encodeAtomKey(JSAtom atom) {
 bool GuestEncoder::encodeValue(JSValueConst v, uint32_t depth) {
   if (++nodes_ > limits_.maxNodes)
     return fail(CodecStatus::TooLarge, "the value has more than " + std::to_string(limits_.maxNodes) + " parts");
-  if (out_.size() > limits_.maxBytes)
-    return fail(CodecStatus::TooLarge, "the value is larger than " + std::to_string(limits_.maxBytes) + " bytes");
+  if (!reserve(16)) return false;  // room for any scalar; strings and buffers reserve their size
   switch (JS_VALUE_GET_NORM_TAG(v)) {
     case JS_TAG_UNDEFINED: out_.tag(Tag::Undefined); return true;
     case JS_TAG_NULL: out_.tag(Tag::Null); return true;
@@ -147,12 +162,23 @@ bool GuestEncoder::encodeValue(JSValueConst v, uint32_t depth) {
     case JS_TAG_STRING_ROPE: return encodeString(v);
     case JS_TAG_BIG_INT:
     case JS_TAG_SHORT_BIG_INT: {
-      OwnedValue text(ctx_, JS_ToString(ctx_, v));  // primitive: runs no guest code
+      // Hex, not decimal: linear to write here and to read on the other side.
+      JSValueConst radix[1] = {JS_NewInt32(ctx_, 16)};
+      OwnedValue text(ctx_, JS_Call(ctx_, in_.bigintToString.get(), v, 1, radix));
       if (text.isException()) return guestFailed();
-      out_.tag(Tag::BigInt);
+      out_.tag(Tag::BigIntHex);
       return encodeString(text.get());
     }
-    case JS_TAG_SYMBOL: return opaque(OpaqueKind::Symbol, "");
+    case JS_TAG_SYMBOL: {
+      // The description comes from the symbol's atom: `Symbol.prototype.description` is a getter
+      // guest code can replace.
+      JSAtom atom = JS_ValueToAtom(ctx_, v);
+      if (atom == JS_ATOM_NULL) return guestFailed();
+      OwnedAtom owned(ctx_, atom);
+      OwnedValue description(ctx_, JS_AtomToString(ctx_, atom));
+      if (description.isException()) return guestFailed();
+      return opaqueNamed(OpaqueKind::Symbol, description.get());
+    }
     case JS_TAG_OBJECT: return encodeObject(v, depth);
     default: return opaque(OpaqueKind::Other, "");
   }
@@ -192,7 +218,7 @@ bool GuestEncoder::encodeObject(JSValueConst v, uint32_t depth) {
   if (JS_IsProxy(v)) return opaque(OpaqueKind::Proxy, "");
   if (JS_IsFunction(ctx_, v)) {
     OwnedValue name = dataProperty(v, "name", false);
-    return opaque(OpaqueKind::Function, JS_IsString(name.get()) ? utf8Of(ctx_, name.get()) : std::string());
+    return opaqueNamed(OpaqueKind::Function, name.get());
   }
   if (JS_IsPromise(v)) return opaque(OpaqueKind::Promise, "");
   if (JS_IsWeakMap(v) || JS_IsWeakSet(v) || JS_IsWeakRef(v)) return opaque(OpaqueKind::WeakCollection, "");
@@ -218,14 +244,15 @@ bool GuestEncoder::encodeObject(JSValueConst v, uint32_t depth) {
       JS_FreeValue(ctx_, JS_GetException(ctx_));  // detached: copies as empty
       size = 0;
     }
-    if (size > limits_.maxBytes) return fail(CodecStatus::TooLarge, "an ArrayBuffer is larger than the copy limit");
+    if (!reserve(5 + size)) return false;
     out_.tag(Tag::ArrayBuffer);
     out_.u32(static_cast<uint32_t>(size));
     out_.raw(data, size);
     return true;
   }
   int typed = JS_GetTypedArrayType(v);
-  if (typed >= 0) return encodeTypedArray(v, typed, depth);
+  if (typed >= 0) return encodeView(v, typedKindOf(typed));
+  if (JS_IsDataView(v)) return encodeView(v, TypedKind::DataView);
   if (JS_GetClassID(v) != in_.objectClassId) {
     ids_.erase(ptr);
     nextId_--;
@@ -390,15 +417,57 @@ bool GuestEncoder::encodeCollection(JSValueConst v, bool isMap, uint32_t depth) 
   return true;
 }
 
-bool GuestEncoder::encodeTypedArray(JSValueConst v, int type, uint32_t depth) {
-  size_t offset = 0, byteLength = 0, bpe = 1;
-  OwnedValue buffer(ctx_, JS_GetTypedArrayBuffer(ctx_, v, &offset, &byteLength, &bpe));
-  if (buffer.isException()) return guestFailed();
+// A view crosses with exactly its own bytes, so a small view never carries the rest of a large
+// buffer. It refers to its buffer only when the value already copied that buffer itself: then
+// both keep sharing it on the other side.
+bool GuestEncoder::encodeView(JSValueConst v, TypedKind kind) {
+  size_t offset = 0, byteLength = 0;
+  OwnedValue buffer;
+  if (kind == TypedKind::DataView) {
+    buffer = OwnedValue(ctx_, JS_Call(ctx_, in_.dataViewBuffer.get(), v, 0, nullptr));
+    OwnedValue off(ctx_, JS_Call(ctx_, in_.dataViewByteOffset.get(), v, 0, nullptr));
+    OwnedValue len(ctx_, JS_Call(ctx_, in_.dataViewByteLength.get(), v, 0, nullptr));
+    int64_t o = 0, l = 0;
+    if (off.isException() || len.isException() || JS_ToInt64(ctx_, &o, off.get()) < 0 || JS_ToInt64(ctx_, &l, len.get()) < 0) {
+      buffer = OwnedValue(ctx_, JS_EXCEPTION);
+    } else {
+      offset = static_cast<size_t>(o);
+      byteLength = static_cast<size_t>(l);
+    }
+  } else {
+    // The length getter, not the engine's stored length: a length-tracking view over a resized
+    // buffer has a current length that differs from the one it was created with.
+    buffer = OwnedValue(ctx_, JS_GetTypedArrayBuffer(ctx_, v, &offset, nullptr, nullptr));
+    OwnedValue len(ctx_, JS_Call(ctx_, in_.typedArrayLength.get(), v, 0, nullptr));
+    int64_t n = 0;
+    if (len.isException() || JS_ToInt64(ctx_, &n, len.get()) < 0) buffer = OwnedValue(ctx_, JS_EXCEPTION);
+    byteLength = static_cast<size_t>(n) * typedKindElementSize(kind);
+  }
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  if (!buffer.isException()) data = JS_GetArrayBuffer(ctx_, &size, buffer.get());
+  if (!data || offset > size || byteLength > size - offset) {
+    // Detached, or out of bounds of a shrunk resizable buffer: such a view reads as empty.
+    if (JS_HasException(ctx_)) JS_FreeValue(ctx_, JS_GetException(ctx_));
+    offset = byteLength = 0;
+  }
+  uint32_t elementSize = typedKindElementSize(kind);
   out_.tag(Tag::TypedArray);
-  out_.u8(static_cast<uint8_t>(typedKindOf(type)));
-  if (!encodeValue(buffer.get(), depth + 1)) return false;
-  out_.u32(static_cast<uint32_t>(offset));
-  out_.u32(static_cast<uint32_t>(bpe ? byteLength / bpe : 0));
+  out_.u8(static_cast<uint8_t>(kind));
+  auto seen = buffer.isException() ? ids_.end() : ids_.find(JS_VALUE_GET_PTR(buffer.get()));
+  if (seen != ids_.end()) {
+    out_.tag(Tag::BackRef);
+    out_.u32(seen->second);
+    out_.u32(static_cast<uint32_t>(offset));
+  } else {
+    if (!reserve(byteLength + 16)) return false;
+    nextId_++;  // the copy is an object of its own for the decoder
+    out_.tag(Tag::ArrayBuffer);
+    out_.u32(static_cast<uint32_t>(byteLength));
+    out_.raw(data ? data + offset : nullptr, byteLength);
+    out_.u32(0);
+  }
+  out_.u32(static_cast<uint32_t>(byteLength / elementSize));
   return true;
 }
 
@@ -444,6 +513,47 @@ JSValue GuestDecoder::decodeString(WireReader& in) {
   return JS_IsException(v) ? guestFailed() : v;
 }
 
+// Hex text goes through BigInt("0x...") and BigInt.asIntN, both linear. A negative value is
+// read as the two's complement of its magnitude one digit wider, so no arithmetic is needed.
+JSValue GuestDecoder::decodeBigInt(WireReader& in, bool hex) {
+  std::u16string text;
+  if (!readString(in, &text)) return invalid("bad BigInt");
+  bool negative = !text.empty() && text[0] == u'-';
+  size_t digits = text.size() - (negative ? 1 : 0);
+  if (digits == 0 || (!hex && digits > kMaxDecimalBigIntDigits)) return invalid("bad BigInt");
+  std::string ascii = hex ? "0x" : "";
+  if (!hex && negative) ascii += '-';
+  if (hex && negative) ascii += 'f';  // the wider digit: the sign
+  bool carry = hex && negative;       // two's complement: invert every digit, then add one
+  size_t start = ascii.size();
+  ascii.resize(start + digits);
+  for (size_t i = digits; i-- > 0;) {
+    char16_t c = text[text.size() - digits + i];
+    int d = c >= u'0' && c <= u'9' ? c - u'0' : hex && c >= u'a' && c <= u'f' ? c - u'a' + 10 : -1;
+    if (d < 0) return invalid("bad BigInt");
+    if (hex && negative) {
+      d = 15 - d + (carry ? 1 : 0);
+      carry = d == 16;
+      d &= 15;
+    }
+    ascii[start + i] = "0123456789abcdef"[d];
+  }
+  if (carry) ascii[start - 1] = '0';  // the magnitude was zero
+  OwnedValue str(ctx_, JS_NewStringLen(ctx_, ascii.data(), ascii.size()));
+  if (str.isException()) return guestFailed();
+  JSValueConst args[1] = {str.get()};
+  OwnedValue v(ctx_, JS_Call(ctx_, in_.bigintCtor.get(), JS_UNDEFINED, 1, args));
+  if (v.isException()) {
+    JS_FreeValue(ctx_, JS_GetException(ctx_));
+    return invalid("bad BigInt");
+  }
+  if (!hex || !negative) return v.release();
+  JSValueConst wrap[2] = {JS_NewInt64(ctx_, static_cast<int64_t>(digits + 1) * 4), v.get()};
+  JSValue r = JS_Call(ctx_, in_.bigintAsIntN.get(), JS_UNDEFINED, 2, wrap);
+  if (JS_IsException(r)) return guestFailed();
+  return r;
+}
+
 JSValue GuestDecoder::decodeValue(WireReader& in, uint32_t depth) {
   if (++nodes_ > limits_.maxNodes) {
     error_.status = CodecStatus::TooLarge;
@@ -479,17 +589,8 @@ JSValue GuestDecoder::decodeValue(WireReader& in, uint32_t depth) {
       JSValue v = JS_NewStringUTF16(ctx_, reinterpret_cast<const uint16_t*>(text.data()), text.size());
       return JS_IsException(v) ? guestFailed() : v;
     }
-    case Tag::BigInt: {
-      OwnedValue text(ctx_, decodeString(in));
-      if (text.isException()) return JS_EXCEPTION;
-      JSValueConst args[1] = {text.get()};
-      JSValue v = JS_Call(ctx_, in_.bigintCtor.get(), JS_UNDEFINED, 1, args);
-      if (JS_IsException(v)) {
-        JS_FreeValue(ctx_, JS_GetException(ctx_));
-        return invalid("bad BigInt");
-      }
-      return v;
-    }
+    case Tag::BigInt:
+    case Tag::BigIntHex: return decodeBigInt(in, tag == Tag::BigIntHex);
     case Tag::Array: {
       uint32_t length, count;
       if (!in.u32(&length) || !in.u32(&count)) return invalid("truncated array");
@@ -595,7 +696,9 @@ JSValue GuestDecoder::decodeValue(WireReader& in, uint32_t depth) {
       if (end > bufSize || offset % typedKindElementSize(static_cast<TypedKind>(kind)) != 0)
         return invalid("typed array outside its buffer");
       JSValue args[3] = {buffer.get(), JS_NewInt64(ctx_, offset), JS_NewInt64(ctx_, length)};
-      JSValue v = JS_NewTypedArray(ctx_, 3, args, qjsTypeOf(static_cast<TypedKind>(kind)));
+      JSValue v = static_cast<TypedKind>(kind) == TypedKind::DataView
+                      ? JS_CallConstructor(ctx_, in_.dataViewCtor.get(), 3, args)
+                      : JS_NewTypedArray(ctx_, 3, args, qjsTypeOf(static_cast<TypedKind>(kind)));
       if (JS_IsException(v)) return guestFailed();
       objects_[slot] = JS_DupValue(ctx_, v);
       return v;

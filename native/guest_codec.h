@@ -24,6 +24,7 @@ struct CodecError {
   CodecStatus status = CodecStatus::Ok;
   std::string message;
   std::string path;  // where in the value, e.g. `.a[3]`
+  bool overBytes = false;  // TooLarge because of the byte cap (not depth or node count)
 };
 
 class GuestEncoder {
@@ -45,10 +46,14 @@ class GuestEncoder {
   bool encodeError(JSValueConst v);
   bool encodeRegExp(JSValueConst v);
   bool encodeCollection(JSValueConst v, bool isMap, uint32_t depth);
-  bool encodeTypedArray(JSValueConst v, int type, uint32_t depth);
+  bool encodeView(JSValueConst v, TypedKind kind);
+  // False (TooLarge) when `n` more bytes would take the output past the byte cap.
+  bool reserve(size_t n);
   bool encodeString(JSValueConst s);
   bool encodeAtomKey(JSAtom atom);
   bool opaque(OpaqueKind kind, const std::string& name);
+  // An opaque value named by a guest string (a function's name, a symbol's description), kept as UTF-16.
+  bool opaqueNamed(OpaqueKind kind, JSValueConst name);
   bool fail(CodecStatus status, std::string message);
   bool guestFailed();
   void prependPath(const std::string& segment);
@@ -85,6 +90,7 @@ class GuestDecoder {
  private:
   JSValue decodeValue(WireReader& in, uint32_t depth);
   JSValue decodeString(WireReader& in);
+  JSValue decodeBigInt(WireReader& in, bool hex);
   JSValue invalid(const char* what);
   JSValue guestFailed();
   JSValue remember(JSValue v);

@@ -45,7 +45,17 @@ bool Intrinsics::load(JSContext* ctx) {
     ok = ok && isFn(ctx, regexpFlagGetters[i]);
   }
   bigintCtor = globalProp(ctx, "BigInt");
-  ok = ok && isFn(ctx, bigintCtor);
+  bigintToString = protoProp(ctx, bigintCtor.get(), "toString");
+  bigintAsIntN = OwnedValue(ctx, JS_GetPropertyStr(ctx, bigintCtor.get(), "asIntN"));
+  dataViewCtor = globalProp(ctx, "DataView");
+  dataViewBuffer = protoGetter(ctx, dataViewCtor.get(), "buffer");
+  dataViewByteOffset = protoGetter(ctx, dataViewCtor.get(), "byteOffset");
+  dataViewByteLength = protoGetter(ctx, dataViewCtor.get(), "byteLength");
+  OwnedValue uint8Array = globalProp(ctx, "Uint8Array");
+  OwnedValue typedArray(ctx, JS_GetPrototype(ctx, uint8Array.get()));
+  typedArrayLength = protoGetter(ctx, typedArray.get(), "length");
+  ok = ok && isFn(ctx, typedArrayLength) && isFn(ctx, bigintCtor) && isFn(ctx, bigintToString) && isFn(ctx, bigintAsIntN) && isFn(ctx, dataViewCtor) &&
+       isFn(ctx, dataViewBuffer) && isFn(ctx, dataViewByteOffset) && isFn(ctx, dataViewByteLength);
   for (int i = 0; i < static_cast<int>(ErrorCtor::Count); i++) {
     errorCtors[i] = globalProp(ctx, kErrorNames[i]);
     ok = ok && isFn(ctx, errorCtors[i]);
@@ -59,7 +69,8 @@ bool Intrinsics::load(JSContext* ctx) {
 
 void Intrinsics::clear() {
   OwnedValue* all[] = {&mapCtor, &mapSet, &mapForEach, &setCtor, &setAdd, &setForEach,
-                       &dateGetTime, &regexpCtor, &regexpSource, &bigintCtor, &errorStack};
+                       &dateGetTime, &regexpCtor, &regexpSource, &bigintCtor, &bigintToString, &bigintAsIntN,
+                       &dataViewCtor, &dataViewBuffer, &dataViewByteOffset, &dataViewByteLength, &typedArrayLength, &errorStack};
   for (OwnedValue* v : all) v->reset();
   for (auto& v : regexpFlagGetters) v.reset();
   for (auto& v : errorCtors) v.reset();

@@ -15,7 +15,9 @@ struct Intrinsics {
   OwnedValue dateGetTime;
   OwnedValue regexpCtor, regexpSource;
   OwnedValue regexpFlagGetters[8];  // in canonical flag order "dgimsuvy"
-  OwnedValue bigintCtor;
+  OwnedValue bigintCtor, bigintToString, bigintAsIntN;
+  OwnedValue dataViewCtor, dataViewBuffer, dataViewByteOffset, dataViewByteLength;
+  OwnedValue typedArrayLength;  // %TypedArray%.prototype's `length` getter: current, 0 when out of bounds
   OwnedValue errorCtors[static_cast<int>(ErrorCtor::Count)];
   OwnedValue errorStack;  // Error.prototype's `stack` getter: returns the trace stored at creation
   JSClassID objectClassId = 0;

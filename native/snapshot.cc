@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <algorithm>
 #include <memory>
+#include <mutex>
 #include <cstring>
 #include <deque>
 #include <optional>
@@ -19,6 +20,34 @@ std::string notRestoredMessage(const std::string& name, const std::string& type)
 }
 
 namespace {
+
+// A placeholder's getter is an object of its own callable class whose opaque says what was lost:
+// a later snapshot recognises it (guest code cannot forge the class or read the opaque) and
+// writes the placeholder back with its first type, marked as already reported.
+struct PlaceholderInfo {
+  std::string name, type;
+};
+
+JSClassID placeholderClassId = 0;
+std::once_flag placeholderClassIdOnce;
+
+void placeholderFinalizer(JSRuntime*, JSValueConst v) {
+  delete static_cast<PlaceholderInfo*>(JS_GetOpaque(v, placeholderClassId));
+}
+
+JSValue placeholderGetter(JSContext* ctx, JSValueConst self, JSValueConst, int, JSValueConst*, int) {
+  const auto* info = static_cast<const PlaceholderInfo*>(JS_GetOpaque(self, placeholderClassId));
+  std::string text = info ? notRestoredMessage(info->name, info->type) : std::string("Value was not restored.");
+  return JS_ThrowReferenceError(ctx, "%s", text.c_str());
+}
+
+const JSClassDef kPlaceholderClass = {"NotRestored", placeholderFinalizer, nullptr, placeholderGetter, nullptr};
+
+// What a placeholder getter stands for; null for any other value.
+const PlaceholderInfo* placeholderInfoOf(JSValueConst getter) {
+  if (placeholderClassId == 0 || JS_GetClassID(getter) != placeholderClassId) return nullptr;
+  return static_cast<const PlaceholderInfo*>(JS_GetOpaque(getter, placeholderClassId));
+}
 
 // One table for both directions between the engine's typed array enum and the wire's.
 constexpr struct {
@@ -179,7 +208,7 @@ class Writer {
   W typedArray(JSValueConst v, int type, uint32_t depth);
   W leaf(JSValueConst v);
   bool prototypeOwner(JSValueConst v, OwnedValue* owner);
-  void placeholder(const std::string& type);
+  void placeholder(const std::string& type, Tag tag = Tag::Placeholder);
   bool string(JSValueConst s);
   bool atomKey(JSAtom atom);
   void number(JSValueConst v) {
@@ -261,9 +290,9 @@ bool Writer::atomKey(JSAtom atom) {
   return true;
 }
 
-void Writer::placeholder(const std::string& type) {
+void Writer::placeholder(const std::string& type, Tag tag) {
   std::string name = pathText();
-  out_.tag(Tag::Placeholder);
+  out_.tag(tag);
   out_.latin1(type);
   OwnedValue text(ctx_, JS_NewStringLen(ctx_, name.data(), name.size()));
   if (text.isException() || !string(text.get())) out_.latin1(name);
@@ -293,6 +322,10 @@ void Writer::rollback(const Mark& m) {
 // An accessor property: its getter and setter, re-created from source like any function. When
 // either cannot be, the property is a placeholder.
 W Writer::accessor(JSValueConst getter, JSValueConst setter, uint32_t depth) {
+  if (const PlaceholderInfo* carried = placeholderInfoOf(getter)) {
+    placeholder(carried->type, Tag::ReportedPlaceholder);
+    return W::Ok;
+  }
   Mark m = mark();
   out_.tag(Tag::Accessor);
   W r = W::Ok;
@@ -646,11 +679,6 @@ SnapshotResult Writer::run(const std::unordered_set<std::u16string>& baseline,
 // ---------------------------------------------------------------------------------------------
 // Reader
 
-JSValue throwNotRestored(JSContext* ctx, JSValueConst, int, JSValueConst*, int, JSValueConst* data) {
-  std::string text = utf8Of(ctx, data[0]);
-  return JS_ThrowReferenceError(ctx, "%s", text.c_str());
-}
-
 // Assigning to a placeholder replaces it with an ordinary data property.
 JSValue replaceNotRestored(JSContext* ctx, JSValueConst self, int argc, JSValueConst* argv, int, JSValueConst* data) {
   if (!JS_IsObject(self)) return JS_UNDEFINED;
@@ -676,7 +704,8 @@ bool leafSize(const uint8_t* p, size_t n, size_t* size) {
   if (!r.tag(&t)) return false;
   bool ok = false;
   switch (t) {
-    case Tag::BigInt: ok = skipString(); break;
+    case Tag::BigInt:
+    case Tag::BigIntHex: ok = skipString(); break;
     case Tag::Date: {
       double d;
       ok = r.f64(&d);
@@ -728,7 +757,8 @@ class Reader {
   bool properties(JSValueConst target, uint32_t depth);
   bool slotValue(JSValueConst target, JSAtom key, std::string_view segment, uint32_t depth);
   bool defineSlot(JSValueConst target, JSAtom key, JSValue v);
-  bool definePlaceholder(JSValueConst target, JSAtom key, const std::string& name, const std::string& type, int flags);
+  bool definePlaceholder(JSValueConst target, JSAtom key, const std::string& name, const std::string& type, int flags,
+                         bool reported = false);
   JSValue evaluate(const uint8_t* source, uint32_t size);
   bool readKey(std::u16string* key) { return readString(rd_, key); }
   // Reads a property name; its atom is cached by its wire bytes. Returns JS_ATOM_NULL (status
@@ -771,7 +801,11 @@ class Reader {
   uint32_t nodes_ = 0;
   // Set by a value that could not be re-created or a placeholder, taken by the enclosing slot.
   std::optional<Failure> failure_;
-  std::optional<std::pair<std::string, std::string>> placeholder_;  // (type, name)
+  struct PendingPlaceholder {
+    std::string type, name;
+    bool reported;  // carried over from an earlier restore, which listed it
+  };
+  std::optional<PendingPlaceholder> placeholder_;
   std::optional<std::pair<OwnedValue, OwnedValue>> accessor_;         // (getter, setter)
   SnapshotResult result_;
 };
@@ -824,17 +858,19 @@ JSAtom Reader::atomOf(const std::u16string& key) {
 }
 
 bool Reader::definePlaceholder(JSValueConst target, JSAtom key, const std::string& name, const std::string& type,
-                               int flags) {
-  std::string message = notRestoredMessage(name, type);
-  OwnedValue text(ctx_, JS_NewStringLen(ctx_, message.data(), message.size()));
+                               int flags, bool reported) {
+  JSRuntime* rt = JS_GetRuntime(ctx_);
+  std::call_once(placeholderClassIdOnce, [rt] { JS_NewClassID(rt, &placeholderClassId); });
+  if (!JS_IsRegisteredClass(rt, placeholderClassId) && JS_NewClass(rt, placeholderClassId, &kPlaceholderClass) < 0) return false;
   OwnedValue keyValue(ctx_, JS_AtomToValue(ctx_, key));
-  if (text.isException() || keyValue.isException()) return false;
-  JSValue textData[1] = {text.get()};
+  if (keyValue.isException()) return false;
   JSValue keyData[1] = {keyValue.get()};
-  OwnedValue getter(ctx_, JS_NewCFunctionData(ctx_, throwNotRestored, 0, 0, 1, textData));
+  OwnedValue getter(ctx_, JS_NewObjectProtoClass(ctx_, OwnedValue(ctx_, JS_GetFunctionProto(ctx_)).get(), placeholderClassId));
+  if (getter.isException()) return false;
+  JS_SetOpaque(getter.get(), new PlaceholderInfo{name, type});
   OwnedValue setter(ctx_, JS_NewCFunctionData(ctx_, replaceNotRestored, 1, 0, 1, keyData));
-  if (getter.isException() || setter.isException()) return false;
-  result_.notRestored.push_back({name, type});
+  if (setter.isException()) return false;
+  if (!reported) result_.notRestored.push_back({name, type});
   return JS_DefineProperty(ctx_, target, key, JS_UNDEFINED, getter.get(), setter.get(),
                            JS_PROP_HAS_GET | JS_PROP_HAS_SET | JS_PROP_HAS_CONFIGURABLE | JS_PROP_HAS_ENUMERABLE |
                                (flags & (JS_PROP_CONFIGURABLE | JS_PROP_ENUMERABLE))) >= 0;
@@ -852,10 +888,10 @@ bool Reader::defineSlot(JSValueConst target, JSAtom key, JSValue v) {
   }
   if (placeholder_) {
     JS_FreeValue(ctx_, v);
-    auto [type, name] = std::move(*placeholder_);
+    PendingPlaceholder p = std::move(*placeholder_);
     placeholder_.reset();
     failure_.reset();
-    return definePlaceholder(target, key, name, type, JS_PROP_C_W_E);
+    return definePlaceholder(target, key, p.name, p.type, JS_PROP_C_W_E, p.reported);
   }
   if (failure_) {
     JS_FreeValue(ctx_, v);
@@ -1023,6 +1059,7 @@ JSValue Reader::value(uint32_t depth, bool slot) {
       return JS_IsException(v) ? guestFailed() : v;
     }
     case Tag::BigInt:
+    case Tag::BigIntHex:
     case Tag::Date:
     case Tag::RegExp:
     case Tag::Error:
@@ -1031,7 +1068,7 @@ JSValue Reader::value(uint32_t depth, bool slot) {
       WireReader rewound(base_ + at, size_ - at);
       rd_ = rewound;
       JSValue v = leaf();
-      return JS_IsException(v) || tag == Tag::BigInt ? v : remember(v);
+      return JS_IsException(v) || tag == Tag::BigInt || tag == Tag::BigIntHex ? v : remember(v);
     }
     case Tag::Array: {
       uint32_t length, count;
@@ -1096,7 +1133,7 @@ JSValue Reader::value(uint32_t depth, bool slot) {
     }
     case Tag::TypedArray: {
       uint8_t kind;
-      if (!rd_.u8(&kind) || kind >= static_cast<uint8_t>(TypedKind::Count)) return invalid("bad typed array kind");
+      if (!rd_.u8(&kind) || kind >= static_cast<uint8_t>(TypedKind::DataView)) return invalid("bad typed array kind");
       size_t slotIndex = objects_.size();
       objects_.push_back(JS_UNDEFINED);  // the view is numbered before its buffer, as written
       OwnedValue buffer(ctx_, value(depth + 1, false));
@@ -1141,11 +1178,12 @@ JSValue Reader::value(uint32_t depth, bool slot) {
       accessor_.emplace(std::move(getter), std::move(setter));
       return JS_UNDEFINED;
     }
-    case Tag::Placeholder: {
+    case Tag::Placeholder:
+    case Tag::ReportedPlaceholder: {
       std::u16string type, name;
       if (!readString(rd_, &type) || !readString(rd_, &name)) return invalid("bad placeholder");
       if (!slot) return invalid("placeholder outside a property");
-      placeholder_.emplace(utf8Of(ctx_, type), utf8Of(ctx_, name));
+      placeholder_.emplace(PendingPlaceholder{utf8Of(ctx_, type), utf8Of(ctx_, name), tag == Tag::ReportedPlaceholder});
       return JS_UNDEFINED;
     }
     case Tag::BackRef: {
@@ -1291,7 +1329,7 @@ SnapshotResult Engine::writeSnapshot(const std::unordered_set<std::u16string>& e
                                      std::vector<uint8_t>* out) {
   if (!ctx_) return {SnapshotStatus::Invalid, "the sandbox is broken or disposed", {}};
   const auto& baseline = baselineGlobals(options_);
-  JS_UpdateStackTop(rt_);
+  if (!clampStack()) return {SnapshotStatus::StackExhausted, stackRefusal(), {}};
   WireLimits limits = limits_;
   limits.maxBytes = maxBytes;
   WireWriter w;
@@ -1308,11 +1346,19 @@ SnapshotResult Engine::readSnapshot(const uint8_t* data, size_t size, double bud
   if (!ctx_) return {SnapshotStatus::Invalid, "the sandbox is broken or disposed", {}};
   stop_.store(0);
   executionMs_ = 0;
-  enterGuest(budgetMs);
+  if (!enterGuest(budgetMs)) {
+    leaveGuest();
+    return {SnapshotStatus::StackExhausted, stackRefusal(), {}};
+  }
+  SnapshotResult r = readSnapshotEntered(data, size);
+  leaveGuest();
+  return r;
+}
+
+SnapshotResult Engine::readSnapshotEntered(const uint8_t* data, size_t size) {
   WireLimits limits = limits_;
   limits.maxBytes = size;
   SnapshotResult r = readSnapshotBody(ctx_, intrinsics_, limits, data, size);
-  leaveGuest();
   takeEngineFailure(ctx_, &r);
   // Nothing restored may leave work behind for the first eval.
   JS_DropPendingJobs(rt_);

@@ -49,6 +49,7 @@ enum class SnapshotStatus : int {
   Invalid = 2,       // malformed body
   OutOfMemory = 3,   // the engine raised while building values
   Interrupted = 4,   // the time budget ran out while re-creating functions
+  StackExhausted = 5,  // the calling thread has too little stack left: nothing was read
 };
 
 struct SnapshotResult {

@@ -10,6 +10,7 @@ export type SandboxErrorCode =
   | "BUSY"
   | "BROKEN"
   | "UNSERIALIZABLE"
+  | "COPY_LIMIT"
   | "INVALID_ARGUMENT"
   | "INVALID_SNAPSHOT";
 

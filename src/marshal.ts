@@ -13,7 +13,6 @@ const enum Tag {
   True = 0x03,
   Int32 = 0x04,
   Float64 = 0x05,
-  BigInt = 0x06,
   String = 0x07,
   Array = 0x08,
   Object = 0x09,
@@ -27,6 +26,7 @@ const enum Tag {
   BackRef = 0x11,
   Opaque = 0x12,
   Latin1 = 0x14,
+  BigIntHex = 0x1a,
 }
 
 /** What a {@link GuestOpaque} stands for. */
@@ -42,7 +42,7 @@ export class GuestOpaque {
   constructor(
     /** What the guest value was. */
     readonly kind: GuestOpaqueKind,
-    /** Function name, where there is one. */
+    /** Function name or symbol description, where there is one. */
     readonly name?: string,
   ) {
     Object.freeze(this);
@@ -52,7 +52,7 @@ export class GuestOpaque {
   toString(): string {
     switch (this.kind) {
       case "function": return `[Function ${this.name || "(anonymous)"}]`;
-      case "symbol": return "Symbol()";
+      case "symbol": return `Symbol(${this.name ?? ""})`;
       case "accessor": return "[Getter/Setter]";
       case "proxy": return "[Proxy]";
       case "promise": return "Promise {}";
@@ -72,6 +72,7 @@ const TYPED_CTORS = [
 ] as const;
 type TypedArray = InstanceType<(typeof TYPED_CTORS)[number]>;
 const FLOAT16_KIND = 11;
+const DATAVIEW_KIND = 12;
 const float16Ctor = (globalThis as { Float16Array?: new (b: ArrayBuffer, o: number, l: number) => unknown }).Float16Array;
 
 const ERROR_CTORS: Record<string, ErrorConstructor> = {
@@ -93,6 +94,7 @@ function unserializable(what: string, path: string): SandboxError {
 class Writer {
   pos = 0;
   private ids: Map<object, number> | undefined; // created on the first object: most host call values are scalars
+  private nextId = 0; // object numbers, as the decoders count them (a view's private copy of its bytes takes one)
 
   constructor(
     private readonly limits: CopyLimits,
@@ -153,8 +155,9 @@ class Writer {
         return;
       case "string": return this.string(v);
       case "bigint":
-        this.u8(Tag.BigInt);
-        return this.string(v.toString());
+        // Hex, not decimal: linear both ways (decimal conversion of a large BigInt takes seconds).
+        this.u8(Tag.BigIntHex);
+        return this.string(v < 0n ? `-${(-v).toString(16)}` : v.toString(16));
       case "symbol": throw unserializable("a symbol cannot be copied into the sandbox", path);
       case "function": throw unserializable(`a function cannot be copied into the sandbox (use defineFunction to expose it)`, path);
     }
@@ -173,7 +176,7 @@ class Writer {
     if (v instanceof GuestOpaque) throw unserializable(`${v.toString()} came from the sandbox as a description and cannot go back`, path);
     if (v instanceof Promise) throw unserializable("a Promise cannot be copied; await it first", path);
     if (v instanceof WeakMap || v instanceof WeakSet || v instanceof WeakRef) throw unserializable("a weak collection cannot be copied", path);
-    this.ids.set(v, this.ids.size);
+    this.ids.set(v, this.nextId++);
     if (Array.isArray(v)) return this.array(v, depth, path);
     if (v instanceof Date) {
       this.u8(Tag.Date);
@@ -210,17 +213,7 @@ class Writer {
       this.pos += v.byteLength;
       return;
     }
-    if (ArrayBuffer.isView(v)) {
-      const kind = v instanceof DataView ? -1 : TYPED_CTORS.findIndex((c) => v instanceof c);
-      const isFloat16 = float16Ctor !== undefined && v instanceof float16Ctor;
-      if (kind < 0 && !isFloat16) throw unserializable("a DataView cannot be copied; copy its buffer or a typed array", path);
-      if (!(v.buffer instanceof ArrayBuffer)) throw unserializable("a view on a SharedArrayBuffer cannot be copied", path);
-      this.u8(Tag.TypedArray);
-      this.u8(isFloat16 ? FLOAT16_KIND : kind);
-      this.object(v.buffer, depth + 1, path);
-      this.u32(v.byteOffset);
-      return this.u32((v as TypedArray).length);
-    }
+    if (ArrayBuffer.isView(v)) return this.view(v, path);
     if (v instanceof Error) {
       this.u8(Tag.Error);
       this.string(typeof v.name === "string" ? v.name : "Error");
@@ -237,6 +230,35 @@ class Writer {
       this.string(key);
       this.value((v as Record<string, unknown>)[key], depth + 1, `${path}.${key}`);
     }
+  }
+
+  // A view crosses with exactly its own bytes (a small Buffer is a window on Node's shared pool:
+  // its `.buffer` holds other Buffers' data). It shares a buffer only with that buffer itself,
+  // when the value passed it earlier.
+  private view(v: ArrayBufferView, path: string): void {
+    const isDataView = v instanceof DataView;
+    const isFloat16 = float16Ctor !== undefined && v instanceof float16Ctor;
+    const kind = isDataView ? DATAVIEW_KIND : isFloat16 ? FLOAT16_KIND : TYPED_CTORS.findIndex((c) => v instanceof c);
+    if (kind < 0) throw unserializable("this kind of view cannot be copied", path);
+    if (!(v.buffer instanceof ArrayBuffer)) throw unserializable("a view on a SharedArrayBuffer cannot be copied", path);
+    const length = isDataView ? v.byteLength : (v as TypedArray).length;
+    this.u8(Tag.TypedArray);
+    this.u8(kind);
+    const shared = this.ids!.get(v.buffer);
+    if (shared !== undefined) {
+      this.u8(Tag.BackRef);
+      this.u32(shared);
+      this.u32(v.byteOffset);
+      return this.u32(length);
+    }
+    this.nextId++;
+    this.u8(Tag.ArrayBuffer);
+    this.u32(v.byteLength);
+    this.ensure(v.byteLength);
+    this.buf.set(new Uint8Array(v.buffer, v.byteOffset, v.byteLength), this.pos);
+    this.pos += v.byteLength;
+    this.u32(0);
+    return this.u32(length);
   }
 
   private array(v: unknown[], depth: number, path: string): void {
@@ -333,7 +355,11 @@ class Reader {
       case Tag.Float64: return this.f64();
       case Tag.String:
       case Tag.Latin1: return this.stringBody(tag);
-      case Tag.BigInt: return BigInt(this.string());
+      case Tag.BigIntHex: {
+        const text = this.string();
+        if (!/^-?[0-9a-f]+$/.test(text)) throw new SandboxError("UNSERIALIZABLE", "malformed BigInt data from the sandbox");
+        return text.startsWith("-") ? -BigInt(`0x${text.slice(1)}`) : BigInt(`0x${text}`);
+      }
       case Tag.Array: {
         const length = this.u32();
         const count = this.u32();
@@ -368,7 +394,14 @@ class Reader {
         const slot = this.objects.push(undefined) - 1;
         const source = this.string();
         const flags = this.string();
-        const re = new RegExp(source, flags);
+        let re: RegExp;
+        try {
+          re = new RegExp(source, flags);
+        } catch {
+          // QuickJS accepts some syntax this Node.js version does not (modifiers such as `(?i:a)`).
+          const shown = source.length > 100 ? `${source.slice(0, 100)}...` : source;
+          throw new SandboxError("UNSERIALIZABLE", `the regular expression /${shown}/${flags} is valid in the sandbox but not in this Node.js version`);
+        }
         this.objects[slot] = re;
         return re;
       }
@@ -405,8 +438,10 @@ class Reader {
         const offset = this.u32();
         const length = this.u32();
         if (!(buffer instanceof ArrayBuffer)) throw new SandboxError("UNSERIALIZABLE", "malformed typed array data from the sandbox");
-        const ctor = kind === FLOAT16_KIND ? float16Ctor : TYPED_CTORS[kind];
+        const ctor = kind === DATAVIEW_KIND ? DataView : kind === FLOAT16_KIND ? float16Ctor : TYPED_CTORS[kind];
         if (!ctor) throw new SandboxError("UNSERIALIZABLE", "a Float16Array cannot be copied into this Node.js version");
+        const elementSize = (ctor as { BYTES_PER_ELEMENT?: number }).BYTES_PER_ELEMENT ?? 1;
+        if (offset % elementSize !== 0 || offset + length * elementSize > buffer.byteLength) throw new SandboxError("UNSERIALIZABLE", "malformed typed array data from the sandbox (view outside its buffer)");
         const view = new ctor(buffer, offset, length);
         this.objects[slot] = view;
         return view;
@@ -439,10 +474,18 @@ class Reader {
   }
 }
 
-/** Decodes a value the sandbox sent. */
+/** Decodes a value the sandbox sent. Every failure is a `SandboxError` with a one-line reason. */
 export function decodeValue(bytes: Buffer): unknown {
   const r = new Reader(bytes);
-  const v = r.value();
+  let v: unknown;
+  try {
+    v = r.value();
+  } catch (err) {
+    if (err instanceof SandboxError) throw err;
+    // A host constructor refused what the guest built (a view, a BigInt, a string over V8's limit).
+    const reason = err instanceof Error ? err.message.split("\n", 1)[0] : "unknown reason";
+    throw new SandboxError("UNSERIALIZABLE", `the value cannot be re-created outside the sandbox: ${reason}`);
+  }
   if (r.pos !== bytes.length) throw new SandboxError("UNSERIALIZABLE", "malformed value data (trailing bytes)");
   return v;
 }

@@ -19,7 +19,14 @@ export type NativeOutcome = [
   hostCalls: number,
   memoryUsedBytes: number,
   peakMemoryBytes: number,
+  snapshot?: NativeSnapshotRead,
 ];
+
+/** Result of a native snapshot write: [status, body | message, flat [name, type, ...] of placeholders]. */
+export type NativeSnapshotWrite = [status: number, result: Buffer | string | undefined, notRestored: string[]];
+
+/** Result of a native snapshot read: [status, undefined | message, flat [name, type, ...] of placeholders]. */
+export type NativeSnapshotRead = [status: number, message: string | undefined, notRestored: string[]];
 
 /**
  * Called by the addon on the main thread for each guest call of a host function. The arguments
@@ -30,6 +37,14 @@ export type NativeOutcome = [
  */
 export type NativeDispatcher = (kind: 0 | 1 | 2, fnId: number, callId: number, argLength: number, args: Buffer | undefined, evalId: number) => number | Buffer | [string, string] | undefined;
 
+/**
+ * The fast path of a synchronous host call from an inline eval whose arguments are all primitives
+ * (at most 3; strings of at most 256 UTF-16 units): they arrive as they are (`argc` of them; the
+ * rest undefined). Answers a primitive as it is, `[bytes]` for any other result (the codec's
+ * answer, as {@link NativeDispatcher}'s), or `[name, message]` for an error.
+ */
+export type NativePrimitiveDispatcher = (fnId: number, argc: number, a0: unknown, a1: unknown, a2: unknown) => unknown;
+
 export interface NativeHandle {
   /**
    * Runs inline. The numbers of the outcome are left in `syncStats` ([status, stop, console
@@ -37,7 +52,8 @@ export interface NativeHandle {
    * buffer or -1]); what does not fit there comes back as [value, message, console].
    */
   evalSync(code: string, filename: string, budgetMs: number, describe: boolean): [value: Buffer | undefined, message: string, console: Buffer | undefined] | undefined;
-  evalAsync(code: string, filename: string, budgetMs: number, describe: boolean, evalId: number, streamConsole: boolean): Promise<NativeOutcome> | null;
+  /** Runs on an executor thread, or with `inline` on the calling thread (slices and host-call dispatch in turn). */
+  evalAsync(code: string, filename: string, budgetMs: number, describe: boolean, evalId: number, streamConsole: boolean, inline: boolean): Promise<NativeOutcome> | null;
   stop(reason: number, evalId: number): void;
   settle(callId: number, ok: boolean, result: number | Buffer | [string, string]): void;
   defineFunction(path: string, fnId: number, async: boolean): string;
@@ -46,9 +62,16 @@ export interface NativeHandle {
   memoryUsage(): [used: number, peak: number, limit: number];
   dispose(): void;
   /** [status, body | message, flat [name, type, ...] of placeholders], or "BUSY". */
-  writeSnapshot(excludedNames: string[], maxBodyBytes: number): [status: number, result: Buffer | string | undefined, notRestored: string[]] | "BUSY";
+  writeSnapshot(excludedNames: string[], maxBodyBytes: number): NativeSnapshotWrite | "BUSY";
   /** [status, undefined | message, flat [name, type, ...] of placeholders], or "BUSY". */
-  readSnapshot(body: Uint8Array, budgetMs: number): [status: number, message: string | undefined, notRestored: string[]] | "BUSY";
+  readSnapshot(body: Uint8Array, budgetMs: number): NativeSnapshotRead | "BUSY";
+  /**
+   * Reads a snapshot body on an executor thread, like an eval (same budgets, stop and watchdog);
+   * the outcome carries the read's result at index 10 when the read ran. Null when busy.
+   */
+  restoreAsync(body: Uint8Array, budgetMs: number, evalId: number): Promise<NativeOutcome> | null;
+  /** Writes a snapshot body on an executor thread: the body is the outcome's value, the write's result at index 10. Null when busy. */
+  writeSnapshotAsync(excludedNames: string[], maxBodyBytes: number, evalId: number): Promise<NativeOutcome> | null;
   setClock(fixed: boolean, epochMs: number, localTimeUtc: boolean): boolean;
   setRandomSeed(seed: number): boolean;
 }
@@ -60,8 +83,12 @@ interface NativeModule {
     captureConsole: boolean,
     maxConsoleBytes: number,
     dispatcher: NativeDispatcher,
+    primitiveDispatcher: NativePrimitiveDispatcher,
+    copyLimitBytes: number,
   ) => NativeHandle;
   threadStackBytes: number;
+  /** [executor threads now, their cap]: one thread per runnable async eval, created on demand. */
+  executorThreads(): [threads: number, maxThreads: number];
   /** The buffer shared with the addon for host call arguments and results. */
   exchange: Buffer;
   /** The numbers of the last inline eval (see {@link NativeHandle.evalSync}). */
@@ -83,6 +110,7 @@ export const enum NativeStatus {
   Unserializable = 8,
   Broken = 9,
   Busy = 10,
+  CopyLimit = 11,
 }
 
 /** Stop reasons of native/engine.h StopReason. */
@@ -92,6 +120,7 @@ export const enum NativeStop {
   WallBudget = 2,
   Abort = 3,
   Dispose = 4,
+  CopyLimit = 5,
 }
 
 const require = createRequire(import.meta.url);

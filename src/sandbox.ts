@@ -4,7 +4,7 @@ import { formatWithOptions } from "node:util";
 import { SandboxError, type GuestErrorInfo } from "./errors.js";
 import { GuestOpaque, decodeConsole, decodeValue, encodeValue, encodeValueInto } from "./marshal.js";
 import { native, NativeStatus, NativeStop, type NativeHandle, type NativeOutcome } from "./native.js";
-import { openSnapshot, resolveSnapshotOptions, restoreBody, splitRestoreOptions, takeSnapshot, type RestoreOptions, type RestoredSandbox, type SnapshotOptions } from "./snapshot.js";
+import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealSnapshotAsync, splitRestoreOptions, takeSnapshot, type NotRestored, type RestoreOptions, type RestoredSandbox, type SnapshotOptions } from "./snapshot.js";
 import type {
   AsyncHostFunction,
   ConsoleEntry,
@@ -19,7 +19,7 @@ import type {
 } from "./types.js";
 
 const MiB = 1024 * 1024;
-const DEFAULTS: Required<Omit<SandboxOptions, "randomSeed">> = {
+const DEFAULTS: Required<Omit<SandboxOptions, "randomSeed" | "copyLimitBytes">> = {
   memoryLimitBytes: 64 * MiB,
   maxStackSizeBytes: 1 * MiB,
   executionTimeoutMs: 5000,
@@ -28,7 +28,7 @@ const DEFAULTS: Required<Omit<SandboxOptions, "randomSeed">> = {
   maxConsoleBytes: 1 * MiB,
   clock: "frozen",
 };
-const OPTION_KEYS = [...Object.keys(DEFAULTS), "randomSeed"];
+const OPTION_KEYS = [...Object.keys(DEFAULTS), "randomSeed", "copyLimitBytes"];
 // Date.now() values must stay inside the Date range (±8.64e15 ms).
 const MAX_TIME_MS = 8.64e15;
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
@@ -64,8 +64,10 @@ function validateOptions(options: unknown): Required<SandboxOptions> {
   if (options === undefined) return validateOptions({});
   if (typeof options !== "object" || options === null) throw invalid("Sandbox options must be an object");
   checkKeys("Sandbox", options, OPTION_KEYS);
-  const o = { ...DEFAULTS, randomSeed: 0, ...(options as SandboxOptions) };
+  const o = { ...DEFAULTS, randomSeed: 0, copyLimitBytes: 0, ...(options as SandboxOptions) };
   checkInteger("memoryLimitBytes", o.memoryLimitBytes, 1 * MiB, 16 * 1024 * MiB);
+  if ((options as SandboxOptions).copyLimitBytes === undefined) o.copyLimitBytes = o.memoryLimitBytes;
+  else checkInteger("copyLimitBytes", o.copyLimitBytes, 1024, 16 * 1024 * MiB);
   // Executor threads have native.threadStackBytes of stack; keep a wide margin for C frames.
   checkInteger("maxStackSizeBytes", o.maxStackSizeBytes, 64 * 1024, Math.min(8 * MiB, native.threadStackBytes / 2));
   checkTimeout("executionTimeoutMs", o.executionTimeoutMs);
@@ -101,7 +103,7 @@ function evalClockMs(clock: SandboxClock): number | undefined {
   return ms;
 }
 
-const EVAL_OPTION_KEYS = ["timeoutMs", "wallTimeoutMs", "filename", "signal", "unserializable", "onConsole"] as const;
+const EVAL_OPTION_KEYS = ["timeoutMs", "wallTimeoutMs", "filename", "signal", "unserializable", "onConsole", "clockMs", "randomSeed", "inline"] as const;
 
 function validateEvalOptions(code: unknown, options: unknown): EvalOptions {
   if (typeof code !== "string") throw invalid(`code must be a string; got ${typeof code}`);
@@ -115,6 +117,11 @@ function validateEvalOptions(code: unknown, options: unknown): EvalOptions {
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw invalid("signal must be an AbortSignal");
   if (o.unserializable !== undefined && o.unserializable !== "throw" && o.unserializable !== "describe") throw invalid('unserializable must be "throw" or "describe"');
   if (o.onConsole !== undefined && typeof o.onConsole !== "function") throw invalid("onConsole must be a function");
+  if (o.clockMs !== undefined && (typeof o.clockMs !== "number" || !Number.isFinite(o.clockMs) || Math.abs(o.clockMs) > MAX_TIME_MS)) {
+    throw invalid(`clockMs must be a finite number of ms within ±${MAX_TIME_MS}; got ${formatWithOptions({ depth: 0 }, "%O", o.clockMs)}`);
+  }
+  if (o.randomSeed !== undefined) checkInteger("randomSeed", o.randomSeed, 0, Number.MAX_SAFE_INTEGER);
+  if (o.inline !== undefined && typeof o.inline !== "boolean") throw invalid("inline must be a boolean");
   return o;
 }
 
@@ -126,6 +133,9 @@ function validatePath(name: unknown): string {
   }
   return name;
 }
+
+// How the engine's refusal to run on a thread with too little stack left begins (native/engine.cc).
+const STACK_REFUSAL = "the calling thread has only";
 
 // Shared with the addon (one per Node environment): host call arguments and results of usual size
 // cross without allocation. Every use is a synchronous write-then-read, so sandboxes can share it.
@@ -142,6 +152,12 @@ function guestInfo(thrown: unknown): GuestErrorInfo {
   }
   const text = typeof thrown === "string" ? thrown : formatWithOptions({ depth: 4 }, "%O", thrown);
   return { name: thrown === null ? "null" : thrown instanceof GuestOpaque ? thrown.kind : typeof thrown, message: text, nonError: true };
+}
+
+/** A host result the addon copies without the codec (native/engine.h kMaxPrimitiveChars). */
+function passesAsIs(v: unknown): boolean {
+  const t = typeof v;
+  return v === undefined || v === null || t === "number" || t === "boolean" || (t === "string" && (v as string).length <= 256);
 }
 
 function hostErrorOf(err: unknown): [string, string] {
@@ -166,7 +182,9 @@ interface RegisteredFunction {
  * budgets and job queue. Values cross in and out by copy; no host object ever reaches guest code.
  *
  * Evals run one after another in call order. `eval`/`run` execute on the addon's executor threads
- * and never block the Node event loop; `evalSync`/`runSync` run inline, for short computations.
+ * and never block the Node event loop; a running eval has a thread of its own (created on demand,
+ * at most 64, or `QJSN_EXECUTOR_THREADS`), time-sliced by the OS, so a spinning guest in one sandbox
+ * never holds back another sandbox's eval. `evalSync`/`runSync` run inline, for short computations.
  */
 export class Sandbox implements Disposable {
   readonly #options: Required<SandboxOptions>;
@@ -187,18 +205,21 @@ export class Sandbox implements Disposable {
     this.#options = validateOptions(options);
     const o = this.#options;
     try {
-      this.#handle = new native.SandboxHandle(o.memoryLimitBytes, o.maxStackSizeBytes, o.captureConsole, o.maxConsoleBytes, this.#dispatch);
+      this.#handle = new native.SandboxHandle(o.memoryLimitBytes, o.maxStackSizeBytes, o.captureConsole, o.maxConsoleBytes, this.#dispatch, this.#dispatchPrimitive, o.copyLimitBytes);
     } catch (err) {
       throw new SandboxError("OUT_OF_MEMORY", "could not create the sandbox runtime", { cause: err });
     }
     this.#handle.setRandomSeed(o.randomSeed);
   }
 
-  // Sets the guest clock for the eval about to start; the engine is idle here (a busy engine
-  // refuses it, and then refuses the eval too).
-  #startClock(handle: NativeHandle): void {
-    const ms = evalClockMs(this.#options.clock);
-    handle.setClock(ms !== undefined, ms ?? 0, this.#options.clock !== "real");
+  // Sets the guest clock (and, when asked, the Math.random seed) for the eval about to start; the
+  // engine is idle here (a busy engine refuses it, and then refuses the eval too).
+  #startClock(handle: NativeHandle, o: EvalOptions): void {
+    const ms = o.clockMs ?? evalClockMs(this.#options.clock);
+    // A clock.now() is host code: it can dispose this very sandbox.
+    if (this.#handle !== handle) throw new SandboxError("DISPOSED", "the sandbox was disposed by its clock.now()");
+    handle.setClock(ms !== undefined, ms ?? 0, o.clockMs !== undefined || this.#options.clock !== "real");
+    if (o.randomSeed !== undefined) handle.setRandomSeed(o.randomSeed);
   }
 
   /** True once {@link Sandbox.dispose} ran. */
@@ -233,9 +254,16 @@ export class Sandbox implements Disposable {
     } catch (err) {
       return hostErrorOf(err);
     }
-    if (kind === 0) return this.#callSync(entry, args);
+    if (kind === 0) return this.#callSync(entry, args) as number | Buffer | [string, string];
     this.#callAsync(entry, args, callId, evalId);
     return undefined;
+  };
+
+  // The addon's fast path for sync host calls of inline evals with primitive arguments.
+  readonly #dispatchPrimitive = (fnId: number, argc: number, a0: unknown, a1: unknown, a2: unknown): unknown => {
+    const entry = this.#functions[fnId];
+    if (!entry) return ["Error", "unknown host function"];
+    return this.#callSync(entry, argc === 0 ? [] : argc === 1 ? [a0] : argc === 2 ? [a0, a1] : [a0, a1, a2], true);
   };
 
   #streamConsole(level: number, argBytes: Buffer, evalId: number): void {
@@ -249,7 +277,8 @@ export class Sandbox implements Disposable {
     }
   }
 
-  #callSync(entry: RegisteredFunction, args: unknown[]): number | Buffer | [string, string] {
+  // With `primitiveAnswer`, a primitive result is returned as it is and any other as [bytes].
+  #callSync(entry: RegisteredFunction, args: unknown[], primitiveAnswer = false): unknown {
     this.#inSyncHostCall++;
     try {
       // Re-entry from a sync host function is caught by #inSyncHostCall, so no async context is needed.
@@ -258,7 +287,8 @@ export class Sandbox implements Disposable {
         result.catch(() => {});
         return ["TypeError", `host function '${entry.name}' returned a promise; register it with defineAsyncFunction`];
       }
-      return encodeValueInto(result, exchange);
+      if (!primitiveAnswer) return encodeValueInto(result, exchange);
+      return passesAsIs(result) ? result : [encodeValueInto(result, exchange)];
     } catch (err) {
       return hostErrorOf(err);
     } finally {
@@ -347,6 +377,7 @@ export class Sandbox implements Disposable {
     const fnId = this.#functions.length;
     const error = handle.defineFunction(name, fnId, async);
     if (error === "BUSY") throw new SandboxError("BUSY", "cannot define a function while an eval runs");
+    if (error.startsWith(STACK_REFUSAL)) throw new SandboxError("STACK_OVERFLOW", error);
     if (error) throw invalid(`cannot define '${name}': ${error}`);
     this.#functions.push({ name, fn, async });
   }
@@ -357,6 +388,7 @@ export class Sandbox implements Disposable {
     const handle = this.#live();
     const error = handle.setGlobal(name, encodeValue(value));
     if (error === "BUSY") throw new SandboxError("BUSY", "cannot set a global while an eval runs");
+    if (error.startsWith(STACK_REFUSAL)) throw new SandboxError("STACK_OVERFLOW", error);
     if (error) throw new SandboxError("OUT_OF_MEMORY", `cannot set global '${name}': ${error}`);
   }
 
@@ -366,6 +398,7 @@ export class Sandbox implements Disposable {
     const [status, result] = this.#live().getGlobal(name);
     if (status === NativeStatus.Ok) return decodeValue(result as Buffer);
     if (status === NativeStatus.Busy) throw new SandboxError("BUSY", "cannot read a global while an eval runs");
+    if (status === NativeStatus.StackOverflow) throw new SandboxError("STACK_OVERFLOW", String(result));
     throw new SandboxError("UNSERIALIZABLE", String(result));
   }
 
@@ -378,6 +411,9 @@ export class Sandbox implements Disposable {
   /**
    * Runs `code` inline on the calling thread and returns the completion value of its last
    * statement. Throws {@link SandboxError}. For short computations: it blocks the event loop.
+   * A completion value that is a promise is settled by running the guest's pending jobs within the
+   * budget (`Promise.resolve(7)` gives 7; a rejection throws `GUEST_ERROR`); one that still waits
+   * after that (nothing left that could settle it) is returned as the promise itself.
    */
   evalSync(code: string, options?: EvalOptions): unknown {
     const report = this.runSync(code, options);
@@ -393,7 +429,7 @@ export class Sandbox implements Disposable {
     if (this.#broken) return this.#report(this.#stubOutcome(NativeStatus.Broken), 0, o);
     // Evals run in call order: an inline eval cannot wait for queued async ones, so it refuses.
     if (this.#asyncEvals > 0) return this.#report(this.#stubOutcome(NativeStatus.Busy), 0, o);
-    this.#startClock(handle);
+    this.#startClock(handle, o);
     const started = performance.now();
     const extras = handle.evalSync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe");
     const s = native.syncStats;
@@ -406,6 +442,11 @@ export class Sandbox implements Disposable {
   /**
    * Runs `code` on an executor thread and resolves with the completion value of its last
    * statement; top-level `await` works. Rejects with {@link SandboxError}.
+   * A completion value that is a promise (a floating `(async () => {...})()`) is awaited within
+   * the eval's budgets: its value is the result and a rejection is a `GUEST_ERROR`. Its state is
+   * read directly, so no guest `then` runs and a thenable that is not a promise stays a value. A
+   * promise that can never settle (no jobs, no host call in flight) is returned as the promise.
+   * Host calls the guest did not await are cut off when the eval ends (their signals fire).
    */
   async eval(code: string, options?: EvalOptions): Promise<unknown> {
     const report = await this.run(code, options);
@@ -417,13 +458,18 @@ export class Sandbox implements Disposable {
   async run(code: string, options?: EvalOptions): Promise<EvalReport> {
     const o = validateEvalOptions(code, options);
     if (this.#reentered()) return this.#report(this.#stubOutcome(NativeStatus.Busy), 0, o);
+    return this.#enqueue(() => this.#runNow(code, o));
+  }
+
+  // Runs `work` after every queued eval (and queued snapshot) has finished.
+  async #enqueue<T>(work: () => Promise<T>): Promise<T> {
     const previous = this.#queue;
     let release!: () => void;
     this.#queue = new Promise((resolve) => (release = resolve));
     this.#asyncEvals++;
     try {
       await previous;
-      return await this.#runNow(code, o);
+      return await work();
     } finally {
       this.#asyncEvals--;
       release();
@@ -435,14 +481,20 @@ export class Sandbox implements Disposable {
     if (this.#broken) return this.#report(this.#stubOutcome(NativeStatus.Broken), 0, o);
     if (o.signal?.aborted) return this.#report(this.#stubOutcome(NativeStatus.Aborted), 0, o);
     const handle = this.#handle;
-    this.#startClock(handle);
+    this.#startClock(handle, o);
     const evalId = ++this.#evalSeq;
     const started = performance.now();
-    const pending = handle.evalAsync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", evalId, o.onConsole !== undefined);
+    // Set before the eval starts: an inline eval makes its host calls inside evalAsync.
     this.#onConsole = o.onConsole;
-    if (!pending) return this.#report(this.#stubOutcome(NativeStatus.Busy), 0, o);
     this.#currentEvalId = evalId;
     this.#pendingCalls.evalId = evalId;
+    const pending = handle.evalAsync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", evalId, o.onConsole !== undefined, o.inline === true);
+    if (!pending) {
+      this.#onConsole = undefined;
+      this.#currentEvalId = 0;
+      this.#pendingCalls.evalId = 0;
+      return this.#report(this.#stubOutcome(NativeStatus.Busy), 0, o);
+    }
     const wallMs = o.wallTimeoutMs ?? this.#options.wallTimeoutMs;
     const timer = setTimeout(() => this.#handle?.stop(NativeStop.WallBudget, evalId), wallMs);
     const onAbort = (): void => this.#handle?.stop(NativeStop.Abort, evalId);
@@ -507,6 +559,8 @@ export class Sandbox implements Disposable {
       case NativeStatus.OutOfMemory:
         return new SandboxError("OUT_OF_MEMORY", `the guest ran out of memory (limit ${this.#options.memoryLimitBytes} bytes)`);
       case NativeStatus.StackOverflow:
+        // With a message, the engine refused to start: the calling thread had too little stack left.
+        if (message) return new SandboxError("STACK_OVERFLOW", message);
         return new SandboxError("STACK_OVERFLOW", "RangeError: Maximum call stack size exceeded", { guest: { name: "RangeError", message: "Maximum call stack size exceeded" } });
       case NativeStatus.Aborted:
         return new SandboxError("ABORTED", "the eval was aborted");
@@ -516,6 +570,8 @@ export class Sandbox implements Disposable {
         return new SandboxError("UNSERIALIZABLE", message || "the result cannot be copied out of the sandbox");
       case NativeStatus.Broken:
         return new SandboxError("BROKEN", "the sandbox was stopped while stuck in a built-in that cannot be interrupted; dispose it and create a new one");
+      case NativeStatus.CopyLimit:
+        return new SandboxError("COPY_LIMIT", `${message || "the eval's output"} would take the host past this eval's copy limit of ${this.#options.copyLimitBytes} bytes (copyLimitBytes; the result, console, thrown value and host-call arguments all count)`);
       case NativeStatus.Busy:
         return new SandboxError("BUSY", "the sandbox is busy: a host function cannot run code in its own sandbox");
       default:
@@ -535,8 +591,34 @@ export class Sandbox implements Disposable {
     const resolved = resolveSnapshotOptions(options, this.#options.memoryLimitBytes);
     const handle = this.#live();
     if (this.#broken) throw new SandboxError("BROKEN", "a broken sandbox cannot be snapshotted");
-    const hostRoots = new Set(this.#functions.map((f) => f.name.split(".")[0]!));
-    return takeSnapshot(handle, [...hostRoots], resolved, native.engineVersion);
+    return takeSnapshot(handle, this.#hostRoots(), resolved, native.engineVersion);
+  }
+
+  // Global names the host owns (its functions' roots): snapshots leave them out.
+  #hostRoots(): string[] {
+    return [...new Set(this.#functions.map((f) => f.name.split(".")[0]!))];
+  }
+
+  /**
+   * Like {@link Sandbox.snapshot}, but the state is walked on an executor thread and the body
+   * deflated on the libuv pool, so a large state never stalls the Node event loop. Waits for queued
+   * evals, and evals queued after it wait for it.
+   */
+  async snapshotAsync(options?: SnapshotOptions): Promise<Uint8Array> {
+    const resolved = resolveSnapshotOptions(options, this.#options.memoryLimitBytes);
+    this.#live();
+    if (this.#reentered()) throw new SandboxError("BUSY", "a host function cannot snapshot its own sandbox");
+    return this.#enqueue(async () => {
+      const handle = this.#live();
+      if (this.#broken) throw new SandboxError("BROKEN", "a broken sandbox cannot be snapshotted");
+      const evalId = ++this.#evalSeq;
+      const pending = handle.writeSnapshotAsync(this.#hostRoots(), maxSnapshotBody(resolved), evalId);
+      if (!pending) throw new SandboxError("BUSY", "cannot take a snapshot while an eval runs");
+      const raw = await pending;
+      const written = raw[10];
+      if (raw[0] !== NativeStatus.Ok || !written) throw this.#errorOf(raw[0], undefined, raw[2], raw[3], {});
+      return sealSnapshotAsync(written, raw[1], resolved, native.engineVersion);
+    });
   }
 
   /**
@@ -560,6 +642,46 @@ export class Sandbox implements Disposable {
       sandbox.dispose();
       throw err;
     }
+  }
+
+  /**
+   * Like {@link Sandbox.restore}, but the body is read on an executor thread, under the restore's
+   * execution budget and the sandbox's wall-clock budget: re-creating functions and classes runs
+   * guest code (a class `static {}` block, for one), which this way never runs on the Node main
+   * thread. The envelope checks (sizes, header, digest or signature, inflating) are linear and
+   * capped by `maxSnapshotBytes`, and run before. Rejects with the same errors as `restore`.
+   */
+  static async restoreAsync(bytes: Uint8Array, options?: RestoreOptions): Promise<RestoredSandbox> {
+    const split = splitRestoreOptions(options);
+    const sandboxOptions = validateOptions(split.sandbox);
+    const body = openSnapshot(bytes, resolveSnapshotOptions(split.snapshot, sandboxOptions.memoryLimitBytes));
+    const sandbox = new Sandbox(split.sandbox);
+    try {
+      const notRestored = await sandbox.#restoreOffThread(body, split.restoreTimeoutMs ?? sandbox.#options.executionTimeoutMs);
+      return { sandbox, notRestored };
+    } catch (err) {
+      sandbox.dispose();
+      throw err;
+    }
+  }
+
+  async #restoreOffThread(body: Buffer, budgetMs: number): Promise<NotRestored[]> {
+    const handle = this.#live();
+    const evalId = ++this.#evalSeq;
+    const pending = handle.restoreAsync(body, budgetMs, evalId);
+    if (!pending) throw new SandboxError("BUSY", "cannot restore into a sandbox while an eval runs");
+    const wallMs = this.#options.wallTimeoutMs;
+    const timer = setTimeout(() => this.#handle?.stop(NativeStop.WallBudget, evalId), wallMs);
+    let raw: NativeOutcome;
+    try {
+      raw = await pending;
+    } finally {
+      clearTimeout(timer);
+    }
+    if (raw[0] === NativeStatus.Timeout && raw[2]) this.#broken = true; // the watchdog answered
+    const read = raw[10];
+    if (raw[0] !== NativeStatus.Ok || !read) throw this.#errorOf(raw[0], undefined, raw[2], raw[3], { timeoutMs: budgetMs }, wallMs);
+    return restoredList(read);
   }
 
   /**

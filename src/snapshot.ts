@@ -6,7 +6,7 @@
  * ```
  * offset size
  *      0    8  magic "QJSNSNAP"
- *      8    2  format version (u16 LE), 1
+ *      8    2  format version (u16 LE): 2 (BigInts as hex); 1 (BigInts as decimal) is still read
  *     10    2  flags (u16 LE): bit 0 = signed, bit 1 = body deflated (raw DEFLATE)
  *     12    4  body length as stored (u32 LE)
  *     16    8  turn (u64 LE): the turn counter a signed snapshot is bound to, 0 when unsigned
@@ -20,14 +20,18 @@
  * matched, and never beyond `maxSnapshotBytes`.
  */
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
-import { constants as zlibConstants, deflateRawSync, inflateRawSync } from "node:zlib";
+import { promisify } from "node:util";
+import { constants as zlibConstants, deflateRaw, deflateRawSync, inflateRawSync } from "node:zlib";
 import { SandboxError } from "./errors.js";
-import type { NativeHandle } from "./native.js";
+import type { NativeHandle, NativeSnapshotRead, NativeSnapshotWrite } from "./native.js";
 import type { SandboxOptions } from "./types.js";
 
 const MAGIC = Buffer.from("QJSNSNAP", "latin1");
-/** Version of the snapshot layout this build writes and reads. */
-export const SNAPSHOT_FORMAT_VERSION = 1;
+/** Version of the snapshot layout this build writes. It also reads version 1. */
+export const SNAPSHOT_FORMAT_VERSION = 2;
+// Version 1 differs only in writing BigInts as decimal text, which the reader still accepts (up to
+// 20,000 digits: decimal conversion is quadratic).
+const READABLE_FORMAT_VERSIONS: readonly number[] = [1, 2];
 const HEADER_BYTES = 32;
 const DIGEST_BYTES = 32;
 /** Bytes a snapshot adds around its body. */
@@ -82,7 +86,11 @@ export interface NotRestored {
 /** What {@link Sandbox.restore} returns. */
 export interface RestoredSandbox {
   sandbox: import("./sandbox.js").Sandbox;
-  /** Every placeholder the restored sandbox holds; each throws `Value for 'NAME' was not restored...` when read. */
+  /**
+   * The placeholders this snapshot introduced; each throws `Value for 'NAME' was not restored...`
+   * when read. A placeholder carried over from an earlier restore (the snapshot was taken of a
+   * restored sandbox) keeps its original type but is not listed again: it was reported then.
+   */
   notRestored: NotRestored[];
 }
 
@@ -107,6 +115,7 @@ const enum NativeSnapshotStatus {
   Invalid = 2,
   OutOfMemory = 3,
   Interrupted = 4,
+  StackExhausted = 5,
 }
 
 function invalidArgument(message: string): SandboxError {
@@ -194,6 +203,7 @@ function nativeFailure(status: number, message: string): SandboxError {
     case NativeSnapshotStatus.TooLarge: return invalidSnapshot(message);
     case NativeSnapshotStatus.OutOfMemory: return new SandboxError("OUT_OF_MEMORY", message);
     case NativeSnapshotStatus.Interrupted: return new SandboxError("TIMEOUT", message, { budget: "execution" });
+    case NativeSnapshotStatus.StackExhausted: return new SandboxError("STACK_OVERFLOW", message);
     default: return invalidSnapshot(message);
   }
 }
@@ -209,16 +219,41 @@ function notRestoredList(flat: string[]): NotRestored[] {
  * Throws `INVALID_SNAPSHOT` when it would exceed `maxSnapshotBytes`, `BUSY` while an eval runs.
  */
 export function takeSnapshot(handle: NativeHandle, excludedNames: string[], options: ResolvedSnapshotOptions, engineVersion: string): Uint8Array {
-  const maxBody = options.maxSnapshotBytes - SNAPSHOT_OVERHEAD_BYTES;
-  const raw = handle.writeSnapshot(excludedNames, maxBody);
+  const raw = handle.writeSnapshot(excludedNames, maxSnapshotBody(options));
   if (raw === "BUSY") throw new SandboxError("BUSY", "cannot take a snapshot while an eval runs");
+  const body = writtenBody(raw, options);
+  return sealed(options.compress ? deflateRawSync(body, DEFLATE_OPTIONS) : body, options, engineVersion);
+}
+
+/**
+ * Like {@link takeSnapshot} for a body written on an executor thread (`written` is the write's
+ * result, `body` the bytes it produced); deflates on the libuv pool.
+ */
+export async function sealSnapshotAsync(written: NativeSnapshotRead, body: Buffer | undefined, options: ResolvedSnapshotOptions, engineVersion: string): Promise<Uint8Array> {
+  const [status, message, notRestored] = written;
+  const plain = writtenBody([status, status === NativeSnapshotStatus.Ok ? body : message, notRestored], options);
+  return sealed(options.compress ? await deflateRawAsync(plain, DEFLATE_OPTIONS) : plain, options, engineVersion);
+}
+
+const DEFLATE_OPTIONS = { level: zlibConstants.Z_BEST_SPEED };
+const deflateRawAsync = promisify(deflateRaw);
+
+/** The byte cap passed to the native writer: it applies to the plain body. */
+export function maxSnapshotBody(options: ResolvedSnapshotOptions): number {
+  return options.maxSnapshotBytes - SNAPSHOT_OVERHEAD_BYTES;
+}
+
+function writtenBody(raw: NativeSnapshotWrite, options: ResolvedSnapshotOptions): Buffer {
   const [status, result] = raw;
   if (status !== NativeSnapshotStatus.Ok || typeof result === "string" || result === undefined) {
     const message = typeof result === "string" ? result : "the snapshot could not be written";
     throw nativeFailure(status, status === NativeSnapshotStatus.TooLarge ? `the snapshot cannot be written (maxSnapshotBytes (${options.maxSnapshotBytes}), nesting and value caps): ${message}` : message);
   }
-  // The native cap applies to the plain body, so a snapshot inflates within the same cap it was written under.
-  const body = options.compress ? deflateRawSync(result, { level: zlibConstants.Z_BEST_SPEED }) : result;
+  return result;
+}
+
+// The native cap applies to the plain body, so a snapshot inflates within the same cap it was written under.
+function sealed(body: Buffer, options: ResolvedSnapshotOptions, engineVersion: string): Uint8Array {
   if (body.length + SNAPSHOT_OVERHEAD_BYTES > options.maxSnapshotBytes) throw invalidSnapshot(`the snapshot cannot be written within maxSnapshotBytes (${options.maxSnapshotBytes})`);
   const out = Buffer.alloc(HEADER_BYTES + body.length + DIGEST_BYTES);
   MAGIC.copy(out, 0);
@@ -240,7 +275,7 @@ export function inspectSnapshot(bytes: unknown): SnapshotInfo {
   const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
   if (!b.subarray(0, 8).equals(MAGIC)) throw invalidSnapshot("not a quickjs-native snapshot (bad magic)");
   const formatVersion = b.readUInt16LE(8);
-  if (formatVersion !== SNAPSHOT_FORMAT_VERSION) throw invalidSnapshot(`snapshot format version ${formatVersion} is not supported (this build reads version ${SNAPSHOT_FORMAT_VERSION})`);
+  if (!READABLE_FORMAT_VERSIONS.includes(formatVersion)) throw invalidSnapshot(`snapshot format version ${formatVersion} is not supported (this build reads versions ${READABLE_FORMAT_VERSIONS.join(", ")})`);
   const flags = b.readUInt16LE(10);
   if ((flags & ~KNOWN_FLAGS) !== 0) throw invalidSnapshot(`unknown snapshot flags 0x${flags.toString(16)}`);
   const bodyBytes = b.readUInt32LE(12);
@@ -286,6 +321,11 @@ export function openSnapshot(bytes: unknown, options: ResolvedSnapshotOptions): 
 export function restoreBody(handle: NativeHandle, body: Buffer, budgetMs: number): NotRestored[] {
   const raw = handle.readSnapshot(body, budgetMs);
   if (raw === "BUSY") throw new SandboxError("BUSY", "cannot restore into a sandbox while an eval runs");
+  return restoredList(raw);
+}
+
+/** What a native snapshot read (inline or on an executor thread) could not restore; throws for a failed read. */
+export function restoredList(raw: NativeSnapshotRead): NotRestored[] {
   const [status, message, notRestored] = raw;
   if (status !== NativeSnapshotStatus.Ok) throw nativeFailure(status, typeof message === "string" ? `the snapshot could not be restored: ${message}` : "the snapshot could not be restored");
   return notRestoredList(notRestored);

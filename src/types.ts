@@ -9,7 +9,12 @@ export interface SandboxOptions {
   memoryLimitBytes?: number;
   /** Cap on the guest's native stack use (deep recursion becomes a guest `RangeError`). Default 1 MiB. */
   maxStackSizeBytes?: number;
-  /** Budget of guest execution time per eval, in ms; time spent waiting on host calls is not counted. Default 5000. */
+  /**
+   * Budget of guest execution time per eval, in ms: the CPU time of the thread running the guest,
+   * so neither waiting on host calls nor waiting for a core (other sandboxes' guests run
+   * time-sliced on the addon's executor threads, at most 64 unless `QJSN_EXECUTOR_THREADS` says
+   * otherwise) is counted. Default 5000.
+   */
   executionTimeoutMs?: number;
   /** Budget of wall-clock time per eval (execution plus host waits), in ms. Default 60000. */
   wallTimeoutMs?: number;
@@ -17,6 +22,14 @@ export interface SandboxOptions {
   captureConsole?: boolean;
   /** Cap on the console text kept per eval, in UTF-8 bytes of the formatted lines; past it `consoleTruncated` is set. Default 1 MiB. */
   maxConsoleBytes?: number;
+  /**
+   * Cap on the bytes one eval hands to the host, all copies together: the result, console
+   * arguments, the thrown value and every host-call argument (awaited or not). A string the guest
+   * references N times counts N times, since the host receives N copies. Checked before the host
+   * allocates: past it the eval fails with `COPY_LIMIT` (console output is cut instead, with
+   * `consoleTruncated`). Default: `memoryLimitBytes`.
+   */
+  copyLimitBytes?: number;
   /**
    * What `Date.now()` and `new Date()` return inside the sandbox. Default `"frozen"`.
    * See {@link SandboxClock}.
@@ -63,6 +76,21 @@ export interface EvalOptions {
    * ignored.
    */
   onConsole?: (entry: ConsoleEntry) => void;
+  /**
+   * Pins the guest clock for this eval to this time (ms since the epoch), whatever the sandbox's
+   * `clock`; local time is then UTC. With `randomSeed`, it lets an eval be run again exactly.
+   */
+  clockMs?: number;
+  /** Reseeds `Math.random` before this eval (an integer 0..2^53 − 1); later evals continue that sequence. */
+  randomSeed?: number;
+  /**
+   * Runs this async `eval`/`run` on the calling thread instead of an executor thread: an awaited
+   * host function that answers at once resumes the guest without a thread hand-over (a few
+   * microseconds instead of tens), and a trivial eval skips two. The Node event loop is blocked
+   * while guest code runs (up to the execution budget, and the watchdog does not cover it), so it
+   * is for trusted, short evals. Default false.
+   */
+  inline?: boolean;
 }
 
 /** Console levels the guest can write to. */
@@ -76,7 +104,7 @@ export interface ConsoleEntry {
 
 /** Measurements of one eval. */
 export interface EvalStats {
-  /** Guest execution time, ms (host waits excluded). */
+  /** Guest execution time, ms: the guest's CPU time (host waits and waits for a core excluded), also when a budget stopped it. */
   executionMs: number;
   /** Wall-clock time from start to settle, ms. */
   wallMs: number;

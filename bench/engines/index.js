@@ -3,6 +3,7 @@
 // Adapter contract (all engines implement the same primitives so the workloads stay identical):
 //   id, label                 stable key and display name
 //   unsupported               { caseId: reason } for cases the engine has no way to run
+//   offThread?                true when async evals run off the Node main thread (latency cases)
 //   load()                    one-time import/instantiation; resolves to { version, quickjs, build, threading }
 //   createSession({ sync, async })  a live runtime+context with host functions `name -> fn`; returns
 //     { evalSync?(code), evalAsync(code, { awaitResult }), setString(name, s), spin(code, ms), dispose(),

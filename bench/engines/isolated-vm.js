@@ -9,6 +9,7 @@ let ivm;
 export default {
   id: "isolated-vm",
   label: "isolated-vm 5 (V8)",
+  offThread: true, // async evals run off the Node main thread (latency cases)
   unsupported: {},
 
   async load() {

@@ -53,6 +53,7 @@ function session(sb) {
 export default {
   id: "quickjs-native",
   label: "quickjs-native (this package)",
+  offThread: true, // async evals run off the Node main thread (latency cases)
   get unsupported() {
     const reasons = {};
     if (api && !hasSnapshots()) {

@@ -1,10 +1,11 @@
 // One engine's cases in a process of their own: `node --expose-gc lib/child.js ENGINE MODE OUT
-// [--quick]`, MODE = timed | memory:N | eventloop. Writes a JSON result to OUT; progress to stderr.
+// [--quick]`, MODE = timed | memory:N | eventloop | latency. Writes a JSON result to OUT; progress to stderr.
 import { writeFileSync } from "node:fs";
 import { loadAdapter } from "../engines/index.js";
 import { runTimedCases } from "./timed-cases.js";
 import { runMemoryCase } from "./memory-case.js";
 import { runEventLoopCase } from "./event-loop-case.js";
+import { runLatencyCases } from "./latency-case.js";
 import { formatRow } from "./format.js";
 
 const [engineId, mode, outPath, ...flags] = process.argv.slice(2);
@@ -37,6 +38,8 @@ async function main() {
     const row = { case: "event-loop", ...(await runEventLoopCase(adapter, quick ? 250 : 2000)) };
     say(formatRow(row));
     out.rows.push(row);
+  } else if (mode === "latency") {
+    out.rows.push(...(await runLatencyCases(adapter, { spinMs: quick ? 250 : 2000, hostMs: quick ? 250 : 2000, onProgress: (row) => say(formatRow(row)) })));
   } else {
     throw new Error(`unknown mode ${mode}`);
   }

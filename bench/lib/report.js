@@ -93,6 +93,18 @@ function eventLoopSection(run) {
   return table(["engine", "p99 delay", "max delay", "wall time", "guest spin"], rows, "lrrrl");
 }
 
+function latencySection(run, info) {
+  const rows = run.results
+    .filter((r) => r.engine !== FLOOR)
+    .map((result) => {
+      const r = findRow(result, info.id);
+      return r?.status === "ok"
+        ? [result.label, `${r.p50Ms.toFixed(2)} ms`, `${r.p99Ms.toFixed(1)} ms`, `${r.maxMs.toFixed(1)} ms`, r.samples, `${r.wallMs.toFixed(0)} ms`]
+        : [result.label, "—", "—", "—", "—", reasonFor(result, info.id, run)];
+    });
+  return table(["engine", "p50", "p99", "max", "samples", "wall time / note"], rows, "lrrrrl");
+}
+
 /** One cell of the summary: the case's headline number in its own unit. */
 function glanceCell(info, result) {
   const r = findRow(result, info.id);
@@ -100,7 +112,7 @@ function glanceCell(info, result) {
   if (r?.status !== "ok") return "—";
   if (info.kind === "once") return `${r.onceMs.toFixed(1)} ms`;
   if (info.kind === "memory") return `${r.perSessionKB.toFixed(0)} KB`;
-  if (info.kind === "eventloop") return `${r.p99Ms.toFixed(1)} ms`;
+  if (info.kind === "eventloop" || info.kind === "latency") return `${r.p99Ms.toFixed(1)} ms`;
   return formatUs(r.medianUs);
 }
 
@@ -112,7 +124,7 @@ function atAGlance(run) {
 
 const FAIRNESS = [
   "Every engine runs the byte-identical guest sources in `bench/workloads/guest/`; each case checks the guest's answer against the value Node computes from the same source, so an engine that skips work fails the case instead of looking fast.",
-  "Each engine's cases run in child processes of their own (timed cases, each memory count, and the event-loop case are separate processes), one engine at a time, never in parallel.",
+  "Each engine's cases run in child processes of their own (timed cases, each memory count, the event-loop case and the latency cases are separate processes), one engine at a time, never in parallel.",
   "Timing: tinybench, per-operation samples with warm-up; median and p99 of those samples; ops/s = 1 / median. The C floor uses the same estimator (linear-interpolated quantiles) over `clock_gettime` samples.",
   "Session settings: 64 MiB memory limit where the engine has one, default stack size, no console capture except where the engine always installs it (@langchain/quickjs).",
   "Host-function marshalling is each engine's own: quickjs-native `defineFunction` / `defineAsyncFunction`; quickjs-emscripten `newFunction` (+ `newPromise` settled through `executePendingJobs` for async; asyncified functions cannot serve an `await` loop because continuations run inside the synchronous job queue); isolated-vm `ivm.Callback` (sync) and an `ivm.Reference` applied with `result.promise` behind a one-line guest shim (async); @langchain/quickjs PTC tools (`tools.host({ args })`, text results) behind a one-line guest shim.",
@@ -187,6 +199,7 @@ export function renderReport(run) {
     if (info.kind === "time") out.push(timedSection(run, info));
     else if (info.kind === "once") out.push(onceSection(run));
     else if (info.kind === "memory") out.push(memorySection(run, info));
+    else if (info.kind === "latency") out.push(latencySection(run, info));
     else out.push(eventLoopSection(run));
     out.push("");
   }

@@ -6,7 +6,7 @@
  * @property {string} id        stable key used in results
  * @property {string} letter    the issue's case letter
  * @property {string} title     short row title
- * @property {"time"|"once"|"memory"|"eventloop"} kind
+ * @property {"time"|"once"|"memory"|"eventloop"|"latency"} kind
  * @property {string} includes  what one measured operation contains (fairness note)
  * @property {boolean} [fullOnly] skipped by --quick
  * @property {boolean} [cFloor] the raw-C harness runs it too
@@ -99,6 +99,20 @@ export const CASES = [
     title: "event-loop p99 delay while 2 guests spin",
     kind: "eventloop",
     includes: "`monitorEventLoopDelay` (1 ms resolution) p99 while two sessions each run `while (true) {}` under a 2 s timeout (0.25 s in --quick), started together. Engines that run guests on the main thread run them one after the other.",
+  },
+  {
+    id: "latency-spin",
+    letter: "k",
+    title: "trivial eval latency while 8 sessions spin",
+    kind: "latency",
+    includes: "p50/p99 of `await evalAsync(\"1+1\")` in one session, sampled 1 ms apart, while 8 other sessions each run `while (true) {}` under a 2 s execution budget (0.25 s in --quick), started together, until the last spinner stops. Engines that run guests on the Node main thread skip it.",
+  },
+  {
+    id: "latency-host",
+    letter: "k",
+    title: "trivial eval latency while 4 sessions loop over awaited host calls",
+    kind: "latency",
+    includes: "As above while 4 other sessions repeat the 10,000-awaited-host-call eval of case (e), for 2 s (0.25 s in --quick).",
   },
   {
     id: "eval-tool",

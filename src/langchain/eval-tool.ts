@@ -6,6 +6,7 @@
  */
 import { tool, type DynamicStructuredTool } from "@langchain/core/tools";
 import { ToolMessage } from "@langchain/core/messages";
+import type { BaseStore } from "@langchain/langgraph";
 import { Sandbox } from "../sandbox.js";
 import type { ConsoleEntry, HostCallContext, SandboxOptions } from "../types.js";
 import { EvalActivity, type ProgressWriter } from "./activity.js";
@@ -17,6 +18,7 @@ import { outcomeOf, type EvalOutcomeMetadata, type KeptOutput } from "./outcome.
 import { EVAL_INPUT_DESCRIPTIONS, OUTPUT_TEXT } from "./prompts.js";
 import { initPersistenceState, isStop, type Persistence, type PersistenceState } from "./persistence.js";
 import { PtcEvalContext, type EvalRunConfig, type PtcResolver, type PtcToolView, type StateUpdate } from "./ptc.js";
+import { restoreReplayStart, type Approval, type EvalReview, type ReviewedResult } from "./approval.js";
 import { SessionRegistry, type InterpreterSession } from "./sessions.js";
 import type { TaskDispatcher } from "./task.js";
 import { transformCode } from "./transform.js";
@@ -43,6 +45,8 @@ export interface SessionState {
   outputs: OutputStore;
   /** Snapshot bookkeeping: what to restore from, the last good state, notices for the next eval. */
   persistence: PersistenceState;
+  /** Start state of an eval paused for review: the next sandbox is restored from it (approval.ts). */
+  replayStart: Uint8Array | undefined;
 }
 
 export type Interpreter = SessionRegistry<LiveSandbox, SessionState>;
@@ -78,7 +82,9 @@ export function createInterpreter(options: ResolvedOptions, persistence: Persist
     idleTimeoutMs: options.sessionIdleTimeoutMs,
     open: (session) => {
       // Host functions are not part of a snapshot: they are defined again on every sandbox.
-      const sandbox = persistence.open(session.state.persistence, session.key);
+      const sandbox = session.state.replayStart === undefined
+        ? persistence.open(session.state.persistence, session.key)
+        : restoreReplayStart(session.state, sandboxOptions(options), options.maxSnapshotBytes);
       sandbox.defineFunction(READ_OUTPUT_FUNCTION, (path: unknown) => {
         const text = typeof path === "string" ? session.state.outputs.get(path) : undefined;
         if (text === undefined) throw new Error(OUTPUT_TEXT.noKeptOutput(String(path)));
@@ -87,7 +93,7 @@ export function createInterpreter(options: ResolvedOptions, persistence: Persist
       return { sandbox, defined: new Set() };
     },
     close: (live) => live.sandbox.dispose(),
-    initState: () => ({ view: undefined, active: undefined, outputs: new OutputStore(options.maxKeptOutputChars), persistence: initPersistenceState() }),
+    initState: () => ({ view: undefined, active: undefined, outputs: new OutputStore(options.maxKeptOutputChars), persistence: initPersistenceState(), replayStart: undefined }),
   });
 }
 
@@ -119,7 +125,7 @@ function bindTools(session: Session, live: LiveSandbox, view: PtcToolView): void
 }
 
 /** What one eval produced for the model and for the graph. */
-interface EvalOutcome {
+export interface EvalOutcome {
   text: string;
   /** False when the code threw or was stopped: the ToolMessage is then marked as an error. */
   ok: boolean;
@@ -143,7 +149,7 @@ function globalNamesOf(sandbox: Sandbox): readonly string[] {
   }
 }
 
-async function evaluate(session: Session, input: EvalToolInput, config: EvalRunConfig, deps: EvalToolDeps): Promise<EvalOutcome> {
+async function evaluate(session: Session, input: EvalToolInput, config: EvalRunConfig, deps: EvalToolDeps, review?: EvalReview): Promise<ReviewedResult<EvalOutcome>> {
   const { options } = deps;
   if (input.reset === true) {
     session.discard();
@@ -151,26 +157,31 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
     session.state.persistence.lastGood = undefined;
   }
   if (!session.isOpen && input.reset !== true) deps.persistence.prepareOnEval(session.state.persistence, config.state, deps.interpreter.takeEviction(session.key));
+  if (!session.isOpen) await deps.persistence.load(session.state.persistence, (config as { store?: BaseStore }).store, session.key);
   const view = session.state.view ?? deps.ptc.latest;
   const evalCallId = config.toolCall?.id ?? config.toolCallId ?? `eval-${Date.now()}`;
   const activity = new EvalActivity(evalCallId, writerOf(config));
-  const context = new PtcEvalContext(config, options, activity);
+  const context = new PtcEvalContext(config, options, activity, review);
   activity.emit({ event: "eval_start" });
   let tasks: ReturnType<TaskDispatcher["begin"]>;
   try {
     const live = session.resource;
     bindTools(session, live, view);
-    tasks = deps.task?.begin(session, live.sandbox, config, options.wallTimeoutMs, activity);
+    tasks = deps.task?.begin(session, live.sandbox, config, options.wallTimeoutMs, activity, review);
     const transformed = transformCode(input.code);
     session.state.active = { context, view, activity };
+    // Console lines reach the custom stream as the guest writes them, not when the eval ends.
+    const onConsole = activity.streaming ? (entry: ConsoleEntry) => activity.console([entry]) : undefined;
     const report = await live.sandbox.run(transformed.code, {
       filename: SCRIPT_FILENAME,
       unserializable: "describe",
       ...(config.signal === undefined ? {} : { signal: config.signal }),
       ...(tasks === undefined ? {} : { wallTimeoutMs: tasks.wallTimeoutMs }),
-      // Console lines reach the custom stream as the guest writes them, not when the eval ends.
-      ...(activity.streaming ? { onConsole: (entry: ConsoleEntry) => activity.console([entry]) } : {}),
+      ...(onConsole === undefined ? {} : { onConsole }),
+      // Reviewed calls in reach: a pinned clock and seed, and a signal that can pause the eval.
+      ...review?.start(live.sandbox, view, tasks !== undefined, config.signal, onConsole),
     });
+    if (review?.paused) return review.park(session);
     // A sandbox the engine gave up on cannot serve the next eval; start that one fresh.
     const broken = !report.ok && (report.error.code === "BROKEN" || report.error.code === "DISPOSED");
     if (broken) session.discard();
@@ -219,6 +230,11 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
   }
 }
 
+/** An eval that could not run or resume, with the reason as its text. */
+function failedOutcome(text: string): EvalOutcome {
+  return { text, ok: false, updates: [], metadata: { status: "error", toolCalls: {}, subagentCalls: 0, executionMs: 0, wallMs: 0, kept: [] } };
+}
+
 /** What the eval tool needs from its middleware. */
 export interface EvalToolDeps {
   options: ResolvedOptions;
@@ -227,6 +243,8 @@ export interface EvalToolDeps {
   ptc: PtcResolver;
   /** `task()` for subagents; absent when the middleware never installs it. */
   task?: TaskDispatcher;
+  /** Human review of calls from code (`interruptOn`). */
+  approval?: Approval;
 }
 
 let commandModule: Promise<typeof import("@langchain/langgraph")> | undefined;
@@ -262,7 +280,10 @@ export function createEvalTool(deps: EvalToolDeps, description: string): Dynamic
   return tool(
     async (input: EvalToolInput, config: EvalRunConfig) => {
       const key = sessionKeyOf(config.configurable?.thread_id);
-      const outcome = await interpreter.run(key, (session) => evaluate(session, input, config, deps));
+      const review = deps.approval?.forCall(config, input.code, key);
+      const outcome = await interpreter.run(key, (session) =>
+        review === undefined ? (evaluate(session, input, config, deps) as Promise<EvalOutcome>) : review.drive(session, (gate) => evaluate(session, input, config, deps, gate), failedOutcome),
+      );
       return toToolOutput(outcome, config, options.toolName);
     },
     {

@@ -52,10 +52,7 @@ export function formatEvalOutput(report: EvalReport, options: FormatOptions): st
 
   const safe = parts.map((part) => ({ section: part.section, text: neutralize(part.text) }));
   const framing = safe.reduce((sum, part) => sum + frame(part.section, "").length, 0) + safe.length - 1;
-  const budgets = shareBudget(
-    safe.map((part) => part.text.length),
-    Math.max(0, Math.floor(options.maxResultChars) - framing),
-  );
+  const budgets = layOut(safe, Math.max(0, Math.floor(options.maxResultChars) - framing));
   return safe
     .map((part, index) => {
       const budget = budgets[index] ?? 0;
@@ -163,6 +160,42 @@ function frame(section: Section, body: string): string {
 // ---------------------------------------------------------------------------------------------
 // Truncation.
 
+/** Characters a cut part keeps at least at each end. */
+const MIN_SIDE_CHARS = 8;
+
+/**
+ * The smallest `maxResultChars` accepted: room for every section's tags and, in each of the five
+ * sections, {@link MIN_SIDE_CHARS} of head and tail around the shortest marker. Below it, no layout
+ * fits a reply with a notice, console, error, hint and status that all need cutting.
+ */
+export const MIN_RESULT_CHARS = 300;
+
+/**
+ * Budgets of the parts within `budget` (tags excluded). Every part first gets the least a cut
+ * keeps (its head, its tail and the shortest marker), then the status line gets the rest of its
+ * length, then the other parts share what is left: small parts keep everything, large ones split
+ * the rest evenly.
+ */
+function layOut(parts: ReadonlyArray<{ section: Section; text: string }>, budget: number): number[] {
+  const lengths = parts.map((part) => part.text.length);
+  if (lengths.reduce((sum, length) => sum + length, 0) <= budget) return lengths;
+  const floors = lengths.map((length) => Math.min(length, 2 * MIN_SIDE_CHARS + OUTPUT_TEXT.truncatedBrief(length).length));
+  let remaining = budget - floors.reduce((sum, floor) => sum + floor, 0);
+  // Below MIN_RESULT_CHARS: plain sharing still keeps the total within the budget.
+  if (remaining < 0) return shareBudget(lengths, budget);
+  const budgets = floors.slice();
+  const status = parts.findIndex((part) => part.section === "status");
+  if (status >= 0) {
+    const more = Math.min(lengths[status]! - floors[status]!, remaining);
+    budgets[status] = budgets[status]! + more;
+    remaining -= more;
+  }
+  const others = parts.flatMap((_part, index) => (index === status ? [] : [index]));
+  const shares = shareBudget(others.map((index) => lengths[index]! - floors[index]!), remaining);
+  others.forEach((index, position) => (budgets[index] = budgets[index]! + shares[position]!));
+  return budgets;
+}
+
 /** Splits `budget` over parts: small parts keep everything, large ones share the rest evenly. */
 function shareBudget(lengths: number[], budget: number): number[] {
   const shares = new Array<number>(lengths.length).fill(0);
@@ -177,16 +210,29 @@ function shareBudget(lengths: number[], budget: number): number[] {
 }
 
 /**
- * Keeps the head and the tail of `text` within `budget` characters, the marker included; the
- * marker names where the full text was kept, if it was.
+ * Keeps the head and the tail of `text` within `budget` characters, the marker included. The
+ * marker is the most informative one that leaves {@link MIN_SIDE_CHARS} at each end: where the full
+ * text was kept (if it was), then a shorter form of that, then the count alone, then a brief count.
  */
 export function truncateMiddle(text: string, budget: number, kept?: KeptOutput): string {
   if (text.length <= budget) return text;
   // Sized for the largest possible count; the exact count printed below is never longer.
-  const keep = Math.max(0, budget - OUTPUT_TEXT.truncated(text.length, kept).length);
-  const headEnd = avoidSplitPair(text, Math.ceil(keep * 0.6));
-  const tailStart = Math.max(headEnd, avoidSplitPair(text, text.length - (keep - headEnd)));
-  return `${text.slice(0, headEnd)}${OUTPUT_TEXT.truncated(tailStart - headEnd, kept)}${text.slice(tailStart)}`;
+  const markers = [
+    ...(kept === undefined ? [] : [(n: number) => OUTPUT_TEXT.truncated(n, kept), (n: number) => OUTPUT_TEXT.truncatedCompact(n, kept)]),
+    (n: number) => OUTPUT_TEXT.truncated(n),
+    (n: number) => OUTPUT_TEXT.truncatedBrief(n),
+  ];
+  const marker = markers.find((m) => m(text.length).length + 2 * MIN_SIDE_CHARS <= budget) ?? markers[markers.length - 1]!;
+  const keep = budget - marker(text.length).length;
+  if (keep < 0) return text.slice(0, avoidSplitPairBack(text, budget));
+  const headEnd = avoidSplitPairBack(text, Math.max(Math.min(MIN_SIDE_CHARS, keep), Math.min(keep - MIN_SIDE_CHARS, Math.ceil(keep * 0.6))));
+  const tailStart = avoidSplitPair(text, text.length - (keep - headEnd));
+  return `${text.slice(0, headEnd)}${marker(tailStart - headEnd)}${text.slice(tailStart)}`;
+}
+
+/** Moves a cut back off the middle of a surrogate pair (the head then ends before the pair). */
+function avoidSplitPairBack(text: string, index: number): number {
+  return avoidSplitPair(text, index) === index ? index : index - 1;
 }
 
 /** Moves a cut off the middle of a surrogate pair. */

@@ -11,9 +11,11 @@ import { renderPtcSection, renderSystemPrompt, renderTaskSection, renderToolDesc
 import { Persistence, persistenceStateSchema, SNAPSHOT_STATE_KEY, storedSnapshotOf } from "./persistence.js";
 import { PtcResolver, type PtcToolView } from "./ptc.js";
 import { TaskDispatcher, type TaskCatalog } from "./task.js";
+import { Approval } from "./approval.js";
 
 export type { CodeInterpreterMiddlewareOptions, InterpreterMode, PtcEntry, PtcPreset, SystemPromptOption } from "./options.js";
 export { PTCCallBudgetExceededError } from "./ptc.js";
+export { ReplayDivergenceError } from "./approval.js";
 export type { SubagentProgressEvent } from "./task.js";
 export type { EvalProgressEvent } from "./activity.js";
 export type { EvalOutcomeMetadata, EvalStatus, KeptOutput } from "./outcome.js";
@@ -32,7 +34,8 @@ function jsonSchemaOf(tool: StructuredToolInterface): JSONSchema {
   if (typeof schema !== "object" || schema === null) return { type: "object", properties: {} };
   let json = schemaCache.get(schema);
   if (json === undefined) {
-    json = toJsonSchema(tool.schema) as JSONSchema;
+    // The input side: a field with a default is optional to the caller (zod's output side requires it).
+    json = toJsonSchema(tool.schema, { io: "input" }) as JSONSchema;
     schemaCache.set(schema, json);
   }
   return json;
@@ -60,9 +63,11 @@ function promptInput(options: ResolvedOptions, view: PtcToolView, task?: TaskCat
         description: t.tool.description,
         schema: jsonSchemaOf(t.tool),
         ...(quota === undefined ? {} : { quota }),
+        ...(options.interruptOn.tools.has(t.name) ? { reviewed: true } : {}),
       };
     }),
     taskAvailable: task !== undefined,
+    ...(options.interruptOn.tools.has("task") ? { taskReviewed: true } : {}),
     subagents: task?.subagents ?? [],
     subagentTimeoutMs: options.subagentTimeoutMs,
     clock: typeof options.clock === "string" ? options.clock : "host",
@@ -96,8 +101,8 @@ function systemPromptText(options: ResolvedOptions, input: PromptInput): string 
  * the system-prompt section that explains both to the model. Options are validated here; a
  * mistake throws a `TypeError` naming the option.
  *
- * PTC calls and subagents started with `task()` happen inside an already-approved eval and
- * bypass `interruptOn` approval; `subagents: false` leaves `task()` out.
+ * Calls from code to tools listed in `interruptOn` (and `task()`, with `task` listed) pause the
+ * eval for human review; `subagents: false` leaves `task()` out.
  */
 export function createCodeInterpreterMiddleware(options: CodeInterpreterMiddlewareOptions = {}): CodeInterpreterMiddleware {
   const resolved = resolveOptions(options);
@@ -106,7 +111,8 @@ export function createCodeInterpreterMiddleware(options: CodeInterpreterMiddlewa
   const ptc = new PtcResolver(resolved.ptc, resolved.toolName);
   const task = new TaskDispatcher(resolved);
   const initial = promptInput(resolved, ptc.latest);
-  const evalTool = createEvalTool({ options: resolved, interpreter, persistence, ptc, task }, renderToolDescription(initial));
+  const approval = new Approval(resolved);
+  const evalTool = createEvalTool({ options: resolved, interpreter, persistence, ptc, task, approval }, renderToolDescription(initial));
   let cached: { view: PtcToolView; task: TaskCatalog | undefined; prompt: string | undefined } | undefined;
 
   const middleware = createMiddleware({
@@ -120,9 +126,12 @@ export function createCodeInterpreterMiddleware(options: CodeInterpreterMiddlewa
       if (!persistence.storesThread) return undefined;
       const stored = storedSnapshotOf(state);
       if (stored === undefined && interpreter.get(key) === undefined) return undefined;
-      // Restoring is lazy (on the thread's next eval): a run that never evals pays nothing.
+      // Restoring is lazy (on the thread's next eval): a run that never evals pays at most a store read.
       await interpreter.run(key, async (session) => {
-        if (persistence.prepare(session.state.persistence, stored, session.isOpen)) session.discard();
+        if (!persistence.prepare(session.state.persistence, stored, session.isOpen)) return;
+        session.discard();
+        // Not awaited: the store read overlaps the model call; the first eval waits for it.
+        void persistence.load(session.state.persistence, runtime.store, session.key);
       });
       return undefined;
     },
@@ -133,7 +142,7 @@ export function createCodeInterpreterMiddleware(options: CodeInterpreterMiddlewa
       const update = await interpreter.run(key, async (session) =>
         // A run that ended on a rolled-back eval still holds state worth storing: open it to snapshot.
         session.isOpen || session.state.persistence.pending?.what === "rollback"
-          ? persistence.store(session.state.persistence, session.resource.sandbox, storedSnapshotOf(state), session.key) : undefined,
+          ? persistence.store(session.state.persistence, session.resource.sandbox, storedSnapshotOf(state), session.key, runtime.store) : undefined,
       );
       return update === undefined ? undefined : { [SNAPSHOT_STATE_KEY]: update };
     },

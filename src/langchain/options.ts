@@ -4,8 +4,10 @@
  * at construction time (never at the first eval).
  */
 import type { StructuredToolInterface } from "@langchain/core/tools";
+import type { DecisionType, HumanInTheLoopMiddlewareConfig, InterruptOnConfig } from "langchain";
 import type { SandboxClock } from "../types.js";
 import { camelCaseToolName } from "./signatures.js";
+import { MIN_RESULT_CHARS } from "./format.js";
 
 /** How long interpreter state lives. */
 export type InterpreterMode = "thread" | "turn" | "call";
@@ -41,7 +43,11 @@ export interface CodeInterpreterMiddlewareOptions {
   toolName?: string;
   /** Show `console.*` output to the model. When false, `console` still exists and its output is discarded. Default true. */
   captureConsole?: boolean;
-  /** Cap on each part (console, result, error) of the text the model reads, in characters. Default 4000. */
+  /**
+   * Cap on the whole text the model reads per eval (tags, markers and the status line included), in
+   * characters. Parts that do not fit keep their head and tail around a marker. Default 4000; at
+   * least 300 (room for every section with a head, a tail and a marker in each).
+   */
   maxResultChars?: number;
   /**
    * Full texts of cut outputs kept per thread, in characters (in the agent's files when it has
@@ -57,7 +63,7 @@ export interface CodeInterpreterMiddlewareOptions {
    * `ptcAcknowledgeUnsafe: true`. A list may mix presets, tool names and tool instances
    * (instances need not be registered on the agent). Off by default.
    *
-   * PTC calls run inside an already-approved eval: they bypass `interruptOn` / human-in-the-loop approval.
+   * A tool listed in `interruptOn` pauses the eval for human review when code calls it.
    */
   ptc?: PtcPreset | readonly PtcEntry[];
   /** Required with the `"all"` preset: you accept that guest code may call every tool, unapproved. */
@@ -70,7 +76,7 @@ export interface CodeInterpreterMiddlewareOptions {
    * Install a `task()` global for dispatching subagents from code when the agent has deepagents'
    * `task` tool; `false` turns it off. Default true.
    *
-   * Subagents started from code run inside an already-approved eval: they bypass `interruptOn` approval of `task`.
+   * With `task` in `interruptOn`, each `task()` call pauses the eval for review first.
    */
   subagents?: boolean;
   /**
@@ -99,6 +105,16 @@ export interface CodeInterpreterMiddlewareOptions {
   clock?: SandboxClock;
   /** Seed of `Math.random` (an integer 0..2^53-1) for reproducible runs; default: a fresh random seed per sandbox. */
   randomSeed?: number;
+  /**
+   * Human review of calls made from code, in the shape of langchain's `humanInTheLoopMiddleware`:
+   * `{ send_email: true, delete_file: { allowedDecisions: ["approve", "reject"] } }`, or that
+   * middleware's whole configuration (`{ interruptOn, descriptionPrefix }`) so one definition serves
+   * both. When guest code calls a listed tool (or `task()`, with `task` listed), the eval pauses with
+   * LangGraph's `interrupt()` and the standard HITL request; resuming with
+   * `new Command({ resume: { decisions: [...] } })` runs it again from its start, answering earlier
+   * calls from a journal kept in the checkpointer. Needs a checkpointer.
+   */
+  interruptOn?: HumanInTheLoopMiddlewareConfig["interruptOn"] | HumanInTheLoopMiddlewareConfig;
   /** Most interpreter sessions kept alive at once; the least recently used idle one is closed first. Default 64. */
   maxLiveSessions?: number;
   /** An idle session is closed after this many ms. Default 1800000 (30 min). */
@@ -128,6 +144,21 @@ export interface ResolvedOptions {
   sessionIdleTimeoutMs: number;
   clock: SandboxClock;
   randomSeed: number | undefined;
+  interruptOn: ResolvedInterruptOn;
+}
+
+/** How calls of one tool are reviewed. */
+export interface ResolvedReview {
+  allowedDecisions: readonly DecisionType[];
+  description: InterruptOnConfig["description"];
+  argsSchema: Record<string, unknown> | undefined;
+  when: InterruptOnConfig["when"];
+}
+
+/** The `interruptOn` option, normalised: reviewed tools by name (tools set to `false` left out). */
+export interface ResolvedInterruptOn {
+  tools: ReadonlyMap<string, ResolvedReview>;
+  descriptionPrefix: string;
 }
 
 /** The `ptc` option, normalised: which presets, which names, which instances. */
@@ -164,8 +195,14 @@ export const DEFAULTS = Object.freeze({
 const KNOWN_KEYS: ReadonlySet<string> = new Set<keyof CodeInterpreterMiddlewareOptions>([
   "memoryLimitBytes", "maxStackSizeBytes", "executionTimeoutMs", "wallTimeoutMs", "toolName", "captureConsole",
   "maxResultChars", "maxKeptOutputChars", "systemPrompt", "ptc", "ptcAcknowledgeUnsafe", "maxPtcCalls", "ptcQuotas", "subagents", "subagentTimeoutMs", "mode",
-  "maxSnapshotBytes", "snapshotSigningKey", "maxLiveSessions", "sessionIdleTimeoutMs", "clock", "randomSeed",
+  "maxSnapshotBytes", "snapshotSigningKey", "maxLiveSessions", "sessionIdleTimeoutMs", "clock", "randomSeed", "interruptOn",
 ]);
+
+const DECISION_TYPES: readonly DecisionType[] = ["approve", "edit", "reject"];
+const REVIEW_KEYS: ReadonlySet<string> = new Set(["allowedDecisions", "description", "argsSchema", "when"]);
+const HITL_CONFIG_KEYS: ReadonlySet<string> = new Set(["interruptOn", "descriptionPrefix"]);
+/** humanInTheLoopMiddleware's default description prefix. */
+const DEFAULT_DESCRIPTION_PREFIX = "Tool execution requires approval";
 
 // Bounds of the engine's own validation (src/sandbox.ts), checked here so mistakes surface at construction.
 const MIN_MEMORY_BYTES = 1024 * 1024;
@@ -307,6 +344,65 @@ function resolveSigningKey(value: unknown): Uint8Array | undefined {
   return bytes;
 }
 
+function resolveReview(tool: string, value: unknown): ResolvedReview | undefined {
+  const at = `interruptOn.${tool}`;
+  if (value === false) return undefined;
+  if (value === true) return { allowedDecisions: DECISION_TYPES, description: undefined, argsSchema: undefined, when: undefined };
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    fail(`${at} must be true, false or { allowedDecisions, description?, argsSchema?, when? }, got ${describe(value)}`);
+  }
+  for (const key of Object.keys(value)) {
+    if (!REVIEW_KEYS.has(key)) fail(`${at}: unknown key ${JSON.stringify(key)}; valid keys: ${[...REVIEW_KEYS].join(", ")}`);
+  }
+  const v = value as Record<string, unknown>;
+  const decisions = v["allowedDecisions"];
+  if (!Array.isArray(decisions) || decisions.length === 0 || !decisions.every((d) => DECISION_TYPES.includes(d as DecisionType))) {
+    fail(`${at}.allowedDecisions must be a non-empty list of ${DECISION_TYPES.map((d) => `"${d}"`).join(", ")}, got ${describe(decisions)}`);
+  }
+  const description = v["description"];
+  if (description !== undefined && typeof description !== "string" && typeof description !== "function") {
+    fail(`${at}.description must be a string or a function, got ${describe(description)}`);
+  }
+  const argsSchema = v["argsSchema"];
+  if (argsSchema !== undefined && (typeof argsSchema !== "object" || argsSchema === null || Array.isArray(argsSchema))) {
+    fail(`${at}.argsSchema must be a JSON Schema object, got ${describe(argsSchema)}`);
+  }
+  const when = v["when"];
+  if (when !== undefined && typeof when !== "function") fail(`${at}.when must be a function, got ${describe(when)}`);
+  return {
+    allowedDecisions: [...new Set(decisions as DecisionType[])],
+    description: description as ResolvedReview["description"],
+    argsSchema: argsSchema as Record<string, unknown> | undefined,
+    when: when as ResolvedReview["when"],
+  };
+}
+
+/** Accepts a tool map, or a whole humanInTheLoopMiddleware configuration (`{ interruptOn, descriptionPrefix }`). */
+function resolveInterruptOn(value: unknown, toolName: string): ResolvedInterruptOn {
+  const tools = new Map<string, ResolvedReview>();
+  if (value === undefined) return { tools, descriptionPrefix: DEFAULT_DESCRIPTION_PREFIX };
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    fail(`interruptOn must be an object of tool name -> true | { allowedDecisions }, or a humanInTheLoopMiddleware configuration, got ${describe(value)}`);
+  }
+  const v = value as Record<string, unknown>;
+  const inner = v["interruptOn"];
+  const isHitlConfig = Object.keys(v).every((k) => HITL_CONFIG_KEYS.has(k)) && (inner === undefined || (typeof inner === "object" && inner !== null && !Array.isArray(inner)));
+  let map = v;
+  let descriptionPrefix = DEFAULT_DESCRIPTION_PREFIX;
+  if (isHitlConfig) {
+    map = (inner ?? {}) as Record<string, unknown>;
+    const prefix = v["descriptionPrefix"];
+    if (prefix !== undefined && typeof prefix !== "string") fail(`interruptOn.descriptionPrefix must be a string, got ${describe(prefix)}`);
+    descriptionPrefix = prefix ?? DEFAULT_DESCRIPTION_PREFIX;
+  }
+  for (const [tool, config] of Object.entries(map)) {
+    if (tool === toolName) fail(`interruptOn.${tool}: the interpreter's own tool is reviewed by humanInTheLoopMiddleware, not inside code`);
+    const review = resolveReview(tool, config);
+    if (review !== undefined) tools.set(tool, review);
+  }
+  return { tools, descriptionPrefix };
+}
+
 /** Validates `options` and fills in defaults. Throws a `TypeError` naming the offending option. */
 export function resolveOptions(options: CodeInterpreterMiddlewareOptions | undefined): ResolvedOptions {
   const input: Record<string, unknown> = (options ?? {}) as Record<string, unknown>;
@@ -345,7 +441,7 @@ export function resolveOptions(options: CodeInterpreterMiddlewareOptions | undef
     wallTimeoutMs,
     toolName,
     captureConsole: booleanOption("captureConsole", input.captureConsole, DEFAULTS.captureConsole),
-    maxResultChars: integerOption("maxResultChars", input.maxResultChars, DEFAULTS.maxResultChars, 100),
+    maxResultChars: integerOption("maxResultChars", input.maxResultChars, DEFAULTS.maxResultChars, MIN_RESULT_CHARS),
     maxKeptOutputChars: integerOption("maxKeptOutputChars", input.maxKeptOutputChars, DEFAULTS.maxKeptOutputChars, 0),
     systemPrompt: resolveSystemPrompt(input.systemPrompt),
     ptc: resolvePtc(input.ptc, acknowledged, toolName),
@@ -360,5 +456,6 @@ export function resolveOptions(options: CodeInterpreterMiddlewareOptions | undef
     sessionIdleTimeoutMs: integerOption("sessionIdleTimeoutMs", input.sessionIdleTimeoutMs, DEFAULTS.sessionIdleTimeoutMs, 1000),
     clock: resolveClock(input.clock),
     randomSeed: integerOption("randomSeed", input.randomSeed, undefined, 0),
+    interruptOn: resolveInterruptOn(input.interruptOn, toolName),
   };
 }

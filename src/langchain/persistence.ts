@@ -1,10 +1,14 @@
 /**
- * Interpreter state in graph state (mode "thread") and rollback to the last good state.
+ * Interpreter state kept with the thread (mode "thread") and rollback to the last good state.
  *
- * - After each agent run (`afterAgent`) the thread's sandbox is snapshotted into a private key of
- *   the middleware's state schema, signed with `snapshotSigningKey` when given (bound to the thread
- *   id and a turn counter kept beside it), so any checkpointer persists it and time travel brings
- *   back the matching interpreter state. A snapshot whose body did not change is not written again.
+ * - After each agent run (`afterAgent`) the thread's sandbox is snapshotted, signed with
+ *   `snapshotSigningKey` when given (bound to the thread id and a turn counter kept beside it).
+ *   When the agent has a `store`, the snapshot goes there as content-addressed chunks
+ *   (thread-blobs.ts) and a private key of the middleware's state schema holds only its turn and
+ *   reference: checkpointers write every channel at every super-step, so graph state must stay
+ *   small, and a turn then stores only the chunks it changed. Without a store the deflated
+ *   snapshot itself sits in that key. Either way time travel brings back the matching state. A
+ *   snapshot whose body did not change is not written again.
  * - Before a run (`beforeAgent`), a thread whose live session does not hold that stored turn (a new
  *   process, another replica, an evicted session, time travel) is restored from it on its next eval.
  * - After every eval that completed (returned a value or threw), an unsigned in-memory snapshot is
@@ -12,6 +16,8 @@
  *   abort puts it back, so no half-mutated globals survive.
  * Whatever is lost on the way is told to the model in one line, on its next eval.
  */
+import { createHash } from "node:crypto";
+import type { BaseStore } from "@langchain/langgraph";
 import { z } from "zod";
 import { Sandbox } from "../sandbox.js";
 import { SandboxError, type SandboxErrorCode } from "../errors.js";
@@ -19,6 +25,7 @@ import { SNAPSHOT_OVERHEAD_BYTES, type NotRestored, type RestoreOptions } from "
 import type { SandboxOptions } from "../types.js";
 import type { ResolvedOptions } from "./options.js";
 import { PERSISTENCE_TEXT } from "./prompts.js";
+import { ThreadBlobs } from "./thread-blobs.js";
 
 /** Graph-state key holding the snapshot; the leading underscore keeps it out of the agent's output. */
 export const SNAPSHOT_STATE_KEY = "_codeInterpreterSnapshot";
@@ -26,8 +33,10 @@ export const SNAPSHOT_STATE_KEY = "_codeInterpreterSnapshot";
 const storedSnapshot = z.object({
   /** Turn counter the snapshot is signed for; increases with every stored change. */
   turn: z.number().int().nonnegative(),
-  /** The snapshot, base64 (every checkpointer serializer keeps strings), or absent when not stored. */
+  /** The snapshot, base64 (every checkpointer serializer keeps strings), when kept in graph state (no store). */
   data: z.string().optional(),
+  /** Reference of the snapshot in the agent's store (see thread-blobs.ts), when kept there. */
+  ref: z.string().optional(),
   /** One line for the model when the state could not be stored (read on the next run, in any process). */
   notice: z.string().optional(),
 });
@@ -35,15 +44,36 @@ const storedSnapshot = z.object({
 /** A thread's stored interpreter state, as graph state holds it. */
 export type StoredSnapshot = z.infer<typeof storedSnapshot>;
 
+/**
+ * Snapshots a thread keeps in the store: older ones are collected with their unshared chunks, so
+ * time travel further back than this many stored changes finds no state (the model is told).
+ */
+export const KEPT_SNAPSHOTS_PER_THREAD = 8;
+
 /** The middleware's state schema: one private key. */
 export const persistenceStateSchema = z.object({ [SNAPSHOT_STATE_KEY]: storedSnapshot.optional() });
+
+/** A snapshot waiting to be restored into the session's next sandbox. */
+export interface PendingRestore {
+  bytes?: Uint8Array;
+  /** Store reference of a snapshot kept in the store, read by `load`. */
+  ref?: string;
+  /** The read under way, and the store it reads from (each agent run hands nodes a store of its own). */
+  reading?: { store: BaseStore; done: Promise<void> };
+  /** Why the read failed; the sandbox opens fresh and says so. */
+  unreadable?: unknown;
+  turn?: number;
+  what: "stored" | "rollback";
+}
 
 /** What a session keeps for persistence and rollback. */
 export interface PersistenceState {
   /** Turn of the stored snapshot the live sandbox started from or last wrote; -1 when none. */
   turn: number;
-  /** Snapshot to restore from when the session next opens a sandbox. */
-  pending: { bytes: Uint8Array; turn?: number; what: "stored" | "rollback" } | undefined;
+  /** Snapshot to restore from when the session next opens a sandbox: its bytes, or its store reference until `load`. */
+  pending: PendingRestore | undefined;
+  /** Digest of the snapshot body at `turn` when it is kept in the store, to skip writing an unchanged state. */
+  storedBody: string | undefined;
   /** In-memory snapshot after the last completed eval, for rollback. */
   lastGood: Uint8Array | undefined;
   /** One-line notices for the model's next eval. */
@@ -51,7 +81,7 @@ export interface PersistenceState {
 }
 
 export function initPersistenceState(): PersistenceState {
-  return { turn: -1, pending: undefined, lastGood: undefined, notices: [] };
+  return { turn: -1, pending: undefined, storedBody: undefined, lastGood: undefined, notices: [] };
 }
 
 /** The snapshot stored in a graph state, if there is one of the expected shape. */
@@ -106,6 +136,7 @@ export class Persistence {
     const pending = state.pending;
     state.pending = undefined;
     if (pending === undefined) return new Sandbox(this.#sandboxOptions);
+    if (pending.bytes === undefined) return this.#fresh(state, pending.what, pending.unreadable ?? new SandboxError("INVALID_SNAPSHOT", "the state is kept in the agent's store, and it was not read"));
     const signing = pending.turn === undefined ? undefined : this.#signing(threadId, pending.turn);
     try {
       const { sandbox, notRestored } = Sandbox.restore(pending.bytes, {
@@ -114,11 +145,45 @@ export class Persistence {
         ...(signing === undefined ? {} : { signing }),
       });
       if (notRestored.length > 0) state.notices.push(PERSISTENCE_TEXT.notRestored(notRestored.map((n: NotRestored) => `${n.name} (${n.type})`)));
+      if (pending.ref !== undefined) state.storedBody = bodyDigest(pending.bytes);
       return sandbox;
     } catch (error) {
-      state.turn = -1;
-      state.notices.push(PERSISTENCE_TEXT.restoreFailed(pending.what, reasonOf(error)));
-      return new Sandbox(this.#sandboxOptions);
+      return this.#fresh(state, pending.what, error);
+    }
+  }
+
+  /** Forgets the state that could not be restored, tells the model, and opens a fresh sandbox. */
+  #fresh(state: PersistenceState, what: "stored" | "rollback", error: unknown): Sandbox {
+    state.turn = -1;
+    state.storedBody = undefined;
+    state.notices.push(PERSISTENCE_TEXT.restoreFailed(what, reasonOf(error)));
+    return new Sandbox(this.#sandboxOptions);
+  }
+
+  /**
+   * Reads a pending snapshot kept in `store`, so the session's next sandbox can be restored from
+   * it. Called before a run's first eval opens the sandbox, and already by `beforeAgent` without
+   * waiting, so the store read overlaps the model call. A state that cannot be read (no store,
+   * collected, a chunk missing or altered) stays pending with the reason: the sandbox then opens
+   * fresh and the model is told once.
+   */
+  async load(state: PersistenceState, store: BaseStore | undefined, threadId: string): Promise<void> {
+    const pending = state.pending;
+    if (pending?.ref === undefined || pending.bytes !== undefined || pending.unreadable !== undefined) return;
+    if (store === undefined) {
+      pending.unreadable = new SandboxError("INVALID_SNAPSHOT", "the state is kept in a store, and this agent was given none");
+      return;
+    }
+    // A read started in an earlier run used that run's store, which may have stopped before answering.
+    if (pending.reading?.store !== store) pending.reading = { store, done: this.#read(state, pending, store, threadId) };
+    await pending.reading.done;
+  }
+
+  async #read(state: PersistenceState, pending: PendingRestore, store: BaseStore, threadId: string): Promise<void> {
+    try {
+      pending.bytes = await new ThreadBlobs(store, threadId, "snapshot", KEPT_SNAPSHOTS_PER_THREAD).read(pending.ref!, this.#options.maxSnapshotBytes);
+    } catch (error) {
+      pending.unreadable = error;
     }
   }
 
@@ -126,12 +191,15 @@ export class Persistence {
   prepare(state: PersistenceState, stored: StoredSnapshot | undefined, live: boolean): boolean {
     if (stored === undefined) return false;
     if (stored.notice !== undefined && stored.turn !== state.turn) state.notices.push(stored.notice);
-    if (stored.data === undefined || (live && stored.turn === state.turn)) {
+    if ((stored.data === undefined && stored.ref === undefined) || (live && stored.turn === state.turn)) {
       state.turn = stored.turn;
       return false;
     }
-    state.pending = { bytes: Buffer.from(stored.data, "base64"), turn: stored.turn, what: "stored" };
+    state.pending = stored.data !== undefined
+      ? { bytes: Buffer.from(stored.data, "base64"), turn: stored.turn, what: "stored" }
+      : { ref: stored.ref!, turn: stored.turn, what: "stored" };
     state.turn = stored.turn;
+    state.storedBody = undefined;
     return true;
   }
 
@@ -143,36 +211,56 @@ export class Persistence {
   prepareOnEval(state: PersistenceState, graphState: unknown, evicted: "idle" | "capacity" | undefined): void {
     if (!this.storesThread || state.turn !== -1 || state.pending !== undefined) return;
     const stored = storedSnapshotOf(graphState);
-    if (stored?.data === undefined) return;
+    if (stored?.data === undefined && stored?.ref === undefined) return;
     this.prepare(state, stored, false);
     if (evicted !== undefined) state.notices.push(PERSISTENCE_TEXT.evicted(evicted));
   }
 
   /**
    * After a run: the graph-state update storing the sandbox's snapshot, or `undefined` when nothing
-   * changed. A snapshot over `maxSnapshotBytes` is not stored; the stored one is cleared so a later
-   * restore cannot bring back an outdated state, and the model is told.
+   * changed. With a `store`, the snapshot's chunks go there and graph state gets its reference;
+   * without one, graph state gets the snapshot. A snapshot over `maxSnapshotBytes`, or one the
+   * store refused, is not stored; the stored one is cleared so a later restore cannot bring back
+   * an outdated state, and the model is told.
    */
-  store(state: PersistenceState, sandbox: Sandbox | undefined, stored: StoredSnapshot | undefined, threadId: string): StoredSnapshot | undefined {
+  async store(state: PersistenceState, sandbox: Sandbox | undefined, stored: StoredSnapshot | undefined, threadId: string, store?: BaseStore): Promise<StoredSnapshot | undefined> {
     if (sandbox === undefined || sandbox.disposed) return undefined;
     const turn = (stored?.turn ?? 0) + 1;
     const signing = this.#signing(threadId, turn);
-    let bytes: Uint8Array;
-    try {
-      // Deflated: graph state is written by every checkpoint; records of one shape shrink several times.
-      bytes = sandbox.snapshot({ maxSnapshotBytes: this.#options.maxSnapshotBytes, compress: true, ...(signing === undefined ? {} : { signing }) });
-    } catch (error) {
+    const notStored = (error: unknown): StoredSnapshot => {
       const notice = PERSISTENCE_TEXT.notStored(reasonOf(error));
       state.notices.push(notice);
       state.turn = turn;
+      state.storedBody = undefined;
       return { turn, notice };
+    };
+    let bytes: Uint8Array;
+    try {
+      // Chunks are deflated one by one in the store; graph state is written by every checkpoint, so
+      // a snapshot kept there is deflated whole (records of one shape shrink several times).
+      bytes = sandbox.snapshot({ maxSnapshotBytes: this.#options.maxSnapshotBytes, compress: store === undefined, ...(signing === undefined ? {} : { signing }) });
+    } catch (error) {
+      return notStored(error);
     }
-    if (stored?.data !== undefined && sameBody(Buffer.from(stored.data, "base64"), bytes)) {
-      state.turn = stored.turn;
-      return undefined;
+    if (store === undefined) {
+      if (stored?.data !== undefined && sameBody(Buffer.from(stored.data, "base64"), bytes)) {
+        state.turn = stored.turn;
+        return undefined;
+      }
+      state.turn = turn;
+      return { turn, data: Buffer.from(bytes).toString("base64") };
+    }
+    const body = bodyDigest(bytes);
+    if (stored?.ref !== undefined && state.turn === stored.turn && state.storedBody === body) return undefined;
+    let ref: string;
+    try {
+      ref = await new ThreadBlobs(store, threadId, "snapshot", KEPT_SNAPSHOTS_PER_THREAD).write(bytes);
+    } catch (error) {
+      return notStored(error);
     }
     state.turn = turn;
-    return { turn, data: Buffer.from(bytes).toString("base64") };
+    state.storedBody = body;
+    return { turn, ref };
   }
 
   /** After a completed eval: remembers the sandbox's state for rollback (dropped when it cannot be taken). */
@@ -190,6 +278,11 @@ export class Persistence {
     state.pending = { bytes: state.lastGood, what: "rollback" };
     return PERSISTENCE_TEXT.rolledBack(code);
   }
+}
+
+/** Digest of a snapshot's body, without the header (turn) and trailer (signature) that change every run. */
+function bodyDigest(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes.subarray(SNAPSHOT_OVERHEAD_BYTES - 32, bytes.length - 32)).digest("hex");
 }
 
 /**

@@ -20,6 +20,8 @@ export type PromptMode = "thread" | "turn" | "call";
 export interface PtcToolInfo extends ToolSignatureInput {
   /** Calls of this tool allowed per eval, when a per-tool quota is set. */
   quota?: number;
+  /** Calls of this tool pause for human review (`interruptOn`). */
+  reviewed?: boolean;
 }
 
 /** A subagent type `task()` can dispatch to. */
@@ -53,6 +55,8 @@ export interface PromptInput {
   ptcTools: readonly PtcToolInfo[];
   /** Whether the `task()` global is installed. */
   taskAvailable: boolean;
+  /** Whether `task()` calls pause for human review (`interruptOn.task`). */
+  taskReviewed?: boolean;
   /** `real`: the host clock; `frozen`: fixed for the duration of each eval; `host`: supplied by the application. */
   clock: "real" | "frozen" | "host";
   /** Whether `Math.random()` is seeded (reproducible). */
@@ -130,8 +134,19 @@ export function renderPtcSection(input: PromptInput): string {
     "- Chain dependent calls inside one program instead of making one tool call per step, and end with an expression holding the final value.",
     "- A failing tool throws an `Error` with the tool's error name and message; use `try`/`catch` or `Promise.allSettled` to continue past failures.",
     `- ${budget}${quotas.length > 0 ? ` Per-tool limits per program: ${quotas.join(", ")}.` : ""}`,
-    "- `tools` calls run inside an already-approved interpreter call, so they skip any human approval (`interruptOn`) that calling those tools directly would need. Never use them to get around an approval: when an action needs the user's consent, call the tool directly.",
+    reviewText(input) ?? "- `tools` calls run inside an already-approved interpreter call, so they skip any human approval (`interruptOn`) that calling those tools directly would need. Never use them to get around an approval: when an action needs the user's consent, call the tool directly.",
   ].join("\n");
+}
+
+/**
+ * The rule of reviewed calls (approval.ts): the program pauses there and is run again from its
+ * start, earlier calls answered from a record, so it must repeat the same calls.
+ */
+function reviewText(input: PromptInput): string | undefined {
+  const names = input.ptcTools.filter((tool) => tool.reviewed === true).map((tool) => `\`tools.${tool.camelName}\``);
+  if (input.taskAvailable && input.taskReviewed === true) names.push("`task()`");
+  if (names.length === 0) return undefined;
+  return `- **Reviewed calls**: ${names.join(", ")} ${names.length === 1 ? "waits" : "wait"} for a human to approve, edit or reject the call. The program pauses there; once the human answers, it runs again from its start, and every call it made before the pause is answered from a record instead of running again. So a program that makes a reviewed call must make the same calls with the same arguments when run again: derive them from your code, earlier results${input.clock === "real" ? " and \`Math.random()\` (it repeats exactly; \`Date\` does not)" : ", \`Date\` and \`Math.random()\` (both repeat exactly)"}, and \`await\` each reviewed call. A program that calls something else when run again is stopped with \`ReplayDivergenceError\`. A rejected call throws \`ToolCallRejectedError\` with the reviewer's message; catch it to continue without that call.`;
 }
 
 /** The "dispatching subagents with `task`" section. */
@@ -171,7 +186,9 @@ export function renderTaskSection(input: PromptInput): string {
     ...(input.mode === "call" ? [] : ["- **Reuse variables from earlier calls**: results stored in top-level variables are still there; do not dispatch the same work twice."]),
     `- Time spent waiting for subagents does not count as execution time, and \`task\` calls do not count toward the \`tools\` call limit.${input.subagentTimeoutMs === undefined ? "" : ` Each subagent may run for up to ${formatMs(input.subagentTimeoutMs)}, and a call that uses \`task\` gets that much extra time in total.`} When the interpreter call ends (error, time limit, abort), its running subagents are cancelled.`,
     "- A failed subagent rejects with an `Error` naming its type; catch it or use `Promise.allSettled`.",
-    "- Subagents started from code run inside an already-approved interpreter call and skip the human approval (`interruptOn`) that a direct `task` call may need.",
+    input.taskReviewed === true
+      ? input.ptcTools.length > 0 ? "- Each `task` call waits for a human to approve it first: see **Reviewed calls** above." : reviewText(input)!
+      : "- Subagents started from code run inside an already-approved interpreter call and skip the human approval (`interruptOn`) that a direct `task` call may need.",
   ].join("\n");
 }
 
@@ -211,6 +228,7 @@ const ERROR_LABELS: Record<SandboxErrorCode, string> = {
   BUSY: "InterpreterBusyError",
   BROKEN: "InterpreterBrokenError",
   UNSERIALIZABLE: "UnserializableResultError",
+  COPY_LIMIT: "CopyLimitError",
   INVALID_ARGUMENT: "InvalidArgumentError",
   INVALID_SNAPSHOT: "InvalidSnapshotError",
 };
@@ -220,6 +238,11 @@ export const OUTPUT_TEXT = Object.freeze({
   /** Marker placed where the middle of an oversized part was cut, naming where the full text is when it was kept. */
   truncated: (omittedChars: number, kept?: KeptOutput): string =>
     `\n… [${omittedChars.toLocaleString("en-US")} characters omitted${kept === undefined ? "" : `; ${keptText(kept)}`}] …\n`,
+  /** The same marker, shorter, for a small `maxResultChars`: where the full text is, tersely. */
+  truncatedCompact: (omittedChars: number, kept: KeptOutput): string =>
+    `\n… [${omittedChars.toLocaleString("en-US")} omitted; full text: ${kept.store === "files" ? `read_file ${kept.path}` : `readOutput(${JSON.stringify(kept.path)})`}] …\n`,
+  /** The shortest marker, when nothing longer fits. */
+  truncatedBrief: (omittedChars: number): string => `\n… [${omittedChars.toLocaleString("en-US")} cut] …\n`,
   /** Error thrown by `readOutput` for a path the store does not hold (never kept, or evicted). */
   noKeptOutput: (path: string): string => `No kept output at ${JSON.stringify(path)}: it was never kept or was dropped to make room for newer ones`,
   /** The one-line outcome closing every eval output. */
@@ -253,9 +276,9 @@ export const HINT_TEXT = Object.freeze({
   /** `JSON.parse` was given an object, which it turned into the text "[object Object]". */
   jsonParseObject:
     "`JSON.parse` was given a value that is already an object (it became the text \"[object Object]\"). Tool results arrive as JavaScript values: use them directly, without `JSON.parse`.",
-  /** The final value is a promise nobody awaited. */
+  /** The final value is a promise that can never settle (a final promise is awaited; this one waited on nothing left to run). */
   unawaitedPromise:
-    "The result is a promise that was never awaited. Put `await` before the call (`await tools.x({...})`, `await Promise.all([...])`) so the result is its value.",
+    "The result is a promise that can never settle: nothing it waits for is still running (no tool call, no pending callback). Make sure every path resolves or rejects it, and `await` the calls it depends on (`await tools.x({...})`, `await Promise.all([...])`).",
   /** `tools.x` was called with something other than one object. */
   toolNonObject: (camelName: string, fields: readonly string[]): string =>
     `Call \`tools.${camelName}\` with one object holding its input fields: \`tools.${camelName}({ ${fields.length === 0 ? "..." : fields.map((f) => `${f}: ...`).join(", ")} })\`.`,
@@ -299,3 +322,44 @@ export const PERSISTENCE_TEXT = Object.freeze({
   rolledBackFresh: (code: string): string =>
     `Because this call was stopped (${code}) and no earlier call completed, the interpreter starts fresh: changes made by this call are undone.`,
 });
+
+/** What the model and the reviewer read about reviewed calls from code (see approval.ts). */
+export const APPROVAL_TEXT = Object.freeze({
+  /** Message of the guest error when the reviewer rejected a call without a message of their own. */
+  rejected: (tool: string): string => `The reviewer rejected this call to ${tool}`,
+  /** A reviewed call that cannot pause the eval. */
+  unavailable: (reason: string): string => `This call needs human review, but the eval cannot pause for it: ${reason}`,
+  /** The pause could not be stored, so the eval was stopped without asking. */
+  notPaused: (reason: string): string =>
+    `ApprovalError: this eval reached a call that needs human review but could not pause for it (${reason}). The eval was stopped before that call; nothing after it ran.`,
+  /** The journal of a resumed eval is missing or unusable. */
+  noJournal: (reason: string): string =>
+    `ApprovalError: the review was answered, but the paused eval cannot be resumed (${reason}). Nothing ran again; call the tool again in a new eval if it is still needed.`,
+  /** A resumed eval made another call than the journal holds at that position. */
+  diverged: (position: number, expected: { name: string; args: unknown }, actual: { name: string; args: unknown }): string =>
+    `the resumed eval did not repeat its first run: call #${position + 1} was ${actual.name}(${briefArgs(actual.args)}) but the first run called ${expected.name}(${briefArgs(expected.args)}). The eval was stopped there; nothing ran twice. Code that pauses for review must make the same calls with the same arguments when run again.`,
+  /** A resumed eval ended without reaching the paused call. */
+  endedEarly: (tool: string): string =>
+    `the resumed eval ended before reaching the call to ${tool} it paused on; that call did not run. Code that pauses for review must make the same calls with the same arguments when run again.`,
+  /** A resumed eval whose tools this process does not know (no model call yet, tools named in `ptc`). */
+  toolsUnknown: (names: readonly string[]): string =>
+    `the paused eval called ${names.join(", ")}, which this process does not know yet (tools named in ptc are learned from the agent's model calls); pass those tools as instances in ptc so any process can resume. Nothing ran.`,
+  /** Malformed resume values (thrown from the eval tool; the ToolNode reports them). */
+  badResume: (tool: string, decisions: unknown): string =>
+    `Resume a call to ${tool} from code with { decisions: [one decision] }; got ${Array.isArray(decisions) ? `${decisions.length} decisions` : "no decisions list"}`,
+  notAllowed: (tool: string, type: unknown, allowed: readonly string[]): string =>
+    `Decision ${JSON.stringify(type)} is not allowed for ${tool}; allowed: ${allowed.join(", ")}`,
+  editRenames: (tool: string, name: unknown): string => `An edit of a call to ${tool} from code must keep editedAction.name "${tool}", got ${JSON.stringify(name)}`,
+  editArgs: (tool: string): string => `An edit of a call to ${tool} needs editedAction.args as an object`,
+  rejectMessage: (tool: string): string => `The message of a rejected call to ${tool} must be a string`,
+});
+
+function briefArgs(args: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(args) ?? "";
+  } catch {
+    text = "…";
+  }
+  return text.length > 120 ? `${text.slice(0, 119)}…` : text;
+}

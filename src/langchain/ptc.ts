@@ -7,6 +7,7 @@ import type { StructuredToolInterface, ToolRunnableConfig } from "@langchain/cor
 import { assertNoCamelCollisions, isToolInstance, SAFE_PTC_TOOL_NAMES, TASK_TOOL_NAME, type ResolvedPtcSpec } from "./options.js";
 import type { EvalActivity } from "./activity.js";
 import { camelCaseToolName } from "./signatures.js";
+import type { HostCallGate } from "./approval.js";
 
 /** A tool exposed to guest code. */
 export interface PtcTool {
@@ -119,12 +120,14 @@ export class PtcEvalContext {
   readonly #updates: StateUpdate[] = [];
   readonly #evalCallId: string;
   readonly #activity: EvalActivity | undefined;
+  readonly #gate: HostCallGate | undefined;
   #calls = 0;
   #state: unknown;
 
-  constructor(config: EvalRunConfig, limits: { maxPtcCalls: number | null; ptcQuotas: ReadonlyMap<string, number> }, activity?: EvalActivity) {
+  constructor(config: EvalRunConfig, limits: { maxPtcCalls: number | null; ptcQuotas: ReadonlyMap<string, number> }, activity?: EvalActivity, gate?: HostCallGate) {
     this.#config = config;
     this.#activity = activity;
+    this.#gate = gate;
     this.#maxCalls = limits.maxPtcCalls;
     this.#quotas = limits.ptcQuotas;
     this.#state = config.state;
@@ -149,11 +152,12 @@ export class PtcEvalContext {
   /**
    * Invokes `target` for guest code: validates the argument shape, charges the budgets, runs the
    * tool under the eval's run config (its callbacks make the call a child run), and converts the
-   * output. Rejections carry the tool error's class name and message.
+   * output. Rejections carry the tool error's class name and message. With a gate (human review),
+   * the gate decides whether the tool runs, with which arguments, or is answered from a journal.
    */
   async call(target: PtcTool, args: readonly unknown[], signal: AbortSignal): Promise<unknown> {
     const input = singleObjectArgument(target.camelName, args);
-    this.#charge(target.name);
+    this.#charge(target);
     const n = this.#calls;
     const config: EvalRunConfig = {
       ...withoutRunIdentity(this.#config),
@@ -164,18 +168,18 @@ export class PtcEvalContext {
       // (the eval runs under the run's signal), so it alone covers both; AbortSignal.any costs ~100 µs.
       signal,
     };
-    const progress = this.#activity?.toolStarted(target.name, signal);
-    let output: unknown;
-    let converted: { value: unknown; updates: StateUpdate[] };
-    try {
-      output = await target.tool.invoke(input, config);
-      converted = toGuestValue(output);
-    } catch (err) {
-      progress?.end(false);
-      throw guestFacingError(err);
-    }
-    progress?.end(true);
-    const { value, updates } = converted;
+    const live = async (toolInput: Record<string, unknown>): Promise<{ value: unknown; updates: StateUpdate[] }> => {
+      const progress = this.#activity?.toolStarted(target.name, signal);
+      try {
+        const converted = toGuestValue(await target.tool.invoke(toolInput, config));
+        progress?.end(true);
+        return converted;
+      } catch (err) {
+        progress?.end(false);
+        throw guestFacingError(err);
+      }
+    };
+    const { value, updates } = this.#gate === undefined ? await live(input) : await this.#gate.call({ kind: "tool", name: target.name, args: input }, live);
     if (updates.length > 0) {
       this.#updates.push(...updates);
       this.#state = applyToStateView(this.#state, updates);
@@ -183,10 +187,10 @@ export class PtcEvalContext {
     return value;
   }
 
-  #charge(toolName: string): void {
+  #charge({ name: toolName, camelName }: PtcTool): void {
     if (this.#maxCalls !== null && this.#calls >= this.#maxCalls) {
       throw new PTCCallBudgetExceededError(
-        `This eval already made ${this.#maxCalls} tool calls, the limit per eval; continue in a new eval call`,
+        `tools.${camelName} was refused: this eval already made ${this.#maxCalls} tool calls, the limit per eval; continue in a new eval call`,
         this.#maxCalls,
         toolName,
       );
@@ -194,7 +198,7 @@ export class PtcEvalContext {
     const quota = this.#quotas.get(toolName);
     const used = this.#perTool.get(toolName) ?? 0;
     if (quota !== undefined && used >= quota) {
-      throw new PTCCallBudgetExceededError(`This eval already made ${quota} calls to ${toolName}, its limit per eval`, quota, toolName);
+      throw new PTCCallBudgetExceededError(`tools.${camelName} was refused: this eval already made ${quota} calls to ${toolName}, its limit per eval`, quota, toolName);
     }
     this.#calls++;
     this.#perTool.set(toolName, used + 1);
@@ -259,28 +263,39 @@ function commandUpdates(update: unknown): StateUpdate[] {
  * Converts a tool's output for guest code. Plain return values stay typed; a message is unwrapped
  * to its content (a JSON string stays a string); text content blocks become one string; an error `ToolMessage` becomes a rejection; a
  * `Command` yields the content of its ToolMessage as the value and its other updates as state writes
- * (its `messages` are dropped: they answer a tool call the model never made).
+ * (its `messages` are dropped: they answer a tool call the model never made). A list of messages
+ * and `Command`s (what a ToolNode accepts from a tool) follows one rule, as both peers do: the value
+ * is the content of the last message in it, and every `Command`'s state writes apply, in order.
  */
 export function toGuestValue(output: unknown): { value: unknown; updates: StateUpdate[] } {
-  if (isCommandLike(output)) {
-    const tuples = commandUpdates(output.update);
-    let value: unknown = null;
+  const items = isToolOutput(output) ? [output] : isToolOutputList(output) ? output : undefined;
+  if (items !== undefined) {
+    let last: MessageLike | undefined;
     const updates: StateUpdate[] = [];
-    for (const [key, v] of tuples) {
-      if (key === "messages") {
-        const messages = Array.isArray(v) ? v : [v];
-        const last = messages.filter(isMessageLike).at(-1);
-        if (last !== undefined) value = unwrapMessage(last);
-      } else {
-        updates.push([key, v]);
+    for (const item of items) {
+      if (isMessageLike(item)) {
+        last = item;
+        continue;
+      }
+      for (const [key, v] of commandUpdates(item.update)) {
+        if (key !== "messages") updates.push([key, v]);
+        else last = (Array.isArray(v) ? v : [v]).filter(isMessageLike).at(-1) ?? last;
       }
     }
-    return { value, updates };
+    return { value: last === undefined ? null : unwrapMessage(last), updates };
   }
-  if (isMessageLike(output)) return { value: unwrapMessage(output), updates: [] };
   // LangChain reads an array of content blocks as message content (deepagents' read_file returns one).
   if (isTextBlockList(output)) return { value: joinText(output), updates: [] };
   return { value: toPlainData(output, new Map()), updates: [] };
+}
+
+/** A message or a `Command`. */
+function isToolOutput(x: unknown): x is MessageLike | { update?: unknown } {
+  return isCommandLike(x) || isMessageLike(x);
+}
+
+function isToolOutputList(x: unknown): x is Array<MessageLike | { update?: unknown }> {
+  return Array.isArray(x) && x.length > 0 && x.every(isToolOutput);
 }
 
 function unwrapMessage(message: MessageLike): unknown {

@@ -218,6 +218,8 @@ function propertyNotes(schema: JSONSchemaObject): string[] {
   const constraints: string[] = [];
   for (const keyword of ["format", "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "minItems", "maxItems"]) {
     const value = schema[keyword];
+    // zod gives every integer ±(2^53 - 1) bounds: they say nothing a caller must meet.
+    if (typeof value === "number" && Math.abs(value) >= Number.MAX_SAFE_INTEGER) continue;
     if (typeof value === "string" || typeof value === "number") constraints.push(`${keyword}: ${typeof value === "string" && keyword === "pattern" ? JSON.stringify(value) : value}`);
   }
   if (constraints.length > 0) notes.push(constraints.join(", "));

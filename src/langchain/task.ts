@@ -10,6 +10,7 @@ import type { HostCallContext } from "../types.js";
 import { isToolInstance, TASK_TOOL_NAME, type ResolvedOptions } from "./options.js";
 import type { SubagentInfo } from "./prompts.js";
 import { guestFacingError, toGuestValue, withoutRunIdentity, type EvalRunConfig } from "./ptc.js";
+import type { HostCallGate } from "./approval.js";
 
 /** Subagent calls in flight per session; more wait in a queue. */
 export const MAX_SUBAGENTS_IN_FLIGHT = 32;
@@ -169,8 +170,9 @@ function childSchemas(schema: Record<string, unknown>): unknown[] {
 
 /**
  * Checks a `responseSchema` against {@link RESPONSE_SCHEMA_LIMITS} and returns a plain-JSON copy.
- * Depth counts nested schemas (the root is 1, a property's schema 2, an array's item schema one
- * more); properties count every key of every `properties` object.
+ * Depth counts levels of nesting below the root, as the peers do (the root is 0, a property's
+ * schema 1, an array's item schema one more): `{ type: "string" }` inside five nested `properties`
+ * is depth 5. Properties count every key of every `properties` object.
  */
 export function checkResponseSchema(schema: unknown): Record<string, unknown> {
   const { maxBytes, maxDepth, maxProperties } = RESPONSE_SCHEMA_LIMITS;
@@ -198,7 +200,7 @@ export function checkResponseSchema(schema: unknown): Record<string, unknown> {
     if (typeof props === "object" && props !== null && !Array.isArray(props)) properties += Object.keys(props).length;
     for (const child of childSchemas(record)) walk(child, depth + 1);
   };
-  walk(copy, 1);
+  walk(copy, 0);
   if (deepest > maxDepth) throw new RangeError(`task: responseSchema nests schemas ${deepest} levels deep; the depth limit is ${maxDepth}`);
   if (properties > maxProperties) {
     throw new RangeError(`task: responseSchema declares ${properties} properties in total; the limit is ${maxProperties}`);
@@ -274,10 +276,12 @@ class TaskEvalScope {
   readonly #timeoutMs: number;
   readonly #sink: SubagentActivitySink;
   readonly #evalCallId: string;
+  readonly #gate: HostCallGate | undefined;
   #calls = 0;
 
-  constructor(config: EvalRunConfig, catalog: TaskCatalog, limiter: InFlightLimiter, timeoutMs: number, sink: SubagentActivitySink) {
+  constructor(config: EvalRunConfig, catalog: TaskCatalog, limiter: InFlightLimiter, timeoutMs: number, sink: SubagentActivitySink, gate: HostCallGate | undefined) {
     this.#config = config;
+    this.#gate = gate;
     this.#catalog = catalog;
     this.#limiter = limiter;
     this.#timeoutMs = timeoutMs;
@@ -286,7 +290,21 @@ class TaskEvalScope {
   }
 
   async dispatch(args: readonly unknown[], signal: AbortSignal): Promise<unknown> {
-    const request = parseTaskRequest(args, this.#catalog.subagents.map((s) => s.name));
+    const validTypes = this.#catalog.subagents.map((s) => s.name);
+    const request = parseTaskRequest(args, validTypes);
+    if (this.#gate === undefined) return this.#run(request, signal);
+    // Reviewed and journaled like the task tool itself: its arguments are description and subagent_type.
+    const reviewArgs: Record<string, unknown> = { description: request.description, subagent_type: request.subagentType };
+    if (request.label !== undefined) reviewArgs["label"] = request.label;
+    if (request.responseSchema !== undefined) reviewArgs["response_schema"] = request.responseSchema;
+    const answer = await this.#gate.call({ kind: "task", name: TASK_TOOL_NAME, args: reviewArgs }, async (edited) => ({
+      value: await this.#run(parseTaskRequest([edited], validTypes), signal),
+      updates: [],
+    }));
+    return answer.value;
+  }
+
+  async #run(request: TaskRequest, signal: AbortSignal): Promise<unknown> {
     const id = ++this.#calls;
     // Queued calls leave the queue when the eval ends: the host signal fires then.
     await this.#limiter.acquire(signal);
@@ -327,9 +345,13 @@ class TaskEvalScope {
     // LangGraph lets a nested graph inherit the parent's abort signals from this key in preference
     // to `signal`; dropped, the subagent honours its own signal (the eval's end, its deadline).
     const { [PREGEL_ABORT_SIGNALS_KEY]: _parentSignals, ...inherited } = (configurable ?? {}) as Record<string, unknown>;
+    const toolCallId = `${this.#evalCallId}:task:${id}`;
     return {
       ...rest,
-      toolCallId: `${this.#evalCallId}:task:${id}`,
+      toolCallId,
+      // As a model's call would: deepagents then answers with the subagent's last non-empty AI
+      // message (its direct-invoke branch takes the last message, "Task completed" when empty).
+      toolCall: { id: toolCallId, name: this.#catalog.tool.name, args: { description: request.description, subagent_type: request.subagentType }, type: "tool_call" },
       ...(request.label === undefined ? {} : { runName: `task:${label}` }),
       configurable: {
         ...inherited,
@@ -411,7 +433,8 @@ export class TaskDispatcher {
   }
 
   /**
-   * Prepares an eval: installs `task` in the sandbox (once) and routes its calls to this eval.
+   * Prepares an eval: installs `task` in the sandbox (once) and routes its calls to this eval
+   * (through `gate` when calls are reviewed and journaled).
    * Returns the eval's wall budget, extended by the subagent budget, and `end` to call when the
    * eval is over; `undefined` when `task()` is not available.
    */
@@ -421,6 +444,7 @@ export class TaskDispatcher {
     config: EvalRunConfig,
     wallTimeoutMs: number,
     activity: SubagentActivitySink,
+    gate?: HostCallGate,
   ): { wallTimeoutMs: number; end: () => void } | undefined {
     const catalog = this.catalogFor(session);
     if (catalog === undefined) return undefined;
@@ -430,7 +454,7 @@ export class TaskDispatcher {
       limiter = new InFlightLimiter(MAX_SUBAGENTS_IN_FLIGHT, MAX_SUBAGENTS_QUEUED);
       this.#limiters.set(session, limiter);
     }
-    const scope = new TaskEvalScope(config, catalog, limiter, this.#timeoutMs, activity);
+    const scope = new TaskEvalScope(config, catalog, limiter, this.#timeoutMs, activity, gate);
     this.#active.set(session, scope);
     return {
       wallTimeoutMs: wallTimeoutMs + this.#timeoutMs,

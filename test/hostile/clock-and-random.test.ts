@@ -112,3 +112,27 @@ describe("Math.random", () => {
     }
   });
 });
+
+describe("an eval can be pinned to a clock and seed (to run it again exactly)", () => {
+  it("clockMs and randomSeed give a second sandbox the same Date.now() and Math.random() sequence, even with the real clock", async () => {
+    const code = "[Date.now(), Math.random(), Math.random(), new Date().getTimezoneOffset()]";
+    const a = await sandbox({ clock: "real" }).eval(code, { clockMs: 1_700_000_000_000, randomSeed: 42 });
+    const b = await sandbox().eval(code, { clockMs: 1_700_000_000_000, randomSeed: 42 });
+    expect(b).toEqual(a);
+    expect((a as number[])[0]).toBe(1_700_000_000_000);
+    expect((a as number[])[3]).toBe(0);
+  });
+
+  it("the next eval without them is back on the sandbox's own clock", async () => {
+    const sb = sandbox();
+    await sb.eval("1", { clockMs: 0 });
+    expect(await sb.eval("Date.now()")).toBeGreaterThan(1_000_000_000_000);
+  });
+
+  it("rejects a clockMs outside the Date range and a bad randomSeed with INVALID_ARGUMENT", async () => {
+    const sb = sandbox();
+    await expect(sb.eval("1", { clockMs: 9e15 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    await expect(sb.eval("1", { clockMs: Number.NaN })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    await expect(sb.eval("1", { randomSeed: -1 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+  });
+});

@@ -121,7 +121,7 @@ describe("a crowd of sessions", () => {
 });
 
 describe("session churn", () => {
-  it("keeps RSS within 10 MiB over 10,000 sessions created, fed hostile values and disposed", async () => {
+  it("does not grow RSS round after round of 2,000 sessions created, fed hostile values and disposed", async () => {
     const hostile = [
       "({ get x() { return 1; } })",
       "new Proxy({}, {})",
@@ -129,7 +129,7 @@ describe("session churn", () => {
       "(() => { const o = { self: null }; o.self = o; return o; })()",
       "Symbol('s')",
     ];
-    const round = (i: number): void => {
+    const session = (i: number): void => {
       const sb = new Sandbox({ memoryLimitBytes: 2 * MiB });
       try {
         sb.defineFunction("sink", () => 1);
@@ -140,16 +140,31 @@ describe("session churn", () => {
         sb.dispose();
       }
     };
+    // The event loop turns between batches, as in a server, so finalizers and deferred frees run.
+    const round = async (sessions: number): Promise<void> => {
+      for (let i = 0; i < sessions; i++) {
+        session(i);
+        if (i % 200 === 199) await new Promise((r) => setImmediate(r));
+      }
+    };
     if (SANITIZED) {
       // ASan's quarantine and shadow memory make RSS meaningless, and each round is ~20x slower:
       // run a short churn for memory errors; leaks are caught by the leak check (JS_ABORT_ON_LEAKS).
-      for (let i = 0; i < 500; i++) round(i);
+      await round(500);
       return;
     }
-    for (let i = 0; i < 2000; i++) round(i); // warm-up: V8 and the allocator reach their steady state
-    const before = await settledRss();
-    for (let i = 0; i < 10_000; i++) round(i);
-    const after = await settledRss();
-    expect(after - before).toBeLessThan(10 * MiB);
+    await round(2000); // warm-up: V8 and the allocator reach their steady state
+    const growth: number[] = [];
+    let last = await settledRss();
+    for (let r = 0; r < 5; r++) {
+      await round(2000);
+      const now = await settledRss();
+      growth.push(now - last);
+      last = now;
+    }
+    // A leak grows every round by the same amount (1 KiB per session is 2 MiB per round); the
+    // allocator's one-off jumps land in single rounds. The median round tells them apart.
+    growth.sort((a, b) => a - b);
+    expect(growth[2]).toBeLessThan(1.5 * MiB);
   }, 180_000);
 });

@@ -106,10 +106,11 @@ describe("shapes that explode time or memory", () => {
     expectMemoryBack(sb, baseline, 2 * 1024 * 1024);
   });
 
-  it("copies typed-array views sharing one buffer as views of one buffer", async () => {
+  it("copies typed-array views sharing one buffer as views of one buffer when that buffer is copied too", async () => {
     const sb = sandbox();
-    const [a, b] = (await sb.eval("const buf = new ArrayBuffer(8); [new Uint8Array(buf, 0, 4), new Uint32Array(buf, 4, 1)]")) as [Uint8Array, Uint32Array];
-    expect(a.buffer).toBe(b.buffer);
+    const [buf, a, b] = (await sb.eval("const buf = new ArrayBuffer(8); [buf, new Uint8Array(buf, 0, 4), new Uint32Array(buf, 4, 1)]")) as [ArrayBuffer, Uint8Array, Uint32Array];
+    expect(a.buffer).toBe(buf);
+    expect(b.buffer).toBe(buf);
     expect([a.byteOffset, b.byteOffset, a.buffer.byteLength]).toEqual([0, 4, 8]);
   });
 });

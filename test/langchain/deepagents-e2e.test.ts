@@ -1,6 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createDeepAgent } from "deepagents";
-import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import { HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import { tool } from "@langchain/core/tools";
+import { Command } from "@langchain/langgraph";
+import { z } from "zod";
 import { createCodeInterpreterMiddleware, type CodeInterpreterMiddleware, type CodeInterpreterMiddlewareOptions } from "../../src/langchain/index.js";
 import { ScriptedChatModel, ToolRunRecorder, callTool, contentText, fakeWebSearch, reply, section, toolMessages } from "./support/agent.js";
 
@@ -55,5 +58,19 @@ describe("createDeepAgent with the code interpreter", () => {
     expect(section(evals[0]!, "result")).toBe("true");
     expect(Object.keys(state.files ?? {})).toContain("/notes.txt");
     expect(toolMessages(messages).map((m) => (m as { name?: string }).name)).toEqual(["eval"]);
+  });
+
+  it("a Command inside a list returned by a tool gives its message's content and applies its state updates", async () => {
+    const save = tool(
+      async ({ path }: { path: string }, config) => {
+        const now = new Date(0).toISOString();
+        const toolCallId = (config as { toolCallId?: string }).toolCallId ?? "";
+        return [new Command({ update: { files: { [path]: { content: "saved", mimeType: "text/plain", created_at: now, modified_at: now } }, messages: [new ToolMessage({ content: `saved ${path}`, tool_call_id: toolCallId })] } })];
+      },
+      { name: "save_note", description: "saves a note", schema: z.object({ path: z.string() }) },
+    );
+    const { evals, state } = await runDeepAgent([`const r = await tools.saveNote({ path: "/note.txt" }); [typeof r, r]`], { ptc: [save] });
+    expect(section(evals[0]!, "result")).toBe("[ 'string', 'saved /note.txt' ]");
+    expect(Object.keys(state.files ?? {})).toContain("/note.txt");
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { SandboxError, type GuestErrorInfo, type SandboxErrorCode } from "../../src/errors.js";
-import { formatEvalOutput, renderValue, truncateMiddle } from "../../src/langchain/format.js";
+import { MIN_RESULT_CHARS, formatEvalOutput, renderValue, truncateMiddle } from "../../src/langchain/format.js";
+import type { KeptOutput } from "../../src/langchain/outcome.js";
 import { GuestOpaque } from "../../src/marshal.js";
 import type { ConsoleEntry, EvalReport } from "../../src/types.js";
 
@@ -146,12 +147,77 @@ describe("formatEvalOutput: truncation", () => {
   it("never splits a surrogate pair at a cut", () => {
     const text = "😀".repeat(1000);
     const cut = truncateMiddle(text, 301);
-    expect(cut.length).toBeLessThanOrEqual(302);
+    expect(cut.length).toBeLessThanOrEqual(301);
     expect(cut.isWellFormed()).toBe(true);
   });
 
   it("leaves text within budget untouched", () => {
     expect(truncateMiddle("abc", 3)).toBe("abc");
+  });
+});
+
+describe("maxResultChars is honoured for every value from the minimum up", () => {
+  const head = (tag: string) => `${tag}-HEAD-`;
+  const tail = (tag: string) => `-${tag}-TAIL`;
+  const long = (tag: string, n: number) => `${head(tag)}${"abcdefghij".repeat(n)}${tail(tag)}`;
+  const status = "error; tool calls: web_search ×3, get_hits ×1; 12 ms execution, 340 ms wall";
+  const keepIn = (store: KeptOutput["store"]) => (section: KeptOutput["section"], text: string): KeptOutput => ({
+    section, path: `/eval_outputs/call_0123456789abcdef/${section}.txt`, store, chars: text.length, complete: true,
+  });
+  const stack = "    at f (<eval>:3:9)\n    at <eval>:5:1";
+  const mixes: Record<string, { report: EvalReport; notices?: string[]; hint?: string; store?: KeptOutput["store"] }> = {
+    "a long console line and a short result": { report: ok(42, [{ level: "log", text: long("console", 50) }]) },
+    "console and result both long": { report: ok(long("result", 300), [{ level: "warn", text: long("console", 300) }]), store: "files" },
+    "a long error after a long console": {
+      report: { ...failed("GUEST_ERROR", long("error", 200), { name: "Error", message: long("error", 200), stack }), console: [{ level: "log", text: long("console", 400) }] },
+      store: "store",
+    },
+    "every section at once, all long": {
+      report: { ...failed("GUEST_ERROR", long("error", 1000), { name: "TypeError", message: long("error", 1000), stack }), console: [{ level: "error", text: long("console", 1000) }] },
+      notices: [long("notice", 40)],
+      hint: long("hint", 40),
+      store: "files",
+    },
+  };
+
+  it.each(Object.keys(mixes))("%s", (name) => {
+    const mix = mixes[name]!;
+    const render = (maxResultChars: number) =>
+      formatEvalOutput(mix.report, {
+        maxResultChars,
+        status,
+        ...(mix.notices ? { notices: mix.notices } : {}),
+        ...(mix.hint ? { hint: mix.hint } : {}),
+        ...(mix.store ? { keep: keepIn(mix.store) } : {}),
+      });
+    const whole = render(1e9);
+    for (let max = MIN_RESULT_CHARS; max <= 3000; max++) {
+      const output = render(max);
+      expect(output.length, `maxResultChars ${max}`).toBeLessThanOrEqual(max);
+      expect(section(output, "status"), `maxResultChars ${max}`).toBe(status);
+      for (const tag of ["notice", "console", "result", "error", "hint"]) {
+        const body = section(output, tag);
+        const full = section(whole, tag);
+        if (body === undefined || full === undefined) continue;
+        // A cut part keeps a head and a tail of its own text around the marker.
+        expect(body.slice(0, 8), `${tag} head at ${max}`).toBe(full.slice(0, 8));
+        expect(body.slice(-8), `${tag} tail at ${max}`).toBe(full.slice(-8));
+      }
+    }
+  });
+
+  it("names where the full text is kept when there is room, tersely when there is less", () => {
+    const report = ok(long("result", 2000));
+    const roomy = formatEvalOutput(report, { maxResultChars: 4000, keep: keepIn("files") });
+    expect(section(roomy, "result")).toMatch(/saved to \/eval_outputs\/call_0123456789abcdef\/result\.txt; page through it with read_file/);
+    const tight = formatEvalOutput(report, { maxResultChars: MIN_RESULT_CHARS, status, keep: keepIn("store") });
+    expect(section(tight, "result")).toMatch(/full text: readOutput\("\/eval_outputs\/call_0123456789abcdef\/result\.txt"\)/);
+  });
+
+  it("rejects a maxResultChars below the minimum, naming it", async () => {
+    const { resolveOptions } = await import("../../src/langchain/options.js");
+    expect(() => resolveOptions({ maxResultChars: MIN_RESULT_CHARS - 1 })).toThrow(/maxResultChars/);
+    expect(resolveOptions({ maxResultChars: MIN_RESULT_CHARS }).maxResultChars).toBe(MIN_RESULT_CHARS);
   });
 });
 

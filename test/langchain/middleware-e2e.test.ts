@@ -120,6 +120,35 @@ describe("createAgent with the code interpreter", () => {
     expect(contentText(seen[0]!).length).toBeLessThanOrEqual(1000);
   });
 
+  it("at the smallest maxResultChars a long console line keeps its head and tail and the status line stays whole", async () => {
+    const { evals } = await runEvals([`console.log("abcdefghij".repeat(50)); "done"`], { options: { maxResultChars: 300 } });
+    const text = contentText(evals[0]!);
+    expect(text.length).toBeLessThanOrEqual(300);
+    expect(section(evals[0]!, "console")).toMatch(/^abcdefghij[a-j]*\n… \[[^\n]*\] …\n[a-j]*abcdefghij$/);
+    expect(section(evals[0]!, "result")).toBe("done");
+    expect(section(evals[0]!, "status")).toMatch(/^ok; no tool calls; \d+ ms execution, \d+ ms wall$/);
+  });
+
+  it("symbols keep their descriptions in results and console lines", async () => {
+    const { evals } = await runEvals([`console.log(Symbol("tag")); ({ key: Symbol("my key"), none: Symbol() })`]);
+    expect(section(evals[0]!, "console")).toBe("Symbol(tag)");
+    expect(section(evals[0]!, "result")).toBe("{ key: Symbol(my key), none: Symbol() }");
+  });
+
+  it("a tool field with a default is shown as optional, without integer-bound noise", async () => {
+    const repeat = tool(async ({ name, times }: { name: string; times: number }) => name.repeat(times), {
+      name: "repeat_name",
+      description: "Repeats a name.",
+      schema: z.object({ name: z.string(), times: z.number().int().default(1) }),
+    });
+    const { model, evals } = await runEvals([`await tools.repeatName({ name: "ab" })`], { options: { ptc: [repeat] } });
+    const prompt = model.calls[0]!.systemPrompt;
+    expect(prompt).toContain("name: string;");
+    expect(prompt).toContain("    name: string;\n    /** @default 1 */\n    times?: number;");
+    expect(prompt).not.toContain("9007199254740991");
+    expect(section(evals[0]!, "result")).toBe("ab");
+  });
+
   it("adds the interpreter prompt after the agent's own system prompt, separated by a blank line", async () => {
     const { model } = await runEvals(["1"], { systemPrompt: "You are terse." });
     const prompt = model.calls[0]!.systemPrompt;
@@ -208,6 +237,27 @@ describe("eval tool behaviour through an agent", () => {
     expect(section(hidden.evals[0]!, "result")).toBe("function");
   });
 
+  it("a promise as the last expression is awaited: Promise.resolve(7) shows 7", async () => {
+    const { evals } = await runEvals([`Promise.resolve(7)`]);
+    expect(section(evals[0]!, "result")).toBe("7");
+    expect(section(evals[0]!, "hint")).toBeUndefined();
+  });
+
+  it("a rejected floating async IIFE ends with status error and its message", async () => {
+    const { evals } = await runEvals([`(async () => { throw new Error("boom") })()`]);
+    expect(section(evals[0]!, "error")).toMatch(/^Error: boom/);
+    expect(section(evals[0]!, "status")).toMatch(/^error;/);
+  });
+
+  it("a floating async IIFE that awaits a PTC call runs past the await, calling the tool once", async () => {
+    const marks: number[] = [];
+    const mark = tool(async ({ n }: { n: number }) => { marks.push(n); return "marked"; }, { name: "mark", description: "marks", schema: z.object({ n: z.number() }) });
+    const { evals } = await runEvals([`(async () => { await tools.mark({ n: 1 }); globalThis.done = true })()`, `globalThis.done`], { options: { ptc: [mark] } });
+    expect(marks).toEqual([1]);
+    expect(section(evals[0]!, "status")).toMatch(/^ok; tool calls: mark ×1;/);
+    expect(section(evals[1]!, "result")).toBe("true");
+  });
+
   it("a PTC call the program did not await is aborted when the eval ends", async () => {
     let aborted!: () => void;
     const wasAborted = new Promise<void>((resolve) => (aborted = resolve));
@@ -221,6 +271,34 @@ describe("eval tool behaviour through an agent", () => {
     const { evals } = await runEvals([`tools.hang({}); await tools.quick({}); "returned early"`], { options: { ptc: [hang, quick] } });
     expect(section(evals[0]!, "result")).toBe("returned early");
     await wasAborted;
+  });
+});
+
+describe("ScriptedChatModel", () => {
+  it("gives each instance its own message and tool call ids, so a second run on a shared checkpointer keeps the first run's messages", async () => {
+    const { MemorySaver } = await import("@langchain/langgraph");
+    const checkpointer = new MemorySaver();
+    const threadId = `ids-${Math.random()}`;
+    const interpreter = middleware();
+    const run = async (code: string) => {
+      // A new model per run, as a second process would have: the same script, counting from 1 again.
+      const agent = createAgent({ model: new ScriptedChatModel([callTool("eval", { code }), reply("done")]), tools: [], middleware: [interpreter], checkpointer });
+      return (await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: threadId } })).messages as BaseMessage[];
+    };
+    await run("1");
+    const messages = await run("2");
+    expect(messages.map((m) => m.getType())).toEqual(["human", "ai", "tool", "ai", "human", "ai", "tool", "ai"]);
+    expect(toolMessages(messages).map((m) => section(m, "result"))).toEqual(["1", "2"]);
+    expect(new Set(messages.map((m) => m.id)).size).toBe(messages.length);
+    const toolCallIds = messages.flatMap((m) => (m as { tool_calls?: { id?: string }[] }).tool_calls ?? []).map((c) => c.id);
+    expect(new Set(toolCallIds).size).toBe(2);
+  });
+
+  it("uses the idPrefix it is given, for reproducible ids", async () => {
+    const model = new ScriptedChatModel([callTool("eval", { code: "1" })], { idPrefix: "fixed" });
+    const message = await model.invoke([new HumanMessage("go")]);
+    expect(message.id).toBe("scripted-fixed-1");
+    expect(message.tool_calls?.[0]?.id).toBe("call_fixed_1");
   });
 });
 

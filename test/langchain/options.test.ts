@@ -118,4 +118,31 @@ describe("middleware options", () => {
     key.fill(0);
     expect(r.snapshotSigningKey?.[0]).toBe(7);
   });
+
+  it("interruptOn: true allows every decision, false leaves the tool out, a config keeps its decisions", () => {
+    const r = resolveOptions({ interruptOn: { send_email: true, read_file: false, delete_file: { allowedDecisions: ["approve", "reject"], description: "Deletes" } } });
+    expect([...r.interruptOn.tools.keys()]).toEqual(["send_email", "delete_file"]);
+    expect(r.interruptOn.tools.get("send_email")?.allowedDecisions).toEqual(["approve", "edit", "reject"]);
+    expect(r.interruptOn.tools.get("delete_file")).toMatchObject({ allowedDecisions: ["approve", "reject"], description: "Deletes" });
+    expect(r.interruptOn.descriptionPrefix).toBe("Tool execution requires approval");
+  });
+
+  it("interruptOn accepts a whole humanInTheLoopMiddleware configuration", () => {
+    const r = resolveOptions({ interruptOn: { interruptOn: { send_email: true }, descriptionPrefix: "Check this" } });
+    expect([...r.interruptOn.tools.keys()]).toEqual(["send_email"]);
+    expect(r.interruptOn.descriptionPrefix).toBe("Check this");
+  });
+
+  it.each([
+    [{ interruptOn: "send_email" }, /interruptOn must be an object/],
+    [{ interruptOn: { send_email: "yes" } }, /interruptOn\.send_email must be true, false or \{ allowedDecisions/],
+    [{ interruptOn: { send_email: { allowedDecisions: [] } } }, /interruptOn\.send_email\.allowedDecisions must be a non-empty list of "approve", "edit", "reject"/],
+    [{ interruptOn: { send_email: { allowedDecisions: ["approve", "maybe"] } } }, /allowedDecisions must be a non-empty list/],
+    [{ interruptOn: { send_email: { allowedDecisions: ["approve"], descripton: "typo" } } }, /interruptOn\.send_email: unknown key "descripton"; valid keys: allowedDecisions, description, argsSchema, when/],
+    [{ interruptOn: { send_email: { allowedDecisions: ["approve"], when: true } } }, /interruptOn\.send_email\.when must be a function/],
+    [{ interruptOn: { interruptOn: { send_email: true }, descriptionPrefix: 3 } }, /interruptOn\.descriptionPrefix must be a string/],
+    [{ interruptOn: { eval: true } }, /interruptOn\.eval: the interpreter's own tool is reviewed by humanInTheLoopMiddleware/],
+  ])("interruptOn mistakes fail at construction: %j", (options, message) => {
+    expect(() => resolveOptions(options as never)).toThrow(message);
+  });
 });

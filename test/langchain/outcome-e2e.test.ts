@@ -199,10 +199,16 @@ describe("hints for known mistakes", () => {
     expect(hint).toBeUndefined();
   });
 
-  it("an un-awaited tool promise as the final value says to await it", async () => {
+  it("an un-awaited tool promise as the final value is awaited: its value is the result, no hint", async () => {
     const { hint, message } = await evalWithHits(`tools.getHits({})`);
+    expect(section(message, "result")).toMatch(/hits: \[.*id: 1, title: 'hit for all'.*id: 2/s);
+    expect(hint).toBeUndefined();
+  });
+
+  it("a final promise that can never settle is shown as a promise, with a hint saying so", async () => {
+    const { hint, message } = await evalWithHits(`new Promise(() => {})`);
     expect(section(message, "result")).toBe("Promise {}");
-    expect(hint).toMatch(/promise that was never awaited/);
+    expect(hint).toMatch(/promise that can never settle/);
   });
 
   it("tools.x called with a string says to pass one object with its fields", async () => {

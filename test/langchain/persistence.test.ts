@@ -106,6 +106,18 @@ describe('mode "thread": state in graph state', () => {
     expect(section(second.evals[1]!, "error")).toMatch(/Value for 'counter' was not restored because it is not serializable \(type: closure\)\./);
   });
 
+  it("a value that could not be saved is named once, and keeps its type after a second process hop", async () => {
+    const saver = new MemorySaver();
+    await turn(middleware(), saver, "t4b", ["const counter = (() => { let n = 0; return () => ++n; })(); var step = 1"]);
+    const second = await turn(middleware(), saver, "t4b", ["step = 2"]);
+    expect(notice(second.evals[0]!)).toMatch(/could not be saved and now throw when read: counter \(closure\)/);
+    const third = await turn(middleware(), saver, "t4b", ["step", "counter()"]);
+    expect(third.stored?.turn).toBe(second.stored!.turn);
+    expect(section(third.evals[0]!, "result")).toBe("2");
+    expect(notice(third.evals[0]!)).toBe("");
+    expect(section(third.evals[1]!, "error")).toMatch(/Value for 'counter' was not restored because it is not serializable \(type: closure\)\./);
+  });
+
   it("a state over maxSnapshotBytes is not stored, the old one is cleared, and the model sees one line on its next eval", async () => {
     const saver = new MemorySaver();
     const m = middleware({ maxSnapshotBytes: 4096 });
@@ -196,11 +208,11 @@ describe("a stored snapshot that does not match its thread or turn", () => {
   const options = resolveOptions({ snapshotSigningKey: KEY });
   const persistence = new Persistence(options, sandboxOptions(options));
 
-  function storedFrom(code: string, threadId: string) {
+  async function storedFrom(code: string, threadId: string) {
     const sandbox = new Sandbox(sandboxOptions(options));
     try {
       sandbox.evalSync(code);
-      return persistence.store(initPersistenceState(), sandbox, undefined, threadId)!;
+      return (await persistence.store(initPersistenceState(), sandbox, undefined, threadId))!;
     } finally {
       sandbox.dispose();
     }
@@ -217,16 +229,16 @@ describe("a stored snapshot that does not match its thread or turn", () => {
     }
   }
 
-  it("restores on its own thread and turn", () => {
-    expect(openFrom(storedFrom("var kept = 1", "thread:a"), "thread:a")).toEqual({ found: "number", notices: [] });
+  it("restores on its own thread and turn", async () => {
+    expect(openFrom(await storedFrom("var kept = 1", "thread:a"), "thread:a")).toEqual({ found: "number", notices: [] });
   });
 
   it.each([
     ["another thread's snapshot", (s: { turn: number; data?: string }) => s, "thread:b"],
     ["an older turn's snapshot replayed under a newer counter", (s: { turn: number; data?: string }) => ({ ...s, turn: s.turn + 1 }), "thread:a"],
     ["a truncated snapshot", (s: { turn: number; data?: string }) => ({ ...s, data: Buffer.from(s.data!, "base64").subarray(0, 40).toString("base64") }), "thread:a"],
-  ])("refuses %s: fresh interpreter, one line saying why", (_what, tamper, threadId) => {
-    const { found, notices } = openFrom(tamper(storedFrom("var kept = 1", "thread:a")), threadId);
+  ])("refuses %s: fresh interpreter, one line saying why", async (_what, tamper, threadId) => {
+    const { found, notices } = openFrom(tamper(await storedFrom("var kept = 1", "thread:a")), threadId);
     expect(found).toBe("undefined");
     expect(notices).toHaveLength(1);
     expect(notices[0]).toMatch(/^The saved interpreter state from earlier turns could not be restored \(INVALID_SNAPSHOT: [^\n]+\): the interpreter started fresh/);

@@ -86,6 +86,30 @@ describe("system prompt golden files", () => {
   }
 });
 
+describe("system prompt golden files: reviewed calls (interruptOn)", () => {
+  it("mode thread, PTC and task on, one tool and task() reviewed", () => {
+    const base = input("thread", { ptc: true, task: true });
+    const reviewed = { ...base, ptcTools: base.ptcTools.map((t) => (t.name === "web_search" ? { ...t, reviewed: true } : t)), taskReviewed: true };
+    expectGolden("prompt-thread-ptc-task-reviewed.md", renderSystemPrompt(reviewed));
+  });
+
+  it("without reviewed tools the prompt says calls from code skip approval; with one it explains the replay", () => {
+    const base = input("thread", { ptc: true });
+    expect(renderSystemPrompt(base)).toContain("skip any human approval");
+    const reviewed = renderSystemPrompt({ ...base, ptcTools: base.ptcTools.map((t) => ({ ...t, reviewed: true })) });
+    expect(reviewed).not.toContain("skip any human approval");
+    expect(reviewed).toContain("`tools.webSearch`, `tools.readFile` wait for a human");
+    expect(reviewed).toContain("ReplayDivergenceError");
+    expect(reviewed).toContain("`Date` does not");
+    expect(renderSystemPrompt({ ...base, clock: "frozen", ptcTools: base.ptcTools.map((t) => ({ ...t, reviewed: true })) })).toContain("`Date` and `Math.random()` (both repeat exactly)");
+  });
+
+  it("task() reviewed without PTC states the rule in the task section", () => {
+    const prompt = renderSystemPrompt({ ...input("thread", { task: true }), taskReviewed: true });
+    expect(prompt).toContain("- **Reviewed calls**: `task()` waits for a human");
+  });
+});
+
 describe("system prompt: every claim follows the options", () => {
   it("separates sections with one blank line", () => {
     const prompt = renderSystemPrompt(input("thread", { ptc: true, task: true }));
@@ -240,6 +264,13 @@ describe("renderToolSignatures", () => {
   it("shows constraints and defaults in the doc comment", () => {
     const rendered = signatureOf({ type: "object", properties: { n: { type: "integer", description: "How many.", minimum: 1, maximum: 50, default: 10 } } });
     expect(rendered).toContain("     * How many.\n     * minimum: 1, maximum: 50\n     * @default 10\n");
+  });
+
+  it("leaves out the ±(2^53 - 1) bounds zod gives every integer, keeping real ones", () => {
+    const rendered = signatureOf({ type: "object", properties: { n: { type: "integer", minimum: -9007199254740991, maximum: 9007199254740991 }, k: { type: "integer", minimum: 0, maximum: 9007199254740991 } } });
+    expect(rendered).not.toContain("9007199254740991");
+    expect(rendered).toContain("    /** minimum: 0 */\n    k?: number;");
+    expect(rendered).toContain("\n    n?: number;");
   });
 
   it("caps the depth of a pathological schema", () => {

@@ -6,6 +6,7 @@ import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import { CallbackManager } from "@langchain/core/callbacks/manager";
 import { z } from "zod";
 import { resolveOptions } from "../../src/langchain/options.js";
+import { camelCaseToolName } from "../../src/langchain/signatures.js";
 import { PtcEvalContext, PtcResolver, PTCCallBudgetExceededError, toGuestValue, type EvalRunConfig, type PtcTool } from "../../src/langchain/ptc.js";
 
 function fileTool(name: string) {
@@ -75,7 +76,7 @@ describe("which tools guest code may call", () => {
 });
 
 function ptcTarget(t: ReturnType<typeof tool>): PtcTool {
-  return { name: t.name, camelName: t.name, tool: t as PtcTool["tool"] };
+  return { name: t.name, camelName: camelCaseToolName(t.name), tool: t as PtcTool["tool"] };
 }
 
 describe("one eval's PTC calls", () => {
@@ -86,10 +87,19 @@ describe("one eval's PTC calls", () => {
     await ctx.call(t, [{ query: "b" }], noSignal);
     const refused = ctx.call(t, [{ query: "c" }], noSignal);
     await expect(refused).rejects.toBeInstanceOf(PTCCallBudgetExceededError);
-    await expect(refused).rejects.toMatchObject({ name: "PTCCallBudgetExceededError", limit: 2 });
+    await expect(refused).rejects.toMatchObject({ name: "PTCCallBudgetExceededError", limit: 2, toolName: "web_search" });
     expect(ctx.calls).toBe(2);
     const next = new PtcEvalContext({}, { maxPtcCalls: 2, ptcQuotas: new Map() });
     await expect(next.call(t, [{ query: "d" }], noSignal)).resolves.toEqual({ hits: ["d"] });
+  });
+
+  it("the budget and quota errors name the tool that was refused", async () => {
+    const ctx = new PtcEvalContext({}, { maxPtcCalls: 1, ptcQuotas: new Map() });
+    await ctx.call(ptcTarget(readFile), [{}], noSignal);
+    await expect(ctx.call(ptcTarget(webSearch), [{ query: "c" }], noSignal)).rejects.toThrow(/^tools\.webSearch was refused: this eval already made 1 tool calls/);
+    const quoted = new PtcEvalContext({}, { maxPtcCalls: 256, ptcQuotas: new Map([["web_search", 1]]) });
+    await quoted.call(ptcTarget(webSearch), [{ query: "a" }], noSignal);
+    await expect(quoted.call(ptcTarget(webSearch), [{ query: "b" }], noSignal)).rejects.toThrow(/^tools\.webSearch was refused: .*1 calls to web_search/);
   });
 
   it("null budget is unlimited", async () => {
@@ -244,6 +254,25 @@ describe("tool output as guest values", () => {
     cyclic.self = cyclic;
     const out = toGuestValue(cyclic).value as Record<string, unknown>;
     expect(out.self).toBe(out);
+  });
+
+  it("a list of ToolMessages gives the last one's content", () => {
+    const list = [new ToolMessage({ content: "first", tool_call_id: "x" }), new ToolMessage({ content: "second", tool_call_id: "x" })];
+    expect(toGuestValue(list)).toEqual({ value: "second", updates: [] });
+    expect(() => toGuestValue([list[0], new ToolMessage({ content: "Error: denied", tool_call_id: "x", status: "error" })])).toThrow("Error: denied");
+  });
+
+  it("a Command inside a list gives its last message's content and its state updates", () => {
+    const cmd = new Command({ update: { files: { "/a": 1 }, messages: [new ToolMessage({ content: "from command", tool_call_id: "x" })] } });
+    expect(toGuestValue([cmd])).toEqual({ value: "from command", updates: [["files", { "/a": 1 }]] });
+    const later = new Command({ update: { todos: [1] } });
+    // The last message anywhere in the list answers; every Command's updates apply, in order.
+    expect(toGuestValue([cmd, later])).toEqual({ value: "from command", updates: [["files", { "/a": 1 }], ["todos", [1]]] });
+    expect(toGuestValue([cmd, new ToolMessage({ content: "last", tool_call_id: "x" })]).value).toBe("last");
+  });
+
+  it("a list mixing plain data and messages stays a list of plain data", () => {
+    expect(toGuestValue([1, new ToolMessage({ content: "m", tool_call_id: "x" })]).value).toEqual([1, "m"]);
   });
 
   it("a Command gives its ToolMessage's content as the value and drops its messages from the updates", () => {

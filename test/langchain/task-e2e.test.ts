@@ -174,7 +174,7 @@ describe("task() in a deep agent", () => {
   });
 
   it("a schema of depth 6 is rejected with a message naming the depth limit; the subagent never runs", async () => {
-    const deep = `{ type: "object", properties: { a: { type: "object", properties: { b: { type: "array", items: { type: "object", properties: { c: { type: "object", properties: { d: { type: "string" } } } } } } } } } }`;
+    const deep = `{ type: "object", properties: { a: { type: "object", properties: { b: { type: "array", items: { type: "object", properties: { c: { type: "object", properties: { d: { type: "object", properties: { e: { type: "string" } } } } } } } } } } } }`;
     const { evals, classifier: c } = await runDeep({
       codes: [`try { await task({ description: "x", subagentType: "classifier", responseSchema: ${deep} }); "accepted" } catch (e) { e.name + ": " + e.message }`],
     });
@@ -245,6 +245,21 @@ describe("task() in a deep agent", () => {
     const result = section(evals[0]!, "result")!;
     expect(result).toContain('Subagent "compiled" failed: responseSchema cannot be used with compiled subagent');
     expect(result).toContain("without: 'compiled answer'");
+  });
+
+  it("task() answers the subagent's last non-empty AI message, not \"Task completed\", when its final message is empty", async () => {
+    const { AIMessage } = await import("@langchain/core/messages");
+    // The subagent says its answer while calling a tool, then ends with an empty message.
+    const subagentModel = new ScriptedChatModel([
+      new AIMessage({ content: "the real answer", tool_calls: [{ name: "write_todos", args: { todos: [] }, type: "tool_call" }] }),
+      reply(""),
+    ]);
+    const { evals } = await runDeep({
+      codes: [`await task({ description: "answer", subagentType: "terse" })`],
+      subagents: [{ name: "terse", description: "Answers tersely.", systemPrompt: "Answer.", model: subagentModel, tools: [] }],
+    });
+    expect(subagentModel.remaining).toBe(0);
+    expect(section(evals[0]!, "result")).toBe("the real answer");
   });
 
   it("a subagent over subagentTimeoutMs is cancelled and rejects naming the option", async () => {

@@ -33,24 +33,29 @@ describe("task() requests", () => {
   });
 });
 
-/** A schema whose property schemas nest `levels` deep (the root counts as 1). */
+/** `{ type: "string" }` wrapped in `levels` nested `properties` objects. */
 function nested(levels: number): Record<string, unknown> {
   let schema: Record<string, unknown> = { type: "string" };
-  for (let i = 1; i < levels; i++) schema = { type: "object", properties: { [`p${i}`]: schema } };
+  for (let i = 1; i <= levels; i++) schema = { type: "object", properties: { [`p${i}`]: schema } };
   return schema;
 }
 
 describe("responseSchema limits", () => {
-  it("allows depth 5 and rejects depth 6 naming the depth limit", () => {
+  it("accepts a string inside 5 nested properties levels and rejects 6, naming the depth limit", () => {
     expect(checkResponseSchema(nested(5))).toEqual(nested(5));
     expect(() => checkResponseSchema(nested(6))).toThrow("task: responseSchema nests schemas 6 levels deep; the depth limit is 5");
   });
 
   it("counts array item schemas and anyOf branches as levels, but not enum or default values", () => {
-    const items = { type: "array", items: { type: "array", items: { type: "array", items: { type: "array", items: { type: "array", items: { type: "string" } } } } } };
-    expect(() => checkResponseSchema(items)).toThrow(/6 levels deep/);
-    const anyOf = { anyOf: [{ anyOf: [{ anyOf: [{ anyOf: [{ anyOf: [{ type: "string" }] }] }] }] }] };
-    expect(() => checkResponseSchema(anyOf)).toThrow(/6 levels deep/);
+    const wrap = (key: "items" | "anyOf", levels: number): Record<string, unknown> => {
+      let schema: Record<string, unknown> = { type: "string" };
+      for (let i = 0; i < levels; i++) schema = key === "items" ? { type: "array", items: schema } : { anyOf: [schema] };
+      return schema;
+    };
+    expect(checkResponseSchema(wrap("items", 5))).toEqual(wrap("items", 5));
+    expect(() => checkResponseSchema(wrap("items", 6))).toThrow(/6 levels deep/);
+    expect(checkResponseSchema(wrap("anyOf", 5))).toEqual(wrap("anyOf", 5));
+    expect(() => checkResponseSchema(wrap("anyOf", 6))).toThrow(/6 levels deep/);
     const data = { type: "string", default: { a: { b: { c: { d: { e: { f: 1 } } } } } }, enum: [[[[[["x"]]]]]] };
     expect(checkResponseSchema(data)).toEqual(data);
   });

@@ -139,11 +139,14 @@ describe("TIMEOUT", () => {
 
   it("uses the per-eval timeoutMs over the sandbox default", () => {
     const sb = sandbox({ executionTimeoutMs: 60_000 });
-    const started = performance.now();
-    const err = caught(() => sb.evalSync("for (;;) {}", { timeoutMs: 150 }));
-    expect(err.code).toBe("TIMEOUT");
-    expect(err.budget).toBe("execution");
-    expect(performance.now() - started).toBeLessThan(1500);
+    const report = sb.runSync("for (;;) {}", { timeoutMs: 150 });
+    expect(report.ok).toBe(false);
+    if (report.ok) return;
+    expect(report.error.code).toBe("TIMEOUT");
+    expect(report.error.budget).toBe("execution");
+    // The budget is the guest's CPU time (a loaded machine stretches the wall time, not this).
+    expect(report.stats.executionMs).toBeGreaterThanOrEqual(150);
+    expect(report.stats.executionMs).toBeLessThan(1500);
   });
 });
 

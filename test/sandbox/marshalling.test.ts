@@ -208,22 +208,25 @@ describe("containers cross exactly", () => {
     expect(sb.evalSync("t.constructor.name")).toBe(name);
   });
 
-  it("keeps a typed array's view on a larger buffer (offset and length)", () => {
+  it("copies exactly a view's own bytes, never the rest of its buffer", () => {
     const base = new Uint16Array(16).map((_, i) => i * 1000);
     const view = new Uint16Array(base.buffer, 6, 4);
     const back = roundTrip(view);
-    expect(back.byteOffset).toBe(6);
+    expect(back.byteOffset).toBe(0);
     expect(back.length).toBe(4);
     expect([...back]).toEqual([...view]);
-    expect(back.buffer.byteLength).toBe(base.buffer.byteLength);
+    expect(back.buffer.byteLength).toBe(8);
   });
 
-  it("keeps two views on one buffer sharing that buffer", () => {
+  it("keeps two views on one buffer sharing it when the buffer itself crosses too", () => {
     const buf = new ArrayBuffer(8);
-    const back = roundTrip({ a: new Uint8Array(buf), b: new Uint32Array(buf, 4, 1) });
-    expect(back.a.buffer).toBe(back.b.buffer);
+    const back = roundTrip({ buf, a: new Uint8Array(buf), b: new Uint32Array(buf, 4, 1) });
+    expect(back.a.buffer).toBe(back.buf);
+    expect(back.b.buffer).toBe(back.buf);
     back.b[0] = 0xffffffff;
     expect(back.a[7]).toBe(0xff);
+    const alone = roundTrip({ a: new Uint8Array(buf), b: new Uint32Array(buf, 4, 1) });
+    expect(alone.a.buffer).not.toBe(alone.b.buffer);
   });
 });
 
@@ -384,6 +387,18 @@ describe("functions and symbols cannot cross", () => {
     expect((back[0] as GuestOpaque).name).toBe("namedThing");
     expect((back[1] as GuestOpaque).kind).toBe("symbol");
     expect(back[2]).toBe(1);
+  });
+
+  it("keeps a symbol's description, without running a replaced description getter", () => {
+    sb.evalSync("globalThis.getterRan = false; Object.defineProperty(Symbol.prototype, 'description', { get() { getterRan = true; return 'forged'; } })");
+    const back = sb.evalSync("[Symbol('my key'), Symbol(), Symbol.for('café ☕'), Symbol.iterator]", { unserializable: "describe" }) as GuestOpaque[];
+    expect(back.map(String)).toEqual(["Symbol(my key)", "Symbol()", "Symbol(café ☕)", "Symbol(Symbol.iterator)"]);
+    expect(sb.evalSync("getterRan")).toBe(false);
+    expect(() => sb.evalSync("Symbol('named')")).toThrow(/symbol 'named'/);
+  });
+
+  it("keeps a function's non-ASCII name intact", () => {
+    expect(String(sb.evalSync("(function café() {})", { unserializable: "describe" }))).toBe("[Function café]");
   });
 
   it("turns a host function returning a function into a guest error, not a crash", () => {

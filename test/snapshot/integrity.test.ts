@@ -57,7 +57,7 @@ describe("a signed snapshot is refused when anything changed", () => {
     live.push(sandbox);
     expect(notRestored).toEqual([]);
     expect(sandbox.evalSync("a.self === a && list[1] === a && f(1)")).toBe(2);
-    expect(inspectSnapshot(bytes)).toEqual({ formatVersion: 1, signed: true, compressed: false, turn: 4, engineVersion: "0.17.0", bodyBytes: bytes.length - SNAPSHOT_OVERHEAD_BYTES });
+    expect(inspectSnapshot(bytes)).toEqual({ formatVersion: 2, signed: true, compressed: false, turn: 4, engineVersion: "0.17.0", bodyBytes: bytes.length - SNAPSHOT_OVERHEAD_BYTES });
   });
 
   it("refuses it truncated at every length", () => {

@@ -203,6 +203,27 @@ describe("what cannot be stored becomes a placeholder that says so", () => {
     expect(restored.evalSync("makeCounter()()")).toBe(1);
   });
 
+  it("a placeholder carried into a later snapshot keeps its type and is not reported again", () => {
+    const { restored } = carry("function makeCounter() { let n = 0; return () => ++n } var counter = makeCounter();");
+    restored.evalSync("var later = 1");
+    const again = Sandbox.restore(restored.snapshot());
+    live.push(again.sandbox);
+    expect(again.notRestored).toEqual([]);
+    expect(thrown(() => again.sandbox.evalSync("counter")).guest?.message).toBe("Value for 'counter' was not restored because it is not serializable (type: closure).");
+    expect(again.sandbox.evalSync("later")).toBe(1);
+    // Assigning still replaces the placeholder with an ordinary value, which is then stored.
+    again.sandbox.evalSync("counter = 5");
+    expect(Sandbox.restore(again.sandbox.snapshot()).sandbox.evalSync("counter")).toBe(5);
+  });
+
+  it("a guest accessor cannot pass itself off as a carried placeholder", () => {
+    const { restored } = carry("var lost = new WeakMap();");
+    restored.evalSync("Object.defineProperty(globalThis, 'forged', { get: Object.getOwnPropertyDescriptor(globalThis, 'lost').get.bind(null), configurable: true, enumerable: true }); 0");
+    const again = Sandbox.restore(restored.snapshot());
+    live.push(again.sandbox);
+    expect(again.notRestored.map((n) => n.name)).toEqual(["forged"]);
+  });
+
   it("names each kind: Proxy, WeakMap, WeakSet, Promise, generator, symbol, native function, accessor", () => {
     const { restored, notRestored } = carry(`
       var proxy = new Proxy({}, {}), weak = new WeakMap(), weakSet = new WeakSet(), pending = Promise.resolve(1);

@@ -2,6 +2,7 @@
  * A deterministic tool-calling chat model for tests and demos: it answers each call with the next
  * message of a script, and records what it was asked (messages, system prompt, bound tool names).
  */
+import { randomUUID } from "node:crypto";
 import { BaseChatModel, type BaseChatModelParams, type BindToolsInput } from "@langchain/core/language_models/chat_models";
 import { AIMessage, type BaseMessage, type ToolCall } from "@langchain/core/messages";
 import type { ChatResult } from "@langchain/core/outputs";
@@ -38,9 +39,21 @@ function toolNameOf(tool: BindToolsInput): string {
   return "<unnamed>";
 }
 
+/** Options of {@link ScriptedChatModel}. */
+export interface ScriptedChatModelParams extends BaseChatModelParams {
+  /**
+   * Prefix of the ids the model gives messages and tool calls that have none. Default: random per
+   * instance, so runs on one thread (in this process or another one, on a shared checkpointer)
+   * never reuse an id, which would make the messages reducer replace history. Set it for
+   * reproducible ids.
+   */
+  idPrefix?: string;
+}
+
 /**
  * Replays `script` in order, one step per model call; a call past the end throws, so a test
- * notices an agent that loops. Tool calls without an id get `call_<n>` (deterministic).
+ * notices an agent that loops. Messages without an id get `scripted-<prefix>-<n>` and tool calls
+ * `call_<prefix>_<n>`, unique per instance (see {@link ScriptedChatModelParams.idPrefix}).
  */
 export class ScriptedChatModel extends BaseChatModel {
   /** Every call received, in order. */
@@ -49,10 +62,13 @@ export class ScriptedChatModel extends BaseChatModel {
   #next = 0;
   #ids = 0;
   #boundTools: string[] = [];
+  readonly #idPrefix: string;
 
-  constructor(script: readonly ScriptStep[], params: BaseChatModelParams = {}) {
-    super(params);
+  constructor(script: readonly ScriptStep[], params: ScriptedChatModelParams = {}) {
+    const { idPrefix, ...base } = params;
+    super(base);
     this.#script = script;
+    this.#idPrefix = idPrefix ?? randomUUID().slice(0, 8);
   }
 
   _llmType(): string {
@@ -77,9 +93,9 @@ export class ScriptedChatModel extends BaseChatModel {
     const system = messages.find((m) => m.getType() === "system");
     this.calls.push({ messages: [...messages], systemPrompt: system?.text ?? "", toolNames: [...this.#boundTools] });
     const produced = typeof step === "function" ? step(messages) : step;
-    const toolCalls = (produced.tool_calls ?? []).map((c) => ({ ...c, id: c.id ?? `call_${++this.#ids}` }));
+    const toolCalls = (produced.tool_calls ?? []).map((c) => ({ ...c, id: c.id ?? `call_${this.#idPrefix}_${++this.#ids}` }));
     // A step's own id wins: runs on one thread need distinct ids, or the messages reducer replaces history.
-    const message = new AIMessage({ content: produced.content, tool_calls: toolCalls, id: produced.id ?? `scripted_${this.#next}` });
+    const message = new AIMessage({ content: produced.content, tool_calls: toolCalls, id: produced.id ?? `scripted-${this.#idPrefix}-${this.#next}` });
     return { generations: [{ message, text: message.text }] };
   }
 }

@@ -1,0 +1,302 @@
+#!/usr/bin/env node
+// Bench case "thread storage" (quickjs-native only, runnable alone):
+//   node bench/thread-storage.js [--postgres=URL] [--runs=N] [--layouts=sqlite,sqlite-inline,postgres]
+// (the URL may also come from QJSN_POSTGRES_URL; `bash scripts/with-postgres.sh node bench/thread-storage.js`
+// runs it against a throwaway cluster). Needs the package built (`npm run build`) and the root
+// devDependencies (the SQLite and Postgres checkpointers), not bench/node_modules.
+//
+// Scenario (issue 18): one thread, mode "thread", a signed snapshot, seven agent runs of one eval
+// each: (1) creates rows = 10,000 records, (2) a read-only reduce, (3) changes one row, then
+// (4..7) alternate read-only and one-row turns. After each run it sums the bytes the checkpointer
+// and the store hold for the thread (SQLite: length of every stored blob; Postgres: octet length
+// of every JSONB and BYTEA value), for three layouts: store chunks on SQLite (SqliteSaver +
+// SqliteStore), state inline in graph state on SQLite (no store), and store chunks on Postgres.
+//
+// Restore: a fresh Node process opens the checkpointer and store and serves one other thread (its
+// code loaded), then times the restore's own work the first time it meets the stored thread:
+// the store read (through LangGraph's AsyncBatchedStore, as in a run) and Sandbox.restore; the
+// checkpointer read beside it (every run pays it, restored or not). Then, end to end, one eval on
+// the thread twice: the first run restores, the second finds it live; their difference (wall and
+// CPU) is reported too, noisy on a loaded machine. Medians of --runs processes.
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("../", import.meta.url));
+const args = process.argv.slice(2);
+const arg = (name) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const KEY = "bench-signing-key-0123456789";
+const STATE_KEY = "_codeInterpreterSnapshot";
+const ROWS = `var rows = Array.from({ length: 10000 }, (_, i) => ({ id: i, name: "row-" + i, v: i * 2 })); rows.length`;
+const SMALL = `var config = { region: "north", limit: 10 }; function score(r) { return r.v * 2; } config.limit`;
+const READ = (i) => `rows.reduce((sum, r) => sum + r.v, 0) + ${i}`;
+const CHANGE = (i) => `rows[${1000 * i}] = { id: ${1000 * i}, name: "changed-" + ${i}, v: -${i} }; rows[${1000 * i}].name`;
+const TURNS = [
+  ["first (creates the rows)", ROWS],
+  ["read-only", READ(2)],
+  ["one-row change", CHANGE(3)],
+  ["read-only", READ(4)],
+  ["one-row change", CHANGE(5)],
+  ["read-only", READ(6)],
+  ["one-row change", CHANGE(7)],
+];
+
+async function importRoot(specifier) {
+  return import(new URL(specifier, `file://${root}`).href);
+}
+
+/** The checkpointer, store and byte counter of one layout. */
+async function openBackend(kind, where) {
+  const { SqliteSaver } = await import("@langchain/langgraph-checkpoint-sqlite");
+  if (kind === "postgres") {
+    const { PostgresSaver } = await import("@langchain/langgraph-checkpoint-postgres");
+    const { PostgresStore } = await import("@langchain/langgraph-checkpoint-postgres/store");
+    const pg = (await import("pg")).default;
+    const checkpointer = PostgresSaver.fromConnString(where);
+    await checkpointer.setup();
+    const store = PostgresStore.fromConnString(where);
+    await store.setup();
+    const pool = new pg.Pool({ connectionString: where, max: 1 });
+    const one = async (sql, params) => Number((await pool.query(sql, params)).rows[0].n ?? 0);
+    return {
+      checkpointer,
+      store,
+      async bytes(thread) {
+        // The middleware keys a thread's store namespace by the digest of its session key.
+        const digest = createHash("sha256").update(`thread:${thread}`).digest("hex").slice(0, 32);
+        const checkpoints =
+          (await one("SELECT sum(octet_length(checkpoint::text) + octet_length(metadata::text)) AS n FROM checkpoints WHERE thread_id = $1", [thread])) +
+          (await one("SELECT sum(octet_length(blob)) AS n FROM checkpoint_blobs WHERE thread_id = $1", [thread])) +
+          (await one("SELECT sum(octet_length(blob)) AS n FROM checkpoint_writes WHERE thread_id = $1", [thread]));
+        const stored = await one("SELECT sum(octet_length(value::text)) AS n FROM store WHERE namespace_path LIKE $1", [`%${digest}%`]);
+        // Postgres keeps object-valued channels in checkpoint_blobs, one row per new version.
+        const state =
+          (await one("SELECT sum(octet_length(blob)) AS n FROM checkpoint_blobs WHERE thread_id = $1 AND channel = $2", [thread, STATE_KEY])) +
+          (await one("SELECT sum(octet_length(blob)) AS n FROM checkpoint_writes WHERE thread_id = $1 AND channel = $2", [thread, STATE_KEY]));
+        return { checkpoints, state, store: stored };
+      },
+      async close() {
+        await pool.end();
+        await checkpointer.end();
+        await store.stop();
+      },
+    };
+  }
+  const checkpointer = SqliteSaver.fromConnString(where);
+  let store;
+  if (kind === "sqlite") {
+    const { SqliteStore } = await importRoot("dist/langchain/sqlite-store.js");
+    store = new SqliteStore(`${where}.store`);
+  }
+  const Database = (await import("better-sqlite3")).default;
+  return {
+    checkpointer,
+    store,
+    async bytes(thread) {
+      const db = new Database(where, { readonly: true });
+      const n = (sql) => Number(db.prepare(sql).get(thread)?.n ?? 0);
+      const checkpoints =
+        n("SELECT sum(length(checkpoint) + length(metadata)) AS n FROM checkpoints WHERE thread_id = ?") +
+        n("SELECT sum(length(value)) AS n FROM writes WHERE thread_id = ?");
+      // SQLite keeps every channel's value inside every checkpoint: measure the interpreter's key in each.
+      let state = Number(db.prepare("SELECT sum(length(value)) AS n FROM writes WHERE thread_id = ? AND channel = ?").get(thread, STATE_KEY)?.n ?? 0);
+      for (const row of db.prepare("SELECT checkpoint FROM checkpoints WHERE thread_id = ?").iterate(thread)) {
+        const value = JSON.parse(Buffer.from(row.checkpoint).toString("utf8")).channel_values?.[STATE_KEY];
+        if (value !== undefined) state += Buffer.byteLength(JSON.stringify(value));
+      }
+      db.close();
+      let stored = 0;
+      if (store !== undefined) {
+        const sdb = new Database(`${where}.store`, { readonly: true });
+        stored = Number(sdb.prepare("SELECT sum(length(value)) AS n FROM store").get()?.n ?? 0);
+        sdb.close();
+      }
+      return { checkpoints, state, store: stored };
+    },
+    async close() {
+      store?.close();
+    },
+  };
+}
+
+/** One agent run with one eval on `thread`; returns the eval's text and the run's wall time. */
+async function runTurn(agentParts, thread, code, id) {
+  const { createAgent } = await import("langchain");
+  const { HumanMessage } = await import("@langchain/core/messages");
+  const { ScriptedChatModel, callTool, reply } = await importRoot("dist/langchain/testing/scripted-model.js");
+  const step = callTool("eval", { code }, `call-${id}`);
+  step.id = `eval-${id}`;
+  const done = reply("done");
+  done.id = `reply-${id}`;
+  const agent = createAgent({ model: new ScriptedChatModel([step, done]), tools: [], middleware: [agentParts.interpreter], checkpointer: agentParts.checkpointer, store: agentParts.store });
+  const started = performance.now();
+  const cpu = process.cpuUsage();
+  const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: thread } });
+  const ms = performance.now() - started;
+  const used = process.cpuUsage(cpu);
+  const tool = result.messages.filter((m) => m.getType() === "tool").at(-1);
+  // CPU time (every thread of the process) next to wall time: on a loaded machine wall time also counts waiting for a core.
+  return { text: String(tool.content), ms, cpuMs: (used.user + used.system) / 1000 };
+}
+
+async function storageTable(kind, where) {
+  const { createCodeInterpreterMiddleware } = await importRoot("dist/langchain/index.js");
+  const backend = await openBackend(kind, where);
+  const thread = `storage-${process.pid}-${Date.now()}`;
+  const interpreter = createCodeInterpreterMiddleware({ snapshotSigningKey: KEY });
+  const rows = [];
+  let before = { checkpoints: 0, state: 0, store: 0 };
+  for (let i = 0; i < TURNS.length; i++) {
+    const [what, code] = TURNS[i];
+    const { text } = await runTurn({ interpreter, ...backend }, thread, code, `${thread}-${i}`);
+    if (/<notice>|<error>/.test(text)) throw new Error(`turn ${i + 1} (${what}) did not run cleanly: ${text}`);
+    const after = await backend.bytes(thread);
+    rows.push({
+      turn: i + 1,
+      what,
+      checkpoints: after.checkpoints - before.checkpoints,
+      state: after.state - before.state,
+      store: after.store - before.store,
+      ours: after.state + after.store,
+      total: after.checkpoints + after.store,
+    });
+    before = after;
+  }
+  interpreter.dispose();
+  await backend.close();
+  return { rows, thread };
+}
+
+/** Child mode: one fresh process restoring `thread` (or running on an empty thread for the baseline). */
+async function restoreChild(kind, where, thread) {
+  const { createCodeInterpreterMiddleware } = await importRoot("dist/langchain/index.js");
+  const { Sandbox } = await importRoot("dist/index.js");
+  const { ThreadBlobs } = await importRoot("dist/langchain/thread-blobs.js");
+  const { KEPT_SNAPSHOTS_PER_THREAD, SNAPSHOT_STATE_KEY } = await importRoot("dist/langchain/persistence.js");
+  const { AsyncBatchedStore } = await import("@langchain/langgraph");
+  const backend = await openBackend(kind, where);
+  const interpreter = createCodeInterpreterMiddleware({ snapshotSigningKey: KEY });
+  const parts = { interpreter, ...backend };
+  // Load and exercise the code paths once, on a thread of its own (a server has served others before).
+  await runTurn(parts, `warm-${process.pid}`, SMALL, `warm-${process.pid}`);
+
+  // The restore's own work, the first time this process meets the thread, as the middleware does
+  // it: the store seen through LangGraph's AsyncBatchedStore (gets sent as one batch), then
+  // Sandbox.restore (signature check, then the native reader).
+  const split = {};
+  let t = performance.now();
+  const tuple = await backend.checkpointer.getTuple({ configurable: { thread_id: thread } });
+  split.checkpointerMs = performance.now() - t;
+  const stored = tuple.checkpoint.channel_values[SNAPSHOT_STATE_KEY];
+  const batched = backend.store === undefined ? undefined : new AsyncBatchedStore(backend.store);
+  batched?.start();
+  const cpu = process.cpuUsage();
+  t = performance.now();
+  const bytes = stored.ref !== undefined
+    ? await new ThreadBlobs(batched, `thread:${thread}`, "snapshot", KEPT_SNAPSHOTS_PER_THREAD).read(stored.ref, 256 << 20)
+    : Buffer.from(stored.data, "base64");
+  split.storeMs = performance.now() - t;
+  await batched?.stop();
+  t = performance.now();
+  const { sandbox } = Sandbox.restore(bytes, { signing: { key: KEY, threadId: `thread:${thread}`, turn: stored.turn }, maxSnapshotBytes: 256 << 20, memoryLimitBytes: 256 << 20 });
+  split.sandboxRestoreMs = performance.now() - t;
+  split.restoreMs = split.storeMs + split.sandboxRestoreMs;
+  const used = process.cpuUsage(cpu);
+  split.restoreCpuMs = (used.user + used.system) / 1000;
+  split.snapshotBytes = bytes.length;
+  sandbox.dispose();
+
+  // End to end: the first agent run on the thread restores it, the second finds it live. Both
+  // read the same history and snapshot the same state at the end; their difference is the restore
+  // plus noise (a loaded machine makes it noisy).
+  const read = "typeof rows === 'object' ? rows.length : Object.keys(config).length";
+  const first = await runTurn(parts, thread, read, `restore-${process.pid}-1`);
+  const second = await runTurn(parts, thread, read, `restore-${process.pid}-2`);
+  for (const { text } of [first, second]) if (/<notice>|<error>/.test(text)) throw new Error(`restore did not run cleanly: ${text}`);
+  interpreter.dispose();
+  await backend.close();
+  process.stdout.write(JSON.stringify({ ms: first.ms - second.ms, cpuMs: first.cpuMs - second.cpuMs, ...split }));
+}
+
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
+function restoreTime(kind, where, thread, runs) {
+  const child = () => {
+    const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), "--child", kind, where, thread], { cwd: root, encoding: "utf8", timeout: 120_000 });
+    if (r.status !== 0) throw new Error(`restore child failed: ${r.stderr}`);
+    return JSON.parse(r.stdout);
+  };
+  const restored = [];
+  for (let i = 0; i < runs; i++) restored.push(child());
+  const field = (name) => median(restored.map((r) => r[name]));
+  return {
+    restoreMs: field("restoreMs"),
+    restoreCpuMs: field("restoreCpuMs"),
+    addedMs: field("ms"),
+    addedCpuMs: field("cpuMs"),
+    checkpointerMs: field("checkpointerMs"),
+    storeMs: field("storeMs"),
+    sandboxRestoreMs: field("sandboxRestoreMs"),
+    snapshotBytes: field("snapshotBytes"),
+  };
+}
+
+const kb = (n) => `${(n / 1024).toFixed(1)} KB`;
+const ms = (n) => `${n.toFixed(1)} ms`;
+
+async function main() {
+  if (args[0] === "--child") return restoreChild(args[1], args[2], args[3]);
+  const runs = Number(arg("runs") ?? 5);
+  const postgres = arg("postgres") ?? process.env.QJSN_POSTGRES_URL;
+  const dir = mkdtempSync(join(tmpdir(), "qjsn-thread-storage-"));
+  const only = arg("layouts")?.split(",");
+  const layouts = [
+    { kind: "sqlite", title: "SQLite checkpointer + SqliteStore (chunks)", where: join(dir, "chunks.sqlite") },
+    { kind: "sqlite-inline", title: "SQLite checkpointer, no store (state inline in graph state)", where: join(dir, "inline.sqlite") },
+    ...(postgres ? [{ kind: "postgres", title: "PostgreSQL checkpointer + PostgresStore (chunks)", where: postgres }] : []),
+  ].filter((layout) => only === undefined || only.includes(layout.kind));
+  const { loadavg } = await import("node:os");
+  const out = [`## thread storage (10,000-row state, signed, one eval per run)`, "", `Load average at start: ${loadavg()[0].toFixed(2)} (1 min).`, ""];
+  if (!postgres) out.push("PostgreSQL: skipped (pass --postgres=URL, set QJSN_POSTGRES_URL, or run under scripts/with-postgres.sh).", "");
+  try {
+    for (const layout of layouts) {
+      process.stderr.write(`thread storage: ${layout.title}\n`);
+      const { rows, thread } = await storageTable(layout.kind, layout.where);
+      out.push(`### ${layout.title}`, "",
+        "| turn | what | interpreter state added (checkpointer + store) | of it, in the checkpointer | everything added to the checkpointer (with messages) | added to the store | interpreter state, cumulative | everything, cumulative |",
+        "|---|---|---|---|---|---|---|---|");
+      for (const r of rows) out.push(`| ${r.turn} | ${r.what} | ${kb(r.state + r.store)} | ${kb(r.state)} | ${kb(r.checkpoints)} | ${kb(r.store)} | ${kb(r.ours)} | ${kb(r.total)} |`);
+      const firstOurs = rows[0].ours;
+      const firstAll = rows[0].total;
+      out.push("", `Seven turns: interpreter state ${kb(rows.at(-1).ours)} = ${(rows.at(-1).ours / firstOurs).toFixed(2)}× the first turn; everything ${kb(rows.at(-1).total)} = ${(rows.at(-1).total / firstAll).toFixed(2)}× the first turn.`, "");
+      const big = restoreTime(layout.kind, layout.where, thread, runs);
+      const smallThread = `small-${thread}`;
+      {
+        const { createCodeInterpreterMiddleware } = await importRoot("dist/langchain/index.js");
+        const backend = await openBackend(layout.kind, layout.where);
+        const interpreter = createCodeInterpreterMiddleware({ snapshotSigningKey: KEY });
+        await runTurn({ interpreter, ...backend }, smallThread, SMALL, `${smallThread}-1`);
+        interpreter.dispose();
+        await backend.close();
+      }
+      const small = restoreTime(layout.kind, layout.where, smallThread, runs);
+      out.push(`Restore in a fresh process (median of ${runs} processes, each having served one other thread first):`, "",
+        "| state | snapshot | restore (store read + Sandbox.restore) | same (CPU) | store read | Sandbox.restore | checkpointer read (every run) | agent run, first minus second (wall) | same (CPU) |", "|---|---|---|---|---|---|---|---|---|");
+      for (const [name, r] of [["10,000 rows", big], ["small (an object and a function)", small]]) {
+        out.push(`| ${name} | ${kb(r.snapshotBytes)} | ${ms(r.restoreMs)} | ${ms(r.restoreCpuMs)} | ${ms(r.storeMs)} | ${ms(r.sandboxRestoreMs)} | ${ms(r.checkpointerMs)} | ${ms(r.addedMs)} | ${ms(r.addedCpuMs)} |`);
+      }
+      out.push("");
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  process.stdout.write(`${out.join("\n")}\n`);
+}
+
+await main();

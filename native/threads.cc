@@ -1,0 +1,124 @@
+#include "threads.h"
+
+#if defined(_WIN32)
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h>
+#include <process.h>
+#else
+#include <pthread.h>
+#endif
+#if defined(__linux__)
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+namespace qjsn {
+
+#if defined(_WIN32)
+
+namespace {
+
+struct ThreadStart {
+  void* (*body)(void*);
+  void* arg;
+};
+
+unsigned __stdcall threadTrampoline(void* p) {
+  ThreadStart start = *static_cast<ThreadStart*>(p);
+  delete static_cast<ThreadStart*>(p);
+  start.body(start.arg);
+  return 0;
+}
+
+int64_t fileTimeNs(const FILETIME& t) {
+  return static_cast<int64_t>((static_cast<uint64_t>(t.dwHighDateTime) << 32) | t.dwLowDateTime) * 100;
+}
+
+int64_t readThreadTimes(HANDLE thread) {
+  FILETIME created, exited, kernel, user;
+  if (!GetThreadTimes(thread, &created, &exited, &kernel, &user)) return -1;
+  return fileTimeNs(kernel) + fileTimeNs(user);
+}
+
+}  // namespace
+
+bool startThread(void* (*body)(void*), void* arg, size_t stackBytes) {
+  auto* start = new ThreadStart{body, arg};
+  // The stack size is a reservation, like a POSIX thread's: pages are committed as they are touched.
+  uintptr_t handle = _beginthreadex(nullptr, static_cast<unsigned>(stackBytes), threadTrampoline, start,
+                                    STACK_SIZE_PARAM_IS_A_RESERVATION, nullptr);
+  if (handle == 0) {
+    delete start;
+    return false;
+  }
+  CloseHandle(reinterpret_cast<HANDLE>(handle));
+  return true;
+}
+
+void lowerThreadPriority() { SetThreadPriority(GetCurrentThread(), THREAD_PRIORITY_BELOW_NORMAL); }
+
+int64_t threadCpuNs() { return readThreadTimes(GetCurrentThread()); }
+
+CpuClock CpuClock::ofCurrentThread() {
+  CpuClock clock;
+  clock.threadId_ = GetCurrentThreadId();
+  return clock;
+}
+
+int64_t CpuClock::nowNs() const {
+  HANDLE thread = OpenThread(THREAD_QUERY_LIMITED_INFORMATION, FALSE, threadId_);
+  if (thread == nullptr) return -1;
+  int64_t ns = readThreadTimes(thread);
+  CloseHandle(thread);
+  return ns;
+}
+
+#else  // POSIX
+
+namespace {
+
+constexpr int kWorkerNice = 10;
+
+int64_t readClock(clockid_t id) {
+  timespec ts;
+  if (clock_gettime(id, &ts) != 0) return -1;
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+}  // namespace
+
+bool startThread(void* (*body)(void*), void* arg, size_t stackBytes) {
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) != 0) return false;
+  pthread_attr_setstacksize(&attr, stackBytes);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t thread;
+  bool started = pthread_create(&thread, &attr, body, arg) == 0;
+  pthread_attr_destroy(&attr);
+  return started;
+}
+
+void lowerThreadPriority() {
+#if defined(__linux__)
+  // Linux applies nice values per thread.
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kWorkerNice);
+#endif
+}
+
+int64_t threadCpuNs() { return readClock(CLOCK_THREAD_CPUTIME_ID); }
+
+CpuClock CpuClock::ofCurrentThread() {
+  CpuClock clock;
+  pthread_getcpuclockid(pthread_self(), &clock.id_);
+  return clock;
+}
+
+int64_t CpuClock::nowNs() const { return readClock(id_); }
+
+#endif
+
+}  // namespace qjsn

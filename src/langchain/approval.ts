@@ -1,0 +1,516 @@
+/**
+ * Human review of calls made from code (`interruptOn`), and the replay that lets a paused eval
+ * resume in any process.
+ *
+ * - When guest code calls a reviewed tool (or `task()`), the eval pauses: calls already in flight
+ *   settle, the eval is stopped, and a replay record (start snapshot, clock, seed, journal of every
+ *   completed host call) is stored in the checkpointer before the eval tool raises LangGraph's
+ *   `interrupt()` with the standard HITL request.
+ * - On resume LangGraph runs the eval tool again. The eval re-runs from its start snapshot with the
+ *   same clock and seed; each host call before the pause is checked against the journal and
+ *   answered from it, never run again; the paused call gets the reviewer's decision (approve, edit,
+ *   reject); later calls run live, and a later reviewed call pauses again.
+ * - A replay that calls something else, or with other arguments, at a journaled position stops the
+ *   eval with a {@link ReplayDivergenceError}: nothing runs twice.
+ *
+ * LangGraph hands decisions back in the order `interrupt()` was called within the task, so every
+ * reviewed call, journaled or not, calls `interrupt()` in call order; only the eval tool's own async
+ * context may call it (host callbacks run in the sandbox's), so host calls queue their reviews here
+ * and {@link EvalReview.drive} raises them.
+ */
+import { randomInt, createHash } from "node:crypto";
+import { inspect, isDeepStrictEqual } from "node:util";
+import type { Decision, HITLRequest } from "langchain";
+import { Sandbox } from "../sandbox.js";
+import type { ConsoleEntry, SandboxOptions } from "../types.js";
+import { APPROVAL_TEXT, PERSISTENCE_TEXT } from "./prompts.js";
+import type { PersistenceState } from "./persistence.js";
+import type { ResolvedOptions, ResolvedReview } from "./options.js";
+import type { EvalRunConfig, PtcToolView, StateUpdate } from "./ptc.js";
+import {
+  checkpointerRecords,
+  codeDigestOf,
+  decodeRecord,
+  encodeRecord,
+  ReplayRecordError,
+  type HostCallOutcome,
+  type HostCallRequest,
+  type JournalEntry,
+  type RecordBinding,
+  type ReplayRecord,
+} from "./journal.js";
+
+/** What a host call gives guest code: its value, and graph-state writes requested by the tool. */
+export interface GuestAnswer {
+  value: unknown;
+  updates: StateUpdate[];
+}
+
+/** What an eval's host calls pass through when their calls are reviewed and journaled. */
+export interface HostCallGate {
+  /**
+   * Answers one call: from the journal when replaying, else by running `live` (with the
+   * reviewer's arguments when edited) or rejecting it when the reviewer rejected it.
+   */
+  call(request: HostCallRequest, live: (args: Record<string, unknown>) => Promise<GuestAnswer>): Promise<GuestAnswer>;
+}
+
+/**
+ * A resumed eval did not repeat its journal: another call, other arguments, or an end before the
+ * paused call. The eval is stopped; no call after the divergence ran.
+ */
+export class ReplayDivergenceError extends Error {
+  override readonly name = "ReplayDivergenceError";
+}
+
+/** The review of a call the journal says paused, when the configuration no longer lists its tool. */
+const EVERY_DECISION: ResolvedReview = { allowedDecisions: ["approve", "edit", "reject"], description: undefined, argsSchema: undefined, when: undefined };
+
+/** Raised in guest code when the reviewer rejected the call; `message` is the reviewer's. */
+const REJECTED_ERROR_NAME = "ToolCallRejectedError";
+/** Raised in guest code when a reviewed call cannot pause (no checkpointer, start state too large). */
+const UNAVAILABLE_ERROR_NAME = "ApprovalUnavailableError";
+
+/** How an eval ended, for the eval tool: its outcome, or paused for review. */
+export type ReviewedResult<T> = T | "paused";
+
+// LangGraph's run-config key of the task's scratchpad (CONFIG_KEY_SCRATCHPAD): resume values given so far.
+const SCRATCHPAD_KEY = "__pregel_scratchpad";
+
+/** Decisions LangGraph holds for the running task: resumed values, plus a fresh one not yet consumed. */
+function decisionsGiven(config: EvalRunConfig): number {
+  const pad = (config.configurable as Record<string, unknown> | undefined)?.[SCRATCHPAD_KEY] as { resume?: unknown; nullResume?: unknown } | undefined;
+  if (pad === undefined) return 0;
+  return (Array.isArray(pad.resume) ? pad.resume.length : 0) + (pad.nullResume === undefined ? 0 : 1);
+}
+
+function guestError(name: string, message: string): Error {
+  const error = new Error(message);
+  error.name = name;
+  error.stack = `${name}: ${message}`;
+  return error;
+}
+
+function answerOf(outcome: HostCallOutcome): GuestAnswer {
+  if (!outcome.ok) throw guestError(outcome.error.name, outcome.error.message);
+  return { value: outcome.value, updates: outcome.updates };
+}
+
+function errorOutcome(err: unknown): HostCallOutcome {
+  const e = err instanceof Error ? err : new Error(String(err));
+  return { ok: false, error: { name: e.name, message: e.message } };
+}
+
+function argsText(args: unknown): string {
+  try {
+    return JSON.stringify(args, null, 2) ?? "undefined";
+  } catch {
+    return inspect(args, { depth: 4, breakLength: 100 });
+  }
+}
+
+let langgraph: Promise<typeof import("@langchain/langgraph")> | undefined;
+
+/** Reviews of one middleware instance: which calls pause, and the per-eval driver. */
+export class Approval {
+  readonly #options: ResolvedOptions;
+
+  constructor(options: ResolvedOptions) {
+    this.#options = options;
+  }
+
+  /** True when some call from code is reviewed. */
+  get enabled(): boolean {
+    return this.#options.interruptOn.tools.size > 0;
+  }
+
+  /** The review of calls to `name`, if they are reviewed. */
+  reviewOf(name: string): ResolvedReview | undefined {
+    return this.#options.interruptOn.tools.get(name);
+  }
+
+  /** The driver of one eval tool call, or `undefined` when `interruptOn` lists nothing or the call has no tool call id. */
+  forCall(config: EvalRunConfig, code: string, threadKey: string): EvalReview | undefined {
+    const evalCallId = config.toolCall?.id ?? config.toolCallId;
+    if (!this.enabled || evalCallId === undefined) return undefined;
+    return new EvalReview(this, this.#options, config, code, { key: this.#options.snapshotSigningKey, threadId: threadKey, evalCallId });
+  }
+}
+
+/**
+ * Opens a session's sandbox at the start state of a paused eval (`state.replayStart`, consumed).
+ * Throws when it cannot be restored: a replay on any other state would not be the same eval.
+ */
+export function restoreReplayStart(state: ReplayStartHolder & { persistence: PersistenceState }, options: SandboxOptions, maxSnapshotBytes: number): Sandbox {
+  const bytes = state.replayStart!;
+  state.replayStart = undefined;
+  // The start state replaces whatever the session was about to restore.
+  state.persistence.pending = undefined;
+  const { sandbox, notRestored } = Sandbox.restore(bytes, { ...options, maxSnapshotBytes });
+  if (notRestored.length > 0) state.persistence.notices.push(PERSISTENCE_TEXT.notRestored(notRestored.map((n) => `${n.name} (${n.type})`)));
+  return sandbox;
+}
+
+/** A review waiting for the eval tool to raise it. */
+interface PendingAsk {
+  hitl: HITLRequest;
+  request: HostCallRequest;
+  review: ResolvedReview;
+  position: number;
+  resolve: (decision: Decision) => void;
+  reject: (error: Error) => void;
+}
+
+/** What the session must hold for a replay, set by {@link EvalReview.drive}. */
+export interface ReplayStartHolder {
+  /** A snapshot the session's next sandbox is restored from (the start of a paused eval). */
+  replayStart: Uint8Array | undefined;
+}
+
+/** A session as the driver sees it. */
+interface ReviewedSession {
+  readonly state: ReplayStartHolder;
+  discard(): void;
+}
+
+/** What `start` pins for the eval run. */
+export interface PinnedRun {
+  clockMs?: number;
+  randomSeed: number;
+  signal: AbortSignal;
+  onConsole: (entry: ConsoleEntry) => void;
+}
+
+/** One eval tool call under review: the host-call gate, the pause, the replay. */
+export class EvalReview implements HostCallGate {
+  readonly #approval: Approval;
+  readonly #options: ResolvedOptions;
+  readonly #config: EvalRunConfig;
+  readonly #code: string;
+  readonly #binding: RecordBinding;
+  readonly #abort = new AbortController();
+  readonly #asks: PendingAsk[] = [];
+  readonly #inFlight = new Set<Promise<unknown>>();
+  readonly #completed = new Map<number, JournalEntry>();
+  #wake: (() => void) | undefined;
+  #order: Promise<unknown> = Promise.resolve();
+  #record: ReplayRecord | undefined;
+  #startSnapshot: Uint8Array | undefined;
+  #clockMs: number | undefined;
+  #randomSeed = 0;
+  #consoleLines = 0;
+  #cannotPause: string | undefined;
+  #next = 0;
+  #reachedPause = false;
+  #halted = false;
+  #pausedAt: { position: number; request: HostCallRequest } | undefined;
+  #diverged: ReplayDivergenceError | undefined;
+  #pauses = 0;
+
+  constructor(approval: Approval, options: ResolvedOptions, config: EvalRunConfig, code: string, binding: RecordBinding) {
+    this.#approval = approval;
+    this.#options = options;
+    this.#config = config;
+    this.#code = code;
+    this.#binding = binding;
+  }
+
+  /** After a paused run: the session goes back to the eval's start state, whether it resumes or not. */
+  park(session: ReviewedSession): "paused" {
+    session.discard();
+    session.state.replayStart = this.#startSnapshot;
+    return "paused";
+  }
+
+  /** True once the eval stopped at a reviewed call. */
+  get paused(): boolean {
+    return this.#pausedAt !== undefined;
+  }
+
+  /**
+   * Runs the eval (`run`, given this gate) and raises its reviews; returns its outcome, or throws
+   * LangGraph's interrupt once the pause is stored. `fail` turns a message into a failed outcome.
+   */
+  async drive<T extends { ok: boolean; text: string }>(
+    session: ReviewedSession,
+    run: (gate: EvalReview) => Promise<ReviewedResult<T>>,
+    fail: (text: string) => T,
+  ): Promise<T> {
+    langgraph ??= import("@langchain/langgraph");
+    const { interrupt, isGraphInterrupt } = await langgraph;
+    const given = decisionsGiven(this.#config);
+    if (given > 0) {
+      try {
+        const stored = await checkpointerRecords.load(this.#config, this.#binding.evalCallId, given - 1);
+        if (stored === undefined) throw new ReplayRecordError("no journal was stored for this eval call");
+        const record = decodeRecord(stored, this.#binding, this.#options.maxSnapshotBytes);
+        if (record.codeDigest !== codeDigestOf(this.#code)) throw new ReplayRecordError("the journal belongs to other code");
+        this.#record = record;
+        this.#pauses = given;
+      } catch (err) {
+        // Without the journal, running again would repeat every call made before the pause.
+        return fail(APPROVAL_TEXT.noJournal(err instanceof Error ? err.message : String(err)));
+      }
+      session.discard();
+      session.state.replayStart = this.#record.startSnapshot;
+    }
+    const evaluation = run(this).then(
+      (result) => ({ result }),
+      (error: unknown) => ({ error }),
+    );
+    for (;;) {
+      const ask = this.#asks.shift();
+      if (ask === undefined) {
+        const woken = new Promise<undefined>((resolve) => (this.#wake = () => resolve(undefined)));
+        const settled = await Promise.race([evaluation, woken]);
+        if (settled === undefined) continue;
+        if ("error" in settled) throw settled.error;
+        return this.#finish(session, settled.result, fail);
+      }
+      let decision: Decision;
+      try {
+        decision = this.#decisionOf(ask.request, ask.review, interrupt(ask.hitl));
+      } catch (err) {
+        if (!isGraphInterrupt(err)) {
+          if (err instanceof TypeError) {
+            // A malformed decision ends the eval with the error (the ToolNode reports it); the call did not run.
+            this.#halted = true;
+            this.#abort.abort(err);
+            await evaluation;
+            this.#restart(session);
+            throw err;
+          }
+          ask.reject(guestError(UNAVAILABLE_ERROR_NAME, APPROVAL_TEXT.unavailable(err instanceof Error ? err.message : String(err))));
+          continue;
+        }
+        await this.#pause(ask.position, ask.request);
+        const settled = await evaluation;
+        if ("error" in settled) throw settled.error;
+        // An eval that ended without awaiting the reviewed call is over: that call never ran.
+        if (settled.result !== "paused") return this.#finish(session, settled.result, fail);
+        const notSaved = await this.#save();
+        if (notSaved !== undefined) return fail(APPROVAL_TEXT.notPaused(notSaved));
+        throw err;
+      }
+      ask.resolve(decision);
+    }
+  }
+
+  #finish<T extends { ok: boolean; text: string }>(session: ReviewedSession, result: ReviewedResult<T>, fail: (text: string) => T): T {
+    if (result === "paused") return fail(APPROVAL_TEXT.notPaused("the eval stopped at a reviewed call that was never raised"));
+    if (this.#record !== undefined && this.#diverged === undefined && !this.#reachedPause) {
+      this.#diverged = new ReplayDivergenceError(APPROVAL_TEXT.endedEarly(this.#record.pausedAt.name));
+    }
+    if (this.#diverged === undefined) return result;
+    this.#restart(session);
+    return { ...result, ok: false, text: `${this.#diverged.name}: ${this.#diverged.message}` };
+  }
+
+  /** Puts the session back to the eval's start state: what a stopped replay did is not the eval's. */
+  #restart(session: ReviewedSession): void {
+    if (this.#startSnapshot === undefined) return;
+    session.discard();
+    session.state.replayStart = this.#startSnapshot;
+  }
+
+  /** Stores the replay record of this pause; returns why it could not be stored, if it could not. */
+  async #save(): Promise<string | undefined> {
+    const pausedAt = this.#pausedAt!;
+    const entries: JournalEntry[] = [];
+    for (let i = 0; i < pausedAt.position; i++) {
+      const entry = this.#completed.get(i) ?? this.#record?.entries[i];
+      if (entry === undefined) return `the call at position ${i} did not finish before the pause`;
+      entries.push(entry);
+    }
+    const record: ReplayRecord = {
+      codeDigest: codeDigestOf(this.#code),
+      clockMs: this.#clockMs,
+      randomSeed: this.#randomSeed,
+      consoleLines: this.#consoleLines,
+      entries,
+      pausedAt: pausedAt.request,
+      startSnapshot: this.#startSnapshot!,
+    };
+    try {
+      const data = encodeRecord(record, this.#binding, this.#options.maxSnapshotBytes);
+      await checkpointerRecords.save(this.#config, this.#binding.evalCallId, this.#pauses, data);
+      return undefined;
+    } catch (err) {
+      return err instanceof Error ? err.message : String(err);
+    }
+  }
+
+  /**
+   * Before the run: takes the start snapshot (first run) and pins the clock and seed, so a replay
+   * runs exactly the same; returns the eval options to add. `undefined` when no call of this eval
+   * can pause (no reviewed tool in reach, no journal to replay): the eval runs as usual.
+   */
+  start(sandbox: Sandbox, view: PtcToolView, taskAvailable: boolean, signal: AbortSignal | undefined, onConsole: ((entry: ConsoleEntry) => void) | undefined): PinnedRun | undefined {
+    const record = this.#record;
+    if (record === undefined) {
+      const reachable = [...view.byCamelName.values()].some((t) => this.#approval.reviewOf(t.name) !== undefined) || (taskAvailable && this.#approval.reviewOf("task") !== undefined);
+      if (!reachable) return undefined;
+      if (!checkpointerRecords.available(this.#config)) this.#cannotPause = "this agent has no checkpointer";
+      else {
+        try {
+          this.#startSnapshot = sandbox.snapshot({ maxSnapshotBytes: this.#options.maxSnapshotBytes });
+        } catch (err) {
+          this.#cannotPause = `the interpreter state cannot be saved (${err instanceof Error ? err.message : String(err)})`;
+        }
+      }
+      this.#clockMs = this.#freshClock();
+      this.#randomSeed = this.#freshSeed();
+    } else {
+      this.#startSnapshot = record.startSnapshot;
+      this.#clockMs = record.clockMs;
+      this.#randomSeed = record.randomSeed;
+      const known = new Set([...view.byCamelName.values()].map((t) => t.name));
+      const missing = [...new Set([...record.entries, record.pausedAt].filter((c) => c.kind === "tool" && !known.has(c.name)).map((c) => c.name))];
+      // Stopped before it starts: without those tools the replay cannot take the same path.
+      if (missing.length > 0) this.#diverge(APPROVAL_TEXT.toolsUnknown(missing));
+    }
+    const skip = record?.consoleLines ?? 0;
+    return {
+      ...(this.#clockMs === undefined ? {} : { clockMs: this.#clockMs }),
+      randomSeed: this.#randomSeed,
+      signal: signal === undefined ? this.#abort.signal : AbortSignal.any([signal, this.#abort.signal]),
+      // Lines written before the pause were streamed then: the replay writes them again, unstreamed.
+      onConsole: (entry) => {
+        if (++this.#consoleLines > skip) onConsole?.(entry);
+      },
+    };
+  }
+
+  #freshClock(): number | undefined {
+    const clock = this.#options.clock;
+    if (clock === "real") return undefined;
+    return clock === "frozen" ? Date.now() : clock.now();
+  }
+
+  #freshSeed(): number {
+    const seed = this.#options.randomSeed;
+    if (seed === undefined) return randomInt(2 ** 48 - 1);
+    // Reproducible runs stay reproducible: the seed of each eval follows from the configured one.
+    return createHash("sha256").update(`${seed}:${this.#binding.evalCallId}`).digest().readUIntLE(0, 6);
+  }
+
+  async call(request: HostCallRequest, live: (args: Record<string, unknown>) => Promise<GuestAnswer>): Promise<GuestAnswer> {
+    const position = this.#next++;
+    // Paused or diverged: nothing more runs; the eval is about to be stopped.
+    if (this.#halted) return new Promise<GuestAnswer>(() => {});
+    const record = this.#record;
+    if (record !== undefined && position <= record.entries.length) {
+      const expected = position < record.entries.length ? record.entries[position]! : record.pausedAt;
+      if (expected.kind !== request.kind || expected.name !== request.name || !isDeepStrictEqual(expected.args, request.args)) {
+        this.#diverge(APPROVAL_TEXT.diverged(position, expected, request));
+        throw this.#diverged!;
+      }
+      if (position < record.entries.length) {
+        const entry = record.entries[position]!;
+        // Its decision is asked for again only to keep LangGraph's count of interrupts in step.
+        if (entry.reviewed) await (await this.#queueReview(request, position, true))?.decision;
+        return answerOf(entry.outcome);
+      }
+      this.#reachedPause = true;
+      // The eval paused here: the next decision is this call's, whatever the configuration says now.
+      return answerOf(await this.#run(request, position, live, true));
+    }
+    return answerOf(await this.#run(request, position, live, false));
+  }
+
+  /**
+   * Decides whether a call waits for review (its `when`, unless `forced`) and queues its review,
+   * strictly in call order: LangGraph matches decisions to `interrupt()` calls by their order.
+   * Resolves to the decision to come (wrapped, so the order is not held up by the wait for it), or
+   * `undefined` when the call is not reviewed.
+   */
+  #queueReview(request: HostCallRequest, position: number, forced: boolean): Promise<{ decision: Promise<Decision> } | undefined> {
+    const review = this.#approval.reviewOf(request.name) ?? (forced ? EVERY_DECISION : undefined);
+    if (review === undefined) return Promise.resolve(undefined);
+    const toolCall = { name: request.name, args: request.args, id: this.#callId(position), type: "tool_call" as const };
+    const step = this.#order.then(async () => {
+      if (!forced && review.when !== undefined && !(await review.when({ toolCall, tool: undefined, state: this.#config.state, runtime: this.#runtime() } as never))) return undefined;
+      if (this.#cannotPause !== undefined) throw guestError(UNAVAILABLE_ERROR_NAME, APPROVAL_TEXT.unavailable(this.#cannotPause));
+      const description = typeof review.description === "function"
+        ? await review.description(toolCall as never, this.#config.state as never, this.#runtime() as never)
+        : review.description ?? `${this.#options.interruptOn.descriptionPrefix}\n\nTool: ${request.name}\nArgs: ${argsText(request.args)}`;
+      const hitl: HITLRequest = {
+        actionRequests: [{ name: request.name, args: request.args, description }],
+        reviewConfigs: [{ actionName: request.name, allowedDecisions: [...review.allowedDecisions], ...(review.argsSchema === undefined ? {} : { argsSchema: review.argsSchema }) }],
+      };
+      // Raised by `drive`; when LangGraph has no decision for it yet, the eval pauses there.
+      const decision = new Promise<Decision>((resolve, reject) => this.#asks.push({ hitl, request, review, position, resolve, reject }));
+      this.#wake?.();
+      return { decision };
+    });
+    this.#order = step.then(
+      () => undefined,
+      () => undefined,
+    );
+    return step;
+  }
+
+  async #run(request: HostCallRequest, position: number, live: (args: Record<string, unknown>) => Promise<GuestAnswer>, forced: boolean): Promise<HostCallOutcome> {
+    const queued = await this.#queueReview(request, position, forced);
+    let args = request.args;
+    if (queued !== undefined) {
+      const decision = await queued.decision;
+      if (decision.type === "reject") {
+        const outcome = errorOutcome(guestError(REJECTED_ERROR_NAME, decision.message ?? APPROVAL_TEXT.rejected(request.name)));
+        this.#completed.set(position, { ...request, reviewed: true, outcome });
+        return outcome;
+      }
+      if (decision.type === "edit") args = decision.editedAction.args;
+    }
+    // Tracked while it runs: a pause waits for it, so its outcome is journaled and never run again.
+    const running = live(args)
+      .then((answer): HostCallOutcome => ({ ok: true, value: answer.value, updates: answer.updates }), errorOutcome)
+      .then((outcome) => {
+        this.#completed.set(position, { ...request, reviewed: queued !== undefined, outcome });
+        this.#inFlight.delete(running);
+        return outcome;
+      });
+    this.#inFlight.add(running);
+    return running;
+  }
+
+  /** Stops at the call at `position`: later calls are held, calls in flight settle (and are journaled), then the eval is stopped. */
+  async #pause(position: number, request: HostCallRequest): Promise<void> {
+    this.#halted = true;
+    this.#pausedAt = { position, request };
+    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
+    this.#abort.abort(new Error("paused for review"));
+  }
+
+  /** The reviewer's decision in `resume`; throws a `TypeError` saying what is wrong. */
+  #decisionOf(request: HostCallRequest, review: ResolvedReview, resume: unknown): Decision {
+    const decisions = (resume as { decisions?: unknown } | null | undefined)?.decisions;
+    if (!Array.isArray(decisions) || decisions.length !== 1) {
+      throw new TypeError(APPROVAL_TEXT.badResume(request.name, decisions));
+    }
+    const decision = decisions[0] as Decision | undefined;
+    const type = decision?.type;
+    if (decision === undefined || !review.allowedDecisions.includes(type!)) throw new TypeError(APPROVAL_TEXT.notAllowed(request.name, type, review.allowedDecisions));
+    if (decision.type === "edit") {
+      const edited = decision.editedAction as { name?: unknown; args?: unknown } | undefined;
+      if (edited?.name !== request.name) throw new TypeError(APPROVAL_TEXT.editRenames(request.name, edited?.name));
+      if (typeof edited.args !== "object" || edited.args === null || Array.isArray(edited.args)) throw new TypeError(APPROVAL_TEXT.editArgs(request.name));
+    }
+    if (decision.type === "reject" && decision.message !== undefined && typeof decision.message !== "string") throw new TypeError(APPROVAL_TEXT.rejectMessage(request.name));
+    return decision;
+  }
+
+  #diverge(message: string): void {
+    this.#diverged = new ReplayDivergenceError(message);
+    this.#halted = true;
+    this.#abort.abort(this.#diverged);
+  }
+
+  #callId(position: number): string {
+    return `${this.#binding.evalCallId}:call:${position}`;
+  }
+
+  #runtime(): { context: unknown; store: unknown } {
+    return { context: (this.#config as { context?: unknown }).context, store: (this.#config as { store?: unknown }).store };
+  }
+}

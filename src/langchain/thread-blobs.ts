@@ -1,0 +1,228 @@
+/**
+ * Large per-thread byte strings (interpreter snapshots; later, eval journals) kept in LangGraph's
+ * `BaseStore` as content-addressed chunks, so that graph state, which checkpointers write again at
+ * every super-step, holds only a short reference.
+ *
+ * Layout, per thread and slot (namespace `["quickjs-native", "v1", <thread digest>, <slot>]`):
+ * ```
+ * chunk:<digest>     { v: 1, z: base64(raw DEFLATE of the chunk) }   written once, shared by blobs
+ * blob:<digest>      { v: 1, bytes: total length, chunks: [digest, ...] }   the manifest
+ * kept               { v: 1, blobs: [blob digest, ...] }   the last `keep` blobs written, oldest first
+ * ```
+ * A digest is the first 128 bits of SHA-256, hex. Chunk boundaries are content-defined (a gear
+ * rolling hash), so a change in the middle of a blob rewrites the one or two chunks around it,
+ * not every chunk after it. Bytes are chunked as they are given: a blob's own format (a signed
+ * snapshot) is opaque here, and its signature is what vouches for the reassembled bytes; the
+ * digests only catch a missing, altered or misplaced chunk early, with a clear reason.
+ *
+ * Collection: writing a blob that is not yet kept pushes it onto `kept`; past `keep` entries the
+ * oldest blob's manifest is deleted, with every chunk no kept blob still uses. So a thread holds
+ * at most `keep` blobs per slot, their chunks shared. A reference older than that (time travel far
+ * back) finds no manifest and is refused with a reason.
+ */
+import { createHash } from "node:crypto";
+import { promisify } from "node:util";
+import { constants as zlibConstants, deflateRaw, deflateRawSync, inflateRaw, inflateRawSync, type ZlibOptions } from "node:zlib";
+import type { BaseStore } from "@langchain/langgraph";
+import { SandboxError } from "../errors.js";
+
+const deflateRawAsync = promisify(deflateRaw);
+const inflateRawAsync = promisify(inflateRaw);
+
+/**
+ * Blobs up to this size are (de)compressed on the calling thread: a few ms per MiB, less than the
+ * thread-pool round trips of dozens of chunks. Larger ones go to the thread pool, off the main thread.
+ */
+const SYNC_ZLIB_BYTES = 1024 * 1024;
+
+function zlibCall(sync: (b: Uint8Array, o: ZlibOptions) => Buffer, async: (b: Uint8Array, o: ZlibOptions) => Promise<Buffer>, onCaller: boolean) {
+  return (bytes: Uint8Array, options: ZlibOptions): Promise<Buffer> => {
+    if (!onCaller) return async(bytes, options);
+    try {
+      return Promise.resolve(sync(bytes, options));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  };
+}
+
+/** Version of the layout above; a reader refuses items of another version with a reason. */
+export const THREAD_BLOBS_FORMAT_VERSION = 1;
+const NAMESPACE_ROOT = ["quickjs-native", `v${THREAD_BLOBS_FORMAT_VERSION}`] as const;
+const KEPT_KEY = "kept";
+
+/** Chunk sizes: boundaries fall where the rolling hash's low bits are zero, between these bounds. */
+const MIN_CHUNK_BYTES = 2 * 1024;
+const MAX_CHUNK_BYTES = 64 * 1024;
+/**
+ * 13 bits: one boundary per 8 KiB on average past the minimum. The high bits of the gear hash
+ * depend on the last 32 bytes (the low ones on fewer), so they are the ones tested.
+ */
+const BOUNDARY_MASK = 0xfff80000 | 0;
+const DIGEST_HEX_CHARS = 32;
+const DIGEST_PATTERN = /^[0-9a-f]{32}$/;
+
+/** 256 pseudo-random 32-bit words for the gear hash; fixed, since boundaries must not move between versions. */
+const GEAR: Uint32Array = (() => {
+  const table = new Uint32Array(256);
+  let x = 0x9e3779b9;
+  for (let i = 0; i < 256; i++) {
+    // xorshift32: deterministic and well spread.
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    table[i] = x >>> 0;
+  }
+  return table;
+})();
+
+/** Offsets where content-defined chunks end (the last one is `bytes.length`). */
+export function chunkBoundaries(bytes: Uint8Array): number[] {
+  const ends: number[] = [];
+  let start = 0;
+  while (start < bytes.length) {
+    const limit = Math.min(bytes.length, start + MAX_CHUNK_BYTES);
+    let end = limit;
+    let hash = 0;
+    for (let i = start + MIN_CHUNK_BYTES; i < limit; i++) {
+      hash = ((hash << 1) + GEAR[bytes[i]!]!) | 0;
+      if ((hash & BOUNDARY_MASK) === 0) {
+        end = i + 1;
+        break;
+      }
+    }
+    ends.push(end);
+    start = end;
+  }
+  return ends;
+}
+
+function digestOf(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("hex").slice(0, DIGEST_HEX_CHARS);
+}
+
+function refused(message: string): SandboxError {
+  return new SandboxError("INVALID_SNAPSHOT", message);
+}
+
+interface Manifest {
+  v: number;
+  bytes: number;
+  chunks: string[];
+}
+
+function manifestOf(value: unknown, maxBytes: number): Manifest {
+  const m = value as Partial<Manifest> | null | undefined;
+  if (typeof m !== "object" || m === null) throw refused("the stored state's manifest is not an object");
+  if (m.v !== THREAD_BLOBS_FORMAT_VERSION) throw refused(`the stored state's layout version ${String(m.v)} is not supported (this build reads version ${THREAD_BLOBS_FORMAT_VERSION})`);
+  if (typeof m.bytes !== "number" || !Number.isSafeInteger(m.bytes) || m.bytes < 0) throw refused("the stored state's manifest has no valid length");
+  if (m.bytes > maxBytes) throw refused(`the stored state is ${m.bytes} bytes, over maxSnapshotBytes (${maxBytes})`);
+  if (!Array.isArray(m.chunks) || m.chunks.length > Math.ceil(m.bytes / MIN_CHUNK_BYTES) + 1 || !m.chunks.every((c) => typeof c === "string" && DIGEST_PATTERN.test(c))) {
+    throw refused("the stored state's manifest lists malformed chunks");
+  }
+  return m as Manifest;
+}
+
+function keptOf(value: unknown): string[] {
+  const blobs = (value as { blobs?: unknown } | null | undefined)?.blobs;
+  return Array.isArray(blobs) ? blobs.filter((b): b is string => typeof b === "string" && DIGEST_PATTERN.test(b)) : [];
+}
+
+/**
+ * One thread's blobs of one kind (`slot`, e.g. "snapshot" or "journal") in a `BaseStore`. Slots
+ * are collected independently: a journal never loses a chunk to a snapshot's collection.
+ */
+export class ThreadBlobs {
+  readonly #store: BaseStore;
+  readonly #namespace: string[];
+  readonly #keep: number;
+
+  /** `keep`: how many of the latest blobs (and their chunks) the slot keeps. */
+  constructor(store: BaseStore, threadId: string, slot: string, keep: number) {
+    this.#store = store;
+    // Thread ids are free text; store namespaces may not hold periods, and need not show them.
+    this.#namespace = [...NAMESPACE_ROOT, createHash("sha256").update(threadId, "utf8").digest("hex").slice(0, DIGEST_HEX_CHARS), slot];
+    this.#keep = keep;
+  }
+
+  /** Stores `bytes`; returns the reference to keep in graph state. Writes only chunks the slot does not hold. */
+  async write(bytes: Uint8Array): Promise<string> {
+    const ends = chunkBoundaries(bytes);
+    const pieces = ends.map((end, i) => bytes.subarray(i === 0 ? 0 : ends[i - 1]!, end));
+    const chunks = pieces.map(digestOf);
+    const manifest: Manifest = { v: THREAD_BLOBS_FORMAT_VERSION, bytes: bytes.length, chunks };
+    const ref = digestOf(Buffer.from(JSON.stringify(manifest), "utf8"));
+
+    const kept = keptOf((await this.#store.get(this.#namespace, KEPT_KEY))?.value);
+    const keptChunks = await this.#chunksOf(kept);
+    const held = new Set(keptChunks.flat());
+    const puts: Promise<void>[] = [];
+    const written = new Set<string>();
+    const deflate = zlibCall(deflateRawSync, deflateRawAsync, bytes.length <= SYNC_ZLIB_BYTES);
+    for (let i = 0; i < pieces.length; i++) {
+      const digest = chunks[i]!;
+      if (held.has(digest) || written.has(digest)) continue;
+      written.add(digest);
+      puts.push(deflate(pieces[i]!, { level: zlibConstants.Z_BEST_SPEED }).then((z) =>
+        this.#store.put(this.#namespace, `chunk:${digest}`, { v: THREAD_BLOBS_FORMAT_VERSION, z: z.toString("base64") }, false)));
+    }
+    await Promise.all(puts);
+    // The manifest goes in after its chunks: a reader never finds a manifest whose chunks are not there yet.
+    if (!kept.includes(ref)) await this.#store.put(this.#namespace, `blob:${ref}`, manifest, false);
+
+    const next = [...kept.filter((b) => b !== ref), ref];
+    const dropped = next.splice(0, Math.max(0, next.length - this.#keep));
+    await this.#store.put(this.#namespace, KEPT_KEY, { v: THREAD_BLOBS_FORMAT_VERSION, blobs: next }, false);
+    if (dropped.length > 0) {
+      const stillUsed = new Set([...chunks, ...keptChunks.filter((_, i) => next.includes(kept[i]!)).flat()]);
+      const garbage = new Set(keptChunks.filter((_, i) => dropped.includes(kept[i]!)).flat().filter((c) => !stillUsed.has(c)));
+      await Promise.all([...dropped.map((b) => this.#store.delete(this.#namespace, `blob:${b}`)), ...[...garbage].map((c) => this.#store.delete(this.#namespace, `chunk:${c}`))]);
+    }
+    return ref;
+  }
+
+  /**
+   * The bytes of blob `ref`, every chunk checked against its digest. Throws `INVALID_SNAPSHOT` with
+   * the reason when the manifest or a chunk is missing, altered or of an unknown version.
+   */
+  async read(ref: string, maxBytes: number): Promise<Uint8Array> {
+    if (!DIGEST_PATTERN.test(ref)) throw refused("the stored state's reference is malformed");
+    const item = await this.#store.get(this.#namespace, `blob:${ref}`);
+    if (item === null) throw refused("the stored state is no longer in the store (collected, or written to another store)");
+    const manifest = manifestOf(item.value, maxBytes);
+    if (digestOf(Buffer.from(JSON.stringify({ v: manifest.v, bytes: manifest.bytes, chunks: manifest.chunks }), "utf8")) !== ref) {
+      throw refused("the stored state's manifest does not match its reference (altered)");
+    }
+    const distinct = [...new Set(manifest.chunks)];
+    // One get per chunk: LangGraph hands nodes an AsyncBatchedStore, which sends them as one batch.
+    const items = await Promise.all(distinct.map((digest) => this.#store.get(this.#namespace, `chunk:${digest}`)));
+    const pieces = new Map<string, Buffer>();
+    const inflate = zlibCall(inflateRawSync, inflateRawAsync, manifest.bytes <= SYNC_ZLIB_BYTES);
+    await Promise.all(distinct.map(async (digest, i) => {
+      const value = items[i]?.value as { v?: unknown; z?: unknown } | undefined;
+      if (value === undefined) throw refused(`a chunk of the stored state is missing (${digest})`);
+      if (value.v !== THREAD_BLOBS_FORMAT_VERSION || typeof value.z !== "string") throw refused(`a chunk of the stored state is malformed (${digest})`);
+      let piece: Buffer;
+      try {
+        piece = await inflate(Buffer.from(value.z, "base64"), { maxOutputLength: MAX_CHUNK_BYTES });
+      } catch {
+        throw refused(`a chunk of the stored state does not inflate (${digest})`);
+      }
+      if (digestOf(piece) !== digest) throw refused(`a chunk of the stored state does not match its digest (altered or foreign: ${digest})`);
+      pieces.set(digest, piece);
+    }));
+    const out = Buffer.concat(manifest.chunks.map((digest) => pieces.get(digest)!));
+    if (out.length !== manifest.bytes) throw refused("the stored state's chunks do not add up to its length");
+    return new Uint8Array(out.buffer, out.byteOffset, out.length);
+  }
+
+  /** The chunk lists of the given kept blobs (an empty list for one whose manifest is gone). */
+  async #chunksOf(blobs: readonly string[]): Promise<string[][]> {
+    if (blobs.length === 0) return [];
+    const items = await Promise.all(blobs.map((b) => this.#store.get(this.#namespace, `blob:${b}`)));
+    return items.map((item) => {
+      const chunks = (item?.value as { chunks?: unknown } | undefined)?.chunks;
+      return Array.isArray(chunks) ? chunks.filter((c): c is string => typeof c === "string") : [];
+    });
+  }
+}

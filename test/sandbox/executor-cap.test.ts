@@ -1,0 +1,61 @@
+// The executor's thread cap comes from QJSN_EXECUTOR_THREADS, read when the first async eval
+// starts; vitest runs each file in a process of its own, so this file sets its own cap.
+process.env.QJSN_EXECUTOR_THREADS = "2";
+
+import { describe, expect, it } from "vitest";
+import { SandboxError } from "../../src/index.js";
+import { native } from "../../src/native.js";
+import { sandbox } from "../hostile/harness.js"; // a sandbox disposed after the current test
+
+const CAP = 2;
+
+describe("the executor's thread cap", () => {
+  it("never runs more executor threads than QJSN_EXECUTOR_THREADS, and every eval still runs", async () => {
+    expect(native.executorThreads()[1]).toBe(CAP);
+    let maxSeen = 0;
+    const sampler = setInterval(() => (maxSeen = Math.max(maxSeen, native.executorThreads()[0])), 5);
+    const reports = await Promise.all(Array.from({ length: 5 }, () => sandbox({ executionTimeoutMs: 150 }).run("while (true) {}")));
+    clearInterval(sampler);
+    maxSeen = Math.max(maxSeen, native.executorThreads()[0]);
+    expect(reports.map((r) => (r.ok ? "ok" : r.error.code))).toEqual(Array(5).fill("TIMEOUT"));
+    expect(maxSeen).toBeGreaterThan(0);
+    expect(maxSeen).toBeLessThanOrEqual(CAP);
+  });
+
+  it("queues an eval behind the cap until a thread frees up", async () => {
+    const settled: string[] = [];
+    const spinners = Array.from({ length: CAP }, (_, i) =>
+      sandbox({ executionTimeoutMs: 200 })
+        .run("while (true) {}")
+        .then(() => settled.push(`spinner ${i}`)),
+    );
+    const probe = sandbox().eval("1 + 1").then((v) => settled.push(`probe ${String(v)}`));
+    await Promise.all([...spinners, probe]);
+    expect(settled.indexOf("probe 2")).toBeGreaterThan(0);
+  });
+
+  it("gives the slot of a guest stuck in a built-in back once the watchdog answers it", async () => {
+    // Both threads busy: one guest stuck in a built-in that ignores interrupts, one spinning for long.
+    const stuck = sandbox({ memoryLimitBytes: 512 * 1024 * 1024, executionTimeoutMs: 20 });
+    stuck.evalSync("globalThis.s = ' '.repeat(2 ** 28); 0", { timeoutMs: 60_000 });
+    const spinner = sandbox({ executionTimeoutMs: 60_000 });
+    const settled: string[] = [];
+    const stuckEval = stuck.eval("s.lastIndexOf('x')").catch((err: unknown) => {
+      settled.push("stuck");
+      return err;
+    });
+    const spinning = spinner.run("while (true) {}");
+    const probe = sandbox().eval("1 + 1").then((v) => {
+      settled.push("probe");
+      return v;
+    });
+    const err = await stuckEval;
+    expect(await probe).toBe(2);
+    expect(err).toBeInstanceOf(SandboxError);
+    expect((err as SandboxError).code).toBe("TIMEOUT");
+    expect((err as SandboxError).message).toContain("cannot be interrupted");
+    expect(settled).toEqual(["stuck", "probe"]);
+    spinner.dispose();
+    expect((await spinning).ok).toBe(false);
+  });
+});
