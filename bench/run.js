@@ -4,7 +4,8 @@
 // `--modes=latency` runs the latency-under-load case alone; like --engines it writes to .work/.
 // `--only=hostile` is a shorthand for the hostile case alone (see below).
 // Installs bench deps if needed, builds the raw-C floor, runs each engine's cases in child
-// processes of their own, then writes bench/RESULTS.md and bench/chart.svg from this one run.
+// processes of their own, then writes bench/RESULTS.md and bench/chart.svg from this one run
+// (a --quick, --engines or --modes run writes them under bench/.work/ instead).
 // Timing never fails the run: an engine or case that cannot run is reported with its reason.
 import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -145,12 +146,12 @@ async function main() {
   writeFileSync(`${work}/results.json`, JSON.stringify(run, null, 2));
   const { renderReport } = await import("./lib/report.js");
   const { renderChart } = await import("./lib/chart.js");
-  // A subset run must not replace the published report: it goes next to the raw results.
-  const subset = engineArg || modeArg;
-  const outDir = subset ? work : bench.replace(/\/$/, "");
+  // A subset or quick run must not replace the published report: it goes next to the raw results.
+  const draft = engineArg || modeArg || quick;
+  const outDir = draft ? work : bench.replace(/\/$/, "");
   writeFileSync(`${outDir}/chart.svg`, renderChart(run));
   writeFileSync(`${outDir}/RESULTS.md`, renderReport(run));
-  const shown = subset ? "bench/.work/" : "bench/";
+  const shown = draft ? "bench/.work/" : "bench/";
   say(`\nwrote ${shown}RESULTS.md and ${shown}chart.svg in ${elapsed()}`);
 }
 

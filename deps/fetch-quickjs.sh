@@ -2,11 +2,14 @@
 # Puts the pinned QuickJS-ng sources, with deps/patches applied, into deps/quickjs-ng/.
 #
 # Source of the pristine files, first match wins:
-#   1. $QUICKJS_NG_SRC: a directory holding quickjs.c (a submodule checkout, a distro tree...)
+#   1. $QUICKJS_NG_SRC: a directory holding quickjs.c (a checkout of the tag, a distro tree...)
 #   2. deps/quickjs-ng-src/: the pristine copy shipped inside the npm tarball
 #   3. Debian's binary package qjs-src, downloaded with apt through a private sources list
 #      that reuses the mirror URI of this system's own apt configuration (the system's
 #      configuration is never modified). The .deb is checked against the lock file's sha256.
+#   4. Without apt (macOS, Fedora, Alpine...): a shallow git clone of the upstream tag named in
+#      the lock file ($QUICKJS_NG_GIT_URL overrides the repository, e.g. a local mirror). Every
+#      file must match the lock file's per-file sha256 (taken from Debian's tree), or nothing is built.
 # Re-running is cheap: a stamp records the lock and patch set the tree was made from.
 set -euo pipefail
 
@@ -27,6 +30,8 @@ component="$(lock_field source.component)"
 deb_file="$(lock_field source.file)"
 path_in_pkg="$(lock_field source.pathInPackage)"
 engine_sources="$(lock_field engineSources)"
+upstream_repo="$(lock_field upstream.repository)"
+upstream_tag="$(lock_field upstream.tag)"
 
 shopt -s nullglob
 patches=("$here"/patches/*.patch)
@@ -35,28 +40,12 @@ if [[ -f "$dest/.stamp" && "$(cat "$dest/.stamp")" == "$stamp_wanted" ]]; then
   exit 0
 fi
 
-# Prints the first Debian archive URI configured for apt on this machine (not the security archive).
-system_debian_mirror() {
-  local f
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [[ -f "$f" ]] || continue
-    awk 'BEGIN{IGNORECASE=1} /^URIs:/{for(i=2;i<=NF;i++) print $i}' "$f"
-  done
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-    [[ -f "$f" ]] || continue
-    awk '$1=="deb"{for(i=2;i<=NF;i++) if($i !~ /^\[/ && $i !~ /\]$/){print $i; break}}' "$f"
-  done
-} 2>/dev/null
-
-pick_mirror() {
-  system_debian_mirror | grep -E '/debian/?$' | grep -v -- '-security' | head -n 1
-}
-
+# Downloads the pinned qjs-src .deb into the cache; says why and returns 1 when it cannot.
 download_deb() {
   local mirror aptdir suite opts
-  command -v apt-get >/dev/null || die "apt-get not found: set QUICKJS_NG_SRC to a QuickJS-ng $version source directory"
-  mirror="$(pick_mirror)"
-  [[ -n "$mirror" ]] || die "no Debian mirror found in this system's apt configuration: set QUICKJS_NG_SRC to a QuickJS-ng $version source directory"
+  command -v apt-get >/dev/null || { echo "fetch-quickjs: apt-get not found" >&2; return 1; }
+  mirror="$(bash "$here/debian-mirror.sh" || true)"
+  [[ -n "$mirror" ]] || { echo "fetch-quickjs: no Debian mirror in this system's apt configuration" >&2; return 1; }
   aptdir="$cache/apt"
   for suite in $suites; do
     rm -rf "$aptdir"
@@ -72,7 +61,28 @@ download_deb() {
       return 0
     fi
   done
-  die "could not download $pkg=$pkg_version from suites: $suites (see $aptdir/*.log)"
+  echo "fetch-quickjs: could not download $pkg=$pkg_version from suites: $suites (see $aptdir/*.log)" >&2
+  return 1
+}
+
+# Prints "sha256  file" for every file of the pinned tree, the format sha256sum -c reads.
+file_sums() {
+  node -e 'const l=require(process.argv[1]);for(const [f,h] of Object.entries(l.fileSha256))console.log(`${h}  ${f}`)' "$lock"
+}
+
+# Clones the upstream tag into $1 and keeps only the pinned files, each checked against its sha256.
+clone_upstream() {
+  local out="$1" url="${QUICKJS_NG_GIT_URL:-$upstream_repo}" f
+  command -v git >/dev/null || die "neither apt nor git is available: install git, or set QUICKJS_NG_SRC to a QuickJS-ng $version source directory"
+  echo "fetch-quickjs: cloning $upstream_tag of $url" >&2
+  git -c advice.detachedHead=false clone -q --depth 1 --branch "$upstream_tag" "$url" "$work/git" ||
+    die "git clone of $upstream_tag from $url failed: set QUICKJS_NG_SRC to a QuickJS-ng $version source directory"
+  if ! (cd "$work/git" && file_sums | sha256sum -c --quiet >"$work/sums.log" 2>&1); then
+    die "the clone of $upstream_tag differs from the pinned QuickJS-ng $version files; refusing to build:
+$(grep -v '^sha256sum:' "$work/sums.log")"
+  fi
+  mkdir -p "$out"
+  for f in $(file_sums | cut -d' ' -f3-); do cp "$work/git/$f" "$out/$f"; done
 }
 
 unpack_deb() {
@@ -96,15 +106,19 @@ else
   mkdir -p "$cache"
   if [[ ! -f "$cache/$deb_file" ]] || ! echo "$sha256  $cache/$deb_file" | sha256sum -c --status; then
     rm -f "$cache/$deb_file"
-    download_deb
+    download_deb || true
   fi
-  actual="$(sha256sum "$cache/$deb_file" | cut -d' ' -f1)"
-  if [[ "$actual" != "$sha256" ]]; then
-    rm -f "$cache/$deb_file"
-    die "checksum mismatch for $deb_file: expected $sha256, got $actual. The download is not the pinned QuickJS-ng $version; refusing to build."
+  if [[ -f "$cache/$deb_file" ]]; then
+    actual="$(sha256sum "$cache/$deb_file" | cut -d' ' -f1)"
+    if [[ "$actual" != "$sha256" ]]; then
+      rm -f "$cache/$deb_file"
+      die "checksum mismatch for $deb_file: expected $sha256, got $actual. The download is not the pinned QuickJS-ng $version; refusing to build."
+    fi
+    unpack_deb "$work/deb"
+    mv "$work/deb/$path_in_pkg" "$work/src"
+  else
+    clone_upstream "$work/src"
   fi
-  unpack_deb "$work/deb"
-  mv "$work/deb/$path_in_pkg" "$work/src"
 fi
 
 grep -q "QJS_VERSION_MINOR" "$work/src/quickjs.h" || die "quickjs.h missing from the source tree"

@@ -6,10 +6,6 @@
 // before calling in, so the guards here are cheap one-liners that only keep the process alive.
 #include <napi.h>
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
@@ -22,6 +18,7 @@
 
 #include "engine.h"
 #include "executor.h"
+#include "platform.h"
 
 namespace qjsn {
 
@@ -127,9 +124,7 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
     freedSinceTrim_ += freedBytes;
     if (freedSinceTrim_ < kTrimEveryBytes) return;
     freedSinceTrim_ = 0;
-#if defined(__GLIBC__)
-    malloc_trim(0);
-#endif
+    platform::releaseFreeHeap();
   }
   // The answer to a sync host call that can no longer reach its sandbox's JavaScript side.
   static HostResult closedResult() {

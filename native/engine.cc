@@ -1,7 +1,5 @@
 #include "engine.h"
 
-#include <malloc.h>
-#include <pthread.h>
 #include <time.h>
 
 #include <algorithm>
@@ -11,6 +9,7 @@
 #include <cstring>
 
 #include "guest_codec.h"
+#include "platform.h"
 #include "realm.h"
 
 namespace qjsn {
@@ -25,7 +24,7 @@ namespace {
 
 // Allocation hooks: the engine enforces the limit itself; these keep a cheap usage and peak
 // count per sandbox for stats and for telling out-of-memory from a guest `throw null`.
-size_t usableSize(const void* p) { return p ? malloc_usable_size(const_cast<void*>(p)) : 0; }
+size_t usableSize(const void* p) { return platform::mallocUsableSize(const_cast<void*>(p)); }
 
 void account(void* opaque, ptrdiff_t delta) {
   auto* m = static_cast<MemoryCounter*>(opaque);
@@ -209,14 +208,7 @@ namespace {
 size_t stackRemaining() {
   thread_local uintptr_t low = 0;
   if (low == 0) {
-    pthread_attr_t attr;
-    void* addr = nullptr;
-    size_t size = 0;
-    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-      pthread_attr_getstack(&attr, &addr, &size);
-      pthread_attr_destroy(&attr);
-    }
-    low = reinterpret_cast<uintptr_t>(addr);
+    low = platform::currentThreadStackLow();
     if (low == 0) return 0;
   }
   char here;

@@ -1,6 +1,15 @@
 #include "threads.h"
 
+#if defined(_WIN32)
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h>
+#include <process.h>
+#else
 #include <pthread.h>
+#endif
 #if defined(__linux__)
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -8,6 +17,67 @@
 #endif
 
 namespace qjsn {
+
+#if defined(_WIN32)
+
+namespace {
+
+struct ThreadStart {
+  void* (*body)(void*);
+  void* arg;
+};
+
+unsigned __stdcall threadTrampoline(void* p) {
+  ThreadStart start = *static_cast<ThreadStart*>(p);
+  delete static_cast<ThreadStart*>(p);
+  start.body(start.arg);
+  return 0;
+}
+
+int64_t fileTimeNs(const FILETIME& t) {
+  return static_cast<int64_t>((static_cast<uint64_t>(t.dwHighDateTime) << 32) | t.dwLowDateTime) * 100;
+}
+
+int64_t readThreadTimes(HANDLE thread) {
+  FILETIME created, exited, kernel, user;
+  if (!GetThreadTimes(thread, &created, &exited, &kernel, &user)) return -1;
+  return fileTimeNs(kernel) + fileTimeNs(user);
+}
+
+}  // namespace
+
+bool startThread(void* (*body)(void*), void* arg, size_t stackBytes) {
+  auto* start = new ThreadStart{body, arg};
+  // The stack size is a reservation, like a POSIX thread's: pages are committed as they are touched.
+  uintptr_t handle = _beginthreadex(nullptr, static_cast<unsigned>(stackBytes), threadTrampoline, start,
+                                    STACK_SIZE_PARAM_IS_A_RESERVATION, nullptr);
+  if (handle == 0) {
+    delete start;
+    return false;
+  }
+  CloseHandle(reinterpret_cast<HANDLE>(handle));
+  return true;
+}
+
+void lowerThreadPriority() { SetThreadPriority(GetCurrentThread(), THREAD_PRIORITY_BELOW_NORMAL); }
+
+int64_t threadCpuNs() { return readThreadTimes(GetCurrentThread()); }
+
+CpuClock CpuClock::ofCurrentThread() {
+  CpuClock clock;
+  clock.threadId_ = GetCurrentThreadId();
+  return clock;
+}
+
+int64_t CpuClock::nowNs() const {
+  HANDLE thread = OpenThread(THREAD_QUERY_LIMITED_INFORMATION, FALSE, threadId_);
+  if (thread == nullptr) return -1;
+  int64_t ns = readThreadTimes(thread);
+  CloseHandle(thread);
+  return ns;
+}
+
+#else  // POSIX
 
 namespace {
 
@@ -48,5 +118,7 @@ CpuClock CpuClock::ofCurrentThread() {
 }
 
 int64_t CpuClock::nowNs() const { return readClock(id_); }
+
+#endif
 
 }  // namespace qjsn

@@ -30,7 +30,11 @@ class CpuClock {
   int64_t nowNs() const;
 
  private:
+#if defined(_WIN32)
+  unsigned long threadId_ = 0;  // a DWORD: the thread is opened per reading, so nothing to close
+#else
   clockid_t id_ = CLOCK_THREAD_CPUTIME_ID;
+#endif
 };
 
 }  // namespace qjsn

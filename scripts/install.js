@@ -44,8 +44,10 @@ if (!ok) {
   console.error([
     "",
     "quickjs-native: the source build failed.",
-    "It needs: a C11/C++17 compiler (gcc >= 10 or clang >= 12), cmake >= 3.20, make or ninja, bash and patch.",
+    "It needs: a C11/C++17 compiler (gcc >= 10 or clang >= 12), cmake >= 3.18, make or ninja, bash and patch.",
     "  Debian/Ubuntu: apt-get install build-essential cmake patch",
+    "  Fedora/RHEL:   dnf install gcc-c++ make cmake patch",
+    "  Alpine:        apk add build-base cmake linux-headers patch bash",
     "  macOS:         xcode-select --install && brew install cmake",
     "Then reinstall, or set QUICKJS_NG_SRC to a QuickJS-ng 0.17.0 source directory if the download is blocked.",
     "",

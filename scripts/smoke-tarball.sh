@@ -3,8 +3,10 @@
 # into empty projects twice:
 #   (a) with every C/C++ compiler, make, ninja and cmake hidden from PATH: the prebuilt binary
 #       must be the one that loads;
+#       It is a Sandbox-only install: the optional LangChain peers must not come along.
 #   (b) with npm_config_build_from_source=true, offline, apt hidden and proxies pointing nowhere:
-#       the addon must build from the tarball's own QuickJS-ng sources, with no download.
+#       the addon must build from the tarball's own QuickJS-ng sources, with no download. The
+#       LangChain peers are installed too, and the agent entry point must load.
 # In both, the package is imported, code is evaluated and the CLI prints a value.
 # Usage: bash scripts/smoke-tarball.sh   (from anywhere; needs a built tree: npm ci did that)
 set -euo pipefail
@@ -54,10 +56,11 @@ for tool in cc c++ gcc g++ cmake make ninja; do
 done
 
 # Imports the installed package, evaluates guest code, runs the CLI; prints which binary loaded.
+# With "langchain" as $2, also loads the agent entry point (its peers must be installed).
 # (Callers use `|| fail`, which turns off errexit in here: every step checks its own status.)
 check_project() {
   local dir="$1" loaded printed
-  loaded="$(cd "$dir" && LD_BIND_NOW=1 node --input-type=module -e '
+  loaded="$(cd "$dir" && WITH_LANGCHAIN="${2:-}" LD_BIND_NOW=1 node --input-type=module -e '
     import { Sandbox, SandboxError } from "quickjs-native";
     import { createRequire } from "node:module";
     const sb = new Sandbox({ memoryLimitBytes: 8 * 1024 * 1024, executionTimeoutMs: 200 });
@@ -68,9 +71,11 @@ check_project() {
     try { sb.evalSync("for (;;) {}"); throw new Error("timeout did not fire"); }
     catch (e) { if (!(e instanceof SandboxError) || e.code !== "TIMEOUT") throw e; }
     sb.dispose();
-    // The agent entry point resolves with its runtime dependencies (acorn, typescript, the peers).
-    const { createCodeInterpreterMiddleware } = await import("quickjs-native/langchain");
-    createCodeInterpreterMiddleware().dispose();
+    if (process.env.WITH_LANGCHAIN) {
+      // The agent entry point resolves with its runtime dependencies (acorn, typescript, zod, the peers).
+      const { createCodeInterpreterMiddleware } = await import("quickjs-native/langchain");
+      createCodeInterpreterMiddleware().dispose();
+    }
     const require = createRequire(import.meta.url);
     const pkg = require.resolve("quickjs-native/package.json").replace(/package\.json$/, "");
     console.log(require("node-gyp-build").path(pkg).slice(pkg.length));
@@ -95,19 +100,27 @@ t_a="$(since "$t0")"
 loaded="$(PATH="$nocc" check_project "$work/a")" || fail "(a) the installed package does not work"
 [[ "$loaded" == prebuilds/* ]] || fail "(a) loaded $loaded instead of a prebuilt binary"
 [[ ! -e "$work/a/node_modules/quickjs-native/build" ]] || fail "(a) a source build ran"
-echo "smoke: (a) ok in $t_a: loaded $loaded"
+for peer in langchain @langchain/core; do
+  [[ ! -e "$work/a/node_modules/$peer" ]] || fail "(a) the optional peer $peer was installed for a Sandbox-only project"
+done
+echo "smoke: (a) ok in $t_a: loaded $loaded; node_modules $(du -sm "$work/a/node_modules" | cut -f1) MB (no LangChain)"
 
 echo "smoke: (b) install with npm_config_build_from_source=true, offline, apt hidden"
 new_project "$work/b"
 noapt="$work/bin-noapt"
 path_without '^(apt|apt-get|curl|wget)$' "$noapt"
 t0="$(now)"
+# The peers at the versions this clone's npm ci put in npm's cache, so --offline finds them.
+peers=()
+for peer in langchain @langchain/core; do
+  peers+=("$peer@$(node -p 'require(process.argv[1]).version' "$root/node_modules/$peer/package.json")")
+done
 (cd "$work/b" && PATH="$noapt" npm_config_build_from_source=true \
-  npm install --offline --no-audit --no-fund --foreground-scripts "$tarball" >"$work/b.log" 2>&1) ||
+  npm install --offline --no-audit --no-fund --foreground-scripts "$tarball" "${peers[@]}" >"$work/b.log" 2>&1) ||
   { cat "$work/b.log"; fail "(b) the source build from the tarball failed"; }
 t_b="$(since "$t0")"
 grep -q "building from source (requested)" "$work/b.log" || { cat "$work/b.log"; fail "(b) install.js did not build from source"; }
-loaded="$(check_project "$work/b")" || fail "(b) the installed package does not work"
+loaded="$(check_project "$work/b" langchain)" || fail "(b) the installed package does not work"
 [[ "$loaded" == build/Release/* ]] || fail "(b) loaded $loaded instead of the fresh source build"
 echo "smoke: (b) ok in $t_b: built and loaded $loaded"
 echo "smoke: tarball ok"

@@ -10,6 +10,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const binary = join(root, "build-sanitize", "Debug", "quickjs_native.node");
 const cmakeJs = join(root, "node_modules", "cmake-js", "bin", "cmake-js");
 
+// The build prints nothing but errors (and takes about a minute from scratch): say what is happening.
+console.log("test:sanitize: building the addon with AddressSanitizer + UndefinedBehaviorSanitizer in build-sanitize/ (about a minute the first time)");
 const build = spawnSync(process.execPath, [cmakeJs, "compile", "--debug", "--out", "build-sanitize", "--CDQJSN_SANITIZE=ON"], {
   cwd: root,
   stdio: ["ignore", "ignore", "inherit"],

@@ -46,9 +46,26 @@ function npmCi(extraArgs, say) {
  * engine's addon), installs without scripts so the other engines still run; the affected
  * engine then reports why it cannot load.
  */
+/**
+ * True when bench/node_modules already holds every package of the lock file at its locked
+ * version, as after a plain `npm install` in bench/ (which writes no stamp).
+ */
+function installedAsLocked() {
+  const lock = JSON.parse(readFileSync(`${bench}package-lock.json`, "utf8"));
+  return Object.entries(lock.packages ?? {}).every(([path, entry]) => {
+    if (path === "" || entry.optional || entry.link) return true;
+    const manifest = `${bench}${path}/package.json`;
+    return existsSync(manifest) && JSON.parse(readFileSync(manifest, "utf8")).version === entry.version;
+  });
+}
+
 export function ensureBenchDeps(say) {
   const want = lockHash();
   if (existsSync(stampPath) && readFileSync(stampPath, "utf8") === want) return;
+  if (existsSync(`${bench}node_modules`) && installedAsLocked()) {
+    writeFileSync(stampPath, want);
+    return;
+  }
   say("installing bench dependencies (npm ci in bench/; compiles isolated-vm, about a minute)");
   if (!npmCi([], say)) {
     say("npm ci failed; retrying without install scripts (engines needing a native build will report it)");
