@@ -85,9 +85,10 @@ function classes(api, lc) {
         sb.evalSync("var notYet = 1; class Planted { static { if (globalThis.notYet === undefined) for (;;) {} } } 0");
         const bytes = sb.snapshot();
         sb.dispose();
-        return () => {
+        // restoreAsync, as the middleware restores: the re-created class runs on an executor thread.
+        return async () => {
           try {
-            api.Sandbox.restore(bytes, { restoreTimeoutMs: 2000 }).sandbox.dispose();
+            (await api.Sandbox.restoreAsync(bytes, { restoreTimeoutMs: 2000 })).sandbox.dispose();
             return "restored";
           } catch (error) {
             return `refused: ${error.code}`;
