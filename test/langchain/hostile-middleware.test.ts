@@ -4,24 +4,16 @@
  * No timings are asserted (loaded machine): each test shows the bounded outcome instead
  * (bench/ measures the event-loop gaps, case "event loop under hostile outputs").
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createAgent } from "langchain";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { tool } from "@langchain/core/tools";
 import { z } from "zod";
-import { createCodeInterpreterMiddleware, type CodeInterpreterMiddleware, type CodeInterpreterMiddlewareOptions } from "../../src/langchain/index.js";
+import type { CodeInterpreterMiddlewareOptions } from "../../src/langchain/index.js";
 import { ScriptedChatModel, callTool, contentText, reply, section, toolMessages } from "./support/agent.js";
+import { trackedMiddleware } from "./support/tracked-middleware.js";
 
-const live: CodeInterpreterMiddleware[] = [];
-afterEach(() => {
-  for (const m of live.splice(0)) m.dispose();
-});
-
-function middleware(options: CodeInterpreterMiddlewareOptions = {}): CodeInterpreterMiddleware {
-  const m = createCodeInterpreterMiddleware(options);
-  live.push(m);
-  return m;
-}
+const middleware = trackedMiddleware;
 
 async function runEvals(args: readonly unknown[], options: CodeInterpreterMiddlewareOptions = {}, tools: Parameters<typeof createAgent>[0]["tools"] = []): Promise<BaseMessage[]> {
   const model = new ScriptedChatModel([...args.map((a) => callTool("eval", a as Record<string, unknown>)), reply("done")]);

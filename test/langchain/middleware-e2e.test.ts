@@ -1,21 +1,13 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createAgent } from "langchain";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { tool } from "@langchain/core/tools";
 import { z } from "zod";
 import { createCodeInterpreterMiddleware, type CodeInterpreterMiddleware, type CodeInterpreterMiddlewareOptions } from "../../src/langchain/index.js";
 import { ScriptedChatModel, ToolRunRecorder, callTool, contentText, fakeWebSearch, reply, section, toolMessages } from "./support/agent.js";
+import { trackedMiddleware } from "./support/tracked-middleware.js";
 
-const live: CodeInterpreterMiddleware[] = [];
-afterEach(() => {
-  for (const m of live.splice(0)) m.dispose();
-});
-
-function middleware(options: CodeInterpreterMiddlewareOptions = {}): CodeInterpreterMiddleware {
-  const m = createCodeInterpreterMiddleware(options);
-  live.push(m);
-  return m;
-}
+const middleware = trackedMiddleware;
 
 /** Runs one agent turn whose model makes the given eval calls in order (one per model call), then replies. */
 async function runEvals(

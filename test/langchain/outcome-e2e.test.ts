@@ -1,24 +1,16 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createAgent, createMiddleware } from "langchain";
 import { createDeepAgent } from "deepagents";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { tool } from "@langchain/core/tools";
 import { z } from "zod";
-import { createCodeInterpreterMiddleware, type CodeInterpreterMiddleware, type CodeInterpreterMiddlewareOptions } from "../../src/langchain/index.js";
+import type { CodeInterpreterMiddlewareOptions } from "../../src/langchain/index.js";
 import type { EvalOutcomeMetadata } from "../../src/langchain/outcome.js";
 import { ScriptedChatModel, callTool, contentText, reply, section, toolMessages } from "./support/agent.js";
 import { FakeSubagentModel } from "./support/fake-subagent.js";
+import { trackedMiddleware } from "./support/tracked-middleware.js";
 
-const live: CodeInterpreterMiddleware[] = [];
-afterEach(() => {
-  for (const m of live.splice(0)) m.dispose();
-});
-
-function interpreter(options: CodeInterpreterMiddlewareOptions = {}): CodeInterpreterMiddleware {
-  const m = createCodeInterpreterMiddleware(options);
-  live.push(m);
-  return m;
-}
+const interpreter = trackedMiddleware;
 
 /** `get_hits`: structured search hits, and how often it ran. */
 function fakeGetHits(delayMs = 0) {

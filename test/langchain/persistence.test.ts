@@ -3,29 +3,21 @@
  * checkpointer (as a restarted process would), writes nothing when nothing changed, says what it
  * lost, and rolls a stopped eval back to the last good state. Modes "turn" and "call" keep nothing.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createAgent } from "langchain";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { MemorySaver } from "@langchain/langgraph";
 import { tool } from "@langchain/core/tools";
 import { z } from "zod";
-import { createCodeInterpreterMiddleware, type CodeInterpreterMiddleware, type CodeInterpreterMiddlewareOptions } from "../../src/langchain/index.js";
+import type { CodeInterpreterMiddleware } from "../../src/langchain/index.js";
 import { initPersistenceState, Persistence, SNAPSHOT_STATE_KEY } from "../../src/langchain/persistence.js";
 import { sandboxOptions } from "../../src/langchain/eval-tool.js";
 import { resolveOptions } from "../../src/langchain/options.js";
 import { Sandbox } from "../../src/sandbox.js";
 import { ScriptedChatModel, callTool, contentText, reply, section, toolMessages } from "./support/agent.js";
+import { trackedMiddleware } from "./support/tracked-middleware.js";
 
-const live: CodeInterpreterMiddleware[] = [];
-afterEach(() => {
-  for (const m of live.splice(0)) m.dispose();
-});
-
-function middleware(options: CodeInterpreterMiddlewareOptions = {}): CodeInterpreterMiddleware {
-  const m = createCodeInterpreterMiddleware(options);
-  live.push(m);
-  return m;
-}
+const middleware = trackedMiddleware;
 
 let runs = 0;
 
