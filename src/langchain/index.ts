@@ -139,11 +139,13 @@ export function createCodeInterpreterMiddleware(options: CodeInterpreterMiddlewa
       const key = sessionKeyOf(runtime.configurable?.thread_id);
       if (resolved.mode === "turn") await interpreter.discard(key);
       if (!persistence.storesThread || interpreter.get(key) === undefined) return undefined;
-      const update = await interpreter.run(key, async (session) =>
-        // A run that ended on a rolled-back eval still holds state worth storing: open it to snapshot.
-        session.isOpen || session.state.persistence.pending?.what === "rollback"
-          ? persistence.store(session.state.persistence, session.resource.sandbox, storedSnapshotOf(state), session.key, runtime.store) : undefined,
-      );
+      const update = await interpreter.run(key, async (session) => {
+        // A run that ended on a rolled-back eval still holds state worth storing: restore it (off
+        // the main thread) and open it to snapshot.
+        if (!session.isOpen && session.state.persistence.pending?.what === "rollback") await persistence.restore(session.state.persistence, session.key);
+        return session.isOpen || session.state.persistence.restored !== undefined
+          ? persistence.store(session.state.persistence, session.resource.sandbox, storedSnapshotOf(state), session.key, runtime.store) : undefined;
+      });
       return update === undefined ? undefined : { [SNAPSHOT_STATE_KEY]: update };
     },
     wrapModelCall: async (request, handler) => {

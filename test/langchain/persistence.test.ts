@@ -167,6 +167,15 @@ describe("rollback after a stopped eval", () => {
     expect(section(later.evals[0]!, "result")).toBe("1");
   });
 
+  it("a run whose last eval was stopped stores the rolled-back state, for this process and the next", async () => {
+    const saver = new MemorySaver();
+    const m = middleware({ executionTimeoutMs: 200 });
+    await turn(m, saver, "r2", ["var kept = 41", "kept = 0; while (true) {}"]);
+    expect(section((await turn(m, saver, "r2", ["kept + 1"])).evals[0]!, "result")).toBe("42");
+    const elsewhere = await turn(middleware({ executionTimeoutMs: 200 }), saver, "r2", ["kept"]);
+    expect(section(elsewhere.evals[0]!, "result")).toBe("41");
+  });
+
   it("an eval that runs out of memory is rolled back too", async () => {
     const m = middleware({ memoryLimitBytes: 16 * 1024 * 1024 });
     const run = await turn(m, new MemorySaver(), "r3", ["var rows = [1]", "rows.push(2); const hog = []; while (true) hog.push(new Array(100000).fill(7))", "rows"]);
