@@ -178,6 +178,26 @@ bool Engine::dispose() {
 // ----------------------------------------------------------------------------------------------
 // Budgets
 
+namespace {
+
+// This thread's CPU clock at the last reading an engine took on it (0: the thread's start). What
+// a slice used before its first reading is at most what the thread used since that reading.
+thread_local int64_t lastThreadCpuNs = 0;
+
+// This thread's CPU clock; *sinceLastNs gets the CPU time it used since the previous reading.
+int64_t readThreadCpu(int64_t* sinceLastNs) {
+  int64_t cpu = threadCpuNs();
+  *sinceLastNs = cpu - lastThreadCpuNs;
+  lastThreadCpuNs = cpu;
+  return cpu;
+}
+
+// A slice that ends without a poll and ran longer than this wall time reads the CPU clock: the
+// wall time of a thread that waited for a core is not the guest's to pay.
+constexpr int64_t kUnpolledCpuCheckNs = 1000000;
+
+}  // namespace
+
 int Engine::onInterrupt() {
   if (stop_.load(std::memory_order_relaxed) != 0) return 1;
   if (sliceWallDeadlineNs_.load(std::memory_order_relaxed) == 0) return 0;
@@ -185,11 +205,12 @@ int Engine::onInterrupt() {
   // cannot have been reached, and the monotonic clock is cheap.
   int64_t now = monotonicNs();
   if (now < nextCpuCheckNs_) return 0;
-  int64_t cpu = threadCpuNs();
+  int64_t cpuSinceLastRead;
+  int64_t cpu = readThreadCpu(&cpuSinceLastRead);
   if (cpuMarkNs_ < 0) {
     cpuMarkNs_ = cpu;
-    wallBeforeMarkNs_ = now - sliceStartNs_;
-    sliceCpuDeadlineNs_.store(cpu + sliceRemainingNs_.load(std::memory_order_relaxed) - wallBeforeMarkNs_);
+    beforeMarkNs_ = std::min(now - sliceStartNs_, cpuSinceLastRead);
+    sliceCpuDeadlineNs_.store(cpu + sliceRemainingNs_.load(std::memory_order_relaxed) - beforeMarkNs_);
   }
   int64_t deadline = sliceCpuDeadlineNs_.load(std::memory_order_relaxed);
   if (cpu < deadline) {
@@ -266,7 +287,17 @@ void Engine::resumeClock() {
 }
 
 void Engine::pauseClock() {
-  int64_t ranNs = cpuMarkNs_ < 0 ? monotonicNs() - sliceStartNs_ : wallBeforeMarkNs_ + threadCpuNs() - cpuMarkNs_;
+  int64_t ranNs;
+  int64_t cpuSinceLastRead;
+  if (cpuMarkNs_ >= 0) {
+    ranNs = beforeMarkNs_ + readThreadCpu(&cpuSinceLastRead) - cpuMarkNs_;
+  } else {
+    ranNs = monotonicNs() - sliceStartNs_;
+    if (ranNs > kUnpolledCpuCheckNs) {
+      readThreadCpu(&cpuSinceLastRead);
+      ranNs = std::min(ranNs, cpuSinceLastRead);
+    }
+  }
   executionMs_ += static_cast<double>(ranNs) / 1e6;
   sliceWallDeadlineNs_.store(0);
   sliceCpuDeadlineNs_.store(0);

@@ -241,15 +241,17 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // Interrupt and budget state. The execution budget is the running thread's CPU time, so a
   // guest waiting for a core (other sessions' guests, a loaded machine) loses none of it. Reading
   // a thread's CPU clock is a system call, too slow for every slice and host call: a slice counts
-  // wall time until the interrupt handler first polls, and CPU time from that mark on. Slices that
-  // end before a poll are short (a poll comes every few thousand operations).
+  // CPU time from the interrupt handler's first poll (the mark) on. Before the mark it counts its
+  // wall time, or, when that is less, the CPU time its thread used since the thread's previous
+  // reading (a slice that waited for a core is not charged for the wait). Slices that end before a
+  // poll are usually short (a poll comes every few thousand operations).
   std::atomic<int> stop_{0};
   std::atomic<int64_t> sliceWallDeadlineNs_{0};  // start + remaining budget, monotonic; 0 when no guest code runs
   std::atomic<int64_t> sliceCpuDeadlineNs_{0};   // thread CPU time at which the budget runs out; 0 before the mark
   std::atomic<int64_t> sliceRemainingNs_{0};     // budget left when the slice started
   int64_t sliceStartNs_ = 0;                     // monotonic
   int64_t cpuMarkNs_ = -1;                       // thread CPU time at the mark; -1 before it
-  int64_t wallBeforeMarkNs_ = 0;                 // wall time the slice ran before the mark
+  int64_t beforeMarkNs_ = 0;                     // time charged for the slice before the mark
   int64_t nextCpuCheckNs_ = 0;                   // monotonic time before which the deadline cannot have passed
   double budgetMs_ = 0;
   double executionMs_ = 0;

@@ -25,6 +25,7 @@ interface Outcome {
   role: Role;
   value?: unknown;
   code?: string;
+  message?: string;
 }
 
 async function runSession(i: number): Promise<Outcome> {
@@ -51,13 +52,14 @@ async function runSession(i: number): Promise<Outcome> {
     return { role, value: await pending };
   } catch (err) {
     expect(err).toBeInstanceOf(SandboxError);
-    return { role, code: (err as SandboxError).code };
+    return { role, code: (err as SandboxError).code, message: (err as SandboxError).message };
   } finally {
     sb.dispose();
   }
 }
 
 function expectOutcome(i: number, o: Outcome): void {
+  if (o.code !== undefined && (o.role === "compute" || o.role === "host-calls")) expect.fail(`session ${i} (${o.role}) failed with ${o.code}: ${o.message}`);
   switch (o.role) {
     case "compute":
       expect(o.value).toBe((i * (i + 1)) / 2);
