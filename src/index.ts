@@ -20,5 +20,5 @@ export type {
   HostFunction,
   AsyncHostFunction,
 } from "./types.js";
-export { inspectSnapshot, SNAPSHOT_FORMAT_VERSION } from "./snapshot.js";
-export type { SnapshotOptions, RestoreOptions, SnapshotSigning, NotRestored, RestoredSandbox, SnapshotInfo } from "./snapshot.js";
+export { inspectSnapshot, snapshotBody, resealSnapshot, SNAPSHOT_FORMAT_VERSION } from "./snapshot.js";
+export type { SnapshotOptions, RestoreOptions, ResealOptions, SnapshotSigning, NotRestored, RestoredSandbox, SnapshotInfo } from "./snapshot.js";

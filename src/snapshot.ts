@@ -21,7 +21,7 @@
  */
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { promisify } from "node:util";
-import { constants as zlibConstants, deflateRaw, deflateRawSync, inflateRawSync } from "node:zlib";
+import { constants as zlibConstants, deflateRaw, deflateRawSync, inflateRaw, inflateRawSync } from "node:zlib";
 import { SandboxError } from "./errors.js";
 import type { NativeHandle, NativeSnapshotRead, NativeSnapshotWrite } from "./native.js";
 import type { SandboxOptions } from "./types.js";
@@ -237,6 +237,7 @@ export async function sealSnapshotAsync(written: NativeSnapshotRead, body: Buffe
 
 const DEFLATE_OPTIONS = { level: zlibConstants.Z_BEST_SPEED };
 const deflateRawAsync = promisify(deflateRaw);
+const inflateRawAsync = promisify(inflateRaw);
 
 /** The byte cap passed to the native writer: it applies to the plain body. */
 export function maxSnapshotBody(options: ResolvedSnapshotOptions): number {
@@ -253,11 +254,12 @@ function writtenBody(raw: NativeSnapshotWrite, options: ResolvedSnapshotOptions)
 }
 
 // The native cap applies to the plain body, so a snapshot inflates within the same cap it was written under.
-function sealed(body: Buffer, options: ResolvedSnapshotOptions, engineVersion: string): Uint8Array {
+function sealed(body: Buffer, options: ResolvedSnapshotOptions, engineVersion: string, formatVersion = SNAPSHOT_FORMAT_VERSION): Uint8Array {
   if (body.length + SNAPSHOT_OVERHEAD_BYTES > options.maxSnapshotBytes) throw invalidSnapshot(`the snapshot cannot be written within maxSnapshotBytes (${options.maxSnapshotBytes})`);
-  const out = Buffer.alloc(HEADER_BYTES + body.length + DIGEST_BYTES);
+  const out = Buffer.allocUnsafe(HEADER_BYTES + body.length + DIGEST_BYTES);
+  out.fill(0, 0, HEADER_BYTES);
   MAGIC.copy(out, 0);
-  out.writeUInt16LE(SNAPSHOT_FORMAT_VERSION, 8);
+  out.writeUInt16LE(formatVersion, 8);
   out.writeUInt16LE((options.signing ? FLAG_SIGNED : 0) | (options.compress ? FLAG_DEFLATED : 0), 10);
   out.writeUInt32LE(body.length, 12);
   out.writeBigUInt64LE(BigInt(options.signing?.turn ?? 0), 16);
@@ -293,6 +295,17 @@ export function inspectSnapshot(bytes: unknown): SnapshotInfo {
  * thread or turn.
  */
 export function openSnapshot(bytes: unknown, options: ResolvedSnapshotOptions): Buffer {
+  const { info, body } = verifiedBody(bytes, options);
+  if (!info.compressed) return body;
+  try {
+    return inflateRawSync(body, { maxOutputLength: options.maxSnapshotBytes });
+  } catch (err) {
+    throw new SandboxError("INVALID_SNAPSHOT", `the snapshot's body does not inflate within maxSnapshotBytes (${options.maxSnapshotBytes})`, { cause: err });
+  }
+}
+
+/** Checks size, header and digest (or signature) like {@link openSnapshot}; returns the body as stored (deflated or not), a view of `bytes`. */
+function verifiedBody(bytes: unknown, options: ResolvedSnapshotOptions): { info: SnapshotInfo; body: Buffer } {
   if (bytes instanceof Uint8Array && bytes.length > options.maxSnapshotBytes) {
     throw invalidSnapshot(`the snapshot is ${bytes.length} bytes, over maxSnapshotBytes (${options.maxSnapshotBytes})`);
   }
@@ -308,13 +321,52 @@ export function openSnapshot(bytes: unknown, options: ResolvedSnapshotOptions): 
   if (!timingSafeEqual(expected, b.subarray(end))) {
     throw invalidSnapshot(options.signing ? "the snapshot's signature does not match (altered, or from another thread or key)" : "the snapshot's checksum does not match (corrupted)");
   }
-  const body = b.subarray(HEADER_BYTES, end);
-  if (!info.compressed) return body;
-  try {
-    return inflateRawSync(body, { maxOutputLength: options.maxSnapshotBytes });
-  } catch (err) {
-    throw new SandboxError("INVALID_SNAPSHOT", `the snapshot's body does not inflate within maxSnapshotBytes (${options.maxSnapshotBytes})`, { cause: err });
+  return { info, body: b.subarray(HEADER_BYTES, end) };
+}
+
+/**
+ * The body of a snapshot as stored (deflated when it was written with `compress`), without the
+ * header (which carries the turn) and the digest or signature: two snapshots of the same
+ * interpreter state, written with the same `compress`, have equal bodies whatever their turn,
+ * thread or key. A view of `bytes`, not a copy. Checks the lengths, not the digest.
+ */
+export function snapshotBody(bytes: Uint8Array): Uint8Array {
+  const info = inspectSnapshot(bytes);
+  return bytes.subarray(HEADER_BYTES, HEADER_BYTES + info.bodyBytes);
+}
+
+/** Options of {@link resealSnapshot}. */
+export interface ResealOptions extends SnapshotOptions {
+  /** Largest snapshot accepted and written, in bytes, envelope included; it also caps inflating. */
+  maxSnapshotBytes: number;
+  /** The signing the given snapshot carries, to verify it; omit for an unsigned snapshot. */
+  from?: SnapshotSigning;
+}
+
+/**
+ * The same interpreter state as snapshot `bytes`, sealed again for `signing` (another thread,
+ * turn or key, or unsigned without it) and `compress`: a new turn's snapshot of a state already
+ * snapshotted, without walking the sandbox again. `bytes` is verified first (its digest, or its
+ * signature with `from`), so a snapshot is never signed anew unless it was intact. Deflating or
+ * inflating a body runs on the libuv pool. Throws `INVALID_SNAPSHOT` like {@link Sandbox.restore}
+ * for a snapshot that does not verify or does not fit in `maxSnapshotBytes`.
+ */
+export async function resealSnapshot(bytes: Uint8Array, options: ResealOptions): Promise<Uint8Array> {
+  if (typeof options !== "object" || options === null) throw invalidArgument("reseal options must be an object");
+  const { from, ...target } = options;
+  const resolved = resolveSnapshotOptions(target, MAX_BODY_BYTES);
+  const { info, body } = verifiedBody(bytes, { maxSnapshotBytes: resolved.maxSnapshotBytes, ...(from === undefined ? {} : { signing: resolveSigning(from) }) });
+  const compress = resolved.compress ?? false;
+  let out = body;
+  if (compress && !info.compressed) out = await deflateRawAsync(body, DEFLATE_OPTIONS);
+  if (!compress && info.compressed) {
+    try {
+      out = await inflateRawAsync(body, { maxOutputLength: resolved.maxSnapshotBytes });
+    } catch (err) {
+      throw new SandboxError("INVALID_SNAPSHOT", `the snapshot's body does not inflate within maxSnapshotBytes (${resolved.maxSnapshotBytes})`, { cause: err });
+    }
   }
+  return sealed(out, { ...resolved, compress }, info.engineVersion, info.formatVersion);
 }
 
 /** Defines a verified body's globals in a fresh sandbox's handle and lists what came back as placeholders. */

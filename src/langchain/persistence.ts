@@ -19,10 +19,7 @@
 import { createHash } from "node:crypto";
 import type { BaseStore } from "@langchain/langgraph";
 import { z } from "zod";
-import { Sandbox } from "../sandbox.js";
-import { SandboxError, type SandboxErrorCode } from "../errors.js";
-import { SNAPSHOT_OVERHEAD_BYTES, type NotRestored, type RestoreOptions } from "../snapshot.js";
-import type { SandboxOptions } from "../types.js";
+import { resealSnapshot, Sandbox, SandboxError, snapshotBody, type NotRestored, type RestoreOptions, type SandboxErrorCode, type SandboxOptions } from "../index.js";
 import type { ResolvedOptions } from "./options.js";
 import { PERSISTENCE_TEXT } from "./prompts.js";
 import { ThreadBlobs } from "./thread-blobs.js";
@@ -76,6 +73,8 @@ export interface PersistenceState {
   storedBody: string | undefined;
   /** In-memory snapshot after the last completed eval, for rollback. */
   lastGood: Uint8Array | undefined;
+  /** The sandbox `lastGood` was taken of: while it is the live one, its state is `lastGood`'s (evals update or roll back both). */
+  lastGoodOf: Sandbox | undefined;
   /** One-line notices for the model's next eval. */
   notices: string[];
   /** The sandbox `restore` made from `pending` on an executor thread, for the next `open` to take. */
@@ -83,7 +82,7 @@ export interface PersistenceState {
 }
 
 export function initPersistenceState(): PersistenceState {
-  return { turn: -1, pending: undefined, storedBody: undefined, lastGood: undefined, notices: [], restored: undefined };
+  return { turn: -1, pending: undefined, storedBody: undefined, lastGood: undefined, lastGoodOf: undefined, notices: [], restored: undefined };
 }
 
 /** The snapshot stored in a graph state, if there is one of the expected shape. */
@@ -153,6 +152,8 @@ export class Persistence {
       });
       if (notRestored.length > 0) state.notices.push(PERSISTENCE_TEXT.notRestored(notRestored.map((n: NotRestored) => `${n.name} (${n.type})`)));
       if (pending.ref !== undefined) state.storedBody = bodyDigest(pending.bytes);
+      // A rolled-back sandbox holds the last good state again.
+      if (pending.what === "rollback" && pending.bytes === state.lastGood) state.lastGoodOf = sandbox;
       dropRestored(state);
       state.restored = sandbox;
     } catch (error) {
@@ -253,7 +254,10 @@ export class Persistence {
     try {
       // Chunks are deflated one by one in the store; graph state is written by every checkpoint, so
       // a snapshot kept there is deflated whole (records of one shape shrink several times).
-      bytes = await sandbox.snapshotAsync({ maxSnapshotBytes: this.#options.maxSnapshotBytes, compress: store === undefined, ...(signing === undefined ? {} : { signing }) });
+      const options = { maxSnapshotBytes: this.#options.maxSnapshotBytes, compress: store === undefined, ...(signing === undefined ? {} : { signing }) };
+      // The state after the run's last eval was already taken for rollback: sealing it for this
+      // turn costs a digest and a signature, not another walk of the interpreter.
+      bytes = state.lastGood !== undefined && state.lastGoodOf === sandbox ? await resealSnapshot(state.lastGood, options) : await sandbox.snapshotAsync(options);
     } catch (error) {
       return notStored(error);
     }
@@ -282,8 +286,10 @@ export class Persistence {
   async keepLastGood(state: PersistenceState, sandbox: Sandbox): Promise<void> {
     try {
       state.lastGood = await sandbox.snapshotAsync({ maxSnapshotBytes: this.#options.maxSnapshotBytes });
+      state.lastGoodOf = sandbox;
     } catch {
       state.lastGood = undefined;
+      state.lastGoodOf = undefined;
     }
   }
 
@@ -302,17 +308,16 @@ export function dropRestored(state: PersistenceState): void {
   state.restored = undefined;
 }
 
-/** Digest of a snapshot's body, without the header (turn) and trailer (signature) that change every run. */
+/** Digest of a snapshot's body, without the header (turn) and signature that change every run. */
 function bodyDigest(bytes: Uint8Array): string {
-  return createHash("sha256").update(bytes.subarray(SNAPSHOT_OVERHEAD_BYTES - 32, bytes.length - 32)).digest("hex");
+  return createHash("sha256").update(snapshotBody(bytes)).digest("hex");
 }
 
-/**
- * True when two snapshots hold the same body: the header carries the turn and the trailer the
- * signature, which change every run even when the interpreter's state did not.
- */
+/** True when two snapshots hold the same interpreter state, whatever turn they were signed for. */
 function sameBody(a: Uint8Array, b: Uint8Array): boolean {
-  const header = SNAPSHOT_OVERHEAD_BYTES - 32;
-  if (a.length !== b.length || a.length < SNAPSHOT_OVERHEAD_BYTES) return false;
-  return Buffer.from(a.subarray(header, a.length - 32)).equals(Buffer.from(b.subarray(header, b.length - 32)));
+  try {
+    return Buffer.compare(snapshotBody(a), snapshotBody(b)) === 0;
+  } catch {
+    return false; // a stored value that is not a snapshot differs from any snapshot
+  }
 }

@@ -23,8 +23,8 @@
 import { createHash } from "node:crypto";
 import { promisify } from "node:util";
 import { constants as zlibConstants, deflateRaw, deflateRawSync, inflateRaw, inflateRawSync, type ZlibOptions } from "node:zlib";
-import type { BaseStore } from "@langchain/langgraph";
-import { SandboxError } from "../errors.js";
+import type { BaseStore, GetOperation, Item, PutOperation } from "@langchain/langgraph";
+import { SandboxError } from "../index.js";
 
 const deflateRawAsync = promisify(deflateRaw);
 const inflateRawAsync = promisify(inflateRaw);
@@ -123,6 +123,16 @@ function manifestOf(value: unknown, maxBytes: number): Manifest {
   return m as Manifest;
 }
 
+/**
+ * The store that runs a batch itself. LangGraph hands nodes an `AsyncBatchedStore`, which queues
+ * each call until its next timer tick (a millisecond or more each, longer on a busy event loop);
+ * a read or write here is a few batches of many operations, sent straight to the store it wraps.
+ */
+function batchingStoreOf(store: BaseStore): BaseStore {
+  const wrapper = store as BaseStore & { lg_name?: unknown; store?: { batch?: unknown } };
+  return wrapper.lg_name === "AsyncBatchedStore" && typeof wrapper.store?.batch === "function" ? (wrapper.store as BaseStore) : store;
+}
+
 function keptOf(value: unknown): string[] {
   const blobs = (value as { blobs?: unknown } | null | undefined)?.blobs;
   return Array.isArray(blobs) ? blobs.filter((b): b is string => typeof b === "string" && DIGEST_PATTERN.test(b)) : [];
@@ -139,7 +149,7 @@ export class ThreadBlobs {
 
   /** `keep`: how many of the latest blobs (and their chunks) the slot keeps. */
   constructor(store: BaseStore, threadId: string, slot: string, keep: number) {
-    this.#store = store;
+    this.#store = batchingStoreOf(store);
     // Thread ids are free text; store namespaces may not hold periods, and need not show them.
     this.#namespace = [...NAMESPACE_ROOT, createHash("sha256").update(threadId, "utf8").digest("hex").slice(0, DIGEST_HEX_CHARS), slot];
     this.#keep = keep;
@@ -153,30 +163,33 @@ export class ThreadBlobs {
     const manifest: Manifest = { v: THREAD_BLOBS_FORMAT_VERSION, bytes: bytes.length, chunks };
     const ref = digestOf(Buffer.from(JSON.stringify(manifest), "utf8"));
 
-    const kept = keptOf((await this.#store.get(this.#namespace, KEPT_KEY))?.value);
+    const [keptItem] = await this.#get([KEPT_KEY]);
+    const kept = keptOf(keptItem?.value);
     const keptChunks = await this.#chunksOf(kept);
     const held = new Set(keptChunks.flat());
-    const puts: Promise<void>[] = [];
     const written = new Set<string>();
     const deflate = zlibCall(deflateRawSync, deflateRawAsync, bytes.length <= SYNC_ZLIB_BYTES);
+    const puts: Promise<PutOperation>[] = [];
     for (let i = 0; i < pieces.length; i++) {
       const digest = chunks[i]!;
       if (held.has(digest) || written.has(digest)) continue;
       written.add(digest);
       puts.push(deflate(pieces[i]!, { level: zlibConstants.Z_BEST_SPEED }).then((z) =>
-        this.#store.put(this.#namespace, `chunk:${digest}`, { v: THREAD_BLOBS_FORMAT_VERSION, z: z.toString("base64") }, false)));
+        this.#put(`chunk:${digest}`, { v: THREAD_BLOBS_FORMAT_VERSION, z: z.toString("base64") })));
     }
-    await Promise.all(puts);
-    // The manifest goes in after its chunks: a reader never finds a manifest whose chunks are not there yet.
-    if (!kept.includes(ref)) await this.#store.put(this.#namespace, `blob:${ref}`, manifest, false);
+    if (puts.length > 0) await this.#store.batch(await Promise.all(puts));
 
+    // The manifest goes in after its chunks: a reader never finds a manifest whose chunks are not there yet.
     const next = [...kept.filter((b) => b !== ref), ref];
     const dropped = next.splice(0, Math.max(0, next.length - this.#keep));
-    await this.#store.put(this.#namespace, KEPT_KEY, { v: THREAD_BLOBS_FORMAT_VERSION, blobs: next }, false);
+    await this.#store.batch([
+      ...(kept.includes(ref) ? [] : [this.#put(`blob:${ref}`, { ...manifest })]),
+      this.#put(KEPT_KEY, { v: THREAD_BLOBS_FORMAT_VERSION, blobs: next }),
+    ]);
     if (dropped.length > 0) {
       const stillUsed = new Set([...chunks, ...keptChunks.filter((_, i) => next.includes(kept[i]!)).flat()]);
       const garbage = new Set(keptChunks.filter((_, i) => dropped.includes(kept[i]!)).flat().filter((c) => !stillUsed.has(c)));
-      await Promise.all([...dropped.map((b) => this.#store.delete(this.#namespace, `blob:${b}`)), ...[...garbage].map((c) => this.#store.delete(this.#namespace, `chunk:${c}`))]);
+      await this.#store.batch([...dropped.map((b) => this.#put(`blob:${b}`, null)), ...[...garbage].map((c) => this.#put(`chunk:${c}`, null))]);
     }
     return ref;
   }
@@ -187,15 +200,14 @@ export class ThreadBlobs {
    */
   async read(ref: string, maxBytes: number): Promise<Uint8Array> {
     if (!DIGEST_PATTERN.test(ref)) throw refused("the stored state's reference is malformed");
-    const item = await this.#store.get(this.#namespace, `blob:${ref}`);
-    if (item === null) throw refused("the stored state is no longer in the store (collected, or written to another store)");
+    const [item] = await this.#get([`blob:${ref}`]);
+    if (item === null || item === undefined) throw refused("the stored state is no longer in the store (collected, or written to another store)");
     const manifest = manifestOf(item.value, maxBytes);
     if (digestOf(Buffer.from(JSON.stringify({ v: manifest.v, bytes: manifest.bytes, chunks: manifest.chunks }), "utf8")) !== ref) {
       throw refused("the stored state's manifest does not match its reference (altered)");
     }
     const distinct = [...new Set(manifest.chunks)];
-    // One get per chunk: LangGraph hands nodes an AsyncBatchedStore, which sends them as one batch.
-    const items = await Promise.all(distinct.map((digest) => this.#store.get(this.#namespace, `chunk:${digest}`)));
+    const items = await this.#get(distinct.map((digest) => `chunk:${digest}`));
     const pieces = new Map<string, Buffer>();
     const inflate = zlibCall(inflateRawSync, inflateRawAsync, manifest.bytes <= SYNC_ZLIB_BYTES);
     await Promise.all(distinct.map(async (digest, i) => {
@@ -216,10 +228,20 @@ export class ThreadBlobs {
     return new Uint8Array(out.buffer, out.byteOffset, out.length);
   }
 
+  /** The slot's items under `keys`, in one store batch (`null` for a missing one). */
+  async #get(keys: readonly string[]): Promise<(Item | null)[]> {
+    return this.#store.batch(keys.map((key): GetOperation => ({ namespace: this.#namespace, key })));
+  }
+
+  /** A put of `value` (a delete for `null`) under `key` in the slot, unindexed. */
+  #put(key: string, value: Record<string, unknown> | null): PutOperation {
+    return { namespace: this.#namespace, key, value, index: false };
+  }
+
   /** The chunk lists of the given kept blobs (an empty list for one whose manifest is gone). */
   async #chunksOf(blobs: readonly string[]): Promise<string[][]> {
     if (blobs.length === 0) return [];
-    const items = await Promise.all(blobs.map((b) => this.#store.get(this.#namespace, `blob:${b}`)));
+    const items = await this.#get(blobs.map((b) => `blob:${b}`));
     return items.map((item) => {
       const chunks = (item?.value as { chunks?: unknown } | undefined)?.chunks;
       return Array.isArray(chunks) ? chunks.filter((c): c is string => typeof c === "string") : [];
