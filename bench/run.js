@@ -2,6 +2,9 @@
 // Benchmark driver: `node bench/run.js [--quick] [--engines=id,id] [--modes=mode,mode]`.
 // --modes runs only those child modes (timed, memory:100, memory:10000, eventloop, latency), e.g.
 // `--modes=latency` runs the latency-under-load case alone; like --engines it writes to .work/.
+// The "thread storage" case (bench/thread-storage.js, quickjs-native only, SQLite; PostgreSQL too
+// when QJSN_POSTGRES_URL is set) runs in every run that includes quickjs-native, or alone with
+// `--modes=thread-storage`.
 // `--only=hostile` is a shorthand for the hostile case alone (see below).
 // Installs bench deps if needed, builds the raw-C floor, runs each engine's cases in child
 // processes of their own, then writes bench/RESULTS.md and bench/chart.svg from this one run
@@ -64,7 +67,8 @@ function runChild(engine, mode) {
 async function runEngine(engine, index) {
   say(`\n[${index + 1}/${engines.length}] ${engine} (${elapsed()})`);
   const ownOnly = (mode) => mode !== "hostile" || engine === "quickjs-native"; // the hostile case measures this package alone
-  const modes = (modeArg ? modeArg.split(",") : ["timed", "memory:100", ...(quick ? [] : ["memory:10000"]), "eventloop", "latency", "hostile"]).filter(ownOnly);
+  const modes = (modeArg ? modeArg.split(",") : ["timed", "memory:100", ...(quick ? [] : ["memory:10000"]), "eventloop", "latency", "hostile"])
+    .filter((mode) => mode !== THREAD_STORAGE && ownOnly(mode));
   const result = { engine, rows: [], problems: [] };
   for (const mode of modes) {
     const out = await runChild(engine, mode);
@@ -81,6 +85,36 @@ async function runEngine(engine, index) {
     result.rows.push(...out.rows);
   }
   return result;
+}
+
+const THREAD_STORAGE = "thread-storage";
+
+/**
+ * The "thread storage" case: bench/thread-storage.js in a child of its own, its Markdown kept for
+ * the report. Three restore processes per state (one in a quick run) keep it under half a minute.
+ */
+function runThreadStorage() {
+  say(`\n[thread storage] quickjs-native (${elapsed()})`);
+  const layouts = ["sqlite", ...(process.env.QJSN_POSTGRES_URL ? ["postgres"] : [])];
+  const timeoutMs = (quick ? 120 : 300) * 1000;
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [`${bench}thread-storage.js`, "--embedded", `--runs=${quick ? 1 : 3}`, `--layouts=${layouts.join(",")}`], { stdio: ["ignore", "pipe", "pipe"] });
+    let markdown = "";
+    let tail = "";
+    child.stdout.on("data", (d) => (markdown += d));
+    child.stderr.on("data", (d) => {
+      process.stderr.write(d);
+      tail = (tail + d).slice(-2000);
+    });
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) return resolve({ markdown: markdown.trim() });
+      const how = signal === "SIGKILL" ? `timed out after ${timeoutMs / 1000} s` : `exited with ${code ?? signal}`;
+      const last = tail.trim().split("\n").filter((l) => l.trim()).slice(-3).join(" | ").slice(0, 400);
+      resolve({ failed: `${how}: ${last}` });
+    });
+  });
 }
 
 async function runFloor() {
@@ -142,7 +176,8 @@ async function main() {
   const results = [];
   for (const [i, engine] of engines.entries()) results.push(await runEngine(engine, i));
   if (floor) results.push(floor);
-  const run = { quick, machine: { ...machine, loadAtEnd: currentLoad() }, durationS: (Date.now() - started) / 1000, results };
+  const threadStorage = engines.includes("quickjs-native") && (!modeArg || modeArg.split(",").includes(THREAD_STORAGE)) ? await runThreadStorage() : undefined;
+  const run = { quick, machine: { ...machine, loadAtEnd: currentLoad() }, durationS: (Date.now() - started) / 1000, results, threadStorage };
   writeFileSync(`${work}/results.json`, JSON.stringify(run, null, 2));
   const { renderReport } = await import("./lib/report.js");
   const { renderChart } = await import("./lib/chart.js");

@@ -114,6 +114,17 @@ export function hostileSection(run) {
   return table(["hostile class, at its cap", "longest gap (median of 3; 1 in a quick run)", "worst", "≤ 20 ms", "outcome"], rows, "lrrll");
 }
 
+/**
+ * Case "thread storage" (bench/thread-storage.js): bytes a thread's interpreter state adds to the
+ * checkpointer and store per turn, and the restore in a fresh process.
+ */
+export function threadStorageSection(run) {
+  const intro = "Mode `\"thread\"` with a signed snapshot, SQLite checkpointer plus `SqliteStore` (and PostgreSQL when `QJSN_POSTGRES_URL` is set): seven agent runs of one eval each on a 10,000-row state, the bytes each adds, then the restore of that state and of a small one in fresh processes (`bench/thread-storage.js`; alone, with more processes and layouts: `node bench/thread-storage.js --runs=5`).";
+  if (run.threadStorage === undefined) return `${intro}\n\nNot measured in this run.`;
+  if (run.threadStorage.failed) return `${intro}\n\nNot measured: ${run.threadStorage.failed}`;
+  return `${intro}\n\n${run.threadStorage.markdown}`;
+}
+
 /** One cell of the summary: the case's headline number in its own unit. */
 function glanceCell(info, result) {
   const r = findRow(result, info.id);
@@ -216,6 +227,9 @@ export function renderReport(run) {
   out.push("## Event loop under hostile outputs (quickjs-native)", "");
   out.push("The longest gap of a 5 ms timer on the Node main thread while each hostile class runs at its cap through the middleware's eval tool or the Sandbox API (`bench/lib/hostile-case.js`; alone: `node bench/run.js --only=hostile`).", "");
   out.push(hostileSection(run), "");
+
+  out.push("## Thread storage (quickjs-native)", "");
+  out.push(threadStorageSection(run), "");
 
   out.push("## Fairness notes", "");
   for (const note of FAIRNESS) out.push(`- ${note}`);
