@@ -71,8 +71,10 @@ export interface PersistenceState {
   pending: PendingRestore | undefined;
   /** Digest of the snapshot body at `turn` when it is kept in the store, to skip writing an unchanged state. */
   storedBody: string | undefined;
-  /** In-memory snapshot after the last completed eval, for rollback. */
+  /** In-memory snapshot after the last completed eval (or the stored state the sandbox was restored from), for rollback. */
   lastGood: Uint8Array | undefined;
+  /** The turn `lastGood` is signed for, when it is a stored snapshot; undefined for an unsigned in-memory one. */
+  lastGoodTurn: number | undefined;
   /** The sandbox `lastGood` was taken of: while it is the live one, its state is `lastGood`'s (evals update or roll back both). */
   lastGoodOf: Sandbox | undefined;
   /** One-line notices for the model's next eval. */
@@ -82,7 +84,7 @@ export interface PersistenceState {
 }
 
 export function initPersistenceState(): PersistenceState {
-  return { turn: -1, pending: undefined, storedBody: undefined, lastGood: undefined, lastGoodOf: undefined, notices: [], restored: undefined };
+  return { turn: -1, pending: undefined, storedBody: undefined, lastGood: undefined, lastGoodTurn: undefined, lastGoodOf: undefined, notices: [], restored: undefined };
 }
 
 /** The snapshot stored in a graph state, if there is one of the expected shape. */
@@ -152,8 +154,14 @@ export class Persistence {
       });
       if (notRestored.length > 0) state.notices.push(PERSISTENCE_TEXT.notRestored(notRestored.map((n: NotRestored) => `${n.name} (${n.type})`)));
       if (pending.ref !== undefined) state.storedBody = bodyDigest(pending.bytes);
-      // A rolled-back sandbox holds the last good state again.
-      if (pending.what === "rollback" && pending.bytes === state.lastGood) state.lastGoodOf = sandbox;
+      if (pending.what === "stored") {
+        // Until an eval completes, a stop goes back to the state just restored.
+        state.lastGood = pending.bytes;
+        state.lastGoodTurn = pending.turn;
+        state.lastGoodOf = sandbox;
+      } else if (pending.bytes === state.lastGood) {
+        state.lastGoodOf = sandbox; // rolled back: the sandbox holds the last good state again
+      }
       dropRestored(state);
       state.restored = sandbox;
     } catch (error) {
@@ -211,6 +219,7 @@ export class Persistence {
       return false;
     }
     dropRestored(state);
+    forgetLastGood(state); // the live sandbox's, not the stored state's
     state.pending = stored.data !== undefined
       ? { bytes: Buffer.from(stored.data, "base64"), turn: stored.turn, what: "stored" }
       : { ref: stored.ref!, turn: stored.turn, what: "stored" };
@@ -257,7 +266,10 @@ export class Persistence {
       const options = { maxSnapshotBytes: this.#options.maxSnapshotBytes, compress: store === undefined, ...(signing === undefined ? {} : { signing }) };
       // The state after the run's last eval was already taken for rollback: sealing it for this
       // turn costs a digest and a signature, not another walk of the interpreter.
-      bytes = state.lastGood !== undefined && state.lastGoodOf === sandbox ? await resealSnapshot(state.lastGood, options) : await sandbox.snapshotAsync(options);
+      const from = state.lastGoodTurn === undefined ? undefined : this.#signing(threadId, state.lastGoodTurn);
+      bytes = state.lastGood !== undefined && state.lastGoodOf === sandbox
+        ? await resealSnapshot(state.lastGood, { ...options, ...(from === undefined ? {} : { from }) })
+        : await sandbox.snapshotAsync(options);
     } catch (error) {
       return notStored(error);
     }
@@ -286,10 +298,10 @@ export class Persistence {
   async keepLastGood(state: PersistenceState, sandbox: Sandbox): Promise<void> {
     try {
       state.lastGood = await sandbox.snapshotAsync({ maxSnapshotBytes: this.#options.maxSnapshotBytes });
+      state.lastGoodTurn = undefined;
       state.lastGoodOf = sandbox;
     } catch {
-      state.lastGood = undefined;
-      state.lastGoodOf = undefined;
+      forgetLastGood(state);
     }
   }
 
@@ -297,9 +309,15 @@ export class Persistence {
   rollBack(state: PersistenceState, code: SandboxErrorCode): string {
     if (state.lastGood === undefined) return PERSISTENCE_TEXT.rolledBackFresh(code);
     dropRestored(state);
-    state.pending = { bytes: state.lastGood, what: "rollback" };
+    state.pending = { bytes: state.lastGood, what: "rollback", ...(state.lastGoodTurn === undefined ? {} : { turn: state.lastGoodTurn }) };
     return PERSISTENCE_TEXT.rolledBack(code);
   }
+}
+
+function forgetLastGood(state: PersistenceState): void {
+  state.lastGood = undefined;
+  state.lastGoodTurn = undefined;
+  state.lastGoodOf = undefined;
 }
 
 /** Disposes a restored sandbox no eval took, when another state is to be restored instead. */

@@ -183,6 +183,16 @@ describe("rollback after a stopped eval", () => {
     expect(section(run.evals[2]!, "result")).toBe("[ 1 ]");
   });
 
+  it("a stopped first eval after a restore in a new process goes back to the restored state, not to a fresh interpreter", async () => {
+    const saver = new MemorySaver();
+    await turn(middleware({ executionTimeoutMs: 200, snapshotSigningKey: KEY }), saver, "r4", ["var kept = 41"]);
+    const run = await turn(middleware({ executionTimeoutMs: 200, snapshotSigningKey: KEY }), saver, "r4", ["kept = 0; while (true) {}", "kept + 1"]);
+    expect(notice(run.evals[0]!)).toMatch(/^Because this call was stopped \(TIMEOUT\), the interpreter was rolled back/);
+    expect(section(run.evals[1]!, "result")).toBe("42");
+    const later = await turn(middleware({ executionTimeoutMs: 200, snapshotSigningKey: KEY }), saver, "r4", ["kept"]);
+    expect(section(later.evals[0]!, "result")).toBe("41");
+  });
+
   it("a stop with no earlier completed eval starts fresh and says so", async () => {
     const run = await turn(middleware({ executionTimeoutMs: 200 }), new MemorySaver(), "r2", ["var early = 1; while (true) {}", "typeof early"]);
     expect(notice(run.evals[0]!)).toMatch(/no earlier call completed, the interpreter starts fresh/);
