@@ -9,7 +9,7 @@ import { tool, type DynamicStructuredTool } from "@langchain/core/tools";
 import { ToolMessage } from "@langchain/core/messages";
 import type { BaseStore } from "@langchain/langgraph";
 import { SandboxError } from "../errors.js";
-import { Sandbox } from "../sandbox.js";
+import type { Sandbox } from "../sandbox.js";
 import type { ConsoleEntry, EvalReport, HostCallContext, SandboxOptions } from "../types.js";
 import { EvalActivity, type ProgressWriter } from "./activity.js";
 import { formatEvalOutput } from "./format.js";

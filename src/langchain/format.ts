@@ -204,7 +204,9 @@ function layOut(parts: ReadonlyArray<{ section: Section; length: number }>, budg
   }
   const others = parts.flatMap((_part, index) => (index === status ? [] : [index]));
   const shares = shareBudget(others.map((index) => lengths[index]! - floors[index]!), remaining);
-  others.forEach((index, position) => (budgets[index] = budgets[index]! + shares[position]!));
+  others.forEach((index, position) => {
+    budgets[index] = budgets[index]! + shares[position]!;
+  });
   return budgets;
 }
 

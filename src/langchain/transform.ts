@@ -128,7 +128,8 @@ function rewriteDeclarations(source: string, program: Program): Rewritten {
     } else if (statement.type === "FunctionDeclaration" || statement.type === "ClassDeclaration") {
       const name = statement.id.name;
       names.add(name);
-      (sources ??= {})[name] = source.slice(statement.start, statement.end);
+      sources ??= {};
+      sources[name] = source.slice(statement.start, statement.end);
       if (statement.type === "ClassDeclaration") {
         // The `;` stops a following `(`/`[` line from continuing the class expression.
         edits.push({ at: statement.start, remove: 0, insert: `var ${name} = ` }, { at: statement.end, remove: 0, insert: ";" });
