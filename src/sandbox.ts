@@ -126,6 +126,18 @@ function validateEvalOptions(code: unknown, options: unknown): EvalOptions {
   return o;
 }
 
+// Words that cannot name a function in sloppy-mode code.
+const RESERVED_WORDS = new Set(
+  "await break case catch class const continue debugger default delete do else enum export extends false finally for function if import in instanceof new null return super switch this throw true try typeof var void while with".split(" "),
+);
+
+/** Execution budget of the sandbox's own short guest steps (installing or removing a global). */
+const HOST_STEP_BUDGET_MS = 100;
+
+function checkGlobalName(name: unknown): asserts name is string {
+  if (typeof name !== "string" || !PATH_SEGMENT.test(name) || FORBIDDEN_SEGMENTS.has(name)) throw invalid("name must be an identifier");
+}
+
 function validatePath(name: unknown): string {
   if (typeof name !== "string" || name.length > 256) throw invalid("name must be a string of at most 256 characters");
   const segments = name.split(".");
@@ -194,6 +206,7 @@ export class Sandbox implements Disposable {
   readonly #options: Required<SandboxOptions>;
   #handle: NativeHandle | undefined;
   readonly #functions: RegisteredFunction[] = [];
+  readonly #frozenNames = new Set<string>(); // globals of defineFrozenAsyncFunction
   #queue: Promise<void> = Promise.resolve();
   #evalSeq = 0;
   #currentEvalId = 0;
@@ -386,9 +399,61 @@ export class Sandbox implements Disposable {
     this.#functions.push({ name, fn, async });
   }
 
+  /**
+   * Installs `name` as a global host service the guest can call but never replace, wrap or delete:
+   * `name(request)` copies its one argument to `fn` and returns a promise of the result, as a
+   * {@link Sandbox.defineAsyncFunction} function does. The global is read-only, non-enumerable and
+   * non-configurable and the function is frozen, so every later eval sees what the host installed.
+   * Like other host functions, it is left out of snapshots: install it again after a restore.
+   *
+   * Returns false, installing nothing, when the guest already holds a global `name` it cannot lose
+   * (a top-level `var name`, say): that guest keeps its own. Throws `INVALID_ARGUMENT` for a name
+   * that is not an identifier, `BUSY` while an eval is queued or running, `DISPOSED`.
+   */
+  defineFrozenAsyncFunction(name: string, fn: AsyncHostFunction): boolean {
+    checkGlobalName(name);
+    if (RESERVED_WORDS.has(name)) throw invalid(`'${name}' is a reserved word and cannot name a function`);
+    if (typeof fn !== "function") throw invalid("fn must be a function");
+    if (this.#asyncEvals > 0 || this.#reentered()) throw new SandboxError("BUSY", "cannot install a frozen function while an eval runs");
+    // The host function is reachable only until the frozen wrapper has captured it.
+    const hidden = `__quickjsNativeHost${this.#functions.length}`;
+    this.#define(hidden, fn, true);
+    const report = this.runSync(
+      `(() => {
+          const host = globalThis.${hidden};
+          delete globalThis.${hidden};
+          const frozen = function ${name}(request) { return host(request); };
+          Object.freeze(frozen);
+          Object.defineProperty(globalThis, ${JSON.stringify(name)}, { value: frozen, writable: false, enumerable: false, configurable: false });
+        })();`,
+      { filename: "<host>", timeoutMs: HOST_STEP_BUDGET_MS },
+    );
+    if (report.ok) {
+      this.#frozenNames.add(name);
+      return true;
+    }
+    if (report.error.code === "GUEST_ERROR") return false;
+    throw report.error;
+  }
+
+  /**
+   * Deletes the guest global `path` (a name, or a dotted path such as `"tools.lookup"`), as the
+   * guest's own `delete` would. Resolves true when the property is gone (or never was), false when
+   * the guest made it undeletable (non-configurable, a frozen parent, a Proxy that refuses or
+   * throws). The delete runs on an executor thread under a short execution budget: a guest that
+   * replaced a parent with a Proxy runs its trap there, never on the Node main thread.
+   */
+  async removeGlobal(path: string): Promise<boolean> {
+    const segments = validatePath(path).split(".");
+    const target = segments.map((segment, i) => `${i === segments.length - 1 ? "?." : ""}[${JSON.stringify(segment)}]`).join("");
+    const report = await this.run(`try { delete globalThis${target} } catch {}`, { filename: "<host>", timeoutMs: HOST_STEP_BUDGET_MS });
+    if (!report.ok && (report.error.code === "DISPOSED" || report.error.code === "BUSY")) throw report.error;
+    return report.ok && report.value === true;
+  }
+
   /** Copies `value` into the guest as the global `name`. */
   setGlobal(name: string, value: unknown): void {
-    if (typeof name !== "string" || !PATH_SEGMENT.test(name) || FORBIDDEN_SEGMENTS.has(name)) throw invalid("name must be an identifier");
+    checkGlobalName(name);
     const handle = this.#live();
     const error = handle.setGlobal(name, encodeValue(value));
     if (error === "BUSY") throw new SandboxError("BUSY", "cannot set a global while an eval runs");
@@ -613,7 +678,7 @@ export class Sandbox implements Disposable {
 
   // Global names the host owns (its functions' roots): snapshots leave them out.
   #hostRoots(): string[] {
-    return [...new Set(this.#functions.map((f) => f.name.split(".")[0]!))];
+    return [...new Set([...this.#functions.map((f) => f.name.split(".")[0]!), ...this.#frozenNames])];
   }
 
   /**

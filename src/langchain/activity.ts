@@ -5,7 +5,7 @@
  * The writer is LangGraph's `config.writer` (what `agent.stream(..., { streamMode: "custom" })`
  * yields); events never block or fail the eval.
  */
-import type { ConsoleEntry } from "../types.js";
+import type { ConsoleEntry } from "../index.js";
 import type { EvalOutcomeMetadata } from "./outcome.js";
 
 /** Tag of every progress event, so a custom-stream consumer can tell ours from other writers'. */

@@ -16,9 +16,7 @@
  * Guest text can be far larger than what is shown, and all of this runs on the Node main thread:
  * values are rendered within the budget, and only the head and tail that can be shown are escaped.
  */
-import type { SandboxError } from "../errors.js";
-import { renderValue as renderBounded } from "../render.js";
-import type { ConsoleEntry, EvalReport } from "../types.js";
+import { renderValue as renderBounded, type ConsoleEntry, type EvalReport, type SandboxError } from "../index.js";
 import type { KeptOutput } from "./outcome.js";
 import { OUTPUT_TEXT } from "./prompts.js";
 

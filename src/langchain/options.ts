@@ -5,7 +5,7 @@
  */
 import type { StructuredToolInterface } from "@langchain/core/tools";
 import type { DecisionType, HumanInTheLoopMiddlewareConfig, InterruptOnConfig } from "langchain";
-import type { SandboxClock } from "../types.js";
+import type { SandboxClock } from "../index.js";
 import { camelCaseToolName } from "./signatures.js";
 import { MIN_RESULT_CHARS } from "./format.js";
 

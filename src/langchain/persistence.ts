@@ -19,10 +19,9 @@
 import { createHash } from "node:crypto";
 import type { BaseStore } from "@langchain/langgraph";
 import { z } from "zod";
-import { Sandbox } from "../sandbox.js";
-import { SandboxError, type SandboxErrorCode } from "../errors.js";
+import { Sandbox, SandboxError, type SandboxErrorCode } from "../index.js";
 import { SNAPSHOT_OVERHEAD_BYTES, type NotRestored, type RestoreOptions } from "../snapshot.js";
-import type { SandboxOptions } from "../types.js";
+import type { SandboxOptions } from "../index.js";
 import type { ResolvedOptions } from "./options.js";
 import { PERSISTENCE_TEXT } from "./prompts.js";
 import { ThreadBlobs } from "./thread-blobs.js";

@@ -6,7 +6,7 @@
  * golden files in test/langchain/golden/ show every variant. Sections are separated by one blank
  * line.
  */
-import type { SandboxErrorCode } from "../errors.js";
+import type { SandboxErrorCode } from "../index.js";
 import type { EvalOutcomeMetadata, KeptOutput } from "./outcome.js";
 import { camelCaseToolName, renderToolSignatures, type ToolSignatureInput } from "./signatures.js";
 

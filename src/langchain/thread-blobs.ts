@@ -24,7 +24,7 @@ import { createHash } from "node:crypto";
 import { promisify } from "node:util";
 import { constants as zlibConstants, deflateRaw, deflateRawSync, inflateRaw, inflateRawSync, type ZlibOptions } from "node:zlib";
 import type { BaseStore } from "@langchain/langgraph";
-import { SandboxError } from "../errors.js";
+import { SandboxError } from "../index.js";
 
 const deflateRawAsync = promisify(deflateRaw);
 const inflateRawAsync = promisify(inflateRaw);
