@@ -4,7 +4,7 @@
  * (`tools.*`), listing global names.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { Sandbox, SandboxError } from "../../src/index.js";
+import { Sandbox, type SandboxError } from "../../src/index.js";
 
 let sb: Sandbox;
 beforeEach(() => {
