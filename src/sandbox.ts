@@ -3,6 +3,7 @@ import { randomInt } from "node:crypto";
 import { formatWithOptions } from "node:util";
 import { SandboxError, type GuestErrorInfo } from "./errors.js";
 import { GuestOpaque, decodeConsole, decodeValue, encodeValue, encodeValueInto } from "./marshal.js";
+import { SANDBOX_DEFAULTS, SANDBOX_LIMITS } from "./options.js";
 import { native, NativeStatus, NativeStop, type NativeHandle, type NativeOutcome } from "./native.js";
 import { formatConsoleArgs, renderValue } from "./render.js";
 import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealSnapshotAsync, splitRestoreOptions, takeSnapshot, type NotRestored, type RestoreOptions, type RestoredSandbox, type SnapshotOptions } from "./snapshot.js";
@@ -19,20 +20,10 @@ import type {
   SandboxOptions,
 } from "./types.js";
 
-const MiB = 1024 * 1024;
-const DEFAULTS: Required<Omit<SandboxOptions, "randomSeed" | "copyLimitBytes">> = {
-  memoryLimitBytes: 64 * MiB,
-  maxStackSizeBytes: 1 * MiB,
-  executionTimeoutMs: 5000,
-  wallTimeoutMs: 60_000,
-  captureConsole: true,
-  maxConsoleBytes: 1 * MiB,
-  clock: "frozen",
-};
+const DEFAULTS: Required<Omit<SandboxOptions, "randomSeed" | "copyLimitBytes">> = SANDBOX_DEFAULTS;
 const OPTION_KEYS = [...Object.keys(DEFAULTS), "randomSeed", "copyLimitBytes"];
-// Date.now() values must stay inside the Date range (±8.64e15 ms).
-const MAX_TIME_MS = 8.64e15;
-const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+const MAX_TIME_MS = SANDBOX_LIMITS.maxClockMs;
+const MAX_TIMEOUT_MS = SANDBOX_LIMITS.maxTimeoutMs;
 const CONSOLE_LEVELS: readonly ConsoleLevel[] = ["log", "info", "warn", "error", "debug"];
 const PATH_SEGMENT = /^[A-Za-z_$][\w$]*$/;
 const FORBIDDEN_SEGMENTS = new Set(["__proto__", "prototype", "constructor"]);
@@ -66,15 +57,16 @@ function validateOptions(options: unknown): Required<SandboxOptions> {
   if (typeof options !== "object" || options === null) throw invalid("Sandbox options must be an object");
   checkKeys("Sandbox", options, OPTION_KEYS);
   const o = { ...DEFAULTS, randomSeed: 0, copyLimitBytes: 0, ...(options as SandboxOptions) };
-  checkInteger("memoryLimitBytes", o.memoryLimitBytes, 1 * MiB, 16 * 1024 * MiB);
+  const { memoryLimitBytes, copyLimitBytes, maxStackSizeBytes, maxConsoleBytes } = SANDBOX_LIMITS;
+  checkInteger("memoryLimitBytes", o.memoryLimitBytes, memoryLimitBytes.min, memoryLimitBytes.max);
   if ((options as SandboxOptions).copyLimitBytes === undefined) o.copyLimitBytes = o.memoryLimitBytes;
-  else checkInteger("copyLimitBytes", o.copyLimitBytes, 1024, 16 * 1024 * MiB);
+  else checkInteger("copyLimitBytes", o.copyLimitBytes, copyLimitBytes.min, copyLimitBytes.max);
   // Executor threads have native.threadStackBytes of stack; keep a wide margin for C frames.
-  checkInteger("maxStackSizeBytes", o.maxStackSizeBytes, 64 * 1024, Math.min(8 * MiB, native.threadStackBytes / 2));
+  checkInteger("maxStackSizeBytes", o.maxStackSizeBytes, maxStackSizeBytes.min, Math.min(maxStackSizeBytes.max, native.threadStackBytes / 2));
   checkTimeout("executionTimeoutMs", o.executionTimeoutMs);
   checkTimeout("wallTimeoutMs", o.wallTimeoutMs);
   if (typeof o.captureConsole !== "boolean") throw invalid("captureConsole must be a boolean");
-  checkInteger("maxConsoleBytes", o.maxConsoleBytes, 0, 256 * MiB);
+  checkInteger("maxConsoleBytes", o.maxConsoleBytes, maxConsoleBytes.min, maxConsoleBytes.max);
   checkClock(o.clock);
   // A fresh seed comes from the CSPRNG: upstream seeds from the time, which leaks the host clock.
   if ((options as SandboxOptions).randomSeed === undefined) o.randomSeed = randomInt(2 ** 48 - 1);
@@ -114,7 +106,9 @@ function validateEvalOptions(code: unknown, options: unknown): EvalOptions {
   const o = options as EvalOptions;
   if (o.timeoutMs !== undefined) checkTimeout("timeoutMs", o.timeoutMs);
   if (o.wallTimeoutMs !== undefined) checkTimeout("wallTimeoutMs", o.wallTimeoutMs);
-  if (o.filename !== undefined && (typeof o.filename !== "string" || o.filename.length > 1024)) throw invalid("filename must be a string of at most 1024 characters");
+  if (o.filename !== undefined && (typeof o.filename !== "string" || o.filename.length > SANDBOX_LIMITS.maxFilenameChars)) {
+    throw invalid(`filename must be a string of at most ${SANDBOX_LIMITS.maxFilenameChars} characters`);
+  }
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw invalid("signal must be an AbortSignal");
   if (o.unserializable !== undefined && o.unserializable !== "throw" && o.unserializable !== "describe") throw invalid('unserializable must be "throw" or "describe"');
   if (o.onConsole !== undefined && typeof o.onConsole !== "function") throw invalid("onConsole must be a function");
@@ -139,7 +133,7 @@ function checkGlobalName(name: unknown): asserts name is string {
 }
 
 function validatePath(name: unknown): string {
-  if (typeof name !== "string" || name.length > 256) throw invalid("name must be a string of at most 256 characters");
+  if (typeof name !== "string" || name.length > SANDBOX_LIMITS.maxFunctionPathChars) throw invalid(`name must be a string of at most ${SANDBOX_LIMITS.maxFunctionPathChars} characters`);
   const segments = name.split(".");
   for (const s of segments) {
     if (!PATH_SEGMENT.test(s) || FORBIDDEN_SEGMENTS.has(s)) throw invalid(`'${name}' is not a valid global name or dotted path of identifiers`);
@@ -473,11 +467,11 @@ export class Sandbox implements Disposable {
 
   /**
    * Names of the guest's global object properties (built-ins included, in creation order), at
-   * most `limit` (default 10000). Read natively: no guest code, getter, Proxy trap or
+   * most `limit` (default 10000, `SANDBOX_LIMITS.globalNames`). Read natively: no guest code, getter, Proxy trap or
    * guest-replaceable built-in runs, so a guest that replaced `Object.getOwnPropertyNames` or
    * defined millions of globals costs the caller nothing extra. Throws `BUSY` during an eval.
    */
-  globalNames(limit = 10_000): string[] {
+  globalNames(limit: number = SANDBOX_LIMITS.globalNames): string[] {
     checkInteger("limit", limit, 0, 2 ** 32 - 1);
     const names = this.#live().globalNames(limit);
     if (names === "BUSY") throw new SandboxError("BUSY", "cannot list globals while an eval runs");

@@ -6,7 +6,7 @@
  * golden files in test/langchain/golden/ show every variant. Sections are separated by one blank
  * line.
  */
-import type { SandboxErrorCode } from "../index.js";
+import { INTERPRETER_LIMITS, type SandboxErrorCode } from "../index.js";
 import type { EvalOutcomeMetadata, KeptOutput } from "./outcome.js";
 import { camelCaseToolName, renderToolSignatures, type ToolSignatureInput } from "./signatures.js";
 
@@ -63,13 +63,14 @@ export interface PromptInput {
   randomSeeded: boolean;
   /** Subagent types `task()` accepts, for the task section. */
   subagents?: readonly SubagentInfo[];
-  /** Subagent calls in flight per session before more are queued. Default 32. */
+  /** Subagent calls in flight per session before more are queued. Default `INTERPRETER_LIMITS.subagentsInFlight`. */
   maxConcurrentSubagents?: number;
   /** Wall-clock budget of each subagent, ms, when known. */
   subagentTimeoutMs?: number;
 }
 
-const DEFAULT_MAX_CONCURRENT_SUBAGENTS = 32;
+const DEFAULT_MAX_CONCURRENT_SUBAGENTS = INTERPRETER_LIMITS.subagentsInFlight;
+const SCHEMA = INTERPRETER_LIMITS.responseSchema;
 
 /** The interpreter's system-prompt text: interpreter section, then `tools` and `task()` sections when available. */
 export function renderSystemPrompt(input: PromptInput): string {
@@ -180,7 +181,7 @@ export function renderTaskSection(input: PromptInput): string {
     "",
     "- **Explore first**: look at the data with a small program before fanning out, so the subagents get precise instructions.",
     "- **Locators, not payloads**: give each subagent a path, id or URL to read, not the content itself.",
-    "- **Always set `responseSchema` when results feed later code**: the promise then resolves to a value of that shape (no `JSON.parse`). Without it the answer is text. Schemas are limited to 4096 bytes, depth 5 and 32 properties.",
+    `- **Always set \`responseSchema\` when results feed later code**: the promise then resolves to a value of that shape (no \`JSON.parse\`). Without it the answer is text. Schemas are limited to ${SCHEMA.maxBytes} bytes, depth ${SCHEMA.maxDepth} and ${SCHEMA.maxProperties} properties.`,
     `- **Batches of about 10**: use \`Promise.all\` over slices as above. At most ${inFlight} subagents run at once; more are queued, not failed.`,
     "- **Return the last expression**: end with the filtered or summarized result, not every answer.",
     ...(input.mode === "call" ? [] : ["- **Reuse variables from earlier calls**: results stored in top-level variables are still there; do not dispatch the same work twice."]),

@@ -5,20 +5,14 @@
  * ends, and progress events on LangGraph's custom stream.
  */
 import type { StructuredToolInterface } from "@langchain/core/tools";
-import type { HostCallContext, Sandbox } from "../index.js";
+import { INTERPRETER_LIMITS, type HostCallContext, type Sandbox } from "../index.js";
 import { isToolInstance, TASK_TOOL_NAME, type ResolvedOptions } from "./options.js";
 import type { SubagentInfo } from "./prompts.js";
 import { guestFacingError, toGuestValue, withoutRunIdentity, type EvalRunConfig } from "./ptc.js";
 import type { HostCallGate } from "./approval.js";
 
-/** Subagent calls in flight per session; more wait in a queue. */
-export const MAX_SUBAGENTS_IN_FLIGHT = 32;
-
-/** Subagent calls waiting per session; one more rejects (host memory, not the guest's, holds the queue). */
-export const MAX_SUBAGENTS_QUEUED = 4096;
-
 /** Limits on a `responseSchema`, so a model cannot hand the subagent a schema bomb. */
-export const RESPONSE_SCHEMA_LIMITS = Object.freeze({ maxBytes: 4096, maxDepth: 5, maxProperties: 32 });
+export const RESPONSE_SCHEMA_LIMITS = INTERPRETER_LIMITS.responseSchema;
 
 /**
  * The run-config key deepagents' task tool reads a dynamic response format from (exported by
@@ -450,7 +444,7 @@ export class TaskDispatcher {
     this.#install(session, sandbox);
     let limiter = this.#limiters.get(session);
     if (limiter === undefined) {
-      limiter = new InFlightLimiter(MAX_SUBAGENTS_IN_FLIGHT, MAX_SUBAGENTS_QUEUED);
+      limiter = new InFlightLimiter(INTERPRETER_LIMITS.subagentsInFlight, INTERPRETER_LIMITS.subagentsQueued);
       this.#limiters.set(session, limiter);
     }
     const scope = new TaskEvalScope(config, catalog, limiter, this.#timeoutMs, activity, gate);
