@@ -185,7 +185,7 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
     const transformed = await transformOffThread(input.code, options.executionTimeoutMs);
     session.state.active = { context, view, activity };
     // Console lines reach the custom stream as the guest writes them, not when the eval ends.
-    const onConsole = activity.streaming ? (entry: ConsoleEntry) => activity.console([entry]) : undefined;
+    const onConsole = activity.streaming ? (entry: ConsoleEntry) => activity.console(entry) : undefined;
     const report = await live.sandbox.run(transformed.code, {
       filename: SCRIPT_FILENAME,
       unserializable: "describe",

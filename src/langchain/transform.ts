@@ -82,14 +82,6 @@ export function transformCode(source: string, options: TransformOptions = {}): T
 
 const TOO_DEEP_MESSAGE = "the code is nested too deeply to parse (brackets, parentheses or blocks thousands of levels deep)";
 
-/**
- * Loads `typescript` ahead of the first TypeScript eval (a few hundred ms), e.g. when the
- * middleware is created. Safe to call more than once.
- */
-export function preloadTypeScript(): void {
-  loadTypeScript();
-}
-
 // ---------------------------------------------------------------------------------------------
 // JavaScript: top-level declarations become re-declarable globals.
 
