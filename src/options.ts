@@ -43,6 +43,8 @@ export const SANDBOX_LIMITS = Object.freeze({
   maxClockMs: 8.64e15,
   /** Longest eval `filename`, characters. */
   maxFilenameChars: 1024,
+  /** Longest name `getGlobal` reads, characters. */
+  maxGlobalNameChars: 1024,
   /** Longest name or dotted path of a host function, characters. */
   maxFunctionPathChars: 256,
   /** `globalNames()` lists at most this many names unless asked for another count. */
