@@ -26,7 +26,10 @@ const lookup = tool(async ({ name }) => ({ email: `${name}@example.com`, score: 
   schema: z.object({ name: z.string() }),
 });
 let sent = 0;
-const sendEmail = tool(async ({ to }) => (sent++, `sent to ${to}`), {
+const sendEmail = tool(async ({ to }) => {
+  sent++;
+  return `sent to ${to}`;
+}, {
   name: "send_email",
   description: "Sends an email.",
   schema: z.object({ to: z.string(), body: z.string() }),

@@ -1,7 +1,8 @@
 /**
  * The one place that loads the compiled addon. node-gyp-build finds a prebuilt binary in
  * prebuilds/ or a local build in build/Release, so the package works even when its install
- * script never ran. The surface is internal: only src/sandbox.ts talks to it.
+ * script never ran. The surface is internal: only the engine files of src/ (sandbox, host calls,
+ * outcomes, snapshots, validation) talk to it.
  */
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";

@@ -1,185 +1,20 @@
-import { AsyncLocalStorage } from "node:async_hooks";
-import { randomInt } from "node:crypto";
-import { formatWithOptions } from "node:util";
-import { SandboxError, type GuestErrorInfo } from "./errors.js";
-import { GuestOpaque, decodeConsole, decodeValue, encodeValue, encodeValueInto } from "./marshal.js";
+/**
+ * The engine's public class. Argument checks live in src/validate.ts, host-call dispatch in
+ * src/host-calls.ts, and the translation of native outcomes into reports and typed errors in
+ * src/outcomes.ts; this file holds the sandbox's lifecycle, its eval queue and its public methods.
+ */
+import { SandboxError } from "./errors.js";
+import { frozenInstallCode, HostCalls, removeCode } from "./host-calls.js";
+import { encodeValue } from "./marshal.js";
+import { SANDBOX_LIMITS } from "./options.js";
 import { native, NativeStatus, NativeStop, type NativeHandle, type NativeOutcome } from "./native.js";
-import { formatConsoleArgs, renderValue } from "./render.js";
+import { errorOf, globalValueOf, limitsOf, reportOf, stubOutcome, syncOutcome, throwIfRefused } from "./outcomes.js";
 import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealSnapshotAsync, splitRestoreOptions, takeSnapshot, type NotRestored, type RestoreOptions, type RestoredSandbox, type SnapshotOptions } from "./snapshot.js";
-import type {
-  AsyncHostFunction,
-  ConsoleEntry,
-  ConsoleLevel,
-  EvalOptions,
-  EvalReport,
-  EvalStats,
-  HostFunction,
-  MemoryUsage,
-  SandboxClock,
-  SandboxOptions,
-} from "./types.js";
+import type { AsyncHostFunction, EvalOptions, EvalReport, HostFunction, MemoryUsage, SandboxOptions } from "./types.js";
+import { checkFunctionName, checkGlobalName, checkInteger, evalClockMs, invalid, validateEvalOptions, validateOptions, validatePath } from "./validate.js";
 
-const MiB = 1024 * 1024;
-const DEFAULTS: Required<Omit<SandboxOptions, "randomSeed" | "copyLimitBytes">> = {
-  memoryLimitBytes: 64 * MiB,
-  maxStackSizeBytes: 1 * MiB,
-  executionTimeoutMs: 5000,
-  wallTimeoutMs: 60_000,
-  captureConsole: true,
-  maxConsoleBytes: 1 * MiB,
-  clock: "frozen",
-};
-const OPTION_KEYS = [...Object.keys(DEFAULTS), "randomSeed", "copyLimitBytes"];
-// Date.now() values must stay inside the Date range (±8.64e15 ms).
-const MAX_TIME_MS = 8.64e15;
-const MAX_TIMEOUT_MS = 2 ** 31 - 1;
-const CONSOLE_LEVELS: readonly ConsoleLevel[] = ["log", "info", "warn", "error", "debug"];
-const PATH_SEGMENT = /^[A-Za-z_$][\w$]*$/;
-const FORBIDDEN_SEGMENTS = new Set(["__proto__", "prototype", "constructor"]);
-
-function invalid(message: string): SandboxError {
-  return new SandboxError("INVALID_ARGUMENT", message);
-}
-
-function checkInteger(name: string, value: unknown, min: number, max: number): number {
-  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
-    throw invalid(`${name} must be an integer between ${min} and ${max}; got ${formatWithOptions({ depth: 0 }, "%O", value)}`);
-  }
-  return value;
-}
-
-function checkTimeout(name: string, value: unknown): number {
-  if (typeof value !== "number" || !(value > 0) || value > MAX_TIMEOUT_MS) {
-    throw invalid(`${name} must be a number of milliseconds between 0 (exclusive) and ${MAX_TIMEOUT_MS}; got ${formatWithOptions({ depth: 0 }, "%O", value)}`);
-  }
-  return value;
-}
-
-function checkKeys(what: string, value: object, allowed: readonly string[]): void {
-  for (const key of Object.keys(value)) {
-    if (!allowed.includes(key)) throw invalid(`unknown ${what} option '${key}'; known options: ${allowed.join(", ")}`);
-  }
-}
-
-function validateOptions(options: unknown): Required<SandboxOptions> {
-  if (options === undefined) return validateOptions({});
-  if (typeof options !== "object" || options === null) throw invalid("Sandbox options must be an object");
-  checkKeys("Sandbox", options, OPTION_KEYS);
-  const o = { ...DEFAULTS, randomSeed: 0, copyLimitBytes: 0, ...(options as SandboxOptions) };
-  checkInteger("memoryLimitBytes", o.memoryLimitBytes, 1 * MiB, 16 * 1024 * MiB);
-  if ((options as SandboxOptions).copyLimitBytes === undefined) o.copyLimitBytes = o.memoryLimitBytes;
-  else checkInteger("copyLimitBytes", o.copyLimitBytes, 1024, 16 * 1024 * MiB);
-  // Executor threads have native.threadStackBytes of stack; keep a wide margin for C frames.
-  checkInteger("maxStackSizeBytes", o.maxStackSizeBytes, 64 * 1024, Math.min(8 * MiB, native.threadStackBytes / 2));
-  checkTimeout("executionTimeoutMs", o.executionTimeoutMs);
-  checkTimeout("wallTimeoutMs", o.wallTimeoutMs);
-  if (typeof o.captureConsole !== "boolean") throw invalid("captureConsole must be a boolean");
-  checkInteger("maxConsoleBytes", o.maxConsoleBytes, 0, 256 * MiB);
-  checkClock(o.clock);
-  // A fresh seed comes from the CSPRNG: upstream seeds from the time, which leaks the host clock.
-  if ((options as SandboxOptions).randomSeed === undefined) o.randomSeed = randomInt(2 ** 48 - 1);
-  else checkInteger("randomSeed", o.randomSeed, 0, Number.MAX_SAFE_INTEGER);
-  return o;
-}
-
-function checkClock(clock: unknown): asserts clock is SandboxClock {
-  if (clock === "real" || clock === "frozen") return;
-  if (typeof clock === "object" && clock !== null && typeof (clock as { now?: unknown }).now === "function") return;
-  throw invalid(`clock must be "real", "frozen" or an object with a now() method; got ${formatWithOptions({ depth: 0 }, "%O", clock)}`);
-}
-
-/** The guest's Date.now() for the eval about to start: undefined for the real clock. */
-function evalClockMs(clock: SandboxClock): number | undefined {
-  if (clock === "real") return undefined;
-  if (clock === "frozen") return Date.now();
-  let ms: unknown;
-  try {
-    ms = clock.now();
-  } catch (err) {
-    throw new SandboxError("INVALID_ARGUMENT", "the sandbox's clock.now() threw", { cause: err });
-  }
-  if (typeof ms !== "number" || !Number.isFinite(ms) || Math.abs(ms) > MAX_TIME_MS) {
-    throw invalid(`clock.now() must return a finite number of ms within ±${MAX_TIME_MS}; got ${formatWithOptions({ depth: 0 }, "%O", ms)}`);
-  }
-  return ms;
-}
-
-const EVAL_OPTION_KEYS = ["timeoutMs", "wallTimeoutMs", "filename", "signal", "unserializable", "onConsole", "clockMs", "randomSeed", "inline"] as const;
-
-function validateEvalOptions(code: unknown, options: unknown): EvalOptions {
-  if (typeof code !== "string") throw invalid(`code must be a string; got ${typeof code}`);
-  if (options === undefined) return {};
-  if (typeof options !== "object" || options === null) throw invalid("eval options must be an object");
-  checkKeys("eval", options, EVAL_OPTION_KEYS);
-  const o = options as EvalOptions;
-  if (o.timeoutMs !== undefined) checkTimeout("timeoutMs", o.timeoutMs);
-  if (o.wallTimeoutMs !== undefined) checkTimeout("wallTimeoutMs", o.wallTimeoutMs);
-  if (o.filename !== undefined && (typeof o.filename !== "string" || o.filename.length > 1024)) throw invalid("filename must be a string of at most 1024 characters");
-  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw invalid("signal must be an AbortSignal");
-  if (o.unserializable !== undefined && o.unserializable !== "throw" && o.unserializable !== "describe") throw invalid('unserializable must be "throw" or "describe"');
-  if (o.onConsole !== undefined && typeof o.onConsole !== "function") throw invalid("onConsole must be a function");
-  if (o.clockMs !== undefined && (typeof o.clockMs !== "number" || !Number.isFinite(o.clockMs) || Math.abs(o.clockMs) > MAX_TIME_MS)) {
-    throw invalid(`clockMs must be a finite number of ms within ±${MAX_TIME_MS}; got ${formatWithOptions({ depth: 0 }, "%O", o.clockMs)}`);
-  }
-  if (o.randomSeed !== undefined) checkInteger("randomSeed", o.randomSeed, 0, Number.MAX_SAFE_INTEGER);
-  if (o.inline !== undefined && typeof o.inline !== "boolean") throw invalid("inline must be a boolean");
-  return o;
-}
-
-function validatePath(name: unknown): string {
-  if (typeof name !== "string" || name.length > 256) throw invalid("name must be a string of at most 256 characters");
-  const segments = name.split(".");
-  for (const s of segments) {
-    if (!PATH_SEGMENT.test(s) || FORBIDDEN_SEGMENTS.has(s)) throw invalid(`'${name}' is not a valid global name or dotted path of identifiers`);
-  }
-  return name;
-}
-
-// How the engine's refusal to run on a thread with too little stack left begins (native/engine.cc).
-const STACK_REFUSAL = "the calling thread has only";
-
-// Shared with the addon (one per Node environment): host call arguments and results of usual size
-// cross without allocation. Every use is a synchronous write-then-read, so sandboxes can share it.
-const exchange: Buffer = native.exchange;
-
-/** Which sandboxes' host functions are running in the current async context (re-entry check). */
-const hostCallContext = new AsyncLocalStorage<ReadonlySet<Sandbox>>();
-
-/** A thrown non-Error value is described within this many characters (rendering runs on the main thread). */
-const MAX_THROWN_CHARS = 16_384;
-
-function guestInfo(thrown: unknown): GuestErrorInfo {
-  if (thrown instanceof Error) {
-    const info: GuestErrorInfo = { name: thrown.name, message: thrown.message };
-    if (typeof thrown.stack === "string" && thrown.stack !== `${thrown.name}: ${thrown.message}`) info.stack = thrown.stack;
-    return info;
-  }
-  const text = typeof thrown === "string" ? thrown : renderValue(thrown, MAX_THROWN_CHARS);
-  return { name: thrown === null ? "null" : thrown instanceof GuestOpaque ? thrown.kind : typeof thrown, message: text, nonError: true };
-}
-
-/** A host result the addon copies without the codec (native/engine.h kMaxPrimitiveChars). */
-function passesAsIs(v: unknown): boolean {
-  const t = typeof v;
-  return v === undefined || v === null || t === "number" || t === "boolean" || (t === "string" && (v as string).length <= 256);
-}
-
-function hostErrorOf(err: unknown): [string, string] {
-  // Host functions can throw anything, even a Proxy whose traps throw: describing it must not
-  // throw, or an async call would never settle (test/hostile/host-abuse.test.ts).
-  try {
-    if (err instanceof Error) return [String(err.name || "Error"), String(err.message)];
-    return ["Error", typeof err === "string" ? err : formatWithOptions({ depth: 2 }, "%O", err)];
-  } catch {
-    return ["Error", "the host function threw a value that cannot be described"];
-  }
-}
-
-interface RegisteredFunction {
-  name: string;
-  fn: HostFunction | AsyncHostFunction;
-  async: boolean;
-}
+/** Execution budget of the sandbox's own short guest steps (installing or removing a global). */
+const HOST_STEP_BUDGET_MS = 100;
 
 /**
  * A JavaScript sandbox: one QuickJS-ng runtime with its own memory limit, stack limit, time
@@ -193,23 +28,20 @@ interface RegisteredFunction {
 export class Sandbox implements Disposable {
   readonly #options: Required<SandboxOptions>;
   #handle: NativeHandle | undefined;
-  readonly #functions: RegisteredFunction[] = [];
+  readonly #host: HostCalls;
+  readonly #frozenNames = new Set<string>(); // globals of defineFrozenAsyncFunction
   #queue: Promise<void> = Promise.resolve();
   #evalSeq = 0;
-  #currentEvalId = 0;
-  // Signals of the current eval's host calls that asked for one; tagged with that eval's id.
-  readonly #pendingCalls: Map<number, AbortController> & { evalId?: number } = new Map();
-  #inSyncHostCall = 0;
   #asyncEvals = 0; // queued or running eval()/run() calls
-  #onConsole: ((entry: ConsoleEntry) => void) | undefined; // live console listener of the running eval
   #broken = false;
 
   /** Creates a sandbox. Throws `INVALID_ARGUMENT` for bad options. */
   constructor(options?: SandboxOptions) {
     this.#options = validateOptions(options);
     const o = this.#options;
+    this.#host = new HostCalls(() => this.#handle, o.maxConsoleBytes);
     try {
-      this.#handle = new native.SandboxHandle(o.memoryLimitBytes, o.maxStackSizeBytes, o.captureConsole, o.maxConsoleBytes, this.#dispatch, this.#dispatchPrimitive, o.copyLimitBytes);
+      this.#handle = new native.SandboxHandle(o.memoryLimitBytes, o.maxStackSizeBytes, o.captureConsole, o.maxConsoleBytes, this.#host.dispatch, this.#host.dispatchPrimitive, o.copyLimitBytes);
     } catch (err) {
       throw new SandboxError("OUT_OF_MEMORY", "could not create the sandbox runtime", { cause: err });
     }
@@ -244,116 +76,13 @@ export class Sandbox implements Disposable {
     return this.#options;
   }
 
-  // Called by the addon for every guest call of a host function (main thread).
-  readonly #dispatch = (kind: 0 | 1 | 2, fnId: number, callId: number, argLength: number, argBytes: Buffer | undefined, evalId: number): number | Buffer | [string, string] | undefined => {
-    if (kind === 2) {
-      this.#streamConsole(fnId, argBytes ?? exchange.subarray(0, argLength), evalId);
-      return undefined;
-    }
-    const entry = this.#functions[fnId];
-    if (!entry) return ["Error", "unknown host function"];
-    let args: unknown[];
-    try {
-      args = decodeValue(argBytes ?? exchange.subarray(0, argLength)) as unknown[];
-    } catch (err) {
-      return hostErrorOf(err);
-    }
-    if (kind === 0) return this.#callSync(entry, args) as number | Buffer | [string, string];
-    this.#callAsync(entry, args, callId, evalId);
-    return undefined;
-  };
-
-  // The addon's fast path for sync host calls of inline evals with primitive arguments.
-  readonly #dispatchPrimitive = (fnId: number, argc: number, a0: unknown, a1: unknown, a2: unknown): unknown => {
-    const entry = this.#functions[fnId];
-    if (!entry) return ["Error", "unknown host function"];
-    return this.#callSync(entry, argc === 0 ? [] : argc === 1 ? [a0] : argc === 2 ? [a0, a1] : [a0, a1, a2], true);
-  };
-
-  #streamConsole(level: number, argBytes: Buffer, evalId: number): void {
-    const listener = this.#onConsole;
-    if (!listener || evalId !== this.#currentEvalId) return;
-    try {
-      const args = decodeValue(argBytes) as unknown[];
-      listener({ level: CONSOLE_LEVELS[level] ?? "log", text: formatConsoleArgs(args, this.#options.maxConsoleBytes) });
-    } catch {
-      // a failing progress listener must not disturb the eval
-    }
-  }
-
-  // With `primitiveAnswer`, a primitive result is returned as it is and any other as [bytes].
-  #callSync(entry: RegisteredFunction, args: unknown[], primitiveAnswer = false): unknown {
-    this.#inSyncHostCall++;
-    try {
-      // Re-entry from a sync host function is caught by #inSyncHostCall, so no async context is needed.
-      const result = (entry.fn as HostFunction)(...args);
-      if (result instanceof Promise) {
-        result.catch(() => {});
-        return ["TypeError", `host function '${entry.name}' returned a promise; register it with defineAsyncFunction`];
-      }
-      if (!primitiveAnswer) return encodeValueInto(result, exchange);
-      return passesAsIs(result) ? result : [encodeValueInto(result, exchange)];
-    } catch (err) {
-      return hostErrorOf(err);
-    } finally {
-      this.#inSyncHostCall--;
-    }
-  }
-
-  #callAsync(entry: RegisteredFunction, args: unknown[], callId: number, evalId: number): void {
-    // Most host functions never look at their signal: create the controller only when one does.
-    let controller: AbortController | undefined;
-    const pendingCalls = this.#pendingCalls;
-    const context = {
-      get signal(): AbortSignal {
-        if (!controller) {
-          controller = new AbortController();
-          if (evalId === pendingCalls.evalId) pendingCalls.set(callId, controller);
-          else controller.abort(new SandboxError("ABORTED", "the eval that made this call has ended"));
-        }
-        return controller.signal;
-      },
-    };
-    const settle = (ok: boolean, result: number | Buffer | [string, string]): void => {
-      pendingCalls.delete(callId);
-      if (evalId !== this.#currentEvalId || !this.#handle) return;
-      this.#handle.settle(callId, ok, result);
-    };
-    let pending: unknown;
-    try {
-      pending = hostCallContext.run(this.#withSelf(), () => (entry.fn as AsyncHostFunction)(args, context));
-    } catch (err) {
-      settle(false, hostErrorOf(err));
-      return;
-    }
-    const deliver = (value: unknown): void => {
-      let bytes: number | Buffer;
-      try {
-        bytes = encodeValueInto(value, exchange);
-      } catch (err) {
-        settle(false, ["TypeError", `the result of '${entry.name}' cannot be copied into the sandbox: ${(err as Error).message}`]);
-        return;
-      }
-      settle(true, bytes);
-    };
-    // A plain (non-thenable) result settles at once, without a trip through the microtask queue.
-    if (typeof (pending as { then?: unknown } | null)?.then !== "function") deliver(pending);
-    else Promise.resolve(pending).then(deliver, (err: unknown) => settle(false, hostErrorOf(err)));
-  }
-
-  #withSelf(): ReadonlySet<Sandbox> {
-    const outer = hostCallContext.getStore();
-    if (outer?.has(this)) return outer;
-    return new Set(outer ? [...outer, this] : [this]);
+  #report(raw: NativeOutcome, wallMs: number, o: EvalOptions, wallBudgetMs?: number): EvalReport {
+    return reportOf(raw, wallMs, limitsOf(this.#options, o, wallBudgetMs));
   }
 
   #live(): NativeHandle {
     if (!this.#handle) throw new SandboxError("DISPOSED", "the sandbox is disposed");
     return this.#handle;
-  }
-
-  #reentered(): boolean {
-    return this.#inSyncHostCall > 0 || hostCallContext.getStore()?.has(this) === true;
   }
 
   /**
@@ -362,7 +91,7 @@ export class Sandbox implements Disposable {
    * `Error` with the message only.
    */
   defineFunction(name: string, fn: HostFunction): void {
-    this.#define(name, fn, false);
+    this.#host.define(this.#live(), name, fn, false);
   }
 
   /**
@@ -371,48 +100,70 @@ export class Sandbox implements Disposable {
    * ends first, and its result (or error message) settles the guest promise.
    */
   defineAsyncFunction(name: string, fn: AsyncHostFunction): void {
-    this.#define(name, fn, true);
+    this.#host.define(this.#live(), name, fn, true);
   }
 
-  #define(name: string, fn: HostFunction | AsyncHostFunction, async: boolean): void {
-    validatePath(name);
-    if (typeof fn !== "function") throw invalid("fn must be a function");
-    const handle = this.#live();
-    const fnId = this.#functions.length;
-    const error = handle.defineFunction(name, fnId, async);
-    if (error === "BUSY") throw new SandboxError("BUSY", "cannot define a function while an eval runs");
-    if (error.startsWith(STACK_REFUSAL)) throw new SandboxError("STACK_OVERFLOW", error);
-    if (error) throw invalid(`cannot define '${name}': ${error}`);
-    this.#functions.push({ name, fn, async });
+  /**
+   * Installs `name` as a global host service the guest can call but never replace, wrap or delete:
+   * `name(request)` copies its one argument to `fn` and returns a promise of the result, as a
+   * {@link Sandbox.defineAsyncFunction} function does. The global is read-only, non-enumerable and
+   * non-configurable and the function is frozen, so every later eval sees what the host installed.
+   * Like other host functions, it is left out of snapshots: install it again after a restore.
+   *
+   * Returns false, installing nothing, when the guest already holds a global `name` it cannot lose
+   * (a top-level `var name`, say): that guest keeps its own. Throws `INVALID_ARGUMENT` for a name
+   * that is not an identifier, `BUSY` while an eval is queued or running, `DISPOSED`.
+   */
+  defineFrozenAsyncFunction(name: string, fn: AsyncHostFunction): boolean {
+    checkFunctionName(name, fn);
+    if (this.#asyncEvals > 0 || this.#host.reentered()) throw new SandboxError("BUSY", "cannot install a frozen function while an eval runs");
+    // The host function is reachable only until the frozen wrapper has captured it.
+    const hidden = this.#host.hiddenName();
+    this.#host.define(this.#live(), hidden, fn, true);
+    const report = this.runSync(frozenInstallCode(hidden, name), { filename: "<host>", timeoutMs: HOST_STEP_BUDGET_MS });
+    if (report.ok) {
+      this.#frozenNames.add(name);
+      return true;
+    }
+    if (report.error.code === "GUEST_ERROR") return false;
+    throw report.error;
+  }
+
+  /**
+   * Deletes the guest global `path` (a name, or a dotted path such as `"tools.lookup"`), as the
+   * guest's own `delete` would. Resolves true when the property is gone (or never was), false when
+   * the guest made it undeletable (non-configurable, a frozen parent, a Proxy that refuses or
+   * throws). The delete runs on an executor thread under a short execution budget: a guest that
+   * replaced a parent with a Proxy runs its trap there, never on the Node main thread.
+   */
+  async removeGlobal(path: string): Promise<boolean> {
+    const report = await this.run(removeCode(validatePath(path)), { filename: "<host>", timeoutMs: HOST_STEP_BUDGET_MS });
+    if (!report.ok && (report.error.code === "DISPOSED" || report.error.code === "BUSY")) throw report.error;
+    return report.ok && report.value === true;
   }
 
   /** Copies `value` into the guest as the global `name`. */
   setGlobal(name: string, value: unknown): void {
-    if (typeof name !== "string" || !PATH_SEGMENT.test(name) || FORBIDDEN_SEGMENTS.has(name)) throw invalid("name must be an identifier");
-    const handle = this.#live();
-    const error = handle.setGlobal(name, encodeValue(value));
-    if (error === "BUSY") throw new SandboxError("BUSY", "cannot set a global while an eval runs");
-    if (error.startsWith(STACK_REFUSAL)) throw new SandboxError("STACK_OVERFLOW", error);
+    checkGlobalName(name);
+    const error = this.#live().setGlobal(name, encodeValue(value));
+    throwIfRefused(error, "set a global");
     if (error) throw new SandboxError("OUT_OF_MEMORY", `cannot set global '${name}': ${error}`);
   }
 
   /** Copies the guest global `name` out (its own data property; getters are never run). */
   getGlobal(name: string): unknown {
-    if (typeof name !== "string" || name.length > 1024) throw invalid("name must be a string");
+    if (typeof name !== "string" || name.length > SANDBOX_LIMITS.maxGlobalNameChars) throw invalid("name must be a string");
     const [status, result] = this.#live().getGlobal(name);
-    if (status === NativeStatus.Ok) return decodeValue(result as Buffer);
-    if (status === NativeStatus.Busy) throw new SandboxError("BUSY", "cannot read a global while an eval runs");
-    if (status === NativeStatus.StackOverflow) throw new SandboxError("STACK_OVERFLOW", String(result));
-    throw new SandboxError("UNSERIALIZABLE", String(result));
+    return globalValueOf(status, result);
   }
 
   /**
    * Names of the guest's global object properties (built-ins included, in creation order), at
-   * most `limit` (default 10000). Read natively: no guest code, getter, Proxy trap or
+   * most `limit` (default 10000, `SANDBOX_LIMITS.globalNames`). Read natively: no guest code, getter, Proxy trap or
    * guest-replaceable built-in runs, so a guest that replaced `Object.getOwnPropertyNames` or
    * defined millions of globals costs the caller nothing extra. Throws `BUSY` during an eval.
    */
-  globalNames(limit = 10_000): string[] {
+  globalNames(limit: number = SANDBOX_LIMITS.globalNames): string[] {
     checkInteger("limit", limit, 0, 2 ** 32 - 1);
     const names = this.#live().globalNames(limit);
     if (names === "BUSY") throw new SandboxError("BUSY", "cannot list globals while an eval runs");
@@ -441,19 +192,15 @@ export class Sandbox implements Disposable {
   /** Like {@link Sandbox.evalSync}, but failures are returned as data with console and stats. */
   runSync(code: string, options?: EvalOptions): EvalReport {
     const o = validateEvalOptions(code, options);
-    if (o.signal?.aborted) return this.#report(this.#stubOutcome(NativeStatus.Aborted), 0, o);
+    if (o.signal?.aborted) return this.#report(stubOutcome(NativeStatus.Aborted), 0, o);
     const handle = this.#live();
-    if (this.#broken) return this.#report(this.#stubOutcome(NativeStatus.Broken), 0, o);
+    if (this.#broken) return this.#report(stubOutcome(NativeStatus.Broken), 0, o);
     // Evals run in call order: an inline eval cannot wait for queued async ones, so it refuses.
-    if (this.#asyncEvals > 0) return this.#report(this.#stubOutcome(NativeStatus.Busy), 0, o);
+    if (this.#asyncEvals > 0) return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
     this.#startClock(handle, o);
     const started = performance.now();
     const extras = handle.evalSync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe");
-    const s = native.syncStats;
-    const inExchange = s[7]!;
-    const value = inExchange >= 0 ? exchange.subarray(0, inExchange) : extras?.[0];
-    const raw: NativeOutcome = [s[0]!, value, extras?.[1] ?? "", s[1]!, extras?.[2], s[2] === 1, s[3]!, s[4]!, s[5]!, s[6]!];
-    return this.#report(raw, performance.now() - started, o);
+    return this.#report(syncOutcome(extras), performance.now() - started, o);
   }
 
   /**
@@ -474,7 +221,7 @@ export class Sandbox implements Disposable {
   /** Like {@link Sandbox.eval}, but failures are returned as data with console and stats. */
   async run(code: string, options?: EvalOptions): Promise<EvalReport> {
     const o = validateEvalOptions(code, options);
-    if (this.#reentered()) return this.#report(this.#stubOutcome(NativeStatus.Busy), 0, o);
+    if (this.#host.reentered()) return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
     return this.#enqueue(() => this.#runNow(code, o));
   }
 
@@ -494,105 +241,43 @@ export class Sandbox implements Disposable {
   }
 
   async #runNow(code: string, o: EvalOptions): Promise<EvalReport> {
-    if (!this.#handle) return this.#report(this.#stubOutcome(NativeStatus.Disposed), 0, o);
-    if (this.#broken) return this.#report(this.#stubOutcome(NativeStatus.Broken), 0, o);
-    if (o.signal?.aborted) return this.#report(this.#stubOutcome(NativeStatus.Aborted), 0, o);
+    if (!this.#handle) return this.#report(stubOutcome(NativeStatus.Disposed), 0, o);
+    if (this.#broken) return this.#report(stubOutcome(NativeStatus.Broken), 0, o);
+    if (o.signal?.aborted) return this.#report(stubOutcome(NativeStatus.Aborted), 0, o);
     const handle = this.#handle;
     this.#startClock(handle, o);
     const evalId = ++this.#evalSeq;
     const started = performance.now();
     // Set before the eval starts: an inline eval makes its host calls inside evalAsync.
-    this.#onConsole = o.onConsole;
-    this.#currentEvalId = evalId;
-    this.#pendingCalls.evalId = evalId;
+    this.#host.beginEval(evalId, o.onConsole);
     const pending = handle.evalAsync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", evalId, o.onConsole !== undefined, o.inline === true);
     if (!pending) {
-      this.#onConsole = undefined;
-      this.#currentEvalId = 0;
-      this.#pendingCalls.evalId = 0;
-      return this.#report(this.#stubOutcome(NativeStatus.Busy), 0, o);
+      this.#host.endEval();
+      return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
     }
     const wallMs = o.wallTimeoutMs ?? this.#options.wallTimeoutMs;
-    const timer = setTimeout(() => this.#handle?.stop(NativeStop.WallBudget, evalId), wallMs);
-    const onAbort = (): void => this.#handle?.stop(NativeStop.Abort, evalId);
-    o.signal?.addEventListener("abort", onAbort, { once: true });
     let raw: NativeOutcome;
     try {
-      raw = await pending;
+      raw = await this.#settled(pending, evalId, wallMs, o.signal);
     } finally {
-      clearTimeout(timer);
-      o.signal?.removeEventListener("abort", onAbort);
-      this.#currentEvalId = 0;
-      this.#onConsole = undefined;
-      this.#pendingCalls.evalId = 0;
-      for (const controller of this.#pendingCalls.values()) controller.abort(new SandboxError("ABORTED", "the eval that made this call has ended"));
-      this.#pendingCalls.clear();
+      this.#host.endEval(new SandboxError("ABORTED", "the eval that made this call has ended"));
     }
-    if (raw[0] === NativeStatus.Timeout && raw[2]) this.#broken = true; // the watchdog answered
     return this.#report(raw, performance.now() - started, o, wallMs);
   }
 
-  #stubOutcome(status: NativeStatus): NativeOutcome {
-    return [status, undefined, "", NativeStop.None, undefined, false, 0, 0, 0, 0];
-  }
-
-  #report(raw: NativeOutcome, wallMs: number, o: EvalOptions, wallBudgetMs?: number): EvalReport {
-    const [status, valueBytes, message, stop, consoleBytes, rawTruncated, executionMs, hostCalls, memoryUsedBytes, peakMemoryBytes] = raw;
-    const stats: EvalStats = { executionMs, wallMs, hostCalls, memoryUsedBytes, peakMemoryBytes };
-    const kept = consoleBytes ? formatConsole(consoleBytes, this.#options.maxConsoleBytes) : { entries: [], truncated: false };
-    const console = kept.entries;
-    const consoleTruncated = rawTruncated || kept.truncated;
-    if (status === NativeStatus.Ok) {
-      try {
-        return { ok: true, value: valueBytes ? decodeValue(valueBytes) : undefined, console, consoleTruncated, stats };
-      } catch (err) {
-        return { ok: false, error: err as SandboxError, console, consoleTruncated, stats };
-      }
-    }
-    const error = this.#errorOf(status, valueBytes, message, stop, o, wallBudgetMs);
-    return { ok: false, error, console, consoleTruncated, stats };
-  }
-
-  #errorOf(status: NativeStatus, valueBytes: Buffer | undefined, message: string, stop: number, o: EvalOptions, wallBudgetMs?: number): SandboxError {
-    switch (status) {
-      case NativeStatus.GuestError:
-      case NativeStatus.SyntaxError: {
-        let thrown: unknown;
-        try {
-          thrown = valueBytes ? decodeValue(valueBytes) : undefined;
-        } catch {
-          thrown = new Error("the thrown value could not be copied out");
-        }
-        const guest = guestInfo(thrown);
-        const text = guest.nonError ? guest.message : `${guest.name}: ${guest.message}`;
-        return new SandboxError(status === NativeStatus.SyntaxError ? "SYNTAX_ERROR" : "GUEST_ERROR", text, { guest });
-      }
-      case NativeStatus.Timeout: {
-        const budget = stop === NativeStop.WallBudget ? "wall" : "execution";
-        const ms = budget === "wall" ? wallBudgetMs ?? o.wallTimeoutMs ?? this.#options.wallTimeoutMs : o.timeoutMs ?? this.#options.executionTimeoutMs;
-        const watchdog = message ? `; ${message}` : "";
-        return new SandboxError("TIMEOUT", `the ${budget === "wall" ? "wall-clock" : "execution"} budget of ${ms} ms ran out${watchdog}`, { budget });
-      }
-      case NativeStatus.OutOfMemory:
-        return new SandboxError("OUT_OF_MEMORY", `the guest ran out of memory (limit ${this.#options.memoryLimitBytes} bytes)`);
-      case NativeStatus.StackOverflow:
-        // With a message, the engine refused to start: the calling thread had too little stack left.
-        if (message) return new SandboxError("STACK_OVERFLOW", message);
-        return new SandboxError("STACK_OVERFLOW", "RangeError: Maximum call stack size exceeded", { guest: { name: "RangeError", message: "Maximum call stack size exceeded" } });
-      case NativeStatus.Aborted:
-        return new SandboxError("ABORTED", "the eval was aborted");
-      case NativeStatus.Disposed:
-        return new SandboxError("DISPOSED", "the sandbox was disposed");
-      case NativeStatus.Unserializable:
-        return new SandboxError("UNSERIALIZABLE", message || "the result cannot be copied out of the sandbox");
-      case NativeStatus.Broken:
-        return new SandboxError("BROKEN", "the sandbox was stopped while stuck in a built-in that cannot be interrupted; dispose it and create a new one");
-      case NativeStatus.CopyLimit:
-        return new SandboxError("COPY_LIMIT", `${message || "the eval's output"} would take the host past this eval's copy limit of ${this.#options.copyLimitBytes} bytes (copyLimitBytes; the result, console, thrown value and host-call arguments all count)`);
-      case NativeStatus.Busy:
-        return new SandboxError("BUSY", "the sandbox is busy: a host function cannot run code in its own sandbox");
-      default:
-        return new SandboxError("GUEST_ERROR", `unexpected engine status ${status}`);
+  // Awaits an executor job under the wall budget `wallMs` and `signal`; a job the watchdog
+  // answered for (stuck in a built-in) leaves the sandbox broken.
+  async #settled(pending: Promise<NativeOutcome>, evalId: number, wallMs: number, signal?: AbortSignal): Promise<NativeOutcome> {
+    const timer = setTimeout(() => this.#handle?.stop(NativeStop.WallBudget, evalId), wallMs);
+    const onAbort = (): void => this.#handle?.stop(NativeStop.Abort, evalId);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      const raw = await pending;
+      if (raw[0] === NativeStatus.Timeout && raw[2]) this.#broken = true;
+      return raw;
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
     }
   }
 
@@ -613,7 +298,7 @@ export class Sandbox implements Disposable {
 
   // Global names the host owns (its functions' roots): snapshots leave them out.
   #hostRoots(): string[] {
-    return [...new Set(this.#functions.map((f) => f.name.split(".")[0]!))];
+    return [...new Set([...this.#host.roots(), ...this.#frozenNames])];
   }
 
   /**
@@ -624,7 +309,7 @@ export class Sandbox implements Disposable {
   async snapshotAsync(options?: SnapshotOptions): Promise<Uint8Array> {
     const resolved = resolveSnapshotOptions(options, this.#options.memoryLimitBytes);
     this.#live();
-    if (this.#reentered()) throw new SandboxError("BUSY", "a host function cannot snapshot its own sandbox");
+    if (this.#host.reentered()) throw new SandboxError("BUSY", "a host function cannot snapshot its own sandbox");
     return this.#enqueue(async () => {
       const handle = this.#live();
       if (this.#broken) throw new SandboxError("BROKEN", "a broken sandbox cannot be snapshotted");
@@ -633,7 +318,7 @@ export class Sandbox implements Disposable {
       if (!pending) throw new SandboxError("BUSY", "cannot take a snapshot while an eval runs");
       const raw = await pending;
       const written = raw[10];
-      if (raw[0] !== NativeStatus.Ok || !written) throw this.#errorOf(raw[0], undefined, raw[2], raw[3], {});
+      if (raw[0] !== NativeStatus.Ok || !written) throw errorOf(raw[0], undefined, raw[2], raw[3], limitsOf(this.#options, {}));
       return sealSnapshotAsync(written, raw[1], resolved, native.engineVersion);
     });
   }
@@ -647,14 +332,9 @@ export class Sandbox implements Disposable {
    * `notRestored` lists them.
    */
   static restore(bytes: Uint8Array, options?: RestoreOptions): RestoredSandbox {
-    const split = splitRestoreOptions(options);
-    const sandboxOptions = validateOptions(split.sandbox);
-    // The envelope is checked before a runtime exists: refusals cost no sandbox.
-    const body = openSnapshot(bytes, resolveSnapshotOptions(split.snapshot, sandboxOptions.memoryLimitBytes));
-    const sandbox = new Sandbox(split.sandbox);
+    const { sandbox, body, budgetMs } = Sandbox.#opened(bytes, options);
     try {
-      const notRestored = restoreBody(sandbox.#live(), body, split.restoreTimeoutMs ?? sandbox.#options.executionTimeoutMs);
-      return { sandbox, notRestored };
+      return { sandbox, notRestored: restoreBody(sandbox.#live(), body, budgetMs) };
     } catch (err) {
       sandbox.dispose();
       throw err;
@@ -669,17 +349,23 @@ export class Sandbox implements Disposable {
    * capped by `maxSnapshotBytes`, and run before. Rejects with the same errors as `restore`.
    */
   static async restoreAsync(bytes: Uint8Array, options?: RestoreOptions): Promise<RestoredSandbox> {
-    const split = splitRestoreOptions(options);
-    const sandboxOptions = validateOptions(split.sandbox);
-    const body = openSnapshot(bytes, resolveSnapshotOptions(split.snapshot, sandboxOptions.memoryLimitBytes));
-    const sandbox = new Sandbox(split.sandbox);
+    const { sandbox, body, budgetMs } = Sandbox.#opened(bytes, options);
     try {
-      const notRestored = await sandbox.#restoreOffThread(body, split.restoreTimeoutMs ?? sandbox.#options.executionTimeoutMs);
-      return { sandbox, notRestored };
+      return { sandbox, notRestored: await sandbox.#restoreOffThread(body, budgetMs) };
     } catch (err) {
       sandbox.dispose();
       throw err;
     }
+  }
+
+  // The envelope is checked before a runtime exists (refusals cost no sandbox), then the sandbox
+  // the body is to be read into is created.
+  static #opened(bytes: Uint8Array, options: RestoreOptions | undefined): { sandbox: Sandbox; body: Buffer; budgetMs: number } {
+    const split = splitRestoreOptions(options);
+    const sandboxOptions = validateOptions(split.sandbox);
+    const body = openSnapshot(bytes, resolveSnapshotOptions(split.snapshot, sandboxOptions.memoryLimitBytes));
+    const sandbox = new Sandbox(split.sandbox);
+    return { sandbox, body, budgetMs: split.restoreTimeoutMs ?? sandbox.#options.executionTimeoutMs };
   }
 
   async #restoreOffThread(body: Buffer, budgetMs: number): Promise<NotRestored[]> {
@@ -688,16 +374,9 @@ export class Sandbox implements Disposable {
     const pending = handle.restoreAsync(body, budgetMs, evalId);
     if (!pending) throw new SandboxError("BUSY", "cannot restore into a sandbox while an eval runs");
     const wallMs = this.#options.wallTimeoutMs;
-    const timer = setTimeout(() => this.#handle?.stop(NativeStop.WallBudget, evalId), wallMs);
-    let raw: NativeOutcome;
-    try {
-      raw = await pending;
-    } finally {
-      clearTimeout(timer);
-    }
-    if (raw[0] === NativeStatus.Timeout && raw[2]) this.#broken = true; // the watchdog answered
+    const raw = await this.#settled(pending, evalId, wallMs);
     const read = raw[10];
-    if (raw[0] !== NativeStatus.Ok || !read) throw this.#errorOf(raw[0], undefined, raw[2], raw[3], { timeoutMs: budgetMs }, wallMs);
+    if (raw[0] !== NativeStatus.Ok || !read) throw errorOf(raw[0], undefined, raw[2], raw[3], limitsOf(this.#options, { timeoutMs: budgetMs }, wallMs));
     return restoredList(read);
   }
 
@@ -709,8 +388,7 @@ export class Sandbox implements Disposable {
     const handle = this.#handle;
     if (!handle) return;
     this.#handle = undefined;
-    for (const controller of this.#pendingCalls.values()) controller.abort(new SandboxError("DISPOSED", "the sandbox was disposed"));
-    this.#pendingCalls.clear();
+    this.#host.abortPending(new SandboxError("DISPOSED", "the sandbox was disposed"));
     handle.dispose();
   }
 
@@ -718,19 +396,4 @@ export class Sandbox implements Disposable {
   [Symbol.dispose](): void {
     this.dispose();
   }
-}
-
-// The cap is exact here, in UTF-8 bytes of the formatted text; the engine keeps a looser bound on
-// the raw arguments so a console flood cannot exhaust memory before we get to count.
-function formatConsole(bytes: Buffer, maxBytes: number): { entries: ConsoleEntry[]; truncated: boolean } {
-  const entries: ConsoleEntry[] = [];
-  let used = 0;
-  for (const { level, args } of decodeConsole(bytes)) {
-    // Rendered within what is left of the cap: shared sub-trees and huge objects cost no more.
-    const text = formatConsoleArgs(args, maxBytes - used + 1);
-    used += Buffer.byteLength(text);
-    if (used > maxBytes) return { entries, truncated: true };
-    entries.push({ level: CONSOLE_LEVELS[level] ?? "log", text });
-  }
-  return { entries, truncated: false };
 }

@@ -3,7 +3,10 @@
  * reaches a caller or guest code.
  */
 
-/** Options of a {@link Sandbox}. Every limit applies to this sandbox alone. */
+/**
+ * Options of a {@link Sandbox}. Every limit applies to this sandbox alone. The defaults and
+ * accepted ranges are exported as `SANDBOX_DEFAULTS` and `SANDBOX_LIMITS` (src/options.ts).
+ */
 export interface SandboxOptions {
   /** Hard cap on everything the guest allocates, ArrayBuffers included. Default 64 MiB. */
   memoryLimitBytes?: number;

@@ -11,7 +11,7 @@ const esc = (s) => String(s ?? "").replace(/\|/g, "\\|").replace(/\n/g, " ");
 function table(headers, rows, align = "l".repeat(headers.length)) {
   return [
     `| ${headers.join(" | ")} |`,
-    `|${headers.map((h, i) => (align[i] === "r" ? "---:" : "---")).join("|")}|`,
+    `|${headers.map((_h, i) => (align[i] === "r" ? "---:" : "---")).join("|")}|`,
     ...rows.map((r) => `| ${r.map(esc).join(" | ")} |`),
   ].join("\n");
 }

@@ -1,6 +1,7 @@
 /**
  * Command-line flags shared by `repl` and `eval`: the sandbox limits, parsed from human units.
  */
+import { SANDBOX_DEFAULTS } from "../options.js";
 import type { SandboxOptions } from "../types.js";
 
 /** Flag definitions for node:util parseArgs, limit flags only. */
@@ -11,12 +12,17 @@ export const LIMIT_FLAGS = {
   "wall-timeout": { type: "string" },
 } as const;
 
+/** `64MiB`, `512KiB`: a size as the flags accept it. */
+function sizeText(bytes: number): string {
+  return bytes % 1024 ** 2 === 0 ? `${bytes / 1024 ** 2}MiB` : bytes % 1024 === 0 ? `${bytes / 1024}KiB` : String(bytes);
+}
+
 /** Help lines describing {@link LIMIT_FLAGS}. */
 export const LIMIT_HELP = [
-  "  --memory-limit <size>   heap cap of the sandbox, e.g. 64MiB, 512k, 1048576 (default 64MiB)",
-  "  --stack-size <size>     guest stack cap (default 1MiB)",
-  "  --timeout <ms>          guest execution budget per eval (default 5000)",
-  "  --wall-timeout <ms>     wall-clock budget per eval, host waits included (default 60000)",
+  `  --memory-limit <size>   heap cap of the sandbox, e.g. 64MiB, 512k, 1048576 (default ${sizeText(SANDBOX_DEFAULTS.memoryLimitBytes)})`,
+  `  --stack-size <size>     guest stack cap (default ${sizeText(SANDBOX_DEFAULTS.maxStackSizeBytes)})`,
+  `  --timeout <ms>          guest execution budget per eval (default ${SANDBOX_DEFAULTS.executionTimeoutMs})`,
+  `  --wall-timeout <ms>     wall-clock budget per eval, host waits included (default ${SANDBOX_DEFAULTS.wallTimeoutMs})`,
 ].join("\n");
 
 /** A user mistake on the command line: printed without a stack, exit code 2. */

@@ -3,7 +3,7 @@
  * errors like Node's uncaught errors, and a JSON form for scripts.
  */
 import { inspect } from "node:util";
-import { SandboxError } from "../errors.js";
+import type { SandboxError } from "../errors.js";
 import type { ConsoleEntry, EvalReport, EvalStats } from "../types.js";
 
 /** Renders a value as Node's REPL would. */

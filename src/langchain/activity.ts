@@ -5,7 +5,7 @@
  * The writer is LangGraph's `config.writer` (what `agent.stream(..., { streamMode: "custom" })`
  * yields); events never block or fail the eval.
  */
-import type { ConsoleEntry } from "../types.js";
+import type { ConsoleEntry } from "../index.js";
 import type { EvalOutcomeMetadata } from "./outcome.js";
 
 /** Tag of every progress event, so a custom-stream consumer can tell ours from other writers'. */
@@ -20,8 +20,7 @@ interface ProgressBase {
 
 /**
  * One event on LangGraph's custom stream while an eval runs: the eval starting, a PTC tool call
- * starting or ending, a console line (emitted when the eval ends: the engine hands console output
- * over at the end), a subagent event reported through {@link EvalActivity.emit}, and the eval's
+ * starting or ending, a console line (emitted as the guest writes it), a subagent event reported through {@link EvalActivity.emit}, and the eval's
  * outcome (the ToolMessage's `artifact`, before the ToolMessage itself).
  */
 export type EvalProgressEvent =
@@ -110,14 +109,14 @@ export class EvalActivity {
     this.#subagentCalls++;
   }
 
-  /** Emits the eval's console lines. */
   /** True when someone listens on the custom stream (then console lines are streamed live). */
   get streaming(): boolean {
     return this.#writer !== undefined;
   }
 
-  console(entries: readonly ConsoleEntry[]): void {
-    for (const entry of entries) this.emit({ event: "console", level: entry.level, text: entry.text });
+  /** Emits one console line of the eval, as the guest writes it. */
+  console(entry: ConsoleEntry): void {
+    this.emit({ event: "console", level: entry.level, text: entry.text });
   }
 
   /** Emits one event on the custom stream, tagged with this eval; a failing writer is ignored. */

@@ -21,8 +21,7 @@
 import { randomInt, createHash } from "node:crypto";
 import { inspect, isDeepStrictEqual } from "node:util";
 import type { Decision, HITLRequest } from "langchain";
-import { Sandbox } from "../sandbox.js";
-import type { ConsoleEntry, SandboxOptions } from "../types.js";
+import { Sandbox, type ConsoleEntry, type SandboxOptions } from "../index.js";
 import { APPROVAL_TEXT, PERSISTENCE_TEXT } from "./prompts.js";
 import { dropRestored, type PersistenceState } from "./persistence.js";
 import type { ResolvedOptions, ResolvedReview } from "./options.js";

@@ -8,9 +8,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { tool, type DynamicStructuredTool } from "@langchain/core/tools";
 import { ToolMessage } from "@langchain/core/messages";
 import type { BaseStore } from "@langchain/langgraph";
-import { SandboxError } from "../errors.js";
-import { Sandbox } from "../sandbox.js";
-import type { ConsoleEntry, EvalReport, HostCallContext, SandboxOptions } from "../types.js";
+import { SandboxError, type ConsoleEntry, type EvalReport, type HostCallContext, type Sandbox, type SandboxOptions } from "../index.js";
 import { EvalActivity, type ProgressWriter } from "./activity.js";
 import { formatEvalOutput } from "./format.js";
 import { hintFor } from "./hints.js";
@@ -118,9 +116,10 @@ export function createInterpreter(options: ResolvedOptions, persistence: Persist
 async function bindTools(session: Session, live: LiveSandbox, view: PtcToolView): Promise<void> {
   for (const camelName of [...live.defined]) {
     if (view.byCamelName.has(camelName)) continue;
-    // The guest may have replaced or frozen `tools` (even with a Proxy): the delete runs on the
-    // executor, never on the main thread, and the host function refuses calls either way.
-    await live.sandbox.run(`try { delete globalThis.tools[${JSON.stringify(camelName)}] } catch {}`, { timeoutMs: 100 });
+    // The guest may have replaced or frozen `tools` (even with a Proxy): whether or not the delete
+    // succeeds, the host function refuses calls to a tool this eval is not offered. A disposed
+    // sandbox is reported by the eval itself.
+    await live.sandbox.removeGlobal(`tools.${camelName}`).catch(() => false);
     live.defined.delete(camelName);
   }
   for (const camelName of view.byCamelName.keys()) {
@@ -186,7 +185,7 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
     const transformed = await transformOffThread(input.code, options.executionTimeoutMs);
     session.state.active = { context, view, activity };
     // Console lines reach the custom stream as the guest writes them, not when the eval ends.
-    const onConsole = activity.streaming ? (entry: ConsoleEntry) => activity.console([entry]) : undefined;
+    const onConsole = activity.streaming ? (entry: ConsoleEntry) => activity.console(entry) : undefined;
     const report = await live.sandbox.run(transformed.code, {
       filename: SCRIPT_FILENAME,
       unserializable: "describe",

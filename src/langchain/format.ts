@@ -16,9 +16,7 @@
  * Guest text can be far larger than what is shown, and all of this runs on the Node main thread:
  * values are rendered within the budget, and only the head and tail that can be shown are escaped.
  */
-import type { SandboxError } from "../errors.js";
-import { renderValue as renderBounded } from "../render.js";
-import type { ConsoleEntry, EvalReport } from "../types.js";
+import { INTERPRETER_DEFAULTS, INTERPRETER_LIMITS, renderValue as renderBounded, type ConsoleEntry, type EvalReport, type SandboxError } from "../index.js";
 import type { KeptOutput } from "./outcome.js";
 import { OUTPUT_TEXT } from "./prompts.js";
 
@@ -92,7 +90,7 @@ function neutralizeShown(text: string, limit: number): { shown: string; omitted:
  * (`[Function name]`, `[Getter/Setter]`...). Work and length are bounded by about `maxChars`:
  * what lies past it shows as `... N more items` (see src/render.ts).
  */
-export function renderValue(value: unknown, maxChars = 4000): string {
+export function renderValue(value: unknown, maxChars: number = INTERPRETER_DEFAULTS.maxResultChars): string {
   if (typeof value === "string") return value;
   return renderBounded(value, maxChars);
 }
@@ -180,7 +178,7 @@ const MIN_SIDE_CHARS = 8;
  * sections, {@link MIN_SIDE_CHARS} of head and tail around the shortest marker. Below it, no layout
  * fits a reply with a notice, console, error, hint and status that all need cutting.
  */
-export const MIN_RESULT_CHARS = 300;
+export const MIN_RESULT_CHARS = INTERPRETER_LIMITS.minResultChars;
 
 /**
  * Budgets of the parts within `budget` (tags excluded). Every part first gets the least a cut
@@ -204,7 +202,9 @@ function layOut(parts: ReadonlyArray<{ section: Section; length: number }>, budg
   }
   const others = parts.flatMap((_part, index) => (index === status ? [] : [index]));
   const shares = shareBudget(others.map((index) => lengths[index]! - floors[index]!), remaining);
-  others.forEach((index, position) => (budgets[index] = budgets[index]! + shares[position]!));
+  others.forEach((index, position) => {
+    budgets[index] = budgets[index]! + shares[position]!;
+  });
   return budgets;
 }
 

@@ -3,8 +3,7 @@
  * report of one eval (and what the eval did) and returns one short hint or nothing; the first rule
  * that matches wins. Wording lives in prompts.ts (`HINT_TEXT`).
  */
-import { GuestOpaque } from "../marshal.js";
-import type { EvalReport } from "../types.js";
+import { GuestOpaque, type EvalReport } from "../index.js";
 import type { EvalActivity } from "./activity.js";
 import { HINT_TEXT } from "./prompts.js";
 import type { PtcToolView } from "./ptc.js";

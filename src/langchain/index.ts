@@ -152,9 +152,14 @@ export function createCodeInterpreterMiddleware(options: CodeInterpreterMiddlewa
       const view = ptc.resolve(request.tools);
       const key = sessionKeyOf(request.runtime.configurable?.thread_id);
       const session = interpreter.get(key);
-      if (session !== undefined) session.state.view = view;
-      // A thread's first eval must see this thread's tools, not the last ones any thread was offered.
-      else if (ptc.enabled) await interpreter.run(key, async (created) => void (created.state.view = view));
+      if (session !== undefined) {
+        session.state.view = view;
+      } else if (ptc.enabled) {
+        // A thread's first eval must see this thread's tools, not the last ones any thread was offered.
+        await interpreter.run(key, async (created) => {
+          created.state.view = view;
+        });
+      }
       const catalog = task.observe(request.tools, session);
       if (cached?.view !== view || cached.task !== catalog) {
         const input = promptInput(resolved, view, catalog);

@@ -5,9 +5,8 @@
  */
 import type { StructuredToolInterface } from "@langchain/core/tools";
 import type { DecisionType, HumanInTheLoopMiddlewareConfig, InterruptOnConfig } from "langchain";
-import type { SandboxClock } from "../types.js";
+import { INTERPRETER_DEFAULTS, INTERPRETER_LIMITS, SANDBOX_LIMITS, type SandboxClock } from "../index.js";
 import { camelCaseToolName } from "./signatures.js";
-import { MIN_RESULT_CHARS } from "./format.js";
 
 /** How long interpreter state lives. */
 export type InterpreterMode = "thread" | "turn" | "call";
@@ -29,7 +28,10 @@ export type SystemPromptOption =
   /** Built-in prompt (same as leaving it out). */
   | null;
 
-/** Options of {@link createCodeInterpreterMiddleware}. Every field is optional. */
+/**
+ * Options of {@link createCodeInterpreterMiddleware}. Every field is optional. The defaults and
+ * bounds are exported as `INTERPRETER_DEFAULTS` and `INTERPRETER_LIMITS` (src/options.ts).
+ */
 export interface CodeInterpreterMiddlewareOptions {
   /** Cap on everything guest code allocates, ArrayBuffers included. Default 64 MiB. */
   memoryLimitBytes?: number;
@@ -189,23 +191,8 @@ export const SAFE_PTC_TOOL_NAMES: readonly string[] = Object.freeze(["read_file"
 /** Name of deepagents' subagent tool: reserved for the `task()` global, never a `tools.*` member. */
 export const TASK_TOOL_NAME = "task";
 
-export const DEFAULTS = Object.freeze({
-  memoryLimitBytes: 64 * 1024 * 1024,
-  executionTimeoutMs: 5000,
-  wallTimeoutMs: 60_000,
-  toolName: "eval",
-  captureConsole: true,
-  maxResultChars: 4000,
-  maxCodeBytes: 256 * 1024,
-  maxKeptOutputChars: 1_000_000,
-  maxPtcCalls: 256,
-  subagents: true,
-  subagentTimeoutMs: 600_000,
-  mode: "thread" as InterpreterMode,
-  clock: "frozen" as SandboxClock,
-  maxLiveSessions: 64,
-  sessionIdleTimeoutMs: 30 * 60 * 1000,
-});
+/** Defaults of {@link CodeInterpreterMiddlewareOptions} (defined in src/options.ts). */
+export const DEFAULTS = INTERPRETER_DEFAULTS;
 
 const KNOWN_KEYS: ReadonlySet<string> = new Set<keyof CodeInterpreterMiddlewareOptions>([
   "memoryLimitBytes", "copyLimitBytes", "maxStackSizeBytes", "executionTimeoutMs", "wallTimeoutMs", "toolName", "captureConsole",
@@ -219,13 +206,9 @@ const HITL_CONFIG_KEYS: ReadonlySet<string> = new Set(["interruptOn", "descripti
 /** humanInTheLoopMiddleware's default description prefix. */
 const DEFAULT_DESCRIPTION_PREFIX = "Tool execution requires approval";
 
-// Bounds of the engine's own validation (src/sandbox.ts), checked here so mistakes surface at construction.
-const MIN_MEMORY_BYTES = 1024 * 1024;
-const MAX_MEMORY_BYTES = 16 * 1024 * 1024 * 1024;
-const MIN_STACK_BYTES = 64 * 1024;
-const MAX_STACK_BYTES = 8 * 1024 * 1024;
-const MAX_TIMEOUT_MS = 2 ** 31 - 1;
-const MIN_SIGNING_KEY_BYTES = 16;
+// The engine's own bounds, checked here too so mistakes surface at construction, not at the first eval.
+const MAX_TIMEOUT_MS = SANDBOX_LIMITS.maxTimeoutMs;
+const MIN_SIGNING_KEY_BYTES = INTERPRETER_LIMITS.minSigningKeyBytes;
 // Providers accept tool names of this shape (OpenAI's is the strictest).
 const TOOL_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -432,8 +415,9 @@ export function resolveOptions(options: CodeInterpreterMiddlewareOptions | undef
   }
   if (toolName === TASK_TOOL_NAME) fail(`toolName cannot be "${TASK_TOOL_NAME}": deepagents uses that name for subagents`);
 
-  const memoryLimitBytes = integerOption("memoryLimitBytes", input.memoryLimitBytes, DEFAULTS.memoryLimitBytes, MIN_MEMORY_BYTES, MAX_MEMORY_BYTES);
-  const maxSnapshotBytes = integerOption("maxSnapshotBytes", input.maxSnapshotBytes, memoryLimitBytes, 1024);
+  const memory = SANDBOX_LIMITS.memoryLimitBytes;
+  const memoryLimitBytes = integerOption("memoryLimitBytes", input.memoryLimitBytes, DEFAULTS.memoryLimitBytes, memory.min, memory.max);
+  const maxSnapshotBytes = integerOption("maxSnapshotBytes", input.maxSnapshotBytes, memoryLimitBytes, INTERPRETER_LIMITS.minSnapshotBytes);
 
   let maxPtcCalls: number | null = DEFAULTS.maxPtcCalls;
   if (input.maxPtcCalls === null) maxPtcCalls = null;
@@ -451,14 +435,14 @@ export function resolveOptions(options: CodeInterpreterMiddlewareOptions | undef
 
   return {
     memoryLimitBytes,
-    copyLimitBytes: integerOption("copyLimitBytes", input.copyLimitBytes, memoryLimitBytes, 1024, 16 * 1024 * 1024 * 1024),
-    maxStackSizeBytes: integerOption("maxStackSizeBytes", input.maxStackSizeBytes, undefined, MIN_STACK_BYTES, MAX_STACK_BYTES),
+    copyLimitBytes: integerOption("copyLimitBytes", input.copyLimitBytes, memoryLimitBytes, SANDBOX_LIMITS.copyLimitBytes.min, SANDBOX_LIMITS.copyLimitBytes.max),
+    maxStackSizeBytes: integerOption("maxStackSizeBytes", input.maxStackSizeBytes, undefined, SANDBOX_LIMITS.maxStackSizeBytes.min, SANDBOX_LIMITS.maxStackSizeBytes.max),
     executionTimeoutMs,
     wallTimeoutMs,
     toolName,
     captureConsole: booleanOption("captureConsole", input.captureConsole, DEFAULTS.captureConsole),
-    maxResultChars: integerOption("maxResultChars", input.maxResultChars, DEFAULTS.maxResultChars, MIN_RESULT_CHARS),
-    maxCodeBytes: integerOption("maxCodeBytes", input.maxCodeBytes, DEFAULTS.maxCodeBytes, 1024, 64 * 1024 * 1024),
+    maxResultChars: integerOption("maxResultChars", input.maxResultChars, DEFAULTS.maxResultChars, INTERPRETER_LIMITS.minResultChars),
+    maxCodeBytes: integerOption("maxCodeBytes", input.maxCodeBytes, DEFAULTS.maxCodeBytes, INTERPRETER_LIMITS.maxCodeBytes.min, INTERPRETER_LIMITS.maxCodeBytes.max),
     maxKeptOutputChars: integerOption("maxKeptOutputChars", input.maxKeptOutputChars, DEFAULTS.maxKeptOutputChars, 0),
     systemPrompt: resolveSystemPrompt(input.systemPrompt),
     ptc: resolvePtc(input.ptc, acknowledged, toolName),
@@ -470,7 +454,7 @@ export function resolveOptions(options: CodeInterpreterMiddlewareOptions | undef
     maxSnapshotBytes,
     snapshotSigningKey: resolveSigningKey(input.snapshotSigningKey),
     maxLiveSessions: integerOption("maxLiveSessions", input.maxLiveSessions, DEFAULTS.maxLiveSessions, 1),
-    sessionIdleTimeoutMs: integerOption("sessionIdleTimeoutMs", input.sessionIdleTimeoutMs, DEFAULTS.sessionIdleTimeoutMs, 1000),
+    sessionIdleTimeoutMs: integerOption("sessionIdleTimeoutMs", input.sessionIdleTimeoutMs, DEFAULTS.sessionIdleTimeoutMs, INTERPRETER_LIMITS.minSessionIdleTimeoutMs),
     clock: resolveClock(input.clock),
     randomSeed: integerOption("randomSeed", input.randomSeed, undefined, 0),
     interruptOn: resolveInterruptOn(input.interruptOn, toolName),

@@ -3,7 +3,7 @@
  * the full text went. The model reads it as one compact line (see `OUTPUT_TEXT.outcome`); programs
  * read it as the eval ToolMessage's `artifact`.
  */
-import type { EvalReport } from "../types.js";
+import type { EvalReport } from "../index.js";
 import type { EvalActivity } from "./activity.js";
 
 /** How an eval ended. */

@@ -6,7 +6,7 @@
  * golden files in test/langchain/golden/ show every variant. Sections are separated by one blank
  * line.
  */
-import type { SandboxErrorCode } from "../errors.js";
+import { INTERPRETER_LIMITS, type SandboxErrorCode } from "../index.js";
 import type { EvalOutcomeMetadata, KeptOutput } from "./outcome.js";
 import { camelCaseToolName, renderToolSignatures, type ToolSignatureInput } from "./signatures.js";
 
@@ -63,13 +63,14 @@ export interface PromptInput {
   randomSeeded: boolean;
   /** Subagent types `task()` accepts, for the task section. */
   subagents?: readonly SubagentInfo[];
-  /** Subagent calls in flight per session before more are queued. Default 32. */
+  /** Subagent calls in flight per session before more are queued. Default `INTERPRETER_LIMITS.subagentsInFlight`. */
   maxConcurrentSubagents?: number;
   /** Wall-clock budget of each subagent, ms, when known. */
   subagentTimeoutMs?: number;
 }
 
-const DEFAULT_MAX_CONCURRENT_SUBAGENTS = 32;
+const DEFAULT_MAX_CONCURRENT_SUBAGENTS = INTERPRETER_LIMITS.subagentsInFlight;
+const SCHEMA = INTERPRETER_LIMITS.responseSchema;
 
 /** The interpreter's system-prompt text: interpreter section, then `tools` and `task()` sections when available. */
 export function renderSystemPrompt(input: PromptInput): string {
@@ -146,7 +147,7 @@ function reviewText(input: PromptInput): string | undefined {
   const names = input.ptcTools.filter((tool) => tool.reviewed === true).map((tool) => `\`tools.${tool.camelName}\``);
   if (input.taskAvailable && input.taskReviewed === true) names.push("`task()`");
   if (names.length === 0) return undefined;
-  return `- **Reviewed calls**: ${names.join(", ")} ${names.length === 1 ? "waits" : "wait"} for a human to approve, edit or reject the call. The program pauses there; once the human answers, it runs again from its start, and every call it made before the pause is answered from a record instead of running again. So a program that makes a reviewed call must make the same calls with the same arguments when run again: derive them from your code, earlier results${input.clock === "real" ? " and \`Math.random()\` (it repeats exactly; \`Date\` does not)" : ", \`Date\` and \`Math.random()\` (both repeat exactly)"}, and \`await\` each reviewed call. A program that calls something else when run again is stopped with \`ReplayDivergenceError\`. A rejected call throws \`ToolCallRejectedError\` with the reviewer's message; catch it to continue without that call.`;
+  return `- **Reviewed calls**: ${names.join(", ")} ${names.length === 1 ? "waits" : "wait"} for a human to approve, edit or reject the call. The program pauses there; once the human answers, it runs again from its start, and every call it made before the pause is answered from a record instead of running again. So a program that makes a reviewed call must make the same calls with the same arguments when run again: derive them from your code, earlier results${input.clock === "real" ? " and `Math.random()` (it repeats exactly; `Date` does not)" : ", `Date` and `Math.random()` (both repeat exactly)"}, and \`await\` each reviewed call. A program that calls something else when run again is stopped with \`ReplayDivergenceError\`. A rejected call throws \`ToolCallRejectedError\` with the reviewer's message; catch it to continue without that call.`;
 }
 
 /** The "dispatching subagents with `task`" section. */
@@ -180,7 +181,7 @@ export function renderTaskSection(input: PromptInput): string {
     "",
     "- **Explore first**: look at the data with a small program before fanning out, so the subagents get precise instructions.",
     "- **Locators, not payloads**: give each subagent a path, id or URL to read, not the content itself.",
-    "- **Always set `responseSchema` when results feed later code**: the promise then resolves to a value of that shape (no `JSON.parse`). Without it the answer is text. Schemas are limited to 4096 bytes, depth 5 and 32 properties.",
+    `- **Always set \`responseSchema\` when results feed later code**: the promise then resolves to a value of that shape (no \`JSON.parse\`). Without it the answer is text. Schemas are limited to ${SCHEMA.maxBytes} bytes, depth ${SCHEMA.maxDepth} and ${SCHEMA.maxProperties} properties.`,
     `- **Batches of about 10**: use \`Promise.all\` over slices as above. At most ${inFlight} subagents run at once; more are queued, not failed.`,
     "- **Return the last expression**: end with the filtered or summarized result, not every answer.",
     ...(input.mode === "call" ? [] : ["- **Reuse variables from earlier calls**: results stored in top-level variables are still there; do not dispatch the same work twice."]),

@@ -5,21 +5,14 @@
  * ends, and progress events on LangGraph's custom stream.
  */
 import type { StructuredToolInterface } from "@langchain/core/tools";
-import type { Sandbox } from "../sandbox.js";
-import type { HostCallContext } from "../types.js";
+import { INTERPRETER_LIMITS, type HostCallContext, type Sandbox } from "../index.js";
 import { isToolInstance, TASK_TOOL_NAME, type ResolvedOptions } from "./options.js";
 import type { SubagentInfo } from "./prompts.js";
 import { guestFacingError, toGuestValue, withoutRunIdentity, type EvalRunConfig } from "./ptc.js";
 import type { HostCallGate } from "./approval.js";
 
-/** Subagent calls in flight per session; more wait in a queue. */
-export const MAX_SUBAGENTS_IN_FLIGHT = 32;
-
-/** Subagent calls waiting per session; one more rejects (host memory, not the guest's, holds the queue). */
-export const MAX_SUBAGENTS_QUEUED = 4096;
-
 /** Limits on a `responseSchema`, so a model cannot hand the subagent a schema bomb. */
-export const RESPONSE_SCHEMA_LIMITS = Object.freeze({ maxBytes: 4096, maxDepth: 5, maxProperties: 32 });
+export const RESPONSE_SCHEMA_LIMITS = INTERPRETER_LIMITS.responseSchema;
 
 /**
  * The run-config key deepagents' task tool reads a dynamic response format from (exported by
@@ -32,8 +25,8 @@ const LABEL_CHARS = 120;
 // LangGraph's CONFIG_KEY_ABORT_SIGNALS (internal, not exported from its entry point).
 const PREGEL_ABORT_SIGNALS_KEY = "__pregel_abort_signals";
 
-// The host function lives here only until the frozen `task` wrapper has captured it.
-const HIDDEN_PATH = "__quickjsNativeTaskHost";
+/** The guest's global for subagent calls. */
+const TASK_GLOBAL = "task";
 
 /** A validated `task()` request. */
 export interface TaskRequest {
@@ -451,7 +444,7 @@ export class TaskDispatcher {
     this.#install(session, sandbox);
     let limiter = this.#limiters.get(session);
     if (limiter === undefined) {
-      limiter = new InFlightLimiter(MAX_SUBAGENTS_IN_FLIGHT, MAX_SUBAGENTS_QUEUED);
+      limiter = new InFlightLimiter(INTERPRETER_LIMITS.subagentsInFlight, INTERPRETER_LIMITS.subagentsQueued);
       this.#limiters.set(session, limiter);
     }
     const scope = new TaskEvalScope(config, catalog, limiter, this.#timeoutMs, activity, gate);
@@ -466,27 +459,17 @@ export class TaskDispatcher {
 
   #install(session: SessionKey, sandbox: Sandbox): void {
     if (this.#installed.has(sandbox)) return;
-    sandbox.defineAsyncFunction(HIDDEN_PATH, (args: unknown[], { signal }: HostCallContext) => {
-      const scope = this.#active.get(session);
-      if (scope === undefined) throw new Error("task() is not available in this eval");
-      return scope.dispatch(args, signal);
-    });
     // Guest code must not replace or wrap `task` for later evals: a frozen, non-configurable global.
     // A global the guest already made non-configurable (`var task` before subagents were offered)
-    // wins: defineProperty throws, and that guest keeps its own `task`.
+    // wins, and that guest keeps its own `task`.
     try {
-      sandbox.evalSync(
-        `(() => {
-          const host = globalThis.${HIDDEN_PATH};
-          delete globalThis.${HIDDEN_PATH};
-          const task = function task(request) { return host(request); };
-          Object.freeze(task);
-          Object.defineProperty(globalThis, "task", { value: task, writable: false, enumerable: false, configurable: false });
-        })();`,
-        { filename: "<task>" },
-      );
+      sandbox.defineFrozenAsyncFunction(TASK_GLOBAL, (args: unknown[], { signal }: HostCallContext) => {
+        const scope = this.#active.get(session);
+        if (scope === undefined) throw new Error("task() is not available in this eval");
+        return scope.dispatch(args, signal);
+      });
     } catch {
-      // The name is taken; see above.
+      // BUSY or DISPOSED: the eval about to run in this sandbox reports that itself.
     }
     this.#installed.add(sandbox);
   }

@@ -82,14 +82,6 @@ export function transformCode(source: string, options: TransformOptions = {}): T
 
 const TOO_DEEP_MESSAGE = "the code is nested too deeply to parse (brackets, parentheses or blocks thousands of levels deep)";
 
-/**
- * Loads `typescript` ahead of the first TypeScript eval (a few hundred ms), e.g. when the
- * middleware is created. Safe to call more than once.
- */
-export function preloadTypeScript(): void {
-  loadTypeScript();
-}
-
 // ---------------------------------------------------------------------------------------------
 // JavaScript: top-level declarations become re-declarable globals.
 
@@ -128,7 +120,8 @@ function rewriteDeclarations(source: string, program: Program): Rewritten {
     } else if (statement.type === "FunctionDeclaration" || statement.type === "ClassDeclaration") {
       const name = statement.id.name;
       names.add(name);
-      (sources ??= {})[name] = source.slice(statement.start, statement.end);
+      sources ??= {};
+      sources[name] = source.slice(statement.start, statement.end);
       if (statement.type === "ClassDeclaration") {
         // The `;` stops a following `(`/`[` line from continuing the class expression.
         edits.push({ at: statement.start, remove: 0, insert: `var ${name} = ` }, { at: statement.end, remove: 0, insert: ";" });

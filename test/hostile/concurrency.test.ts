@@ -88,7 +88,9 @@ function expectOutcome(i: number, o: Outcome): void {
 describe("a crowd of sessions", () => {
   it("runs 200 mixed sessions in parallel, each ending with its own result or typed error", async () => {
     const outcomes = await Promise.all(Array.from({ length: 200 }, (_, i) => runSession(i)));
-    outcomes.forEach((o, i) => expectOutcome(i, o));
+    outcomes.forEach((o, i) => {
+      expectOutcome(i, o);
+    });
     await expectHostResponsive();
   }, 60_000);
 

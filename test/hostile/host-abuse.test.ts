@@ -123,7 +123,10 @@ describe("call floods", () => {
     let aborted = 0;
     sb.defineAsyncFunction("never", (_args, { signal }) => {
       started++;
-      return new Promise((resolve) => signal.addEventListener("abort", () => (aborted++, resolve(0))));
+      return new Promise((resolve) => signal.addEventListener("abort", () => {
+        aborted++;
+        resolve(0);
+      }));
     });
     const [code, ms] = await timed(() => codeOf(() => sb.eval("await Promise.all(Array.from({ length: 5000 }, () => never()))")));
     expect(code).toBe("TIMEOUT");

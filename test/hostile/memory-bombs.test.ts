@@ -4,7 +4,7 @@
  * values in. The limit must hold, the error must be typed, and the sandbox must stay usable.
  */
 import { describe, expect, it } from "vitest";
-import { Sandbox, SandboxError } from "../../src/index.js";
+import { SandboxError } from "../../src/index.js";
 import { sandbox } from "./harness.js"; // a sandbox disposed after the current test
 
 const MiB = 1024 * 1024;

@@ -102,7 +102,7 @@ describe("prototype pollution stays inside", () => {
     expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     expect((out as unknown as Record<string, unknown>).polluted).toBeUndefined();
-    expect(Object.prototype.hasOwnProperty.call(Array.prototype, "extra")).toBe(false);
+    expect(Object.hasOwn(Array.prototype, "extra")).toBe(false);
     expect(JSON.stringify(out)).toBe('{"a":[1,2],"b":{"c":3}}');
     await expectHostResponsive();
   });

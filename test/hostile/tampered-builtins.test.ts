@@ -4,7 +4,7 @@
  * them: the codec reads built-in slots through the originals captured at start-up.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { GuestOpaque, Sandbox, SandboxError } from "../../src/index.js";
+import { type GuestOpaque, Sandbox, type SandboxError } from "../../src/index.js";
 
 let sb: Sandbox;
 beforeEach(() => {

@@ -26,7 +26,9 @@ async function turn(interpreter: CodeInterpreterMiddleware, checkpointer: Memory
   // Fresh message ids per run: the scripted model's own ids restart at 1 and would replace history.
   const run = ++runs;
   const steps = [...codes.map((code, i) => callTool("eval", typeof code === "string" ? { code } : code, `call-${run}-${i}`)), reply("done")];
-  steps.forEach((step, i) => (step.id = `run-${run}-${i}`));
+  steps.forEach((step, i) => {
+    step.id = `run-${run}-${i}`;
+  });
   const model = new ScriptedChatModel(steps);
   const agent = createAgent({ model, tools: [], middleware: [interpreter], checkpointer });
   const config = { configurable: { thread_id: threadId } };

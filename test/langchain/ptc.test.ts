@@ -144,7 +144,7 @@ describe("one eval's PTC calls", () => {
     const started: { name: string; runId: string; parentRunId: string | undefined; toolCallId: string | undefined }[] = [];
     class Recorder extends BaseCallbackHandler {
       name = "recorder";
-      override handleToolStart(tool: { id: string[] }, _input: string, runId: string, parentRunId?: string, _tags?: string[], _meta?: Record<string, unknown>, _runName?: string, toolCallId?: string) {
+      override handleToolStart(_tool: { id: string[] }, _input: string, runId: string, parentRunId?: string, _tags?: string[], _meta?: Record<string, unknown>, _runName?: string, toolCallId?: string) {
         started.push({ name: _runName ?? "", runId, parentRunId, toolCallId });
       }
     }
@@ -171,7 +171,7 @@ describe("one eval's PTC calls", () => {
     expect(started[0]?.runId).not.toBe("eval-run");
     expect(started[0]?.name).toBe("spy");
     expect(seenConfig?.toolCallId).toBe("call_7:ptc:2");
-    expect((seenConfig?.configurable as Record<string, unknown>).thread_id).toBe("t1");
+    expect((seenConfig?.configurable as Record<string, unknown> | undefined)?.thread_id).toBe("t1");
     expect(seenConfig?.toolCall).toBeUndefined();
   });
 

@@ -40,7 +40,9 @@ let runs = 0;
 async function turn(interpreter: CodeInterpreterMiddleware, checkpointer: MemorySaver, store: BaseStore, threadId: string, code: string) {
   const run = ++runs;
   const steps = [callTool("eval", { code }, `call-${run}`), reply("done")];
-  steps.forEach((step, i) => (step.id = `run-${run}-${i}`));
+  steps.forEach((step, i) => {
+    step.id = `run-${run}-${i}`;
+  });
   const agent = createAgent({ model: new ScriptedChatModel(steps), tools: [], middleware: [interpreter], checkpointer, store });
   const config = { configurable: { thread_id: threadId } };
   const result = await agent.invoke({ messages: [new HumanMessage("go")] }, config);
@@ -205,7 +207,9 @@ describe("a stored state that is missing, altered or foreign", () => {
     const { saver } = await storedThread();
     const run = ++runs;
     const steps = [callTool("eval", { code: "typeof kept" }, `call-${run}`), reply("done")];
-    steps.forEach((step, i) => (step.id = `run-${run}-${i}`));
+    steps.forEach((step, i) => {
+      step.id = `run-${run}-${i}`;
+    });
     const agent = createAgent({ model: new ScriptedChatModel(steps), tools: [], middleware: [middleware()], checkpointer: saver });
     const out = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "t" } });
     const text = contentText(toolMessages(out.messages as BaseMessage[]).at(-1)!);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Sandbox, type ConsoleEntry } from "../../src/index.js";
+import type { ConsoleEntry } from "../../src/index.js";
 import { sandbox } from "../hostile/harness.js"; // a sandbox disposed after the current test
 
 
@@ -92,7 +92,9 @@ describe("console byte cap", () => {
     expect(report.console.length).toBeLessThan(1000);
     expect(utf8Bytes(report.console)).toBeLessThanOrEqual(200);
     // What is kept is the beginning, in order.
-    report.console.forEach((e, i) => expect(e.text).toBe(`line ${i}`));
+    report.console.forEach((e, i) => {
+      expect(e.text).toBe(`line ${i}`);
+    });
   });
 
   it("drops a single line bigger than the cap and says so", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Sandbox, SandboxError } from "../../src/index.js";
+import { type Sandbox, SandboxError } from "../../src/index.js";
 import { sandbox } from "../hostile/harness.js"; // a sandbox disposed after the current test
 
 

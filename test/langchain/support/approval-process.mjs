@@ -15,12 +15,18 @@ import { ScriptedChatModel, callTool, reply } from "../../../dist/langchain/test
 
 const [dbFile, threadId, logFile, input] = process.argv.slice(2);
 const log = (entry) => appendFileSync(logFile, `${JSON.stringify(entry)}\n`);
-const lookup = tool(async ({ name }) => (log({ tool: "lookup", name }), { email: `${name}@example.com` }), {
+const lookup = tool(async ({ name }) => {
+  log({ tool: "lookup", name });
+  return { email: `${name}@example.com` };
+}, {
   name: "lookup",
   description: "Finds a person's email address.",
   schema: z.object({ name: z.string() }),
 });
-const sendEmail = tool(async ({ to, body }) => (log({ tool: "send_email", to, body }), `sent to ${to}`), {
+const sendEmail = tool(async ({ to, body }) => {
+  log({ tool: "send_email", to, body });
+  return `sent to ${to}`;
+}, {
   name: "send_email",
   description: "Sends an email.",
   schema: z.object({ to: z.string(), body: z.string() }),

@@ -1,0 +1,239 @@
+/**
+ * Host calls of one sandbox: the functions it exposes to the guest, the dispatchers the addon calls
+ * on the main thread for each guest call (sync, async, the primitive fast path, streamed console
+ * lines), the signals of calls in flight, and the re-entry check that keeps a host function from
+ * running code in its own sandbox.
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import { formatWithOptions } from "node:util";
+import { SandboxError } from "./errors.js";
+import { decodeValue, encodeValueInto } from "./marshal.js";
+import { native, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher } from "./native.js";
+import { CONSOLE_LEVELS, throwIfRefused } from "./outcomes.js";
+import { formatConsoleArgs } from "./render.js";
+import type { AsyncHostFunction, ConsoleEntry, HostFunction } from "./types.js";
+import { invalid, validatePath } from "./validate.js";
+
+// Shared with the addon (one per Node environment): host call arguments and results of usual size
+// cross without allocation. Every use is a synchronous write-then-read, so sandboxes can share it.
+const exchange: Buffer = native.exchange;
+
+/** Whose host functions are running in the current async context (re-entry check). */
+const hostCallContext = new AsyncLocalStorage<ReadonlySet<HostCalls>>();
+
+/** A host result the addon copies without the codec (native/engine.h kMaxPrimitiveChars). */
+function passesAsIs(v: unknown): boolean {
+  const t = typeof v;
+  return v === undefined || v === null || t === "number" || t === "boolean" || (t === "string" && (v as string).length <= 256);
+}
+
+function hostErrorOf(err: unknown): [string, string] {
+  // Host functions can throw anything, even a Proxy whose traps throw: describing it must not
+  // throw, or an async call would never settle (test/hostile/host-abuse.test.ts).
+  try {
+    if (err instanceof Error) return [String(err.name || "Error"), String(err.message)];
+    return ["Error", typeof err === "string" ? err : formatWithOptions({ depth: 2 }, "%O", err)];
+  } catch {
+    return ["Error", "the host function threw a value that cannot be described"];
+  }
+}
+
+/**
+ * Guest code that moves the host function at `hidden` into a frozen, read-only, non-configurable
+ * global function `name(request)`, leaving nothing at `hidden`. Throws (in the guest) when the guest
+ * holds a global `name` it cannot lose.
+ */
+export function frozenInstallCode(hidden: string, name: string): string {
+  return `(() => {
+          const host = globalThis.${hidden};
+          delete globalThis.${hidden};
+          const frozen = function ${name}(request) { return host(request); };
+          Object.freeze(frozen);
+          Object.defineProperty(globalThis, ${JSON.stringify(name)}, { value: frozen, writable: false, enumerable: false, configurable: false });
+        })();`;
+}
+
+/** Guest code that deletes the global at a validated dotted `path`; its completion value is `delete`'s. */
+export function removeCode(path: string): string {
+  const segments = path.split(".");
+  const target = segments.map((segment, i) => `${i === segments.length - 1 ? "?." : ""}[${JSON.stringify(segment)}]`).join("");
+  return `try { delete globalThis${target} } catch {}`;
+}
+
+interface RegisteredFunction {
+  name: string;
+  fn: HostFunction | AsyncHostFunction;
+  async: boolean;
+}
+
+/** The host-call side of one {@link Sandbox}. */
+export class HostCalls {
+  readonly #functions: RegisteredFunction[] = [];
+  /** The sandbox's live handle, undefined once it is disposed. */
+  readonly #handleOf: () => NativeHandle | undefined;
+  readonly #maxConsoleBytes: number;
+  #currentEvalId = 0;
+  // Signals of the current eval's host calls that asked for one; tagged with that eval's id.
+  readonly #pendingCalls: Map<number, AbortController> & { evalId?: number } = new Map();
+  #inSyncHostCall = 0;
+  #onConsole: ((entry: ConsoleEntry) => void) | undefined; // live console listener of the running eval
+
+  constructor(handleOf: () => NativeHandle | undefined, maxConsoleBytes: number) {
+    this.#handleOf = handleOf;
+    this.#maxConsoleBytes = maxConsoleBytes;
+  }
+
+  /** Called by the addon for every guest call of a host function (main thread). */
+  readonly dispatch: NativeDispatcher = (kind, fnId, callId, argLength, argBytes, evalId) => {
+    if (kind === 2) {
+      this.#streamConsole(fnId, argBytes ?? exchange.subarray(0, argLength), evalId);
+      return undefined;
+    }
+    const entry = this.#functions[fnId];
+    if (!entry) return ["Error", "unknown host function"];
+    let args: unknown[];
+    try {
+      args = decodeValue(argBytes ?? exchange.subarray(0, argLength)) as unknown[];
+    } catch (err) {
+      return hostErrorOf(err);
+    }
+    if (kind === 0) return this.#callSync(entry, args) as number | Buffer | [string, string];
+    this.#callAsync(entry, args, callId, evalId);
+    return undefined;
+  };
+
+  /** The addon's fast path for sync host calls of inline evals with primitive arguments. */
+  readonly dispatchPrimitive: NativePrimitiveDispatcher = (fnId, argc, a0, a1, a2) => {
+    const entry = this.#functions[fnId];
+    if (!entry) return ["Error", "unknown host function"];
+    return this.#callSync(entry, argc === 0 ? [] : argc === 1 ? [a0] : argc === 2 ? [a0, a1] : [a0, a1, a2], true);
+  };
+
+  /**
+   * Defines `fn` in the guest at `name` (a global or a dotted path) and registers it for dispatch.
+   * Throws `INVALID_ARGUMENT`, `BUSY` during an eval, `STACK_OVERFLOW` on a thread with too little stack.
+   */
+  define(handle: NativeHandle, name: string, fn: HostFunction | AsyncHostFunction, async: boolean): void {
+    validatePath(name);
+    if (typeof fn !== "function") throw invalid("fn must be a function");
+    const fnId = this.#functions.length;
+    const error = handle.defineFunction(name, fnId, async);
+    throwIfRefused(error, "define a function");
+    if (error) throw invalid(`cannot define '${name}': ${error}`);
+    this.#functions.push({ name, fn, async });
+  }
+
+  /** A name no registered function has yet, for a host function only host-installed code reads. */
+  hiddenName(): string {
+    return `__quickjsNativeHost${this.#functions.length}`;
+  }
+
+  /** Global names the host's functions live under (their first path segments). */
+  roots(): string[] {
+    return [...new Set(this.#functions.map((f) => f.name.split(".")[0]!))];
+  }
+
+  /** True inside one of this sandbox's host functions (sync, or async in its async context). */
+  reentered(): boolean {
+    return this.#inSyncHostCall > 0 || hostCallContext.getStore()?.has(this) === true;
+  }
+
+  /** The eval `evalId` starts: its async calls get signals, its console lines go to `onConsole`. */
+  beginEval(evalId: number, onConsole: ((entry: ConsoleEntry) => void) | undefined): void {
+    this.#onConsole = onConsole;
+    this.#currentEvalId = evalId;
+    this.#pendingCalls.evalId = evalId;
+  }
+
+  /** The running eval ended (or never started): late results are dropped, pending signals fire with `reason`. */
+  endEval(reason?: SandboxError): void {
+    this.#currentEvalId = 0;
+    this.#onConsole = undefined;
+    this.#pendingCalls.evalId = 0;
+    if (reason !== undefined) this.abortPending(reason);
+  }
+
+  /** Fires the signal of every call in flight that asked for one. */
+  abortPending(reason: SandboxError): void {
+    for (const controller of this.#pendingCalls.values()) controller.abort(reason);
+    this.#pendingCalls.clear();
+  }
+
+  #streamConsole(level: number, argBytes: Buffer, evalId: number): void {
+    const listener = this.#onConsole;
+    if (!listener || evalId !== this.#currentEvalId) return;
+    try {
+      const args = decodeValue(argBytes) as unknown[];
+      listener({ level: CONSOLE_LEVELS[level] ?? "log", text: formatConsoleArgs(args, this.#maxConsoleBytes) });
+    } catch {
+      // a failing progress listener must not disturb the eval
+    }
+  }
+
+  // With `primitiveAnswer`, a primitive result is returned as it is and any other as [bytes].
+  #callSync(entry: RegisteredFunction, args: unknown[], primitiveAnswer = false): unknown {
+    this.#inSyncHostCall++;
+    try {
+      // Re-entry from a sync host function is caught by #inSyncHostCall, so no async context is needed.
+      const result = (entry.fn as HostFunction)(...args);
+      if (result instanceof Promise) {
+        result.catch(() => {});
+        return ["TypeError", `host function '${entry.name}' returned a promise; register it with defineAsyncFunction`];
+      }
+      if (!primitiveAnswer) return encodeValueInto(result, exchange);
+      return passesAsIs(result) ? result : [encodeValueInto(result, exchange)];
+    } catch (err) {
+      return hostErrorOf(err);
+    } finally {
+      this.#inSyncHostCall--;
+    }
+  }
+
+  #callAsync(entry: RegisteredFunction, args: unknown[], callId: number, evalId: number): void {
+    // Most host functions never look at their signal: create the controller only when one does.
+    let controller: AbortController | undefined;
+    const pendingCalls = this.#pendingCalls;
+    const context = {
+      get signal(): AbortSignal {
+        if (!controller) {
+          controller = new AbortController();
+          if (evalId === pendingCalls.evalId) pendingCalls.set(callId, controller);
+          else controller.abort(new SandboxError("ABORTED", "the eval that made this call has ended"));
+        }
+        return controller.signal;
+      },
+    };
+    const settle = (ok: boolean, result: number | Buffer | [string, string]): void => {
+      pendingCalls.delete(callId);
+      const handle = this.#handleOf();
+      if (evalId !== this.#currentEvalId || !handle) return;
+      handle.settle(callId, ok, result);
+    };
+    let pending: unknown;
+    try {
+      pending = hostCallContext.run(this.#withSelf(), () => (entry.fn as AsyncHostFunction)(args, context));
+    } catch (err) {
+      settle(false, hostErrorOf(err));
+      return;
+    }
+    const deliver = (value: unknown): void => {
+      let bytes: number | Buffer;
+      try {
+        bytes = encodeValueInto(value, exchange);
+      } catch (err) {
+        settle(false, ["TypeError", `the result of '${entry.name}' cannot be copied into the sandbox: ${(err as Error).message}`]);
+        return;
+      }
+      settle(true, bytes);
+    };
+    // A plain (non-thenable) result settles at once, without a trip through the microtask queue.
+    if (typeof (pending as { then?: unknown } | null)?.then !== "function") deliver(pending);
+    else Promise.resolve(pending).then(deliver, (err: unknown) => settle(false, hostErrorOf(err)));
+  }
+
+  #withSelf(): ReadonlySet<HostCalls> {
+    const outer = hostCallContext.getStore();
+    if (outer?.has(this)) return outer;
+    return new Set(outer ? [...outer, this] : [this]);
+  }
+}

@@ -1,0 +1,156 @@
+/**
+ * Outcomes: what the addon reports for an eval (a status, the value or thrown value as wire bytes,
+ * the console, the numbers) turned into an {@link EvalReport}, with native statuses translated
+ * into typed {@link SandboxError}s that name the budget or limit involved.
+ */
+import { SandboxError, type GuestErrorInfo } from "./errors.js";
+import { GuestOpaque, decodeConsole, decodeValue } from "./marshal.js";
+import { native, NativeStatus, NativeStop, type NativeOutcome } from "./native.js";
+import { formatConsoleArgs, renderValue } from "./render.js";
+import type { ConsoleEntry, ConsoleLevel, EvalOptions, EvalReport, EvalStats, SandboxOptions } from "./types.js";
+
+/** Console levels by the number the engine sends. */
+export const CONSOLE_LEVELS: readonly ConsoleLevel[] = ["log", "info", "warn", "error", "debug"];
+
+/** A thrown non-Error value is described within this many characters (rendering runs on the main thread). */
+const MAX_THROWN_CHARS = 16_384;
+
+/** The budgets and limits an eval ran under, for error messages that name them. */
+export interface OutcomeLimits {
+  executionTimeoutMs: number;
+  wallTimeoutMs: number;
+  memoryLimitBytes: number;
+  copyLimitBytes: number;
+  maxConsoleBytes: number;
+}
+
+function guestInfo(thrown: unknown): GuestErrorInfo {
+  if (thrown instanceof Error) {
+    const info: GuestErrorInfo = { name: thrown.name, message: thrown.message };
+    if (typeof thrown.stack === "string" && thrown.stack !== `${thrown.name}: ${thrown.message}`) info.stack = thrown.stack;
+    return info;
+  }
+  const text = typeof thrown === "string" ? thrown : renderValue(thrown, MAX_THROWN_CHARS);
+  return { name: thrown === null ? "null" : thrown instanceof GuestOpaque ? thrown.kind : typeof thrown, message: text, nonError: true };
+}
+
+// How the engine's refusal to run on a thread with too little stack left begins (native/engine.cc).
+const STACK_REFUSAL = "the calling thread has only";
+
+/** Throws `BUSY` or `STACK_OVERFLOW` when the engine refused to `what` (an idle engine's direct calls). */
+export function throwIfRefused(error: string, what: string): void {
+  if (error === "BUSY") throw new SandboxError("BUSY", `cannot ${what} while an eval runs`);
+  if (error.startsWith(STACK_REFUSAL)) throw new SandboxError("STACK_OVERFLOW", error);
+}
+
+/** The value of a `getGlobal`, or its typed error. */
+export function globalValueOf(status: number, result: Buffer | string | undefined): unknown {
+  if (status === NativeStatus.Ok) return decodeValue(result as Buffer);
+  if (status === NativeStatus.Busy) throw new SandboxError("BUSY", "cannot read a global while an eval runs");
+  if (status === NativeStatus.StackOverflow) throw new SandboxError("STACK_OVERFLOW", String(result));
+  throw new SandboxError("UNSERIALIZABLE", String(result));
+}
+
+/** The budgets and limits of an eval run with `o` (and, when one was armed, a wall budget of `wallBudgetMs`). */
+export function limitsOf(options: Required<SandboxOptions>, o: EvalOptions, wallBudgetMs?: number): OutcomeLimits {
+  return {
+    executionTimeoutMs: o.timeoutMs ?? options.executionTimeoutMs,
+    wallTimeoutMs: wallBudgetMs ?? o.wallTimeoutMs ?? options.wallTimeoutMs,
+    memoryLimitBytes: options.memoryLimitBytes,
+    copyLimitBytes: options.copyLimitBytes,
+    maxConsoleBytes: options.maxConsoleBytes,
+  };
+}
+
+/**
+ * The outcome of an inline eval: its numbers from `native.syncStats`, its value from the exchange
+ * buffer when it fitted there, the rest from what `evalSync` returned.
+ */
+export function syncOutcome(extras: [value: Buffer | undefined, message: string, console: Buffer | undefined] | undefined): NativeOutcome {
+  const s = native.syncStats;
+  const inExchange = s[7]!;
+  const value = inExchange >= 0 ? native.exchange.subarray(0, inExchange) : extras?.[0];
+  return [s[0]!, value, extras?.[1] ?? "", s[1]!, extras?.[2], s[2] === 1, s[3]!, s[4]!, s[5]!, s[6]!];
+}
+
+/** The outcome of an eval that never reached the engine (disposed, broken, aborted first, busy). */
+export function stubOutcome(status: NativeStatus): NativeOutcome {
+  return [status, undefined, "", NativeStop.None, undefined, false, 0, 0, 0, 0];
+}
+
+/** The report of one eval: value or typed error, console lines within `maxConsoleBytes`, stats. */
+export function reportOf(raw: NativeOutcome, wallMs: number, limits: OutcomeLimits): EvalReport {
+  const [status, valueBytes, message, stop, consoleBytes, rawTruncated, executionMs, hostCalls, memoryUsedBytes, peakMemoryBytes] = raw;
+  const stats: EvalStats = { executionMs, wallMs, hostCalls, memoryUsedBytes, peakMemoryBytes };
+  const kept = consoleBytes ? formatConsole(consoleBytes, limits.maxConsoleBytes) : { entries: [], truncated: false };
+  const console = kept.entries;
+  const consoleTruncated = rawTruncated || kept.truncated;
+  if (status === NativeStatus.Ok) {
+    try {
+      return { ok: true, value: valueBytes ? decodeValue(valueBytes) : undefined, console, consoleTruncated, stats };
+    } catch (err) {
+      return { ok: false, error: err as SandboxError, console, consoleTruncated, stats };
+    }
+  }
+  const error = errorOf(status, valueBytes, message, stop, limits);
+  return { ok: false, error, console, consoleTruncated, stats };
+}
+
+/** The typed error of a native status that is not `Ok`. */
+export function errorOf(status: NativeStatus, valueBytes: Buffer | undefined, message: string, stop: number, limits: OutcomeLimits): SandboxError {
+  switch (status) {
+    case NativeStatus.GuestError:
+    case NativeStatus.SyntaxError: {
+      let thrown: unknown;
+      try {
+        thrown = valueBytes ? decodeValue(valueBytes) : undefined;
+      } catch {
+        thrown = new Error("the thrown value could not be copied out");
+      }
+      const guest = guestInfo(thrown);
+      const text = guest.nonError ? guest.message : `${guest.name}: ${guest.message}`;
+      return new SandboxError(status === NativeStatus.SyntaxError ? "SYNTAX_ERROR" : "GUEST_ERROR", text, { guest });
+    }
+    case NativeStatus.Timeout: {
+      const budget = stop === NativeStop.WallBudget ? "wall" : "execution";
+      const ms = budget === "wall" ? limits.wallTimeoutMs : limits.executionTimeoutMs;
+      const watchdog = message ? `; ${message}` : "";
+      return new SandboxError("TIMEOUT", `the ${budget === "wall" ? "wall-clock" : "execution"} budget of ${ms} ms ran out${watchdog}`, { budget });
+    }
+    case NativeStatus.OutOfMemory:
+      return new SandboxError("OUT_OF_MEMORY", `the guest ran out of memory (limit ${limits.memoryLimitBytes} bytes)`);
+    case NativeStatus.StackOverflow:
+      // With a message, the engine refused to start: the calling thread had too little stack left.
+      if (message) return new SandboxError("STACK_OVERFLOW", message);
+      return new SandboxError("STACK_OVERFLOW", "RangeError: Maximum call stack size exceeded", { guest: { name: "RangeError", message: "Maximum call stack size exceeded" } });
+    case NativeStatus.Aborted:
+      return new SandboxError("ABORTED", "the eval was aborted");
+    case NativeStatus.Disposed:
+      return new SandboxError("DISPOSED", "the sandbox was disposed");
+    case NativeStatus.Unserializable:
+      return new SandboxError("UNSERIALIZABLE", message || "the result cannot be copied out of the sandbox");
+    case NativeStatus.Broken:
+      return new SandboxError("BROKEN", "the sandbox was stopped while stuck in a built-in that cannot be interrupted; dispose it and create a new one");
+    case NativeStatus.CopyLimit:
+      return new SandboxError("COPY_LIMIT", `${message || "the eval's output"} would take the host past this eval's copy limit of ${limits.copyLimitBytes} bytes (copyLimitBytes; the result, console, thrown value and host-call arguments all count)`);
+    case NativeStatus.Busy:
+      return new SandboxError("BUSY", "the sandbox is busy: a host function cannot run code in its own sandbox");
+    default:
+      return new SandboxError("GUEST_ERROR", `unexpected engine status ${status}`);
+  }
+}
+
+// The cap is exact here, in UTF-8 bytes of the formatted text; the engine keeps a looser bound on
+// the raw arguments so a console flood cannot exhaust memory before we get to count.
+function formatConsole(bytes: Buffer, maxBytes: number): { entries: ConsoleEntry[]; truncated: boolean } {
+  const entries: ConsoleEntry[] = [];
+  let used = 0;
+  for (const { level, args } of decodeConsole(bytes)) {
+    // Rendered within what is left of the cap: shared sub-trees and huge objects cost no more.
+    const text = formatConsoleArgs(args, maxBytes - used + 1);
+    used += Buffer.byteLength(text);
+    if (used > maxBytes) return { entries, truncated: true };
+    entries.push({ level: CONSOLE_LEVELS[level] ?? "log", text });
+  }
+  return { entries, truncated: false };
+}
