@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-node_modules/.bin/biome lint
+node_modules/.bin/biome lint --error-on-warnings
 
 if command -v clang-format >/dev/null; then
   clang-format --dry-run -Werror native/*.cc native/*.h

@@ -198,11 +198,11 @@ export class Persistence {
       return;
     }
     // A read started in an earlier run used that run's store, which may have stopped before answering.
-    if (pending.reading?.store !== store) pending.reading = { store, done: this.#read(state, pending, store, threadId) };
+    if (pending.reading?.store !== store) pending.reading = { store, done: this.#read(pending, store, threadId) };
     await pending.reading.done;
   }
 
-  async #read(state: PersistenceState, pending: PendingRestore, store: BaseStore, threadId: string): Promise<void> {
+  async #read(pending: PendingRestore, store: BaseStore, threadId: string): Promise<void> {
     try {
       pending.bytes = await new ThreadBlobs(store, threadId, "snapshot", KEPT_SNAPSHOTS_PER_THREAD).read(pending.ref!, this.#options.maxSnapshotBytes);
     } catch (error) {
