@@ -2,7 +2,8 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { randomInt } from "node:crypto";
 import { formatWithOptions } from "node:util";
 import { SandboxError, type GuestErrorInfo } from "./errors.js";
-import { GuestOpaque, decodeConsole, decodeValue, encodeValue, encodeValueInto } from "./marshal.js";
+import { DecodeQueue } from "./decode-queue.js";
+import { ConsoleDecoder, GuestOpaque, ValueDecoder, decodeConsole, decodeValue, encodeValue, encodeValueInto, type ConsoleRecord } from "./marshal.js";
 import { native, NativeStatus, NativeStop, type NativeHandle, type NativeOutcome } from "./native.js";
 import { formatConsoleArgs, renderValue } from "./render.js";
 import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealSnapshotAsync, splitRestoreOptions, takeSnapshot, type NotRestored, type RestoreOptions, type RestoredSandbox, type SnapshotOptions } from "./snapshot.js";
@@ -202,6 +203,9 @@ export class Sandbox implements Disposable {
   #inSyncHostCall = 0;
   #asyncEvals = 0; // queued or running eval()/run() calls
   #onConsole: ((entry: ConsoleEntry) => void) | undefined; // live console listener of the running eval
+  // What the guest sends (host-call arguments, console lines, results), decoded in order and in
+  // slices that let the event loop turn.
+  readonly #decodes = new DecodeQueue();
   #broken = false;
 
   /** Creates a sandbox. Throws `INVALID_ARGUMENT` for bad options. */
@@ -244,37 +248,52 @@ export class Sandbox implements Disposable {
     return this.#options;
   }
 
-  // Called by the addon for every guest call of a host function (main thread).
+  // Called by the addon for every guest call of a host function (main thread). The arguments are
+  // decoded in the order the calls came (see #decodes), so a call may be handled after this returns:
+  // a sync call with a `callId` is then answered through answerSync (its guest waits on an executor
+  // thread); one without must be answered now (its guest runs on this thread).
   readonly #dispatch = (kind: 0 | 1 | 2, fnId: number, callId: number, argLength: number, argBytes: Buffer | undefined, evalId: number): number | Buffer | [string, string] | undefined => {
+    const decoder = new ValueDecoder(argBytes ?? exchange.subarray(0, argLength));
+    const decode = (use: (args: unknown[]) => void, fail: (err: SandboxError) => void): void => {
+      if (!this.#decodes.push(decoder, use as (args: unknown) => void, fail) && !argBytes) decoder.detach(); // the exchange buffer is reused
+    };
     if (kind === 2) {
-      this.#streamConsole(fnId, argBytes ?? exchange.subarray(0, argLength), evalId);
+      decode((args) => this.#streamConsole(fnId, args, evalId), () => {});
       return undefined;
     }
     const entry = this.#functions[fnId];
     if (!entry) return ["Error", "unknown host function"];
-    let args: unknown[];
-    try {
-      args = decodeValue(argBytes ?? exchange.subarray(0, argLength)) as unknown[];
-    } catch (err) {
-      return hostErrorOf(err);
+    if (kind === 1) {
+      const refuse = (err: SandboxError): void => {
+        if (evalId === this.#currentEvalId) this.#handle?.settle(callId, false, hostErrorOf(err));
+      };
+      decode((args) => this.#callAsync(entry, args, callId, evalId), refuse);
+      return undefined;
     }
-    if (kind === 0) return this.#callSync(entry, args) as number | Buffer | [string, string];
-    this.#callAsync(entry, args, callId, evalId);
-    return undefined;
+    let answer: number | Buffer | [string, string] | undefined;
+    let parked = false;
+    const reply = (result: number | Buffer | [string, string]): void => {
+      if (parked) this.#handle?.answerSync(callId, result);
+      else answer = result;
+    };
+    decode((args) => reply(this.#callSync(entry, args) as number | Buffer | [string, string]), (err) => reply(hostErrorOf(err)));
+    if (callId === 0) this.#decodes.flush();
+    parked = answer === undefined;
+    return answer;
   };
 
   // The addon's fast path for sync host calls of inline evals with primitive arguments.
   readonly #dispatchPrimitive = (fnId: number, argc: number, a0: unknown, a1: unknown, a2: unknown): unknown => {
     const entry = this.#functions[fnId];
     if (!entry) return ["Error", "unknown host function"];
+    this.#decodes.flush(); // calls the guest made earlier reach the host first
     return this.#callSync(entry, argc === 0 ? [] : argc === 1 ? [a0] : argc === 2 ? [a0, a1] : [a0, a1, a2], true);
   };
 
-  #streamConsole(level: number, argBytes: Buffer, evalId: number): void {
+  #streamConsole(level: number, args: unknown[], evalId: number): void {
     const listener = this.#onConsole;
     if (!listener || evalId !== this.#currentEvalId) return;
     try {
-      const args = decodeValue(argBytes) as unknown[];
       listener({ level: CONSOLE_LEVELS[level] ?? "log", text: formatConsoleArgs(args, this.#options.maxConsoleBytes) });
     } catch {
       // a failing progress listener must not disturb the eval
@@ -396,7 +415,11 @@ export class Sandbox implements Disposable {
     if (error) throw new SandboxError("OUT_OF_MEMORY", `cannot set global '${name}': ${error}`);
   }
 
-  /** Copies the guest global `name` out (its own data property; getters are never run). */
+  /**
+   * Copies the guest global `name` out (its own data property; getters are never run). The copy is
+   * decoded at once on the calling thread, so its cost grows with the value: to read a large value
+   * without holding the event loop, return it from {@link Sandbox.eval}.
+   */
   getGlobal(name: string): unknown {
     if (typeof name !== "string" || name.length > 1024) throw invalid("name must be a string");
     const [status, result] = this.#live().getGlobal(name);
@@ -427,7 +450,9 @@ export class Sandbox implements Disposable {
 
   /**
    * Runs `code` inline on the calling thread and returns the completion value of its last
-   * statement. Throws {@link SandboxError}. For short computations: it blocks the event loop.
+   * statement. Throws {@link SandboxError}. For short computations: it blocks the event loop, and
+   * so does decoding its result, console output and host-call arguments (in one go, whatever
+   * their size; {@link Sandbox.eval} decodes them a slice at a time).
    * A completion value that is a promise is settled by running the guest's pending jobs within the
    * budget (`Promise.resolve(7)` gives 7; a rejection throws `GUEST_ERROR`); one that still waits
    * after that (nothing left that could settle it) is returned as the promise itself.
@@ -519,6 +544,8 @@ export class Sandbox implements Disposable {
     let raw: NativeOutcome;
     try {
       raw = await pending;
+      // Host calls and console lines the guest made before it ended reach the host while the eval is current.
+      await this.#decodes.drained();
     } finally {
       clearTimeout(timer);
       o.signal?.removeEventListener("abort", onAbort);
@@ -529,40 +556,56 @@ export class Sandbox implements Disposable {
       this.#pendingCalls.clear();
     }
     if (raw[0] === NativeStatus.Timeout && raw[2]) this.#broken = true; // the watchdog answered
-    return this.#report(raw, performance.now() - started, o, wallMs);
+    const ranMs = performance.now() - started;
+    let decoded: DecodedOutcome;
+    try {
+      decoded = await this.#decodeInSlices(raw);
+    } catch (err) {
+      // Disposed while the outcome was being decoded: answered as if disposed while running.
+      if ((err as SandboxError).code !== "DISPOSED") throw err;
+      return this.#report(this.#stubOutcome(NativeStatus.Disposed), ranMs, o);
+    }
+    return this.#report(raw, ranMs, o, wallMs, decoded);
+  }
+
+  // An outcome's bytes decoded through #decodes, a slice at a time. Rejects with DISPOSED when the
+  // sandbox is disposed meanwhile.
+  async #decodeInSlices(raw: NativeOutcome): Promise<DecodedOutcome> {
+    const [status, valueBytes, , , consoleBytes] = raw;
+    const console = consoleBytes ? await this.#decodes.decode(new ConsoleDecoder(consoleBytes)) : [];
+    if (!valueBytes || !carriesValue(status)) return { value: undefined, console };
+    try {
+      return { value: await this.#decodes.decode(new ValueDecoder(valueBytes)), console };
+    } catch (err) {
+      if ((err as SandboxError).code === "DISPOSED") throw err;
+      return { value: undefined, failure: err as SandboxError, console };
+    }
   }
 
   #stubOutcome(status: NativeStatus): NativeOutcome {
     return [status, undefined, "", NativeStop.None, undefined, false, 0, 0, 0, 0];
   }
 
-  #report(raw: NativeOutcome, wallMs: number, o: EvalOptions, wallBudgetMs?: number): EvalReport {
-    const [status, valueBytes, message, stop, consoleBytes, rawTruncated, executionMs, hostCalls, memoryUsedBytes, peakMemoryBytes] = raw;
+  // Without `decoded`, the outcome's bytes are decoded at once (inline evals: the caller chose to block).
+  #report(raw: NativeOutcome, wallMs: number, o: EvalOptions, wallBudgetMs?: number, decoded: DecodedOutcome = decodeAtOnce(raw)): EvalReport {
+    const [status, , message, stop, , rawTruncated, executionMs, hostCalls, memoryUsedBytes, peakMemoryBytes] = raw;
     const stats: EvalStats = { executionMs, wallMs, hostCalls, memoryUsedBytes, peakMemoryBytes };
-    const kept = consoleBytes ? formatConsole(consoleBytes, this.#options.maxConsoleBytes) : { entries: [], truncated: false };
+    const kept = formatConsole(decoded.console, this.#options.maxConsoleBytes);
     const console = kept.entries;
     const consoleTruncated = rawTruncated || kept.truncated;
     if (status === NativeStatus.Ok) {
-      try {
-        return { ok: true, value: valueBytes ? decodeValue(valueBytes) : undefined, console, consoleTruncated, stats };
-      } catch (err) {
-        return { ok: false, error: err as SandboxError, console, consoleTruncated, stats };
-      }
+      if (decoded.failure) return { ok: false, error: decoded.failure, console, consoleTruncated, stats };
+      return { ok: true, value: decoded.value, console, consoleTruncated, stats };
     }
-    const error = this.#errorOf(status, valueBytes, message, stop, o, wallBudgetMs);
+    const error = this.#errorOf(status, decoded, message, stop, o, wallBudgetMs);
     return { ok: false, error, console, consoleTruncated, stats };
   }
 
-  #errorOf(status: NativeStatus, valueBytes: Buffer | undefined, message: string, stop: number, o: EvalOptions, wallBudgetMs?: number): SandboxError {
+  #errorOf(status: NativeStatus, decoded: DecodedOutcome | undefined, message: string, stop: number, o: EvalOptions, wallBudgetMs?: number): SandboxError {
     switch (status) {
       case NativeStatus.GuestError:
       case NativeStatus.SyntaxError: {
-        let thrown: unknown;
-        try {
-          thrown = valueBytes ? decodeValue(valueBytes) : undefined;
-        } catch {
-          thrown = new Error("the thrown value could not be copied out");
-        }
+        const thrown = decoded?.failure ? new Error("the thrown value could not be copied out") : decoded?.value;
         const guest = guestInfo(thrown);
         const text = guest.nonError ? guest.message : `${guest.name}: ${guest.message}`;
         return new SandboxError(status === NativeStatus.SyntaxError ? "SYNTAX_ERROR" : "GUEST_ERROR", text, { guest });
@@ -711,6 +754,7 @@ export class Sandbox implements Disposable {
     this.#handle = undefined;
     for (const controller of this.#pendingCalls.values()) controller.abort(new SandboxError("DISPOSED", "the sandbox was disposed"));
     this.#pendingCalls.clear();
+    this.#decodes.cancel(new SandboxError("DISPOSED", "the sandbox was disposed"));
     handle.dispose();
   }
 
@@ -720,12 +764,35 @@ export class Sandbox implements Disposable {
   }
 }
 
+/** An outcome's bytes, decoded: the value or thrown value (or why it could not be copied out) and the console records. */
+interface DecodedOutcome {
+  value: unknown;
+  failure?: SandboxError;
+  console: ConsoleRecord[];
+}
+
+/** Whether an outcome's value bytes are a result or a thrown value (the only ones decoded). */
+function carriesValue(status: NativeStatus): boolean {
+  return status === NativeStatus.Ok || status === NativeStatus.GuestError || status === NativeStatus.SyntaxError;
+}
+
+function decodeAtOnce(raw: NativeOutcome): DecodedOutcome {
+  const [status, valueBytes, , , consoleBytes] = raw;
+  const console = consoleBytes ? decodeConsole(consoleBytes) : [];
+  if (!valueBytes || !carriesValue(status)) return { value: undefined, console };
+  try {
+    return { value: decodeValue(valueBytes), console };
+  } catch (err) {
+    return { value: undefined, failure: err as SandboxError, console };
+  }
+}
+
 // The cap is exact here, in UTF-8 bytes of the formatted text; the engine keeps a looser bound on
 // the raw arguments so a console flood cannot exhaust memory before we get to count.
-function formatConsole(bytes: Buffer, maxBytes: number): { entries: ConsoleEntry[]; truncated: boolean } {
+function formatConsole(records: ConsoleRecord[], maxBytes: number): { entries: ConsoleEntry[]; truncated: boolean } {
   const entries: ConsoleEntry[] = [];
   let used = 0;
-  for (const { level, args } of decodeConsole(bytes)) {
+  for (const { level, args } of records) {
     // Rendered within what is left of the cap: shared sub-trees and huge objects cost no more.
     const text = formatConsoleArgs(args, maxBytes - used + 1);
     used += Buffer.byteLength(text);
