@@ -309,6 +309,21 @@ const ERROR_WORK = 120;
 /** A longer string or ArrayBuffer is copied this many bytes at a time, so it can span slices. */
 const CHUNK_BYTES = 256 * 1024;
 
+/**
+ * Objects with this many keys or more are hash tables in V8, and listing their keys (for-in,
+ * `Object.keys`) walks all of them, even to show the first few: the decoder keeps their keys.
+ */
+const MANY_KEYS = 1024;
+const keysOfLargeObjects = new WeakMap<object, readonly string[]>();
+
+/**
+ * The own keys, in order, of an object with many keys as the decoder made it (undefined for any
+ * other object): for a renderer that shows the first few without listing every key again.
+ */
+export function keysAtDecode(object: object): readonly string[] | undefined {
+  return keysOfLargeObjects.get(object);
+}
+
 function malformed(what = "value"): SandboxError {
   return new SandboxError("UNSERIALIZABLE", `malformed ${what} data from the sandbox`);
 }
@@ -337,7 +352,7 @@ type PartsTag = Tag.BigIntHex | Tag.RegExp | Tag.Error | Tag.Opaque;
 /** A value being decoded, on the decoder's stack: a container being filled, or a value waiting for its parts. */
 type OpenValue =
   | { kind: Open.Array; array: unknown[]; length: number; left: number; index: number }
-  | { kind: Open.Object; object: Record<string, unknown>; left: number; key: string | undefined }
+  | { kind: Open.Object; object: Record<string, unknown>; left: number; key: string | undefined; keys: string[] | undefined }
   | { kind: Open.Map; map: Map<unknown, unknown>; left: number; key: unknown; haveKey: boolean }
   | { kind: Open.Set; set: Set<unknown>; left: number }
   | { kind: Open.View; viewKind: number; slot: number }
@@ -438,6 +453,7 @@ export class ValueDecoder implements ResumableDecode<unknown> {
       case Open.Object:
         if (top.left === 0) {
           this.#open.pop();
+          if (top.keys) keysOfLargeObjects.set(top.object, top.keys);
           return this.#produce(top.object);
         }
         return this.#begin(top.key === undefined); // a key, then its value
@@ -516,7 +532,7 @@ export class ValueDecoder implements ResumableDecode<unknown> {
         const left = this.#u32();
         const object: Record<string, unknown> = nullProto ? Object.create(null) : {};
         this.#objects.push(object);
-        this.#open.push({ kind: Open.Object, object, left, key: undefined });
+        this.#open.push({ kind: Open.Object, object, left, key: undefined, keys: left >= MANY_KEYS ? [] : undefined });
         return;
       }
       case Tag.Date: {
@@ -587,6 +603,7 @@ export class ValueDecoder implements ResumableDecode<unknown> {
         case Open.Object:
           if (top.key === undefined) {
             top.key = value as string;
+            top.keys?.push(top.key);
             return;
           }
           if (top.key === "__proto__") Object.defineProperty(top.object, top.key, { value, writable: true, enumerable: true, configurable: true });

@@ -8,6 +8,7 @@
 // turn of the loop from the call to the result is a turn between two decode slices (without
 // slicing, there are none). The bound is a work measure: at most 10,000 keys decoded per turn.
 import { describe, expect, it } from "vitest";
+import { renderValue } from "../../src/render.js";
 import { sandbox, codeOf } from "./harness.js";
 
 const KEYS = 300_000;
@@ -83,6 +84,18 @@ describe("decoding a large guest value never holds the event loop in one go", ()
     expect(await sb.eval("[size(big), size({ a: 1 })]")).toEqual([KEYS, 1]);
     expectBig(got[0]);
     expect(got[1]).toEqual({ a: 1 });
+  });
+});
+
+describe("rendering a large decoded object", () => {
+  it("shows the same head and count of further keys as for an object the host built, from the keys the decoder kept", async () => {
+    const sb = sandbox();
+    const decoded = (await sb.eval(`const o = {}; for (let i = 0; i < ${KEYS}; i++) o['k' + i] = i; o`)) as Record<string, number>;
+    const built: Record<string, number> = {};
+    for (let i = 0; i < KEYS; i++) built[`k${i}`] = i;
+    for (const budget of [0, 50, 4000]) expect(renderValue(decoded, budget)).toBe(renderValue(built, budget));
+    expect(renderValue([[[[[[[decoded]]]]]]], 100)).toBe(renderValue([[[[[[[built]]]]]]], 100));
+    expect(renderValue(decoded, 50)).toMatch(/more keys/);
   });
 });
 
