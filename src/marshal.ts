@@ -377,34 +377,34 @@ export interface ResumableDecode<T> {
  * whatever the budgets: shared references and cycles kept, own `__proto__` keys kept as data.
  */
 export class ValueDecoder implements ResumableDecode<unknown> {
-  #buf: Buffer;
-  #pos = 0;
-  readonly #objects: unknown[] = []; // by the number the encoder gave them (back references)
-  readonly #open: OpenValue[] = [];
-  #done = false;
-  #value: unknown;
+  private buf: Buffer;
+  private pos = 0;
+  private readonly objects: unknown[] = []; // by the number the encoder gave them (back references)
+  private readonly open: OpenValue[] = [];
+  private done = false;
+  private result: unknown;
   /** Work done so far (see {@link BYTES_PER_WORK_UNIT} for the units). */
   work = 0;
 
   constructor(bytes: Buffer) {
-    this.#buf = bytes;
+    this.buf = bytes;
   }
 
   get value(): unknown {
-    return this.#value;
+    return this.result;
   }
 
   /** Goes on with a private copy of the bytes: for a caller that reuses its buffer (the exchange buffer). */
   detach(): void {
-    this.#buf = Buffer.from(this.#buf);
+    this.buf = Buffer.from(this.buf);
   }
 
   advance(budget: number): boolean {
     const until = this.work + budget;
     try {
-      while (!this.#done) {
+      while (!this.done) {
         if (this.work >= until) return false;
-        this.#step();
+        this.step();
       }
     } catch (err) {
       throw decodeFailure(err);
@@ -412,189 +412,194 @@ export class ValueDecoder implements ResumableDecode<unknown> {
     return true;
   }
 
-  #need(n: number): void {
-    if (this.#pos + n > this.#buf.length) throw malformed();
+  private need(n: number): void {
+    if (this.pos + n > this.buf.length) throw malformed();
   }
-  #u8(): number {
-    this.#need(1);
-    return this.#buf[this.#pos++]!;
+  private u8(): number {
+    this.need(1);
+    return this.buf[this.pos++]!;
   }
-  #u32(): number {
-    this.#need(4);
-    const v = this.#buf.readUInt32LE(this.#pos);
-    this.#pos += 4;
+  private u32(): number {
+    this.need(4);
+    const v = this.buf.readUInt32LE(this.pos);
+    this.pos += 4;
     return v;
   }
-  #f64(): number {
-    this.#need(8);
-    const v = this.#buf.readDoubleLE(this.#pos);
-    this.#pos += 8;
+  private f64(): number {
+    this.need(8);
+    const v = this.buf.readDoubleLE(this.pos);
+    this.pos += 8;
     return v;
   }
-  #text(latin1: boolean, bytes: number): string {
-    const s = this.#buf.toString(latin1 ? "latin1" : "utf16le", this.#pos, this.#pos + bytes);
-    this.#pos += bytes;
-    this.work += bytes / BYTES_PER_WORK_UNIT;
+  // The innermost unfinished value. (Reading past the end of an array is slow in V8.)
+  private top(): OpenValue | undefined {
+    const n = this.open.length;
+    return n === 0 ? undefined : this.open[n - 1];
+  }
+  private text(latin1: boolean, bytes: number): string {
+    const s = this.buf.toString(latin1 ? "latin1" : "utf16le", this.pos, this.pos + bytes);
+    this.pos += bytes;
+    this.work += (bytes / BYTES_PER_WORK_UNIT) | 0;
     return s;
   }
 
   // The next piece of work: the next part of the innermost unfinished value, or its end.
-  #step(): void {
-    const top = this.#open[this.#open.length - 1];
+  private step(): void {
+    const top = this.top();
     switch (top?.kind) {
       case Open.Array:
         if (top.left === 0) {
-          this.#open.pop();
+          this.open.pop();
           top.array.length = top.length; // trailing holes
-          return this.#produce(top.array);
+          return this.produce(top.array);
         }
-        top.index = this.#u32();
-        return this.#begin(false);
+        top.index = this.u32();
+        return this.begin(false);
       case Open.Object:
         if (top.left === 0) {
-          this.#open.pop();
+          this.open.pop();
           if (top.keys) keysOfLargeObjects.set(top.object, top.keys);
-          return this.#produce(top.object);
+          return this.produce(top.object);
         }
-        return this.#begin(top.key === undefined); // a key, then its value
+        return this.begin(top.key === undefined); // a key, then its value
       case Open.Map:
       case Open.Set:
         if (top.left === 0) {
-          this.#open.pop();
-          return this.#produce(top.kind === Open.Map ? top.map : top.set);
+          this.open.pop();
+          return this.produce(top.kind === Open.Map ? top.map : top.set);
         }
-        return this.#begin(false);
+        return this.begin(false);
       case Open.Parts:
-        return this.#begin(!(top.tag === Tag.Error && top.parts.length === 2)); // strings, but an error's stack can be anything
+        return this.begin(!(top.tag === Tag.Error && top.parts.length === 2)); // strings, but an error's stack can be anything
       case Open.Text: {
         const n = Math.min(top.left, CHUNK_BYTES);
-        top.text += this.#text(top.latin1, n);
+        top.text += this.text(top.latin1, n);
         top.left -= n;
         if (top.left > 0) return;
-        this.#open.pop();
-        return this.#produce(top.text);
+        this.open.pop();
+        return this.produce(top.text);
       }
       case Open.Bytes: {
         const n = Math.min(top.bytes.length - top.copied, CHUNK_BYTES);
-        top.bytes.set(this.#buf.subarray(this.#pos, this.#pos + n), top.copied);
-        this.#pos += n;
-        this.work += n / BYTES_PER_WORK_UNIT;
+        top.bytes.set(this.buf.subarray(this.pos, this.pos + n), top.copied);
+        this.pos += n;
+        this.work += (n / BYTES_PER_WORK_UNIT) | 0;
         top.copied += n;
         if (top.copied < top.bytes.length) return;
-        this.#open.pop();
-        return this.#produce(top.bytes.buffer);
+        this.open.pop();
+        return this.produce(top.bytes.buffer);
       }
       default:
-        return this.#begin(false); // the root, or a view's buffer
+        return this.begin(false); // the root, or a view's buffer
     }
   }
 
   // Reads one value (a string when `string`): a scalar is produced at once, anything else opened.
-  #begin(string: boolean): void {
+  private begin(string: boolean): void {
     this.work++;
-    const tag = this.#u8();
+    const tag = this.u8();
     if (string && tag !== Tag.Latin1 && tag !== Tag.String) {
-      this.#u32();
+      this.u32();
       throw malformed("string");
     }
     switch (tag) {
-      case Tag.Undefined: return this.#produce(undefined);
-      case Tag.Null: return this.#produce(null);
-      case Tag.False: return this.#produce(false);
-      case Tag.True: return this.#produce(true);
+      case Tag.Undefined: return this.produce(undefined);
+      case Tag.Null: return this.produce(null);
+      case Tag.False: return this.produce(false);
+      case Tag.True: return this.produce(true);
       case Tag.Int32: {
-        this.#need(4);
-        const v = this.#buf.readInt32LE(this.#pos);
-        this.#pos += 4;
-        return this.#produce(v);
+        this.need(4);
+        const v = this.buf.readInt32LE(this.pos);
+        this.pos += 4;
+        return this.produce(v);
       }
-      case Tag.Float64: return this.#produce(this.#f64());
+      case Tag.Float64: return this.produce(this.f64());
       case Tag.String:
       case Tag.Latin1: {
         const latin1 = tag === Tag.Latin1;
-        const n = this.#u32();
+        const n = this.u32();
         const bytes = latin1 ? n : n * 2;
-        this.#need(bytes);
-        if (bytes <= CHUNK_BYTES) return this.#produce(this.#text(latin1, bytes));
-        this.#open.push({ kind: Open.Text, latin1, left: bytes, text: "" });
+        this.need(bytes);
+        if (bytes <= CHUNK_BYTES) return this.produce(this.text(latin1, bytes));
+        this.open.push({ kind: Open.Text, latin1, left: bytes, text: "" });
         return;
       }
       case Tag.Array: {
-        const length = this.#u32();
-        const left = this.#u32();
+        const length = this.u32();
+        const left = this.u32();
         const array: unknown[] = [];
-        this.#objects.push(array);
-        this.#open.push({ kind: Open.Array, array, length, left, index: 0 });
+        this.objects.push(array);
+        this.open.push({ kind: Open.Array, array, length, left, index: 0 });
         return;
       }
       case Tag.Object: {
-        const nullProto = this.#u8() === 1;
-        const left = this.#u32();
+        const nullProto = this.u8() === 1;
+        const left = this.u32();
         const object: Record<string, unknown> = nullProto ? Object.create(null) : {};
-        this.#objects.push(object);
-        this.#open.push({ kind: Open.Object, object, left, key: undefined, keys: left >= MANY_KEYS ? [] : undefined });
+        this.objects.push(object);
+        this.open.push({ kind: Open.Object, object, left, key: undefined, keys: left >= MANY_KEYS ? [] : undefined });
         return;
       }
       case Tag.Date: {
         this.work += HOST_OBJECT_WORK;
-        const d = new Date(this.#f64());
-        this.#objects.push(d);
-        return this.#produce(d);
+        const d = new Date(this.f64());
+        this.objects.push(d);
+        return this.produce(d);
       }
       case Tag.Map: {
         const map = new Map<unknown, unknown>();
-        this.#objects.push(map);
-        this.#open.push({ kind: Open.Map, map, left: this.#u32(), key: undefined, haveKey: false });
+        this.objects.push(map);
+        this.open.push({ kind: Open.Map, map, left: this.u32(), key: undefined, haveKey: false });
         return;
       }
       case Tag.Set: {
         const set = new Set<unknown>();
-        this.#objects.push(set);
-        this.#open.push({ kind: Open.Set, set, left: this.#u32() });
+        this.objects.push(set);
+        this.open.push({ kind: Open.Set, set, left: this.u32() });
         return;
       }
       case Tag.ArrayBuffer: {
-        const n = this.#u32();
-        this.#need(n);
+        const n = this.u32();
+        this.need(n);
         this.work += HOST_OBJECT_WORK;
         const bytes = new Uint8Array(new ArrayBuffer(n));
-        this.#objects.push(bytes.buffer);
-        this.#open.push({ kind: Open.Bytes, bytes, copied: 0 });
-        return this.#step();
+        this.objects.push(bytes.buffer);
+        this.open.push({ kind: Open.Bytes, bytes, copied: 0 });
+        return this.step();
       }
       case Tag.TypedArray: {
-        const viewKind = this.#u8();
-        this.#open.push({ kind: Open.View, viewKind, slot: this.#objects.push(undefined) - 1 });
+        const viewKind = this.u8();
+        this.open.push({ kind: Open.View, viewKind, slot: this.objects.push(undefined) - 1 });
         return; // its buffer comes next
       }
-      case Tag.BigIntHex: return this.#openParts(tag, 1, -1, "object");
-      case Tag.RegExp: return this.#openParts(tag, 2, this.#objects.push(undefined) - 1, "object");
-      case Tag.Error: return this.#openParts(tag, 3, this.#objects.push(undefined) - 1, "object");
-      case Tag.Opaque: return this.#openParts(tag, 1, -1, OPAQUE_KINDS[this.#u8()] ?? "object");
+      case Tag.BigIntHex: return this.openParts(tag, 1, -1, "object");
+      case Tag.RegExp: return this.openParts(tag, 2, this.objects.push(undefined) - 1, "object");
+      case Tag.Error: return this.openParts(tag, 3, this.objects.push(undefined) - 1, "object");
+      case Tag.Opaque: return this.openParts(tag, 1, -1, OPAQUE_KINDS[this.u8()] ?? "object");
       case Tag.BackRef: {
-        const id = this.#u32();
-        if (id >= this.#objects.length || this.#objects[id] === undefined) throw new SandboxError("UNSERIALIZABLE", "malformed reference in value data");
-        return this.#produce(this.#objects[id]);
+        const id = this.u32();
+        if (id >= this.objects.length || this.objects[id] === undefined) throw new SandboxError("UNSERIALIZABLE", "malformed reference in value data");
+        return this.produce(this.objects[id]);
       }
       default:
         throw new SandboxError("UNSERIALIZABLE", `malformed value data from the sandbox (tag ${tag})`);
     }
   }
 
-  #openParts(tag: PartsTag, count: number, slot: number, opaqueKind: GuestOpaqueKind): void {
-    this.#open.push({ kind: Open.Parts, tag, parts: [], count, slot, opaqueKind });
+  private openParts(tag: PartsTag, count: number, slot: number, opaqueKind: GuestOpaqueKind): void {
+    this.open.push({ kind: Open.Parts, tag, parts: [], count, slot, opaqueKind });
   }
 
   // Hands a finished value to the innermost unfinished one; a value that this completes is handed
   // on in turn.
-  #produce(value: unknown): void {
+  private produce(value: unknown): void {
     for (;;) {
-      const top = this.#open[this.#open.length - 1];
+      const top = this.top();
       switch (top?.kind) {
         case undefined:
-          this.#done = true;
-          this.#value = value;
-          if (this.#pos !== this.#buf.length) throw new SandboxError("UNSERIALIZABLE", "malformed value data (trailing bytes)");
+          this.done = true;
+          this.result = value;
+          if (this.pos !== this.buf.length) throw new SandboxError("UNSERIALIZABLE", "malformed value data (trailing bytes)");
           return;
         case Open.Array:
           top.array[top.index] = value;
@@ -626,24 +631,24 @@ export class ValueDecoder implements ResumableDecode<unknown> {
           top.left--;
           return;
         case Open.View:
-          this.#open.pop();
-          value = this.#view(top.viewKind, top.slot, value);
+          this.open.pop();
+          value = this.view(top.viewKind, top.slot, value);
           continue;
         case Open.Parts:
           top.parts.push(value);
           if (top.parts.length < top.count) return;
-          this.#open.pop();
-          value = this.#fromParts(top.tag, top.parts, top.slot, top.opaqueKind);
+          this.open.pop();
+          value = this.fromParts(top.tag, top.parts, top.slot, top.opaqueKind);
           continue;
         default:
-          throw malformed(); // text and bytes are filled by #step, never handed a value
+          throw malformed(); // text and bytes are filled by step, never handed a value
       }
     }
   }
 
-  #view(kind: number, slot: number, buffer: unknown): unknown {
-    const offset = this.#u32();
-    const length = this.#u32();
+  private view(kind: number, slot: number, buffer: unknown): unknown {
+    const offset = this.u32();
+    const length = this.u32();
     if (!(buffer instanceof ArrayBuffer)) throw malformed("typed array");
     const ctor = kind === DATAVIEW_KIND ? DataView : kind === FLOAT16_KIND ? float16Ctor : TYPED_CTORS[kind];
     if (!ctor) throw new SandboxError("UNSERIALIZABLE", "a Float16Array cannot be copied into this Node.js version");
@@ -651,11 +656,11 @@ export class ValueDecoder implements ResumableDecode<unknown> {
     if (offset % elementSize !== 0 || offset + length * elementSize > buffer.byteLength) throw new SandboxError("UNSERIALIZABLE", "malformed typed array data from the sandbox (view outside its buffer)");
     this.work += HOST_OBJECT_WORK;
     const view = new ctor(buffer, offset, length);
-    this.#objects[slot] = view;
+    this.objects[slot] = view;
     return view;
   }
 
-  #fromParts(tag: PartsTag, parts: unknown[], slot: number, opaqueKind: GuestOpaqueKind): unknown {
+  private fromParts(tag: PartsTag, parts: unknown[], slot: number, opaqueKind: GuestOpaqueKind): unknown {
     this.work += tag === Tag.Error ? ERROR_WORK : HOST_OBJECT_WORK;
     switch (tag) {
       case Tag.BigIntHex: {
@@ -673,7 +678,7 @@ export class ValueDecoder implements ResumableDecode<unknown> {
           const shown = source.length > 100 ? `${source.slice(0, 100)}...` : source;
           throw new SandboxError("UNSERIALIZABLE", `the regular expression /${shown}/${flags} is valid in the sandbox but not in this Node.js version`);
         }
-        this.#objects[slot] = re;
+        this.objects[slot] = re;
         return re;
       }
       case Tag.Error: {
@@ -682,7 +687,7 @@ export class ValueDecoder implements ResumableDecode<unknown> {
         const err = new Ctor(message);
         if (err.name !== name) Object.defineProperty(err, "name", { value: name, writable: true, configurable: true });
         Object.defineProperty(err, "stack", { value: typeof stack === "string" ? stack : `${name}: ${message}`, writable: true, configurable: true });
-        this.#objects[slot] = err;
+        this.objects[slot] = err;
         return err;
       }
       default: {

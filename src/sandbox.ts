@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { randomInt } from "node:crypto";
 import { formatWithOptions } from "node:util";
 import { SandboxError, type GuestErrorInfo } from "./errors.js";
-import { DecodeQueue } from "./decode-queue.js";
+import { DECODE_SLICE_WORK, DecodeQueue } from "./decode-queue.js";
 import { ConsoleDecoder, GuestOpaque, ValueDecoder, decodeConsole, decodeValue, encodeValue, encodeValueInto, type ConsoleRecord } from "./marshal.js";
 import { native, NativeStatus, NativeStop, type NativeHandle, type NativeOutcome } from "./native.js";
 import { formatConsoleArgs, renderValue } from "./render.js";
@@ -545,7 +545,8 @@ export class Sandbox implements Disposable {
     try {
       raw = await pending;
       // Host calls and console lines the guest made before it ended reach the host while the eval is current.
-      await this.#decodes.drained();
+      const drained = this.#decodes.drained();
+      if (drained) await drained;
     } finally {
       clearTimeout(timer);
       o.signal?.removeEventListener("abort", onAbort);
@@ -559,7 +560,8 @@ export class Sandbox implements Disposable {
     const ranMs = performance.now() - started;
     let decoded: DecodedOutcome;
     try {
-      decoded = await this.#decodeInSlices(raw);
+      const decoding = this.#decodeOutcome(raw);
+      decoded = decoding instanceof Promise ? await decoding : decoding;
     } catch (err) {
       // Disposed while the outcome was being decoded: answered as if disposed while running.
       if ((err as SandboxError).code !== "DISPOSED") throw err;
@@ -568,14 +570,28 @@ export class Sandbox implements Disposable {
     return this.#report(raw, ranMs, o, wallMs, decoded);
   }
 
-  // An outcome's bytes decoded through #decodes, a slice at a time. Rejects with DISPOSED when the
-  // sandbox is disposed meanwhile.
-  async #decodeInSlices(raw: NativeOutcome): Promise<DecodedOutcome> {
+  // An outcome's bytes decoded through #decodes. The common case (no console output, nothing queued,
+  // a value within one slice) is decoded before returning, without a promise.
+  #decodeOutcome(raw: NativeOutcome): DecodedOutcome | Promise<DecodedOutcome> {
     const [status, valueBytes, , , consoleBytes] = raw;
+    const value = valueBytes && carriesValue(status) ? new ValueDecoder(valueBytes) : undefined;
+    if (!consoleBytes && !this.#decodes.busy) {
+      try {
+        if (!value || value.advance(DECODE_SLICE_WORK)) return { value: value?.value, console: [] };
+      } catch (err) {
+        return { value: undefined, failure: err as SandboxError, console: [] };
+      }
+    }
+    return this.#decodeInSlices(consoleBytes, value);
+  }
+
+  // The rest of #decodeOutcome, a slice at a time (`value` goes on where it stopped). Rejects with
+  // DISPOSED when the sandbox is disposed meanwhile.
+  async #decodeInSlices(consoleBytes: Buffer | undefined, value: ValueDecoder | undefined): Promise<DecodedOutcome> {
     const console = consoleBytes ? await this.#decodes.decode(new ConsoleDecoder(consoleBytes)) : [];
-    if (!valueBytes || !carriesValue(status)) return { value: undefined, console };
+    if (!value) return { value: undefined, console };
     try {
-      return { value: await this.#decodes.decode(new ValueDecoder(valueBytes)), console };
+      return { value: await this.#decodes.decode(value), console };
     } catch (err) {
       if ((err as SandboxError).code === "DISPOSED") throw err;
       return { value: undefined, failure: err as SandboxError, console };
