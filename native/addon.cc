@@ -15,6 +15,7 @@
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "engine.h"
 #include "executor.h"
@@ -47,6 +48,20 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   }
 
   bool onMainThread() const override { return std::this_thread::get_id() == mainThread_; }
+
+  // Where an executor thread waits for the answer to a sync host call.
+  struct SyncSlot {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    HostResult result;
+  };
+  static void finishSlot(SyncSlot* slot, HostResult r) {
+    std::lock_guard<std::mutex> lock(slot->mu);
+    slot->result = std::move(r);
+    slot->done = true;
+    slot->cv.notify_one();
+  }
 
   HostResult callSync(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t> args) override;
   bool callSyncPrimitive(uint32_t sandboxId, uint32_t fnId, const Primitive* args, int argc, Primitive* result,
@@ -139,12 +154,6 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   HostResult runSyncCall(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t>& args);
 
  private:
-  struct SyncSlot {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    HostResult result;
-  };
   struct Message {
     enum Kind { SyncCall, AsyncCall, Console, EvalDone } kind;
     uint32_t sandboxId = 0;
@@ -173,13 +182,6 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
       tsfn_.NonBlockingCall([self](Napi::Env, Napi::Function) { self->drain(); });
     }
   }
-  static void finishSlot(SyncSlot* slot, HostResult r) {
-    std::lock_guard<std::mutex> lock(slot->mu);
-    slot->result = std::move(r);
-    slot->done = true;
-    slot->cv.notify_one();
-  }
-
   Napi::Env env_;
   std::thread::id mainThread_;
   Napi::ThreadSafeFunction tsfn_;
@@ -251,6 +253,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
                            InstanceMethod("evalAsync", &SandboxHandle::EvalAsync),
                            InstanceMethod("stop", &SandboxHandle::Stop),
                            InstanceMethod("settle", &SandboxHandle::Settle),
+                           InstanceMethod("answerSync", &SandboxHandle::AnswerSync),
                            InstanceMethod("defineFunction", &SandboxHandle::DefineFunction),
                            InstanceMethod("setGlobal", &SandboxHandle::SetGlobal),
                            InstanceMethod("getGlobal", &SandboxHandle::GetGlobal),
@@ -305,6 +308,8 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     if (!engine_) return;
     if (engine_->dispose()) Executor::instance().schedule(engine_);
     engine_.reset();
+    // After dispose(): the guest waiting for this answer sees its eval stopped when it wakes.
+    if (parkedSlot_) EnvBridge::finishSlot(std::exchange(parkedSlot_, nullptr), EnvBridge::closedResult());
     Napi::MemoryManagement::AdjustExternalMemory(Env(), -externalBytes_);
     bridge_->returnMemoryToSystem(externalBytes_);
     if (deferred_) {
@@ -349,32 +354,32 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     if (env.IsExceptionPending()) env.GetAndClearPendingException();
   }
 
-  HostResult syncCall(uint32_t fnId, std::vector<uint8_t>& args) {
+  // A sync host call: dispatcher(0, fnId, token, ...). With a slot (the guest waits on an executor
+  // thread) the token is not 0, and the dispatcher may answer undefined, then later through
+  // answerSync(token, result) (src/sandbox.ts decodes large arguments a slice at a time): the slot
+  // is parked here until then, or until the handle is released. Nothing, when parked.
+  std::optional<HostResult> syncCall(uint32_t fnId, std::vector<uint8_t>& args, EnvBridge::SyncSlot* slot) {
     Napi::Env env = Env();
     Napi::HandleScope scope(env);
-    HostResult r;
     if (dispatcher_.Value().IsEmpty()) return EnvBridge::closedResult();
+    uint32_t token = slot ? ++lastSyncToken_ : 0;
     Napi::Value spill;
     uint32_t argLength = bridge_->stage(args, &spill);
-    Napi::Value ret = dispatcher_.Call({Napi::Number::New(env, 0), Napi::Number::New(env, fnId), Napi::Number::New(env, 0),
+    Napi::Value ret = dispatcher_.Call({Napi::Number::New(env, 0), Napi::Number::New(env, fnId), Napi::Number::New(env, token),
                                         Napi::Number::New(env, argLength), spill, Napi::Number::New(env, 0)});
     if (env.IsExceptionPending()) {
       Napi::Error e = env.GetAndClearPendingException();
+      HostResult r;
       r.ok = false;
       r.errorMessage = "host function failed";
       return r;
     }
-    if (ret.IsNumber() || ret.IsBuffer() || ret.IsTypedArray()) {
-      r.value = bridge_->resultBytes(ret);
-      return r;
+    if (slot && ret.IsUndefined() && engine_) {
+      parkedSlot_ = slot;
+      parkedToken_ = token;
+      return std::nullopt;
     }
-    r.ok = false;
-    if (ret.IsArray()) {
-      Napi::Array a = ret.As<Napi::Array>();
-      r.errorName = a.Get(0u).ToString().Utf8Value();
-      r.errorMessage = a.Get(1u).ToString().Utf8Value();
-    }
-    return r;
+    return hostResultOf(ret);
   }
 
   // The fast path of a sync host call on the main thread: primitiveDispatcher(fnId, argc, a0, a1, a2)
@@ -589,6 +594,31 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     return info.Env().Undefined();
   }
 
+  // answerSync(token, bytes in the exchange buffer | Buffer | [name, message]): see syncCall.
+  Napi::Value AnswerSync(const Napi::CallbackInfo& info) {
+    if (!alive(info) || info.Length() < 2) return info.Env().Undefined();
+    if (parkedSlot_ && info[0].ToNumber().Uint32Value() == parkedToken_)
+      EnvBridge::finishSlot(std::exchange(parkedSlot_, nullptr), hostResultOf(info[1]));
+    return info.Env().Undefined();
+  }
+
+  // A host answer as the dispatcher gives it: a byte count in the exchange buffer, a Buffer of its
+  // own, or [name, message] for an error.
+  HostResult hostResultOf(const Napi::Value& answer) {
+    HostResult r;
+    if (answer.IsNumber() || answer.IsBuffer() || answer.IsTypedArray()) {
+      r.value = bridge_->resultBytes(answer);
+      return r;
+    }
+    r.ok = false;
+    if (answer.IsArray()) {
+      Napi::Array a = answer.As<Napi::Array>();
+      r.errorName = a.Get(0u).ToString().Utf8Value();
+      r.errorMessage = a.Get(1u).ToString().Utf8Value();
+    }
+    return r;
+  }
+
   // settle(callId, ok, bytes | [name, message])
   Napi::Value Settle(const Napi::CallbackInfo& info) {
     if (!alive(info) || info.Length() < 3) return info.Env().Undefined();
@@ -729,6 +759,9 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   bool inline_ = false;         // the current eval runs on the main thread
   bool inlineRunning_ = false;  // runInline is on the stack
   bool inlineAgain_ = false;
+  EnvBridge::SyncSlot* parkedSlot_ = nullptr;  // a sync host call answered later (syncCall)
+  uint32_t parkedToken_ = 0;
+  uint32_t lastSyncToken_ = 0;
   int64_t externalBytes_ = 0;
   static constexpr int64_t kHandleOverheadBytes = 16 * 1024;
 };
@@ -736,7 +769,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
 HostResult EnvBridge::runSyncCall(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t>& args) {
   auto it = handles_.find(sandboxId);
   if (it == handles_.end()) return closedResult();
-  return it->second->syncCall(fnId, args);
+  return *it->second->syncCall(fnId, args, nullptr);
 }
 
 bool EnvBridge::callSyncPrimitive(uint32_t sandboxId, uint32_t fnId, const Primitive* args, int argc, Primitive* result,
@@ -772,11 +805,12 @@ void EnvBridge::drain() {
   }
   Napi::HandleScope scope(env_);
   for (Message& m : batch) {
+    auto it = handles_.find(m.sandboxId);
     if (m.kind == Message::SyncCall) {
-      finishSlot(m.slot, runSyncCall(m.sandboxId, m.fnId, m.bytes));
+      std::optional<HostResult> r = it == handles_.end() ? closedResult() : it->second->syncCall(m.fnId, m.bytes, m.slot);
+      if (r) finishSlot(m.slot, std::move(*r));
       continue;
     }
-    auto it = handles_.find(m.sandboxId);
     if (it == handles_.end()) continue;
     if (m.kind == Message::AsyncCall) it->second->hostCall(m.fnId, m.callId, m.evalId, m.bytes);
     else if (m.kind == Message::Console) it->second->consoleLine(m.fnId, m.evalId, m.bytes);

@@ -7,7 +7,8 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { formatWithOptions } from "node:util";
 import { SandboxError } from "./errors.js";
-import { decodeValue, encodeValueInto } from "./marshal.js";
+import type { DecodeQueue } from "./decode-queue.js";
+import { ValueDecoder, encodeValueInto } from "./marshal.js";
 import { native, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher } from "./native.js";
 import { CONSOLE_LEVELS, throwIfRefused } from "./outcomes.js";
 import { formatConsoleArgs } from "./render.js";
@@ -72,40 +73,62 @@ export class HostCalls {
   /** The sandbox's live handle, undefined once it is disposed. */
   readonly #handleOf: () => NativeHandle | undefined;
   readonly #maxConsoleBytes: number;
+  // What the guest sends (host-call arguments, console lines, results), decoded in order and in
+  // slices that let the event loop turn; shared with the sandbox, which decodes outcomes through it.
+  readonly #decodes: DecodeQueue;
   #currentEvalId = 0;
   // Signals of the current eval's host calls that asked for one; tagged with that eval's id.
   readonly #pendingCalls: Map<number, AbortController> & { evalId?: number } = new Map();
   #inSyncHostCall = 0;
   #onConsole: ((entry: ConsoleEntry) => void) | undefined; // live console listener of the running eval
 
-  constructor(handleOf: () => NativeHandle | undefined, maxConsoleBytes: number) {
+  constructor(handleOf: () => NativeHandle | undefined, maxConsoleBytes: number, decodes: DecodeQueue) {
     this.#handleOf = handleOf;
     this.#maxConsoleBytes = maxConsoleBytes;
+    this.#decodes = decodes;
   }
 
-  /** Called by the addon for every guest call of a host function (main thread). */
+  /**
+   * Called by the addon for every guest call of a host function (main thread). The arguments are
+   * decoded in the order the calls came (see {@link DecodeQueue}), so a call may be handled after
+   * this returns: a sync call with a `callId` is then answered through answerSync (its guest waits
+   * on an executor thread); one without must be answered now (its guest runs on this thread).
+   */
   readonly dispatch: NativeDispatcher = (kind, fnId, callId, argLength, argBytes, evalId) => {
+    const decoder = new ValueDecoder(argBytes ?? exchange.subarray(0, argLength));
+    const decode = (use: (args: unknown[]) => void, fail: (err: SandboxError) => void): void => {
+      if (!this.#decodes.push(decoder, use as (args: unknown) => void, fail) && !argBytes) decoder.detach(); // the exchange buffer is reused
+    };
     if (kind === 2) {
-      this.#streamConsole(fnId, argBytes ?? exchange.subarray(0, argLength), evalId);
+      decode((args) => this.#streamConsole(fnId, args, evalId), () => {});
       return undefined;
     }
     const entry = this.#functions[fnId];
     if (!entry) return ["Error", "unknown host function"];
-    let args: unknown[];
-    try {
-      args = decodeValue(argBytes ?? exchange.subarray(0, argLength)) as unknown[];
-    } catch (err) {
-      return hostErrorOf(err);
+    if (kind === 1) {
+      const refuse = (err: SandboxError): void => {
+        if (evalId === this.#currentEvalId) this.#handleOf()?.settle(callId, false, hostErrorOf(err));
+      };
+      decode((args) => this.#callAsync(entry, args, callId, evalId), refuse);
+      return undefined;
     }
-    if (kind === 0) return this.#callSync(entry, args) as number | Buffer | [string, string];
-    this.#callAsync(entry, args, callId, evalId);
-    return undefined;
+    let answer: number | Buffer | [string, string] | undefined;
+    let parked = false;
+    const reply = (result: number | Buffer | [string, string]): void => {
+      if (parked) this.#handleOf()?.answerSync(callId, result);
+      else answer = result;
+    };
+    decode((args) => reply(this.#callSync(entry, args) as number | Buffer | [string, string]), (err) => reply(hostErrorOf(err)));
+    if (callId === 0) this.#decodes.flush();
+    parked = answer === undefined;
+    return answer;
   };
 
   /** The addon's fast path for sync host calls of inline evals with primitive arguments. */
   readonly dispatchPrimitive: NativePrimitiveDispatcher = (fnId, argc, a0, a1, a2) => {
     const entry = this.#functions[fnId];
     if (!entry) return ["Error", "unknown host function"];
+    this.#decodes.flush(); // calls the guest made earlier reach the host first
     return this.#callSync(entry, argc === 0 ? [] : argc === 1 ? [a0] : argc === 2 ? [a0, a1] : [a0, a1, a2], true);
   };
 
@@ -159,11 +182,10 @@ export class HostCalls {
     this.#pendingCalls.clear();
   }
 
-  #streamConsole(level: number, argBytes: Buffer, evalId: number): void {
+  #streamConsole(level: number, args: unknown[], evalId: number): void {
     const listener = this.#onConsole;
     if (!listener || evalId !== this.#currentEvalId) return;
     try {
-      const args = decodeValue(argBytes) as unknown[];
       listener({ level: CONSOLE_LEVELS[level] ?? "log", text: formatConsoleArgs(args, this.#maxConsoleBytes) });
     } catch {
       // a failing progress listener must not disturb the eval

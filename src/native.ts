@@ -33,8 +33,10 @@ export type NativeSnapshotRead = [status: number, message: string | undefined, n
  * Called by the addon on the main thread for each guest call of a host function. The arguments
  * are in the handle's exchange buffer (`argLength` bytes) unless they did not fit, in which case
  * `args` holds them. A sync call answers with the result's byte count in the exchange buffer, a
- * Buffer, or `[name, message]` for an error. Kind 2 is a console line of the running eval
- * (`fnId` is its level), sent only for evals started with `streamConsole`.
+ * Buffer, or `[name, message]` for an error; a sync call whose guest waits on an executor thread
+ * comes with a `callId` and may answer `undefined` instead, then later through
+ * {@link NativeHandle.answerSync} (the guest waits meanwhile). Kind 2 is a console line of the
+ * running eval (`fnId` is its level), sent only for evals started with `streamConsole`.
  */
 export type NativeDispatcher = (kind: 0 | 1 | 2, fnId: number, callId: number, argLength: number, args: Buffer | undefined, evalId: number) => number | Buffer | [string, string] | undefined;
 
@@ -57,6 +59,8 @@ export interface NativeHandle {
   evalAsync(code: string, filename: string, budgetMs: number, describe: boolean, evalId: number, streamConsole: boolean, inline: boolean): Promise<NativeOutcome> | null;
   stop(reason: number, evalId: number): void;
   settle(callId: number, ok: boolean, result: number | Buffer | [string, string]): void;
+  /** Answers the sync host call the dispatcher left unanswered, as the dispatcher would have. */
+  answerSync(callId: number, result: number | Buffer | [string, string]): void;
   defineFunction(path: string, fnId: number, async: boolean): string;
   setGlobal(name: string, bytes: Buffer): string;
   getGlobal(name: string): [status: number, result: Buffer | string | undefined];

@@ -4,7 +4,8 @@
  * into typed {@link SandboxError}s that name the budget or limit involved.
  */
 import { SandboxError, type GuestErrorInfo } from "./errors.js";
-import { GuestOpaque, decodeConsole, decodeValue } from "./marshal.js";
+import { DECODE_SLICE_WORK, type DecodeQueue } from "./decode-queue.js";
+import { ConsoleDecoder, GuestOpaque, ValueDecoder, decodeConsole, decodeValue, type ConsoleRecord } from "./marshal.js";
 import { native, NativeStatus, NativeStop, type NativeOutcome } from "./native.js";
 import { formatConsoleArgs, renderValue } from "./render.js";
 import type { ConsoleEntry, ConsoleLevel, EvalOptions, EvalReport, EvalStats, SandboxOptions } from "./types.js";
@@ -78,35 +79,84 @@ export function stubOutcome(status: NativeStatus): NativeOutcome {
   return [status, undefined, "", NativeStop.None, undefined, false, 0, 0, 0, 0];
 }
 
-/** The report of one eval: value or typed error, console lines within `maxConsoleBytes`, stats. */
-export function reportOf(raw: NativeOutcome, wallMs: number, limits: OutcomeLimits): EvalReport {
-  const [status, valueBytes, message, stop, consoleBytes, rawTruncated, executionMs, hostCalls, memoryUsedBytes, peakMemoryBytes] = raw;
+/** An outcome's bytes, decoded: the value or thrown value (or why it could not be copied out) and the console records. */
+export interface DecodedOutcome {
+  value: unknown;
+  failure?: SandboxError;
+  console: ConsoleRecord[];
+}
+
+/** Whether an outcome's value bytes are a result or a thrown value (the only ones decoded). */
+function carriesValue(status: NativeStatus): boolean {
+  return status === NativeStatus.Ok || status === NativeStatus.GuestError || status === NativeStatus.SyntaxError;
+}
+
+/** An outcome's bytes decoded at once (inline evals: the caller chose to block). */
+function decodeAtOnce(raw: NativeOutcome): DecodedOutcome {
+  const [status, valueBytes, , , consoleBytes] = raw;
+  const console = consoleBytes ? decodeConsole(consoleBytes) : [];
+  if (!valueBytes || !carriesValue(status)) return { value: undefined, console };
+  try {
+    return { value: decodeValue(valueBytes), console };
+  } catch (err) {
+    return { value: undefined, failure: err as SandboxError, console };
+  }
+}
+
+/**
+ * An outcome's bytes decoded through `queue`, after everything the guest sent before. The common
+ * case (no console output, nothing queued, a value within one slice) is decoded before returning,
+ * without a promise. The promise rejects with `DISPOSED` when the queue is cancelled meanwhile.
+ */
+export function decodeOutcome(raw: NativeOutcome, queue: DecodeQueue): DecodedOutcome | Promise<DecodedOutcome> {
+  const [status, valueBytes, , , consoleBytes] = raw;
+  const value = valueBytes && carriesValue(status) ? new ValueDecoder(valueBytes) : undefined;
+  if (!consoleBytes && !queue.busy) {
+    try {
+      if (!value || value.advance(DECODE_SLICE_WORK)) return { value: value?.value, console: [] };
+    } catch (err) {
+      return { value: undefined, failure: err as SandboxError, console: [] };
+    }
+  }
+  return decodeInSlices(queue, consoleBytes, value);
+}
+
+// The rest of decodeOutcome, a slice at a time (`value` goes on where it stopped).
+async function decodeInSlices(queue: DecodeQueue, consoleBytes: Buffer | undefined, value: ValueDecoder | undefined): Promise<DecodedOutcome> {
+  const console = consoleBytes ? await queue.decode(new ConsoleDecoder(consoleBytes)) : [];
+  if (!value) return { value: undefined, console };
+  try {
+    return { value: await queue.decode(value), console };
+  } catch (err) {
+    if ((err as SandboxError).code === "DISPOSED") throw err;
+    return { value: undefined, failure: err as SandboxError, console };
+  }
+}
+
+/**
+ * The report of one eval: value or typed error, console lines within `maxConsoleBytes`, stats.
+ * Without `decoded`, the outcome's bytes are decoded at once.
+ */
+export function reportOf(raw: NativeOutcome, wallMs: number, limits: OutcomeLimits, decoded: DecodedOutcome = decodeAtOnce(raw)): EvalReport {
+  const [status, , message, stop, , rawTruncated, executionMs, hostCalls, memoryUsedBytes, peakMemoryBytes] = raw;
   const stats: EvalStats = { executionMs, wallMs, hostCalls, memoryUsedBytes, peakMemoryBytes };
-  const kept = consoleBytes ? formatConsole(consoleBytes, limits.maxConsoleBytes) : { entries: [], truncated: false };
+  const kept = formatConsole(decoded.console, limits.maxConsoleBytes);
   const console = kept.entries;
   const consoleTruncated = rawTruncated || kept.truncated;
   if (status === NativeStatus.Ok) {
-    try {
-      return { ok: true, value: valueBytes ? decodeValue(valueBytes) : undefined, console, consoleTruncated, stats };
-    } catch (err) {
-      return { ok: false, error: err as SandboxError, console, consoleTruncated, stats };
-    }
+    if (decoded.failure) return { ok: false, error: decoded.failure, console, consoleTruncated, stats };
+    return { ok: true, value: decoded.value, console, consoleTruncated, stats };
   }
-  const error = errorOf(status, valueBytes, message, stop, limits);
+  const error = errorOf(status, decoded, message, stop, limits);
   return { ok: false, error, console, consoleTruncated, stats };
 }
 
 /** The typed error of a native status that is not `Ok`. */
-export function errorOf(status: NativeStatus, valueBytes: Buffer | undefined, message: string, stop: number, limits: OutcomeLimits): SandboxError {
+export function errorOf(status: NativeStatus, decoded: DecodedOutcome | undefined, message: string, stop: number, limits: OutcomeLimits): SandboxError {
   switch (status) {
     case NativeStatus.GuestError:
     case NativeStatus.SyntaxError: {
-      let thrown: unknown;
-      try {
-        thrown = valueBytes ? decodeValue(valueBytes) : undefined;
-      } catch {
-        thrown = new Error("the thrown value could not be copied out");
-      }
+      const thrown = decoded?.failure ? new Error("the thrown value could not be copied out") : decoded?.value;
       const guest = guestInfo(thrown);
       const text = guest.nonError ? guest.message : `${guest.name}: ${guest.message}`;
       return new SandboxError(status === NativeStatus.SyntaxError ? "SYNTAX_ERROR" : "GUEST_ERROR", text, { guest });
@@ -142,10 +192,10 @@ export function errorOf(status: NativeStatus, valueBytes: Buffer | undefined, me
 
 // The cap is exact here, in UTF-8 bytes of the formatted text; the engine keeps a looser bound on
 // the raw arguments so a console flood cannot exhaust memory before we get to count.
-function formatConsole(bytes: Buffer, maxBytes: number): { entries: ConsoleEntry[]; truncated: boolean } {
+function formatConsole(records: ConsoleRecord[], maxBytes: number): { entries: ConsoleEntry[]; truncated: boolean } {
   const entries: ConsoleEntry[] = [];
   let used = 0;
-  for (const { level, args } of decodeConsole(bytes)) {
+  for (const { level, args } of records) {
     // Rendered within what is left of the cap: shared sub-trees and huge objects cost no more.
     const text = formatConsoleArgs(args, maxBytes - used + 1);
     used += Buffer.byteLength(text);

@@ -11,7 +11,7 @@
  * `util.inspect` renders them.
  */
 import { formatWithOptions, inspect, type InspectOptions } from "node:util";
-import { GuestOpaque } from "./marshal.js";
+import { GuestOpaque, keysAtDecode } from "./marshal.js";
 
 /** How results are shown: `util.inspect` with these options, within a character budget. */
 export const RENDER_OPTIONS = {
@@ -254,17 +254,25 @@ class Pruner {
 
   #plain(value: Record<string, unknown>, depth: number, beyond: boolean): Record<string, unknown> {
     const twin: Record<string, unknown> = Object.getPrototypeOf(value) === null ? Object.create(null) : {};
+    // for-in lists every key of an object with many keys before the first one; the decoder kept
+    // the keys of those it made, so the walk can stop where the budget does.
+    const known = keysAtDecode(value);
     if (beyond) {
-      for (const key in value) if (Object.hasOwn(value, key)) return Object.assign(twin, { _: undefined });
+      if (known ? known.length > 0 : !ownKeysIn(value).next().done) return Object.assign(twin, { _: undefined });
       return twin;
     }
     return this.#enter(value, twin, () => {
       let more = 0;
-      // for-in stops where we stop; Object.keys would list every key first.
-      for (const key in value) {
+      let index = 0;
+      for (const key of known ?? ownKeysIn(value)) {
+        index++;
         if (!Object.hasOwn(value, key)) continue;
         if (this.#spent || key.length + 2 > this.#left) {
           this.#left = 0;
+          if (known) {
+            more += known.length - index + 1;
+            break;
+          }
           more++;
           continue;
         }
@@ -278,4 +286,9 @@ class Pruner {
       }
     });
   }
+}
+
+/** The own enumerable string keys of `value`, in for-in order. */
+function* ownKeysIn(value: object): Generator<string> {
+  for (const key in value) if (Object.hasOwn(value, key)) yield key;
 }

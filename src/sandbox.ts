@@ -3,12 +3,13 @@
  * src/host-calls.ts, and the translation of native outcomes into reports and typed errors in
  * src/outcomes.ts; this file holds the sandbox's lifecycle, its eval queue and its public methods.
  */
+import { DecodeQueue } from "./decode-queue.js";
 import { SandboxError } from "./errors.js";
 import { frozenInstallCode, HostCalls, removeCode } from "./host-calls.js";
 import { encodeValue } from "./marshal.js";
 import { SANDBOX_LIMITS } from "./options.js";
 import { native, NativeStatus, NativeStop, type NativeHandle, type NativeOutcome } from "./native.js";
-import { errorOf, globalValueOf, limitsOf, reportOf, stubOutcome, syncOutcome, throwIfRefused } from "./outcomes.js";
+import { decodeOutcome, errorOf, globalValueOf, limitsOf, reportOf, stubOutcome, syncOutcome, throwIfRefused, type DecodedOutcome } from "./outcomes.js";
 import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealSnapshotAsync, splitRestoreOptions, takeSnapshot, type NotRestored, type RestoreOptions, type RestoredSandbox, type SnapshotOptions } from "./snapshot.js";
 import type { AsyncHostFunction, EvalOptions, EvalReport, HostFunction, MemoryUsage, SandboxOptions } from "./types.js";
 import { checkFunctionName, checkGlobalName, checkInteger, evalClockMs, invalid, validateEvalOptions, validateOptions, validatePath } from "./validate.js";
@@ -29,6 +30,7 @@ export class Sandbox implements Disposable {
   readonly #options: Required<SandboxOptions>;
   #handle: NativeHandle | undefined;
   readonly #host: HostCalls;
+  readonly #decodes = new DecodeQueue(); // what the guest sends, decoded in order and in slices
   readonly #frozenNames = new Set<string>(); // globals of defineFrozenAsyncFunction
   #queue: Promise<void> = Promise.resolve();
   #evalSeq = 0;
@@ -39,7 +41,7 @@ export class Sandbox implements Disposable {
   constructor(options?: SandboxOptions) {
     this.#options = validateOptions(options);
     const o = this.#options;
-    this.#host = new HostCalls(() => this.#handle, o.maxConsoleBytes);
+    this.#host = new HostCalls(() => this.#handle, o.maxConsoleBytes, this.#decodes);
     try {
       this.#handle = new native.SandboxHandle(o.memoryLimitBytes, o.maxStackSizeBytes, o.captureConsole, o.maxConsoleBytes, this.#host.dispatch, this.#host.dispatchPrimitive, o.copyLimitBytes);
     } catch (err) {
@@ -76,8 +78,8 @@ export class Sandbox implements Disposable {
     return this.#options;
   }
 
-  #report(raw: NativeOutcome, wallMs: number, o: EvalOptions, wallBudgetMs?: number): EvalReport {
-    return reportOf(raw, wallMs, limitsOf(this.#options, o, wallBudgetMs));
+  #report(raw: NativeOutcome, wallMs: number, o: EvalOptions, wallBudgetMs?: number, decoded?: DecodedOutcome): EvalReport {
+    return reportOf(raw, wallMs, limitsOf(this.#options, o, wallBudgetMs), decoded);
   }
 
   #live(): NativeHandle {
@@ -150,7 +152,11 @@ export class Sandbox implements Disposable {
     if (error) throw new SandboxError("OUT_OF_MEMORY", `cannot set global '${name}': ${error}`);
   }
 
-  /** Copies the guest global `name` out (its own data property; getters are never run). */
+  /**
+   * Copies the guest global `name` out (its own data property; getters are never run). The copy is
+   * decoded at once on the calling thread, so its cost grows with the value: to read a large value
+   * without holding the event loop, return it from {@link Sandbox.eval}.
+   */
   getGlobal(name: string): unknown {
     if (typeof name !== "string" || name.length > SANDBOX_LIMITS.maxGlobalNameChars) throw invalid("name must be a string");
     const [status, result] = this.#live().getGlobal(name);
@@ -178,7 +184,9 @@ export class Sandbox implements Disposable {
 
   /**
    * Runs `code` inline on the calling thread and returns the completion value of its last
-   * statement. Throws {@link SandboxError}. For short computations: it blocks the event loop.
+   * statement. Throws {@link SandboxError}. For short computations: it blocks the event loop, and
+   * so does decoding its result, console output and host-call arguments (in one go, whatever
+   * their size; {@link Sandbox.eval} decodes them a slice at a time).
    * A completion value that is a promise is settled by running the guest's pending jobs within the
    * budget (`Promise.resolve(7)` gives 7; a rejection throws `GUEST_ERROR`); one that still waits
    * after that (nothing left that could settle it) is returned as the promise itself.
@@ -259,10 +267,23 @@ export class Sandbox implements Disposable {
     let raw: NativeOutcome;
     try {
       raw = await this.#settled(pending, evalId, wallMs, o.signal);
+      // Host calls and console lines the guest made before it ended reach the host while the eval is current.
+      const drained = this.#decodes.drained();
+      if (drained) await drained;
     } finally {
       this.#host.endEval(new SandboxError("ABORTED", "the eval that made this call has ended"));
     }
-    return this.#report(raw, performance.now() - started, o, wallMs);
+    const ranMs = performance.now() - started;
+    let decoded: DecodedOutcome;
+    try {
+      const decoding = decodeOutcome(raw, this.#decodes);
+      decoded = decoding instanceof Promise ? await decoding : decoding;
+    } catch (err) {
+      // Disposed while the outcome was being decoded: answered as if disposed while running.
+      if ((err as SandboxError).code !== "DISPOSED") throw err;
+      return this.#report(stubOutcome(NativeStatus.Disposed), ranMs, o);
+    }
+    return this.#report(raw, ranMs, o, wallMs, decoded);
   }
 
   // Awaits an executor job under the wall budget `wallMs` and `signal`; a job the watchdog
@@ -389,6 +410,7 @@ export class Sandbox implements Disposable {
     if (!handle) return;
     this.#handle = undefined;
     this.#host.abortPending(new SandboxError("DISPOSED", "the sandbox was disposed"));
+    this.#decodes.cancel(new SandboxError("DISPOSED", "the sandbox was disposed"));
     handle.dispose();
   }
 

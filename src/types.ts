@@ -91,7 +91,9 @@ export interface EvalOptions {
    * host function that answers at once resumes the guest without a thread hand-over (a few
    * microseconds instead of tens), and a trivial eval skips two. The Node event loop is blocked
    * while guest code runs (up to the execution budget, and the watchdog does not cover it), so it
-   * is for trusted, short evals. Default false.
+   * is for trusted, short evals. The arguments of its synchronous host calls are decoded in one go
+   * (the guest waits on this thread); its result, console output and async host-call arguments are
+   * decoded a slice at a time, as for any `eval`. Default false.
    */
   inline?: boolean;
 }
