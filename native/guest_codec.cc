@@ -1,10 +1,6 @@
 #include "guest_codec.h"
 
-#include "value_walk.h"
-
-
 namespace qjsn {
-
 
 // ---------------------------------------------------------------------------------------------
 // Encoder
