@@ -116,10 +116,10 @@ class Writer {
   bool prototypeOwner(JSValueConst v, OwnedValue* owner);
   void placeholder(const std::string& type, Tag tag = Tag::Placeholder);
   bool atomKey(JSAtom atom);
-  // What a shared walk's end means for the value being written.
+  // What a shared walk's end means: the failure a callback returned, or else the engine's.
   W walked(Walk result, W status) {
     if (result == Walk::Done) return W::Ok;
-    return result == Walk::Stopped ? status : guestFailed();
+    return status != W::Ok ? status : guestFailed();
   }
   void number(JSValueConst v) {
     ids_.emplace(JS_VALUE_GET_PTR(v), static_cast<uint32_t>(numbered_.size()));
@@ -394,7 +394,6 @@ W Writer::collection(JSValueConst v, bool isMap, uint32_t depth) {
     // The engine's own exception (stack overflow, out of memory) travels up as it is.
     return status == W::Fatal ? Step::Propagate : Step::Stop;
   });
-  if (result == Walk::Raised && status != W::Ok) return status;
   return walked(result, status);
 }
 
