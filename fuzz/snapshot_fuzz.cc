@@ -1,6 +1,7 @@
-// libFuzzer target: the snapshot body reader (native/snapshot.cc) on arbitrary bytes, through
-// the same Engine entry point a restore uses, then writing the restored globals back out and
-// reading that snapshot into a second engine.
+// libFuzzer target: the snapshot body reader (native/snapshot_reader.cc and the value builder it
+// shares with the boundary codec, native/value_walk.cc) on arbitrary bytes, through the same Engine
+// entry point a restore uses, then writing the restored globals back out and reading that snapshot
+// into a second engine.
 //
 // The envelope's digest or HMAC is checked before a body is parsed, but a signing key can leak
 // and a body can be corrupted before it is signed: the reader trusts nothing. Bodies carry
@@ -56,7 +57,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     bool hitBudget = monotonicNs() - started >= static_cast<int64_t>(kBudgetMs * 1e6);
     // What the writer produced, its own reader must accept. A read that ran out of time is left
     // out: readSnapshotBody reports a read interrupted while re-creating a function as a
-    // malformed value ("bad value", found by this target), so the check would depend on load.
+    // malformed value (a RegExp or BigInt the interrupt stops reads as "bad RegExp" or "bad
+    // BigInt"; found by this target), so the check would depend on load.
     if (again.status == SnapshotStatus::Invalid && !hitBudget) {
       fprintf(stderr, "snapshot_fuzz: a written snapshot was refused as invalid: %s\n", again.message.c_str());
       abort();

@@ -1,72 +1,6 @@
 #include "guest_codec.h"
 
-#include <cmath>
-#include <cstdio>
-
 namespace qjsn {
-
-namespace {
-
-TypedKind typedKindOf(int qjsType) {
-  switch (qjsType) {
-    case JS_TYPED_ARRAY_UINT8C: return TypedKind::Uint8Clamped;
-    case JS_TYPED_ARRAY_INT8: return TypedKind::Int8;
-    case JS_TYPED_ARRAY_UINT8: return TypedKind::Uint8;
-    case JS_TYPED_ARRAY_INT16: return TypedKind::Int16;
-    case JS_TYPED_ARRAY_UINT16: return TypedKind::Uint16;
-    case JS_TYPED_ARRAY_INT32: return TypedKind::Int32;
-    case JS_TYPED_ARRAY_UINT32: return TypedKind::Uint32;
-    case JS_TYPED_ARRAY_BIG_INT64: return TypedKind::BigInt64;
-    case JS_TYPED_ARRAY_BIG_UINT64: return TypedKind::BigUint64;
-    case JS_TYPED_ARRAY_FLOAT16: return TypedKind::Float16;
-    case JS_TYPED_ARRAY_FLOAT32: return TypedKind::Float32;
-    default: return TypedKind::Float64;
-  }
-}
-
-JSTypedArrayEnum qjsTypeOf(TypedKind k) {
-  switch (k) {
-    case TypedKind::Uint8Clamped: return JS_TYPED_ARRAY_UINT8C;
-    case TypedKind::Int8: return JS_TYPED_ARRAY_INT8;
-    case TypedKind::Uint8: return JS_TYPED_ARRAY_UINT8;
-    case TypedKind::Int16: return JS_TYPED_ARRAY_INT16;
-    case TypedKind::Uint16: return JS_TYPED_ARRAY_UINT16;
-    case TypedKind::Int32: return JS_TYPED_ARRAY_INT32;
-    case TypedKind::Uint32: return JS_TYPED_ARRAY_UINT32;
-    case TypedKind::BigInt64: return JS_TYPED_ARRAY_BIG_INT64;
-    case TypedKind::BigUint64: return JS_TYPED_ARRAY_BIG_UINT64;
-    case TypedKind::Float16: return JS_TYPED_ARRAY_FLOAT16;
-    case TypedKind::Float32: return JS_TYPED_ARRAY_FLOAT32;
-    default: return JS_TYPED_ARRAY_FLOAT64;
-  }
-}
-
-// Parses an array index ("0".."4294967294") from an atom's string form.
-bool parseIndex(const std::u16string& s, uint32_t* out) {
-  if (s.empty() || s.size() > 10 || (s.size() > 1 && s[0] == u'0')) return false;
-  uint64_t v = 0;
-  for (char16_t c : s) {
-    if (c < u'0' || c > u'9') return false;
-    v = v * 10 + (c - u'0');
-  }
-  if (v >= 0xFFFFFFFFull) return false;
-  *out = static_cast<uint32_t>(v);
-  return true;
-}
-
-std::string utf8Of(JSContext* ctx, JSValueConst v) {
-  size_t len = 0;
-  const char* s = JS_ToCStringLen(ctx, &len, v);
-  if (!s) {
-    JS_FreeValue(ctx, JS_GetException(ctx));
-    return std::string();
-  }
-  std::string out(s, len);
-  JS_FreeCString(ctx, s);
-  return out;
-}
-
-}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // Encoder
@@ -121,43 +55,27 @@ bool GuestEncoder::opaqueNamed(OpaqueKind kind, JSValueConst name) {
   return encodeString(name);
 }
 
-bool GuestEncoder::reserve(size_t n) {
-  if (out_.size() + n <= limits_.maxBytes) return true;
+bool GuestEncoder::reserve(size_t n) { return out_.size() + n <= limits_.maxBytes || overCap(); }
+
+bool GuestEncoder::overCap() {
   error_.overBytes = true;
   return fail(CodecStatus::TooLarge, "the value is larger than " + std::to_string(limits_.maxBytes) + " bytes");
 }
 
-bool GuestEncoder::encodeString(JSValueConst s) {
-  GuestUtf16 u(ctx_, s);
-  if (!u.ok()) return guestFailed();
-  bool narrow = WireWriter::narrow(u.data(), u.size());
-  if (!reserve(WireWriter::stringSize(u.size(), narrow))) return false;
-  out_.string(u.data(), u.size(), narrow);
-  return true;
+bool GuestEncoder::put(Put result) {
+  if (result == Put::Ok) return true;
+  if (result == Put::Raised) return guestFailed();
+  return overCap();
 }
 
-bool GuestEncoder::encodeAtomKey(JSAtom atom) {
-  OwnedValue key(ctx_, JS_AtomToValue(ctx_, atom));
-  if (key.isException()) return guestFailed();
-  if (JS_VALUE_GET_TAG(key.get()) == JS_TAG_INT) {
-    char buf[16];
-    int n = snprintf(buf, sizeof buf, "%d", JS_VALUE_GET_INT(key.get()));
-    out_.latin1(buf, static_cast<size_t>(n));
-    return true;
-  }
-  return encodeString(key.get());
-}
+bool GuestEncoder::encodeString(JSValueConst s) { return put(writeString(ctx_, s, out_, limits_.maxBytes)); }
 
 bool GuestEncoder::encodeValue(JSValueConst v, uint32_t depth) {
   if (++nodes_ > limits_.maxNodes)
     return fail(CodecStatus::TooLarge, "the value has more than " + std::to_string(limits_.maxNodes) + " parts");
   if (!reserve(16)) return false;  // room for any scalar; strings and buffers reserve their size
+  if (writeScalar(v, out_)) return true;
   switch (JS_VALUE_GET_NORM_TAG(v)) {
-    case JS_TAG_UNDEFINED: out_.tag(Tag::Undefined); return true;
-    case JS_TAG_NULL: out_.tag(Tag::Null); return true;
-    case JS_TAG_BOOL: out_.tag(JS_VALUE_GET_BOOL(v) ? Tag::True : Tag::False); return true;
-    case JS_TAG_INT: out_.tag(Tag::Int32); out_.i32(JS_VALUE_GET_INT(v)); return true;
-    case JS_TAG_FLOAT64: out_.tag(Tag::Float64); out_.f64(JS_VALUE_GET_FLOAT64(v)); return true;
     case JS_TAG_STRING:
     case JS_TAG_STRING_ROPE: return encodeString(v);
     case JS_TAG_BIG_INT:
@@ -250,8 +168,8 @@ bool GuestEncoder::encodeObject(JSValueConst v, uint32_t depth) {
     out_.raw(data, size);
     return true;
   }
-  int typed = JS_GetTypedArrayType(v);
-  if (typed >= 0) return encodeView(v, typedKindOf(typed));
+  TypedKind typed = typedKindOf(JS_GetTypedArrayType(v));
+  if (typed != TypedKind::Count) return encodeView(v, typed);
   if (JS_IsDataView(v)) return encodeView(v, TypedKind::DataView);
   if (JS_GetClassID(v) != in_.objectClassId) {
     ids_.erase(ptr);
@@ -261,69 +179,29 @@ bool GuestEncoder::encodeObject(JSValueConst v, uint32_t depth) {
   return encodePlain(v, depth);
 }
 
+bool GuestEncoder::walked(Walk result) {
+  if (result == Walk::Done) return true;
+  return result == Walk::Raised ? guestFailed() : false;
+}
+
 bool GuestEncoder::encodeArray(JSValueConst v, uint32_t depth) {
-  int64_t length = 0;
-  if (JS_GetLength(ctx_, v, &length) < 0) return guestFailed();
-  OwnedPropertyEnum keys(ctx_);
-  if (!keys.load(v, JS_GPN_STRING_MASK)) return guestFailed();
-  out_.tag(Tag::Array);
-  out_.u32(static_cast<uint32_t>(length));
-  size_t countAt = out_.size();
-  out_.u32(0);
-  uint32_t count = 0;
-  std::u16string keyText;
-  for (uint32_t i = 0; i < keys.size(); i++) {
-    JSAtom atom = keys.atom(i);
-    OwnedValue key(ctx_, JS_AtomToValue(ctx_, atom));
-    uint32_t index;
-    if (JS_VALUE_GET_TAG(key.get()) == JS_TAG_INT) {
-      index = static_cast<uint32_t>(JS_VALUE_GET_INT(key.get()));
-    } else {
-      GuestUtf16 u(ctx_, key.get());
-      if (!u.ok()) return guestFailed();
-      keyText.assign(reinterpret_cast<const char16_t*>(u.data()), u.size());
-      if (!parseIndex(keyText, &index)) continue;  // named properties of arrays are not copied
-    }
-    OwnedDescriptor d(ctx_);
-    int r = d.load(v, atom);
-    if (r < 0) return guestFailed();
-    if (r == 0) continue;
-    out_.u32(index);
-    bool ok = d.isAccessor() ? opaque(OpaqueKind::Accessor, "") : encodeValue(d.desc.value, depth + 1);
-    if (!ok) {
-      prependPath("[" + std::to_string(index) + "]");
-      return false;
-    }
-    count++;
-  }
-  out_.patchU32(countAt, count);
-  return true;
+  return walked(walkArray(ctx_, v, out_, [&](uint32_t index, const OwnedDescriptor& d) {
+    if (d.isAccessor() ? opaque(OpaqueKind::Accessor, "") : encodeValue(d.desc.value, depth + 1)) return true;
+    prependPath("[" + std::to_string(index) + "]");
+    return false;
+  }));
 }
 
 bool GuestEncoder::encodePlain(JSValueConst v, uint32_t depth) {
   OwnedValue proto(ctx_, JS_GetPrototype(ctx_, v));
-  OwnedPropertyEnum keys(ctx_);
-  if (!keys.load(v, JS_GPN_STRING_MASK | JS_GPN_ENUM_ONLY)) return guestFailed();
   out_.tag(Tag::Object);
   out_.u8(JS_IsNull(proto.get()) ? 1 : 0);
-  size_t countAt = out_.size();
-  out_.u32(0);
-  uint32_t count = 0;
-  for (uint32_t i = 0; i < keys.size(); i++) {
-    OwnedDescriptor d(ctx_);
-    int r = d.load(v, keys.atom(i));
-    if (r < 0) return guestFailed();
-    if (r == 0 || !(d.desc.flags & JS_PROP_ENUMERABLE)) continue;
-    if (!encodeAtomKey(keys.atom(i))) return false;
-    bool ok = d.isAccessor() ? opaque(OpaqueKind::Accessor, "") : encodeValue(d.desc.value, depth + 1);
-    if (!ok) {
-      prependPath("." + utf8Of(ctx_, OwnedValue(ctx_, JS_AtomToValue(ctx_, keys.atom(i))).get()));
-      return false;
-    }
-    count++;
-  }
-  out_.patchU32(countAt, count);
-  return true;
+  return walked(walkProperties(ctx_, v, out_, [&](JSAtom key, const OwnedDescriptor& d) {
+    if (!put(writeAtomKey(ctx_, key, out_, limits_.maxBytes))) return false;
+    if (d.isAccessor() ? opaque(OpaqueKind::Accessor, "") : encodeValue(d.desc.value, depth + 1)) return true;
+    prependPath("." + atomText(ctx_, key));
+    return false;
+  }));
 }
 
 bool GuestEncoder::encodeError(JSValueConst v) {
@@ -367,54 +245,16 @@ bool GuestEncoder::encodeRegExp(JSValueConst v) {
   return true;
 }
 
-JSValue collectionEntry(JSContext* ctx, JSValueConst, int argc, JSValueConst* argv, int, void* opaque) {
-  auto* self = static_cast<GuestEncoder*>(opaque);
-  JSValueConst value = argc > 0 ? argv[0] : JS_UNDEFINED;
-  JSValueConst key = argc > 1 ? argv[1] : JS_UNDEFINED;
-  bool ok = true;
-  if (self->collectionIsMap_) {
-    ok = self->encodeValue(key, self->collectionDepth_ + 1) && self->encodeValue(value, self->collectionDepth_ + 1);
-  } else {
-    ok = self->encodeValue(value, self->collectionDepth_ + 1);
-  }
-  if (!ok) return JS_ThrowInternalError(ctx, "copy stopped");
-  self->collectionCount_++;
-  return JS_UNDEFINED;
-}
-
 bool GuestEncoder::encodeCollection(JSValueConst v, bool isMap, uint32_t depth) {
-  out_.tag(isMap ? Tag::Map : Tag::Set);
-  size_t countAt = out_.size();
-  out_.u32(0);
-  bool savedIsMap = collectionIsMap_;
-  uint32_t savedDepth = collectionDepth_, savedCount = collectionCount_;
-  collectionIsMap_ = isMap;
-  collectionDepth_ = depth;
-  collectionCount_ = 0;
-  OwnedValue callback(ctx_, JS_NewCClosure(ctx_, collectionEntry, "", nullptr, 2, 0, this));
-  bool ok = !callback.isException();
-  if (ok) {
-    JSValueConst args[1] = {callback.get()};
-    OwnedValue r(ctx_, JS_Call(ctx_, (isMap ? in_.mapForEach : in_.setForEach).get(), v, 1, args));
-    if (r.isException()) {
-      if (error_.status != CodecStatus::Ok) JS_FreeValue(ctx_, JS_GetException(ctx_));  // our own stop signal
-      else error_.status = CodecStatus::GuestException;
-      ok = false;
-    }
-  } else {
-    error_.status = CodecStatus::GuestException;
-  }
-  uint32_t count = collectionCount_;
-  collectionIsMap_ = savedIsMap;
-  collectionDepth_ = savedDepth;
-  collectionCount_ = savedCount;
-  if (!ok) {
-    if (error_.message.empty()) error_.message = "the engine raised while copying";
-    prependPath(isMap ? ".<map entry>" : ".<set entry>");
-    return false;
-  }
-  out_.patchU32(countAt, count);
-  return true;
+  Walk result = walkCollection(ctx_, in_, v, isMap, out_, [&](JSValueConst value, JSValueConst key) {
+    bool ok = (!isMap || encodeValue(key, depth + 1)) && encodeValue(value, depth + 1);
+    return ok ? Step::Continue : Step::Stop;
+  });
+  if (result == Walk::Done) return true;
+  if (result == Walk::Raised) error_.status = CodecStatus::GuestException;
+  if (error_.message.empty()) error_.message = "the engine raised while copying";
+  prependPath(isMap ? ".<map entry>" : ".<set entry>");
+  return false;
 }
 
 // A view crosses with exactly its own bytes, so a small view never carries the rest of a large
@@ -488,17 +328,8 @@ JSValue GuestDecoder::guestFailed() {
   return JS_EXCEPTION;
 }
 
-GuestDecoder::~GuestDecoder() {
-  for (JSValue v : objects_) JS_FreeValue(ctx_, v);
-}
-
-JSValue GuestDecoder::remember(JSValue v) {
-  if (!JS_IsException(v)) objects_.push_back(JS_DupValue(ctx_, v));
-  return v;
-}
-
 JSValue GuestDecoder::decode(WireReader& in) {
-  JSValue v = decodeValue(in, 0);
+  JSValue v = readChild(in, 0);
   if (!JS_IsException(v) && !in.atEnd()) {
     JS_FreeValue(ctx_, v);
     return invalid("trailing bytes");
@@ -506,55 +337,7 @@ JSValue GuestDecoder::decode(WireReader& in) {
   return v;
 }
 
-JSValue GuestDecoder::decodeString(WireReader& in) {
-  std::u16string s;
-  if (!readString(in, &s)) return invalid("bad string");
-  JSValue v = JS_NewStringUTF16(ctx_, reinterpret_cast<const uint16_t*>(s.data()), s.size());
-  return JS_IsException(v) ? guestFailed() : v;
-}
-
-// Hex text goes through BigInt("0x...") and BigInt.asIntN, both linear. A negative value is
-// read as the two's complement of its magnitude one digit wider, so no arithmetic is needed.
-JSValue GuestDecoder::decodeBigInt(WireReader& in, bool hex) {
-  std::u16string text;
-  if (!readString(in, &text)) return invalid("bad BigInt");
-  bool negative = !text.empty() && text[0] == u'-';
-  size_t digits = text.size() - (negative ? 1 : 0);
-  if (digits == 0 || (!hex && digits > kMaxDecimalBigIntDigits)) return invalid("bad BigInt");
-  std::string ascii = hex ? "0x" : "";
-  if (!hex && negative) ascii += '-';
-  if (hex && negative) ascii += 'f';  // the wider digit: the sign
-  bool carry = hex && negative;       // two's complement: invert every digit, then add one
-  size_t start = ascii.size();
-  ascii.resize(start + digits);
-  for (size_t i = digits; i-- > 0;) {
-    char16_t c = text[text.size() - digits + i];
-    int d = c >= u'0' && c <= u'9' ? c - u'0' : hex && c >= u'a' && c <= u'f' ? c - u'a' + 10 : -1;
-    if (d < 0) return invalid("bad BigInt");
-    if (hex && negative) {
-      d = 15 - d + (carry ? 1 : 0);
-      carry = d == 16;
-      d &= 15;
-    }
-    ascii[start + i] = "0123456789abcdef"[d];
-  }
-  if (carry) ascii[start - 1] = '0';  // the magnitude was zero
-  OwnedValue str(ctx_, JS_NewStringLen(ctx_, ascii.data(), ascii.size()));
-  if (str.isException()) return guestFailed();
-  JSValueConst args[1] = {str.get()};
-  OwnedValue v(ctx_, JS_Call(ctx_, in_.bigintCtor.get(), JS_UNDEFINED, 1, args));
-  if (v.isException()) {
-    JS_FreeValue(ctx_, JS_GetException(ctx_));
-    return invalid("bad BigInt");
-  }
-  if (!hex || !negative) return v.release();
-  JSValueConst wrap[2] = {JS_NewInt64(ctx_, static_cast<int64_t>(digits + 1) * 4), v.get()};
-  JSValue r = JS_Call(ctx_, in_.bigintAsIntN.get(), JS_UNDEFINED, 2, wrap);
-  if (JS_IsException(r)) return guestFailed();
-  return r;
-}
-
-JSValue GuestDecoder::decodeValue(WireReader& in, uint32_t depth) {
+JSValue GuestDecoder::readChild(WireReader& in, uint32_t depth) {
   if (++nodes_ > limits_.maxNodes) {
     error_.status = CodecStatus::TooLarge;
     error_.message = "the value has too many parts";
@@ -567,175 +350,23 @@ JSValue GuestDecoder::decodeValue(WireReader& in, uint32_t depth) {
   }
   Tag tag;
   if (!in.tag(&tag)) return invalid("truncated");
-  switch (tag) {
-    case Tag::Undefined: return JS_UNDEFINED;
-    case Tag::Null: return JS_NULL;
-    case Tag::False: return JS_FALSE;
-    case Tag::True: return JS_TRUE;
-    case Tag::Int32: {
-      int32_t i;
-      if (!in.i32(&i)) return invalid("truncated int");
-      return JS_NewInt32(ctx_, i);
-    }
-    case Tag::Float64: {
-      double d;
-      if (!in.f64(&d)) return invalid("truncated number");
-      return JS_NewFloat64(ctx_, d);
-    }
-    case Tag::String:
-    case Tag::Latin1: {
-      std::u16string text;
-      if (!readStringBody(in, tag, &text)) return invalid("bad string");
-      JSValue v = JS_NewStringUTF16(ctx_, reinterpret_cast<const uint16_t*>(text.data()), text.size());
-      return JS_IsException(v) ? guestFailed() : v;
-    }
-    case Tag::BigInt:
-    case Tag::BigIntHex: return decodeBigInt(in, tag == Tag::BigIntHex);
-    case Tag::Array: {
-      uint32_t length, count;
-      if (!in.u32(&length) || !in.u32(&count)) return invalid("truncated array");
-      if (count > in.remaining()) return invalid("array count larger than data");
-      OwnedValue arr(ctx_, remember(JS_NewArray(ctx_)));
-      if (arr.isException()) return guestFailed();
-      for (uint32_t i = 0; i < count; i++) {
-        uint32_t index;
-        if (!in.u32(&index)) return invalid("truncated array entry");
-        if (index >= length) return invalid("array index out of range");
-        JSValue item = decodeValue(in, depth + 1);
-        if (JS_IsException(item)) return JS_EXCEPTION;
-        if (JS_DefinePropertyValueUint32(ctx_, arr.get(), index, item, JS_PROP_C_W_E) < 0) return guestFailed();
-      }
-      if (JS_SetLength(ctx_, arr.get(), length) < 0) return guestFailed();
-      return arr.release();
-    }
-    case Tag::Object: {
-      uint8_t flags;
-      uint32_t count;
-      if (!in.u8(&flags) || !in.u32(&count)) return invalid("truncated object");
-      if (count > in.remaining()) return invalid("object count larger than data");
-      OwnedValue obj(ctx_, remember((flags & 1) ? JS_NewObjectProto(ctx_, JS_NULL) : JS_NewObject(ctx_)));
-      if (obj.isException()) return guestFailed();
-      for (uint32_t i = 0; i < count; i++) {
-        OwnedValue key(ctx_, decodeString(in));
-        if (key.isException()) return JS_EXCEPTION;
-        OwnedAtom atom(ctx_, JS_ValueToAtom(ctx_, key.get()));
-        if (atom.get() == JS_ATOM_NULL) return guestFailed();
-        JSValue item = decodeValue(in, depth + 1);
-        if (JS_IsException(item)) return JS_EXCEPTION;
-        if (JS_DefinePropertyValue(ctx_, obj.get(), atom.get(), item, JS_PROP_C_W_E) < 0) return guestFailed();
-      }
-      return obj.release();
-    }
-    case Tag::Date: {
-      double t;
-      if (!in.f64(&t)) return invalid("truncated date");
-      JSValue v = remember(JS_NewDate(ctx_, t));
-      return JS_IsException(v) ? guestFailed() : v;
-    }
-    case Tag::RegExp: {
-      OwnedValue source(ctx_, decodeString(in));
-      if (source.isException()) return JS_EXCEPTION;
-      OwnedValue flags(ctx_, decodeString(in));
-      if (flags.isException()) return JS_EXCEPTION;
-      JSValueConst args[2] = {source.get(), flags.get()};
-      JSValue v = JS_CallConstructor(ctx_, in_.regexpCtor.get(), 2, args);
-      if (JS_IsException(v)) {
-        JS_FreeValue(ctx_, JS_GetException(ctx_));
-        return invalid("bad RegExp");
-      }
-      return remember(v);
-    }
-    case Tag::Map:
-    case Tag::Set: {
-      bool isMap = tag == Tag::Map;
-      uint32_t count;
-      if (!in.u32(&count)) return invalid("truncated collection");
-      if (count > in.remaining()) return invalid("collection count larger than data");
-      OwnedValue coll(ctx_, JS_CallConstructor(ctx_, (isMap ? in_.mapCtor : in_.setCtor).get(), 0, nullptr));
-      if (coll.isException()) return guestFailed();
-      remember(coll.get());
-      for (uint32_t i = 0; i < count; i++) {
-        OwnedValue key(ctx_, decodeValue(in, depth + 1));
-        if (key.isException()) return JS_EXCEPTION;
-        if (isMap) {
-          OwnedValue val(ctx_, decodeValue(in, depth + 1));
-          if (val.isException()) return JS_EXCEPTION;
-          JSValueConst args[2] = {key.get(), val.get()};
-          OwnedValue r(ctx_, JS_Call(ctx_, in_.mapSet.get(), coll.get(), 2, args));
-          if (r.isException()) return guestFailed();
-        } else {
-          JSValueConst args[1] = {key.get()};
-          OwnedValue r(ctx_, JS_Call(ctx_, in_.setAdd.get(), coll.get(), 1, args));
-          if (r.isException()) return guestFailed();
-        }
-      }
-      return coll.release();
-    }
-    case Tag::ArrayBuffer: {
-      uint32_t size;
-      const uint8_t* data;
-      if (!in.u32(&size) || !in.bytes(&data, size)) return invalid("truncated ArrayBuffer");
-      JSValue v = remember(JS_NewArrayBufferCopy(ctx_, data, size));
-      return JS_IsException(v) ? guestFailed() : v;
-    }
-    case Tag::TypedArray: {
-      uint8_t kind;
-      if (!in.u8(&kind) || kind >= static_cast<uint8_t>(TypedKind::Count)) return invalid("bad typed array kind");
-      // The view is numbered before its buffer, as the encoder numbered it.
-      size_t slot = objects_.size();
-      objects_.push_back(JS_UNDEFINED);
-      OwnedValue buffer(ctx_, decodeValue(in, depth + 1));
-      if (buffer.isException()) return JS_EXCEPTION;
-      if (!JS_IsArrayBuffer(buffer.get())) return invalid("typed array without a buffer");
-      uint32_t offset, length;
-      if (!in.u32(&offset) || !in.u32(&length)) return invalid("truncated typed array");
-      size_t bufSize = 0;
-      if (!JS_GetArrayBuffer(ctx_, &bufSize, buffer.get())) return guestFailed();
-      uint64_t end = static_cast<uint64_t>(offset) +
-                     static_cast<uint64_t>(length) * typedKindElementSize(static_cast<TypedKind>(kind));
-      if (end > bufSize || offset % typedKindElementSize(static_cast<TypedKind>(kind)) != 0)
-        return invalid("typed array outside its buffer");
-      JSValue args[3] = {buffer.get(), JS_NewInt64(ctx_, offset), JS_NewInt64(ctx_, length)};
-      JSValue v = static_cast<TypedKind>(kind) == TypedKind::DataView
-                      ? JS_CallConstructor(ctx_, in_.dataViewCtor.get(), 3, args)
-                      : JS_NewTypedArray(ctx_, 3, args, qjsTypeOf(static_cast<TypedKind>(kind)));
-      if (JS_IsException(v)) return guestFailed();
-      objects_[slot] = JS_DupValue(ctx_, v);
-      return v;
-    }
-    case Tag::Error: {
-      size_t slot = objects_.size();
-      objects_.push_back(JS_UNDEFINED);
-      OwnedValue name(ctx_, decodeString(in));
-      if (name.isException()) return JS_EXCEPTION;
-      OwnedValue message(ctx_, decodeString(in));
-      if (message.isException()) return JS_EXCEPTION;
-      OwnedValue stack(ctx_, decodeValue(in, depth + 1));
-      if (stack.isException()) return JS_EXCEPTION;
-      std::string nameText = utf8Of(ctx_, name.get());
-      int ctor = 0;
-      for (int i = 0; i < static_cast<int>(ErrorCtor::Count); i++)
-        if (nameText == Intrinsics::kErrorNames[i]) ctor = i;
-      JSValueConst args[1] = {message.get()};
-      OwnedValue err(ctx_, JS_CallConstructor(ctx_, in_.errorCtors[ctor].get(), 1, args));
-      if (err.isException()) return guestFailed();
-      if (nameText != Intrinsics::kErrorNames[ctor] &&
-          JS_DefinePropertyValueStr(ctx_, err.get(), "name", name.release(), JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0)
-        return guestFailed();
-      if (JS_IsString(stack.get()) &&
-          JS_DefinePropertyValueStr(ctx_, err.get(), "stack", stack.release(), JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0)
-        return guestFailed();
-      objects_[slot] = JS_DupValue(ctx_, err.get());
-      return err.release();
-    }
-    case Tag::BackRef: {
-      uint32_t id;
-      if (!in.u32(&id)) return invalid("truncated reference");
-      if (id >= objects_.size() || JS_IsUndefined(objects_[id])) return invalid("reference to an unknown object");
-      return JS_DupValue(ctx_, objects_[id]);
-    }
-    default: return invalid("unknown tag");
+  if (tag != Tag::Object) return readShared(in, tag, depth);
+  uint8_t flags;
+  uint32_t count;
+  if (!in.u8(&flags) || !in.u32(&count)) return invalid("truncated object");
+  if (count > in.remaining()) return invalid("object count larger than data");
+  OwnedValue obj(ctx_, remember((flags & 1) ? JS_NewObjectProto(ctx_, JS_NULL) : JS_NewObject(ctx_)));
+  if (obj.isException()) return guestFailed();
+  for (uint32_t i = 0; i < count; i++) {
+    OwnedValue key(ctx_, readStringValue(in));
+    if (key.isException()) return JS_EXCEPTION;
+    OwnedAtom atom(ctx_, JS_ValueToAtom(ctx_, key.get()));
+    if (atom.get() == JS_ATOM_NULL) return guestFailed();
+    JSValue item = readChild(in, depth + 1);
+    if (JS_IsException(item)) return JS_EXCEPTION;
+    if (JS_DefinePropertyValue(ctx_, obj.get(), atom.get(), item, JS_PROP_C_W_E) < 0) return guestFailed();
   }
+  return obj.release();
 }
 
 }  // namespace qjsn

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "intrinsics.h"
+#include "value_walk.h"
 #include "wire.h"
 
 namespace qjsn {
@@ -49,8 +50,11 @@ class GuestEncoder {
   bool encodeView(JSValueConst v, TypedKind kind);
   // False (TooLarge) when `n` more bytes would take the output past the byte cap.
   bool reserve(size_t n);
+  bool overCap();
+  // Turns what a shared writer or walk reported into this encoder's result.
+  bool put(Put result);
+  bool walked(Walk result);
   bool encodeString(JSValueConst s);
-  bool encodeAtomKey(JSAtom atom);
   bool opaque(OpaqueKind kind, const std::string& name);
   // An opaque value named by a guest string (a function's name, a symbol's description), kept as UTF-16.
   bool opaqueNamed(OpaqueKind kind, JSValueConst name);
@@ -58,7 +62,6 @@ class GuestEncoder {
   bool guestFailed();
   void prependPath(const std::string& segment);
   OwnedValue dataProperty(JSValueConst obj, const char* name, bool walkPrototypes);
-  friend JSValue collectionEntry(JSContext*, JSValueConst, int, JSValueConst*, int, void*);
 
   JSContext* ctx_;
   const Intrinsics& in_;
@@ -69,40 +72,24 @@ class GuestEncoder {
   uint32_t nextId_ = 0;
   std::unordered_map<void*, uint32_t> ids_;
   CodecError error_;
-  // Set while a Map/Set is walked through its built-in forEach.
-  bool collectionIsMap_ = false;
-  uint32_t collectionDepth_ = 0;
-  uint32_t collectionCount_ = 0;
 };
 
-class GuestDecoder {
+class GuestDecoder : ValueBuilder {
  public:
   GuestDecoder(JSContext* ctx, const Intrinsics& intrinsics, const WireLimits& limits)
-      : ctx_(ctx), in_(intrinsics), limits_(limits) {}
-  ~GuestDecoder();
-  GuestDecoder(const GuestDecoder&) = delete;
-  GuestDecoder& operator=(const GuestDecoder&) = delete;
+      : ValueBuilder(ctx, intrinsics, limits) {}
 
   // Returns JS_EXCEPTION on failure; error() says why (a guest exception may be pending).
   JSValue decode(WireReader& in);
   const CodecError& error() const { return error_; }
 
  private:
-  JSValue decodeValue(WireReader& in, uint32_t depth);
-  JSValue decodeString(WireReader& in);
-  JSValue decodeBigInt(WireReader& in, bool hex);
-  JSValue invalid(const char* what);
-  JSValue guestFailed();
-  JSValue remember(JSValue v);
+  // Any value: plain objects here, every other tag by the shared builder.
+  JSValue readChild(WireReader& in, uint32_t depth) override;
+  JSValue invalid(const char* what) override;
+  JSValue guestFailed() override;
 
-  JSContext* ctx_;
-  const Intrinsics& in_;
-  const WireLimits& limits_;
   uint32_t nodes_ = 0;
-  // One reference to each numbered object, for BACKREFs, released with the decoder. Owned, not
-  // borrowed: malformed data can drop an object from the value being built (a duplicate key or
-  // index, an Error stack that is not a string) and still refer to it later.
-  std::vector<JSValue> objects_;
   CodecError error_;
 };
 

@@ -1,5 +1,5 @@
 /**
- * The envelope around a sandbox snapshot: a fixed header, the body native/snapshot.cc writes (every
+ * The envelope around a sandbox snapshot: a fixed header, the body native/snapshot_writer.cc writes (every
  * user-defined global as data plus function source text, never engine bytecode), and a digest.
  * Every length is checked and the digest verified before a byte of the body is parsed.
  *

@@ -248,10 +248,11 @@ describe("nesting that exhausts the sandbox's stack", () => {
   });
 
   it("restoring into a sandbox with a smaller stack is refused the same way", () => {
-    // Sanitizer builds take several times the stack per level: keep well inside 4 MiB.
+    // Sanitizer builds take several times the stack per level: keep well inside 4 MiB. 400 levels,
+    // not fewer: the reader takes under 300 bytes of stack per level of Maps, so 64 KiB holds ~200.
     const deep = new Sandbox({ maxStackSizeBytes: 4 * 1024 * 1024 });
     live.push(deep);
-    deep.evalSync("var m = new Map(); for (let i = 0; i < 150; i++) m = new Map([[1, m]]); undefined");
+    deep.evalSync("var m = new Map(); for (let i = 0; i < 400; i++) m = new Map([[1, m]]); undefined");
     const bytes = deep.snapshot();
     expect(attempt(bytes, { maxStackSizeBytes: 64 * 1024 })).toBe("INVALID_SNAPSHOT");
     expect(attempt(bytes, { maxStackSizeBytes: 4 * 1024 * 1024 })).toBe("ok");

@@ -49,6 +49,14 @@ describe("every value class survives a snapshot", () => {
     expect(restored.evalSync("'u' in globalThis && u === undefined")).toBe(true);
   });
 
+  // The writer used to read " 1", "+2" and "-0" as indices 1, 2 and 0 (strtoull), so the restored
+  // array's elements were overwritten by the values of those named properties.
+  it("keeps array elements when the array has named properties that read as numbers (-0, ' 1', '+2')", () => {
+    const { restored } = carry(`var arr = [1, 2, 3]; arr["-0"] = "minus zero"; arr[" 1"] = "space"; arr["+2"] = "plus";`);
+    expect(restored.evalSync("arr")).toEqual([1, 2, 3]);
+    expect(restored.evalSync("Object.keys(arr)")).toEqual(["0", "1", "2"]);
+  });
+
   it("keeps sparse arrays, null-prototype objects, Date, RegExp, Map, Set, Error and typed arrays", () => {
     const { restored } = carry(`
       var sparse = [1, , 3]; sparse[9] = "end";
