@@ -162,16 +162,17 @@ describe("two budgets: execution and wall", () => {
     expect(report.stats.wallMs).toBeGreaterThanOrEqual(2900);
   });
 
-  it("fails a 3 s host wait with a wall TIMEOUT under wallTimeoutMs 1000, on time", async () => {
+  it("fails a 20 s host wait with a wall TIMEOUT under wallTimeoutMs 1000, long before the host answers", async () => {
     const sb = sandbox({ executionTimeoutMs: 100 });
     delayed(sb, "slowHost");
     const started = performance.now();
-    const err = await rejected(sb.eval("await slowHost('done', 3000)", { wallTimeoutMs: 1000 }));
+    const err = await rejected(sb.eval("await slowHost('done', 20000)", { wallTimeoutMs: 1000 }));
     const elapsed = performance.now() - started;
     expect(err.code).toBe("TIMEOUT");
     expect(err.budget).toBe("wall");
     expect(elapsed).toBeGreaterThanOrEqual(950);
-    expect(elapsed).toBeLessThan(1500);
+    // Far from both budgets: a loaded machine may fire the wall timer late, never 9 s late.
+    expect(elapsed).toBeLessThan(10_000);
   });
 
   it("applies the sandbox's wallTimeoutMs when the eval sets none", async () => {
@@ -202,12 +203,10 @@ describe("two budgets: execution and wall", () => {
       inFlight--;
       return Number(i) * 10;
     });
-    const started = performance.now();
     const value = await sb.eval("await Promise.all([...Array(50)].map((_, i) => slowHost(i)))");
-    const elapsed = performance.now() - started;
     expect(value).toEqual(Array.from({ length: 50 }, (_, i) => i * 10));
+    // All 50 waits overlapped (serialised, at most one would be in flight), whatever the clock says.
     expect(maxInFlight).toBe(50);
-    expect(elapsed).toBeLessThan(1000);
   });
 
   it("keeps running guest code while host calls are pending", async () => {
@@ -228,7 +227,9 @@ describe("abort", () => {
     controller.abort();
     const err = await rejected(pending);
     expect(err.code).toBe("ABORTED");
-    expect(performance.now() - abortedAt).toBeLessThan(200);
+    // An abort that did not interrupt the guest would spin out the 30 s budget; the bound leaves a
+    // loaded machine time to schedule the executor thread.
+    expect(performance.now() - abortedAt).toBeLessThan(5000);
     expect(await sb.eval("1+1")).toBe(2);
   });
 
@@ -237,7 +238,7 @@ describe("abort", () => {
     const calls: Array<{ args: unknown[]; signal: AbortSignal }> = [];
     delayed(sb, "slowHost", calls);
     const controller = new AbortController();
-    const pending = sb.eval("await Promise.all([slowHost(1, 5000), slowHost(2, 5000)])", { signal: controller.signal });
+    const pending = sb.eval("await Promise.all([slowHost(1, 20000), slowHost(2, 20000)])", { signal: controller.signal });
     await sleep(50);
     expect(calls).toHaveLength(2);
     const fired = calls.map((c) => new Promise<boolean>((resolve) => c.signal.addEventListener("abort", () => resolve(true), { once: true })));
@@ -245,7 +246,8 @@ describe("abort", () => {
     controller.abort();
     const err = await rejected(pending);
     expect(err.code).toBe("ABORTED");
-    expect(performance.now() - abortedAt).toBeLessThan(200);
+    // Without the abort the eval waits 20 s for its host calls.
+    expect(performance.now() - abortedAt).toBeLessThan(5000);
     expect(await Promise.all(fired)).toEqual([true, true]);
     expect(calls.every((c) => c.signal.aborted)).toBe(true);
   });
@@ -394,15 +396,23 @@ describe("queueing and concurrency", () => {
   });
 
   it("holds no executor thread for sandboxes waiting on host calls", async () => {
-    const waiting = Array.from({ length: 50 }, () => {
+    // More waiting evals than the executor's default thread cap (64), each held until the probe
+    // has settled: had they kept their threads, the probe would queue behind them for ever.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let started = 0;
+    const waiting = Array.from({ length: 100 }, () => {
       const sb = sandbox();
-      delayed(sb, "slowHost");
-      return sb.eval("await slowHost('waited', 1000)");
+      sb.defineAsyncFunction("slowHost", async () => {
+        started++;
+        await released;
+        return "waited";
+      });
+      return sb.eval("await slowHost()");
     });
-    await sleep(50);
-    const started = performance.now();
+    while (started < waiting.length) await sleep(10);
     expect(await sandbox().eval("let s = 0; for (let i = 0; i < 1e5; i++) s += i; s")).toBe(4999950000);
-    expect(performance.now() - started).toBeLessThan(500);
+    release();
     expect(new Set(await Promise.all(waiting))).toEqual(new Set(["waited"]));
   });
 
@@ -413,13 +423,16 @@ describe("queueing and concurrency", () => {
   });
 
   it("runs evals of different sandboxes in parallel on the executor", async () => {
-    const a = sandbox({ clock: "real" });
-    const b = sandbox({ clock: "real" });
-    const started = performance.now();
-    const spin = "{ const end = Date.now() + 400; while (Date.now() < end) {} } 'spun'";
-    expect(await Promise.all([a.eval(spin), b.eval(spin)])).toEqual(["spun", "spun"]);
-    // Serialised they would take 800 ms.
-    expect(performance.now() - started).toBeLessThan(750);
+    // Each guest spins until both have started: run one after the other, the first would spin
+    // until its budget ran out.
+    const arrived = new Set<string>();
+    const spin = "arrive(); while (arrive() < 2) {} 'met'";
+    const evals = ["a", "b"].map((name) => {
+      const sb = sandbox({ executionTimeoutMs: 20_000, wallTimeoutMs: 20_000 });
+      sb.defineFunction("arrive", () => arrived.add(name).size);
+      return sb.eval(spin);
+    });
+    expect(await Promise.all(evals)).toEqual(["met", "met"]);
   });
 });
 
@@ -549,8 +562,10 @@ describe("the Node event loop keeps running while guests spin", () => {
     console.info(`event loop: max interval gap ${maxGap.toFixed(1)} ms over ${elapsed.toFixed(0)} ms (${ticks} ticks)`);
     expect(settled.map((s) => (s.status === "rejected" ? (s.reason as SandboxError).code : "fulfilled"))).toEqual(["TIMEOUT", "TIMEOUT"]);
     expect(elapsed).toBeGreaterThanOrEqual(1950);
-    expect(maxGap).toBeLessThan(200);
-    expect(ticks).toBeGreaterThan(50);
+    // Guests blocking the loop would leave one gap of at least their 2 s; a loaded machine may
+    // delay single ticks by far less than that.
+    expect(maxGap).toBeLessThan(1000);
+    expect(ticks).toBeGreaterThan(10);
     expect(await a.eval("1+1")).toBe(2);
     expect(await b.eval("1+1")).toBe(2);
   });
