@@ -239,8 +239,7 @@ describe("abort", () => {
     delayed(sb, "slowHost", calls);
     const controller = new AbortController();
     const pending = sb.eval("await Promise.all([slowHost(1, 20000), slowHost(2, 20000)])", { signal: controller.signal });
-    await sleep(50);
-    expect(calls).toHaveLength(2);
+    while (calls.length < 2) await sleep(5);
     const fired = calls.map((c) => new Promise<boolean>((resolve) => c.signal.addEventListener("abort", () => resolve(true), { once: true })));
     const abortedAt = performance.now();
     controller.abort();
@@ -284,10 +283,13 @@ describe("nothing leaks forward after a timeout or abort", () => {
 
   it("never delivers a late host result of an aborted eval into a later eval", async () => {
     const sb = sandbox();
-    delayed(sb, "echoLater");
+    const calls: Array<{ args: unknown[]; signal: AbortSignal }> = [];
+    delayed(sb, "echoLater", calls);
     const controller = new AbortController();
     const first = sb.eval("globalThis.got2 = []; got2.push(await echoLater('STALE', 200))", { signal: controller.signal });
-    setTimeout(() => controller.abort(), 50);
+    // Aborted once the call reached the host (a fixed 50 ms could abort before the guest ran).
+    while (calls.length < 1) await sleep(5);
+    controller.abort();
     expect((await rejected(first)).code).toBe("ABORTED");
     const value = await sb.eval("const mine = await echoLater('FRESH', 400); [mine, got2]");
     expect(value).toEqual(["FRESH", []]);
@@ -295,9 +297,19 @@ describe("nothing leaks forward after a timeout or abort", () => {
 
   it("never delivers a late host result into a later sync eval", async () => {
     const sb = sandbox();
-    delayed(sb, "echoLater");
-    await rejected(sb.eval("globalThis.got3 = []; echoLater('STALE', 100).then((v) => got3.push(v)); await echoLater(0, 5000)", { wallTimeoutMs: 50 }));
-    await sleep(200);
+    // The eval is ended once its call reached the host (a 50 ms wall budget could end it before
+    // the guest ran on a loaded machine), and the result is delivered after that.
+    let answer!: (v: unknown) => void;
+    let called!: () => void;
+    const calledOnce = new Promise<void>((r) => (called = r));
+    sb.defineAsyncFunction("echoLater", () => new Promise((r) => ((answer = r), called())));
+    const controller = new AbortController();
+    const first = sb.eval("globalThis.got3 = []; echoLater().then((v) => got3.push(v)); await new Promise(() => {})", { signal: controller.signal });
+    await calledOnce;
+    controller.abort();
+    expect((await rejected(first)).code).toBe("ABORTED");
+    answer("STALE");
+    await sleep(20);
     expect(sb.evalSync("Promise.resolve().then(() => {}); got3")).toEqual([]);
   });
 
@@ -476,8 +488,7 @@ describe("dispose at any time", () => {
     const calls: Array<{ args: unknown[]; signal: AbortSignal }> = [];
     delayed(sb, "slowHost", calls);
     const pending = sb.eval("await Promise.all([slowHost(1, 300), slowHost(2, 300)])");
-    await sleep(50);
-    expect(calls).toHaveLength(2);
+    while (calls.length < 2) await sleep(5);
     sb.dispose();
     expect((await rejected(pending)).code).toBe("DISPOSED");
     expect(calls.every((c) => c.signal.aborted)).toBe(true);
