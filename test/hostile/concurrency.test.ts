@@ -173,5 +173,5 @@ describe("session churn", () => {
     // allocator's one-off jumps land in single rounds. The median round tells them apart.
     growth.sort((a, b) => a - b);
     expect(growth[2]).toBeLessThan(1.5 * MiB);
-  }, 180_000);
+  }, 900_000); // 16,000 counted sessions: they outlasted 180 s in a loaded full run
 });
