@@ -287,6 +287,9 @@ void Engine::resumeClock() {
 }
 
 void Engine::pauseClock() {
+  // Not running: a slice that ended the eval leaves the guest again at the end of the slice, and
+  // counting it twice doubled the executionMs of async evals stopped in their first slice.
+  if (sliceWallDeadlineNs_.load(std::memory_order_relaxed) == 0) return;
   int64_t ranNs;
   int64_t cpuSinceLastRead;
   if (cpuMarkNs_ >= 0) {

@@ -3,7 +3,7 @@
 // floods, and host code disposing sandboxes in the middle of their evals. Every case must end in
 // a catchable guest error or a typed SandboxError, with the host and other sandboxes unharmed.
 import { describe, expect, it } from "vitest";
-import { bystander, codeOf, expectHostResponsive, expectMemoryBack, sandbox, timed } from "./harness.js";
+import { bystander, codeOf, expectHostResponsive, expectMemoryBack, sandbox, cpuTimed } from "./harness.js";
 
 /** Runs `expr` in the guest and returns what a try/catch around it saw. */
 const CATCH = (expr: string): string => `try { const v = ${expr}; ['value', typeof v] } catch (e) { ['thrown', e instanceof Error, typeof e.message] }`;
@@ -105,19 +105,22 @@ describe("exotic host throws become plain guest Errors", () => {
 });
 
 describe("call floods", () => {
+  // Each sync call from the executor waits for the main thread and back: 2-4 s on a quiet machine,
+  // over 30 s under load. Wall budget and test timeout leave room for that.
   it("counts 100,000 sync host calls in one eval and stays responsive", async () => {
-    const sb = sandbox({ executionTimeoutMs: 20_000 });
+    const sb = sandbox({ executionTimeoutMs: 20_000, wallTimeoutMs: 600_000 });
     let calls = 0;
     sb.defineFunction("tick", () => ++calls);
     const report = await sb.run("let last = 0; for (let i = 0; i < 100000; i++) last = tick(); last");
     expect(report.ok && report.value).toBe(100000);
     expect(report.stats.hostCalls).toBe(100000);
     await expectHostResponsive();
-  });
+  }, 180_000);
 
   it("gives memory back after 5,000 pending async calls are cut off by the wall budget", async () => {
     const other = bystander();
-    const sb = sandbox({ wallTimeoutMs: 300 });
+    // Long enough for a loaded machine to start the guest and issue calls before the budget ends.
+    const sb = sandbox({ wallTimeoutMs: 3000 });
     const baseline = sb.memoryUsage().usedBytes;
     let started = 0;
     let aborted = 0;
@@ -128,7 +131,7 @@ describe("call floods", () => {
         resolve(0);
       }));
     });
-    const [code, ms] = await timed(() => codeOf(() => sb.eval("await Promise.all(Array.from({ length: 5000 }, () => never()))")));
+    const [code, ms] = await cpuTimed(() => codeOf(() => sb.eval("await Promise.all(Array.from({ length: 5000 }, () => never()))")));
     expect(code).toBe("TIMEOUT");
     expect(ms).toBeLessThan(10_000); // dispatching 5,000 calls to the host dominates, under ASan too
     await new Promise((r) => setTimeout(r, 10));
@@ -155,9 +158,11 @@ describe("host code disposing sandboxes mid-eval", () => {
   it("ignores an async result that arrives after its sandbox was disposed", async () => {
     const sb = sandbox();
     let finish!: (v: unknown) => void;
-    sb.defineAsyncFunction("slow", () => new Promise((r) => (finish = r)));
+    let called!: () => void;
+    const calledOnce = new Promise<void>((r) => (called = r));
+    sb.defineAsyncFunction("slow", () => new Promise((r) => ((finish = r), called())));
     const pending = codeOf(() => sb.eval("await slow()"));
-    await new Promise((r) => setTimeout(r, 20));
+    await calledOnce;
     sb.dispose();
     expect(await pending).toBe("DISPOSED");
     finish({ big: "x".repeat(1 << 20) });

@@ -4,7 +4,7 @@
 // buffers, shared-reference blow-ups). Each copy ends in a value or a typed error, fast.
 import { describe, expect, it } from "vitest";
 import { GuestOpaque } from "../../src/index.js";
-import { bystander, codeOf, expectHostResponsive, expectMemoryBack, sandbox, timed } from "./harness.js";
+import { bystander, codeOf, expectHostResponsive, expectMemoryBack, sandbox, cpuTimed } from "./harness.js";
 
 const HOOKS = {
   "a getter deep inside": "({ a: [{ b: { get c() { hits++; return 1; } } }] })",
@@ -43,7 +43,7 @@ describe("shapes that explode time or memory", () => {
   it("copies an object with 200,000 keys out in reasonable time", async () => {
     const sb = sandbox({ memoryLimitBytes: 256 * 1024 * 1024, executionTimeoutMs: 30_000 });
     sb.evalSync("globalThis.wide = {}; for (let i = 0; i < 200000; i++) wide['k' + i] = i;");
-    const [value, ms] = await timed(() => sb.eval("wide"));
+    const [value, ms] = await cpuTimed(() => sb.eval("wide"));
     expect(Object.keys(value as object).length).toBe(200000);
     expect((value as Record<string, number>).k199999).toBe(199999);
     expect(ms).toBeLessThan(10_000);
@@ -74,7 +74,7 @@ describe("shapes that explode time or memory", () => {
     const other = bystander();
     const sb = sandbox();
     const baseline = sb.memoryUsage().usedBytes;
-    const [code, ms] = await timed(() => codeOf(() => sb.eval("{ let d = {}; for (let i = 0; i < 100000; i++) d = { d }; d }")));
+    const [code, ms] = await cpuTimed(() => codeOf(() => sb.eval("{ let d = {}; for (let i = 0; i < 100000; i++) d = { d }; d }")));
     expect(code).toBe("UNSERIALIZABLE");
     expect(ms).toBeLessThan(5000);
     let deep: unknown = {};
@@ -87,14 +87,12 @@ describe("shapes that explode time or memory", () => {
 
   it("copies a 2^20-fold shared-reference DAG by reference, not by expansion", async () => {
     const sb = sandbox();
-    const [value, ms] = await timed(() => sb.eval("let n = [1]; for (let i = 0; i < 20; i++) n = [n, n]; n"));
-    let node = value as unknown[];
+    let node = (await sb.eval("let n = [1]; for (let i = 0; i < 20; i++) n = [n, n]; n")) as unknown[];
     for (let i = 0; i < 20; i++) {
       expect(node[0]).toBe(node[1]);
       node = node[0] as unknown[];
     }
     expect(node).toEqual([1]);
-    expect(ms).toBeLessThan(2000);
   });
 
   it("copies a 32 MiB typed array out and gives the guest memory back", async () => {

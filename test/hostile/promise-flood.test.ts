@@ -1,7 +1,7 @@
 // Hazard: guest code flooding the job queue (microtasks, self-resolving thenables, rejection
 // storms, async generators) so an eval never ends, eats memory, or leaves work for later evals.
 import { describe, expect, it } from "vitest";
-import { bystander, codeOf, expectHostResponsive, expectMemoryBack, sandbox, timed } from "./harness.js";
+import { bystander, codeOf, expectHostResponsive, expectMemoryBack, sandbox } from "./harness.js";
 
 const SANITIZED = process.env.QJSN_SANITIZED === "1";
 
@@ -18,9 +18,11 @@ describe("job floods end in TIMEOUT within the execution budget", () => {
     const other = bystander();
     const sb = sandbox({ executionTimeoutMs: 150, wallTimeoutMs: 20_000 });
     const baseline = sb.memoryUsage().usedBytes;
-    const [code_, ms] = await timed(() => codeOf(() => sb.eval(code)));
-    expect(code_).toBe("TIMEOUT");
-    expect(ms).toBeLessThan(3000);
+    const report = await sb.run(code);
+    expect(report.ok || report.error.code).toBe("TIMEOUT");
+    // The guest's CPU time: under ASan on a loaded machine the wall time of a 150 ms budget
+    // reached 4.8 s, the CPU time stays near the budget.
+    expect(report.stats.executionMs).toBeLessThan(3000);
     await expectHostResponsive();
     await other.check();
     // Under ASan on a loaded machine some floods overrun the watchdog's grace and the sandbox is
@@ -67,10 +69,12 @@ describe("promise storms stay inside the sandbox", () => {
   it("does not let a flood in one sandbox delay another sandbox's eval beyond its own work", async () => {
     const flooder = sandbox({ executionTimeoutMs: 1000 });
     const victim = sandbox();
-    const flood = codeOf(() => flooder.eval("for (;;) await null;"));
-    const [value, ms] = await timed(() => victim.eval("let s = 0; for (let i = 0; i < 1000; i++) s += i; s"));
-    expect(value).toBe(499500);
-    expect(ms).toBeLessThan(900);
+    let floodEnded = false;
+    const flood = codeOf(() => flooder.eval("for (;;) await null;")).finally(() => (floodEnded = true));
+    // The victim's few microseconds of work finish while the flood still has most of its 1 s of
+    // CPU to burn; waiting behind the flood, it would settle only after it.
+    expect(await victim.eval("let s = 0; for (let i = 0; i < 1000; i++) s += i; s")).toBe(499500);
+    expect(floodEnded).toBe(false);
     expect(await flood).toBe("TIMEOUT");
   });
 });

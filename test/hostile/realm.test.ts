@@ -2,7 +2,7 @@
 // hooks that run guest code at moments the host chose are removed (native/realm.cc); what
 // remains reaches only the sandbox's own global.
 import { describe, expect, it } from "vitest";
-import { bystander, expectHostResponsive, sandbox, timed } from "./harness.js";
+import { bystander, expectHostResponsive, sandbox } from "./harness.js";
 
 describe("removed from the realm", () => {
   it.each(["Atomics", "SharedArrayBuffer", "WeakRef", "FinalizationRegistry"])("has no %s, by any name", (name) => {
@@ -25,19 +25,19 @@ describe("removed from the realm", () => {
 
   it("does not run guest code when the host copies an Error in (setGlobal stays instant)", async () => {
     const sb = sandbox({ executionTimeoutMs: 200 });
-    sb.evalSync("Error.prepareStackTrace = () => { while (true) {} }; 0");
-    const [, ms] = await timed(() => sb.setGlobal("hostError", new TypeError("from the host")));
-    expect(ms).toBeLessThan(500);
-    expect(sb.evalSync("[hostError instanceof TypeError, hostError.message]")).toEqual([true, "from the host"]);
+    sb.evalSync("globalThis.hookCalls = 0; Error.prepareStackTrace = () => { hookCalls++; while (true) {} }; 0");
+    sb.setGlobal("hostError", new TypeError("from the host"));
+    expect(sb.evalSync("[hostError instanceof TypeError, hostError.message, hookCalls]")).toEqual([true, "from the host", 0]);
     await expectHostResponsive();
   });
 
   it("keeps engine-built errors inside the execution budget (an eval that can never settle)", async () => {
     const sb = sandbox({ executionTimeoutMs: 200, wallTimeoutMs: 5000 });
-    const [report, ms] = await timed(() => sb.run("Error.prepareStackTrace = () => { while (true) {} }; await new Promise(() => {})"));
+    const report = await sb.run("Error.prepareStackTrace = () => { while (true) {} }; await new Promise(() => {})");
     expect(report.ok).toBe(false);
     if (!report.ok) expect(report.error.code).toBe("GUEST_ERROR");
-    expect(ms).toBeLessThan(2000);
+    // The guest's CPU time (the wall time of a loaded machine says nothing about where it ran).
+    expect(report.stats.executionMs).toBeLessThan(2000);
   });
 });
 

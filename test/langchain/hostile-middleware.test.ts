@@ -198,5 +198,5 @@ describe("restoring a stored state runs no guest code on the main thread", () =>
     expect(contentText(message)).toMatch(/could not be restored|not restored|TIMEOUT|time/i);
     expect(section(message, "result")).toBe("undefined"); // the sandbox started fresh
     expect(longestGap).toBeLessThan(2000);
-  });
+  }, 120_000); // 4 s of the executor thread's CPU time take far longer on a loaded machine
 });

@@ -151,7 +151,8 @@ describe("task() in a deep agent", () => {
     const abortedAt = Date.now();
     controller.abort(new Error("user stopped"));
     await expect(run.done).rejects.toThrow();
-    expect(Date.now() - abortedAt).toBeLessThan(2000);
+    // Far below the 20 s the subagents would take, with room for a loaded machine.
+    expect(Date.now() - abortedAt).toBeLessThan(10_000);
     await new Promise((r) => setTimeout(r, 50));
     expect(run.classifier.aborted.sort()).toEqual(run.classifier.started.sort());
     expect(run.classifier.completed).toEqual([]);

@@ -165,9 +165,13 @@ describe("console of an ended eval never reaches the next one", () => {
       await sleep(Number(ms));
       return 0;
     });
+    let calls = 0;
+    sb.defineAsyncFunction("counted", () => ++calls);
     const controller = new AbortController();
-    const pending = sb.run("(async () => { await wait(150); console.log('ABORTED LEAK'); })(); await wait(10000)", { signal: controller.signal });
-    setTimeout(() => controller.abort(), 50);
+    const pending = sb.run("(async () => { await wait(150); console.log('ABORTED LEAK'); })(); await counted(); await wait(10000)", { signal: controller.signal });
+    // Aborted once the guest has started both waits (a fixed 50 ms could abort before it ran).
+    while (calls < 1) await sleep(5);
+    controller.abort();
     const aborted = await pending;
     expect(aborted.ok).toBe(false);
     await sleep(300);

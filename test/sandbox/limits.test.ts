@@ -13,28 +13,31 @@ function codeOf(fn: () => unknown): string {
   return "no error";
 }
 
-/** Runs `code` synchronously and returns [error code, elapsed ms]. */
-function timed(sb: Sandbox, code: string, timeoutMs?: number): [string, number] {
-  const started = performance.now();
-  const result = codeOf(() => sb.evalSync(code, timeoutMs === undefined ? undefined : { timeoutMs }));
-  return [result, performance.now() - started];
+/**
+ * Runs `code` synchronously and returns [error code, the guest's CPU ms]. The CPU time, not the
+ * wall time, shows where the budget stopped the guest: a loaded machine stretches only the latter.
+ */
+function stopped(sb: Sandbox, code: string, timeoutMs?: number): [string, number] {
+  const report = sb.runSync(code, timeoutMs === undefined ? undefined : { timeoutMs });
+  return [report.ok ? "no error" : report.error.code, report.stats.executionMs];
 }
 
 describe("the execution budget interrupts guest loops", () => {
-  it("stops `while(true){}` with executionTimeoutMs 100 within a few hundred ms, then evaluates 1+1", () => {
+  it("stops `while(true){}` with executionTimeoutMs 100 after about 100 ms of its CPU time, then evaluates 1+1", () => {
     const sb = sandbox({ executionTimeoutMs: 100 });
-    const [code, ms] = timed(sb, "while(true){}");
+    const [code, ms] = stopped(sb, "while(true){}");
     expect(code).toBe("TIMEOUT");
-    expect(ms).toBeGreaterThanOrEqual(95);
+    expect(ms).toBeGreaterThanOrEqual(100);
     expect(ms).toBeLessThan(500);
     expect(sb.evalSync("1+1")).toBe(2);
   });
 
-  it("stops the same loop run asynchronously, then evaluates 1+1", async () => {
+  it("stops the same loop run asynchronously after about 100 ms of its CPU time, then evaluates 1+1", async () => {
     const sb = sandbox({ executionTimeoutMs: 100 });
-    const started = performance.now();
-    await expect(sb.eval("while(true){}")).rejects.toMatchObject({ code: "TIMEOUT", budget: "execution" });
-    expect(performance.now() - started).toBeLessThan(500);
+    const report = await sb.run("while(true){}");
+    expect(report.ok || report.error).toMatchObject({ code: "TIMEOUT", budget: "execution" });
+    expect(report.stats.executionMs).toBeGreaterThanOrEqual(100);
+    expect(report.stats.executionMs).toBeLessThan(500);
     expect(await sb.eval("1+1")).toBe(2);
   });
 
@@ -48,7 +51,7 @@ describe("the execution budget interrupts guest loops", () => {
     ["an async function catching", "(async () => { while (true) { try { await null; } catch {} } })(); while (true) {}"],
   ])("cannot be swallowed by %s", (_label, code) => {
     const sb = sandbox();
-    const [result, ms] = timed(sb, code, 150);
+    const [result, ms] = stopped(sb, code, 150);
     expect(result).toBe("TIMEOUT");
     expect(ms).toBeLessThan(2000);
     expect(sb.evalSync("1+1")).toBe(2);
@@ -56,14 +59,14 @@ describe("the execution budget interrupts guest loops", () => {
 
   it("stops loops inside built-in callbacks (sort comparator, replace callback)", () => {
     const sb = sandbox();
-    expect(timed(sb, "[3, 2, 1].sort(() => { while (true) {} })", 150)[0]).toBe("TIMEOUT");
-    expect(timed(sb, "'abc'.replace(/b/, () => { for (;;) {} })", 150)[0]).toBe("TIMEOUT");
-    expect(timed(sb, "JSON.parse('[1]', () => { for (;;) {} })", 150)[0]).toBe("TIMEOUT");
+    expect(stopped(sb, "[3, 2, 1].sort(() => { while (true) {} })", 150)[0]).toBe("TIMEOUT");
+    expect(stopped(sb, "'abc'.replace(/b/, () => { for (;;) {} })", 150)[0]).toBe("TIMEOUT");
+    expect(stopped(sb, "JSON.parse('[1]', () => { for (;;) {} })", 150)[0]).toBe("TIMEOUT");
   });
 
   it("stops a catastrophic regular expression", () => {
     const sb = sandbox();
-    const [result, ms] = timed(sb, "/^(a+)+$/.test('a'.repeat(40) + '!')", 200);
+    const [result, ms] = stopped(sb, "/^(a+)+$/.test('a'.repeat(40) + '!')", 200);
     expect(result).toBe("TIMEOUT");
     expect(ms).toBeLessThan(2000);
   });

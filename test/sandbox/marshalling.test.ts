@@ -412,10 +412,10 @@ describe("functions and symbols cannot cross", () => {
 
 describe("reading a guest value never runs guest code", () => {
   it("does not run a getter that loops forever on a returned object", () => {
-    const started = performance.now();
-    expect(codeOf(() => sb.evalSync("({ a: 1, get x() { while (true) {} } })", { timeoutMs: 2000 }))).toBe("UNSERIALIZABLE");
-    const described = sb.evalSync("({ a: 1, get x() { while (true) {} } })", { timeoutMs: 2000, unserializable: "describe" }) as Record<string, unknown>;
-    expect(performance.now() - started).toBeLessThan(1000);
+    sb.evalSync("globalThis.getterHits = 0");
+    expect(codeOf(() => sb.evalSync("({ a: 1, get x() { getterHits++; while (true) {} } })", { timeoutMs: 2000 }))).toBe("UNSERIALIZABLE");
+    const described = sb.evalSync("({ a: 1, get x() { getterHits++; while (true) {} } })", { timeoutMs: 2000, unserializable: "describe" }) as Record<string, unknown>;
+    expect(sb.evalSync("getterHits")).toBe(0);
     expect(described.a).toBe(1);
     expect((described.x as GuestOpaque).kind).toBe("accessor");
   });
@@ -462,7 +462,6 @@ describe("reading a guest value never runs guest code", () => {
   it("does not follow a Proxy returned as the completion value", () => {
     sb.evalSync("globalThis.trapHits = 0");
     const traps = "{ get() { trapHits++; while (true) {} }, ownKeys() { trapHits++; while (true) {} }, getOwnPropertyDescriptor() { trapHits++; while (true) {} } }";
-    const started = performance.now();
     let code: string | undefined;
     try {
       sb.evalSync(`new Proxy({ secret: 1 }, ${traps})`, { timeoutMs: 2000 });
@@ -470,7 +469,6 @@ describe("reading a guest value never runs guest code", () => {
       code = (err as SandboxError).code;
     }
     expect(code).toBe("UNSERIALIZABLE");
-    expect(performance.now() - started).toBeLessThan(1000);
     expect(sb.evalSync("trapHits")).toBe(0);
   });
 
