@@ -160,7 +160,14 @@ describe("host code disposing sandboxes mid-eval", () => {
     let finish!: (v: unknown) => void;
     let called!: () => void;
     const calledOnce = new Promise<void>((r) => (called = r));
-    sb.defineAsyncFunction("slow", () => new Promise((r) => ((finish = r), called())));
+    sb.defineAsyncFunction(
+      "slow",
+      () =>
+        new Promise((r) => {
+          finish = r;
+          called();
+        }),
+    );
     const pending = codeOf(() => sb.eval("await slow()"));
     await calledOnce;
     sb.dispose();

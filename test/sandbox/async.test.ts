@@ -302,7 +302,14 @@ describe("nothing leaks forward after a timeout or abort", () => {
     let answer!: (v: unknown) => void;
     let called!: () => void;
     const calledOnce = new Promise<void>((r) => (called = r));
-    sb.defineAsyncFunction("echoLater", () => new Promise((r) => ((answer = r), called())));
+    sb.defineAsyncFunction(
+      "echoLater",
+      () =>
+        new Promise((r) => {
+          answer = r;
+          called();
+        }),
+    );
     const controller = new AbortController();
     const first = sb.eval("globalThis.got3 = []; echoLater().then((v) => got3.push(v)); await new Promise(() => {})", { signal: controller.signal });
     await calledOnce;

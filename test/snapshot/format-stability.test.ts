@@ -144,7 +144,7 @@ describe("the boundary codec writes the same bytes for every shape", () => {
     const h = handle();
     h.defineFunction("record", 0, false);
     run(h, `record(); record(1, "two", [3], { four: 4 }); var shared = {}; record(shared, shared, [shared])`);
-    capturedArgs.forEach((bytes, i) => pin(`hostCall/${i}`, bytes));
+    for (const [i, bytes] of capturedArgs.entries()) pin(`hostCall/${i}`, bytes);
   });
 
   it("decodes host values and copies them back out unchanged", () => {
