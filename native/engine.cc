@@ -8,6 +8,7 @@
 #include <optional>
 #include <cstring>
 
+#include "executor.h"
 #include "guest_codec.h"
 #include "platform.h"
 #include "realm.h"
@@ -492,6 +493,7 @@ void Engine::clearEvalState() {
   evalPromise_.reset();
   completion_.reset();
   inbox_.clear();
+  inboxReady_.store(false, std::memory_order_relaxed);
 }
 
 void Engine::finish(EvalOutcome* out) {
@@ -590,6 +592,7 @@ bool Engine::deliver(HostResult result) {
   std::lock_guard<std::mutex> lock(mu_);
   if (state_ == State::Idle) return false;  // the eval ended: a late result is dropped
   inbox_.push_back(std::move(result));
+  inboxReady_.store(true, std::memory_order_release);
   if (state_ == State::Parked) {
     state_ = State::Queued;
     return true;
@@ -618,6 +621,7 @@ bool Engine::runSlice() {
     sliceCpuClock_ = CpuClock::ofCurrentThread();
     overdueCpuNs_ = -1;
     results.swap(inbox_);
+    inboxReady_.store(false, std::memory_order_relaxed);
   }
   EvalOutcome out;
   bool done = false;
@@ -701,6 +705,14 @@ bool Engine::runSlice() {
       neverSettles("the script awaits a promise that can never settle (no host call is pending)", &out);
       done = true;
     }
+  }
+  // The guest awaits a host call whose answer usually comes back within microseconds: waiting for
+  // it here, when a core is free, saves parking and the futex wake-up of a sleeping worker.
+  if (!done && stop_.load() == 0 && !inboxReady_.load(std::memory_order_acquire) && !bridge_->onMainThread() &&
+      Executor::instance().beginSpin(true)) {
+    spinUntil(Executor::kSpinNs,
+              [this] { return inboxReady_.load(std::memory_order_acquire) || stop_.load(std::memory_order_relaxed) != 0; });
+    Executor::instance().endSpin();
   }
   std::unique_lock<std::mutex> lock(mu_);
   if (abandoned_) {

@@ -278,6 +278,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   EvalRequest request_;
   OwnedValue evalPromise_;
   std::vector<HostResult> inbox_;
+  std::atomic<bool> inboxReady_{false};  // !inbox_.empty(), readable without mu_ by a slice waiting for a result
   struct PendingCall {
     OwnedValue resolve, reject;
   };
