@@ -717,12 +717,19 @@ bool Engine::runSlice() {
     }
   }
   // The guest awaits a host call whose answer usually comes back within microseconds: waiting for
-  // it here, when a core is free, saves parking and the futex wake-up of a sleeping worker.
-  if (!done && stop_.load() == 0 && !inboxReady_.load(std::memory_order_acquire) && !bridge_->onMainThread() &&
-      Executor::instance().beginSpin(true)) {
-    spinUntil(Executor::kSpinNs,
-              [this] { return inboxReady_.load(std::memory_order_acquire) || stop_.load(std::memory_order_relaxed) != 0; });
-    Executor::instance().endSpin();
+  // it here, when a core is free, saves parking and the futex wake-up of a sleeping worker. A wait
+  // that missed (a slow host function, a busy event loop) makes the next few waits sleep at once,
+  // so a miss costs little CPU overall.
+  if (!done && stop_.load() == 0 && !inboxReady_.load(std::memory_order_acquire) && !bridge_->onMainThread()) {
+    if (spinSkips_ > 0) {
+      spinSkips_--;
+    } else if (Executor::instance().beginSpin(true)) {
+      bool answered = spinUntil(Executor::kSpinNs, [this] {
+        return inboxReady_.load(std::memory_order_acquire) || stop_.load(std::memory_order_relaxed) != 0;
+      });
+      Executor::instance().endSpin();
+      if (!answered) spinSkips_ = kSpinSkipsAfterMiss;
+    }
   }
   std::unique_lock<std::mutex> lock(mu_);
   if (abandoned_) {
