@@ -45,7 +45,7 @@ class Executor {
   // itself (it counts as a running slice). False: sleep instead. True: call endSpin() after.
   bool beginSpin(bool inSlice);
   void endSpin();
-  static constexpr int64_t kSpinNs = 30 * 1000;
+  static constexpr int64_t kSpinNs = 50 * 1000;
 
   // Bytes of stack each executor thread gets (address space; pages are committed as used);
   // maxStackSizeBytes must stay well below it.
