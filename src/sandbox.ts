@@ -202,7 +202,6 @@ export class Sandbox implements Disposable {
   #inSyncHostCall = 0;
   #asyncEvals = 0; // queued or running eval()/run() calls
   #onConsole: ((entry: ConsoleEntry) => void) | undefined; // live console listener of the running eval
-  readonly #self: ReadonlySet<Sandbox> = new Set([this]); // the usual host-call context: made once, not per call
   #broken = false;
 
   /** Creates a sandbox. Throws `INVALID_ARGUMENT` for bad options. */
@@ -344,9 +343,8 @@ export class Sandbox implements Disposable {
 
   #withSelf(): ReadonlySet<Sandbox> {
     const outer = hostCallContext.getStore();
-    if (!outer) return this.#self;
-    if (outer.has(this)) return outer;
-    return new Set([...outer, this]);
+    if (outer?.has(this)) return outer;
+    return new Set(outer ? [...outer, this] : [this]);
   }
 
   #live(): NativeHandle {
