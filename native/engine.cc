@@ -8,6 +8,7 @@
 #include <optional>
 #include <cstring>
 
+#include "executor.h"
 #include "guest_codec.h"
 #include "platform.h"
 #include "realm.h"
@@ -209,7 +210,8 @@ int Engine::onInterrupt() {
   int64_t cpu = readThreadCpu(&cpuSinceLastRead);
   if (cpuMarkNs_ < 0) {
     cpuMarkNs_ = cpu;
-    beforeMarkNs_ = std::min(now - sliceStartNs_, cpuSinceLastRead);
+    beforeMarkNs_ = std::max<int64_t>(std::min(now - sliceStartNs_, cpuSinceLastRead) - hostNs_, 0);
+    hostNs_ = 0;  // counted; host time after the mark moves the CPU deadline instead
     sliceCpuDeadlineNs_.store(cpu + sliceRemainingNs_.load(std::memory_order_relaxed) - beforeMarkNs_);
   }
   int64_t deadline = sliceCpuDeadlineNs_.load(std::memory_order_relaxed);
@@ -280,6 +282,7 @@ void Engine::resumeClock() {
   double remainingMs = budgetMs_ - executionMs_;
   int64_t remainingNs = remainingMs > 0 ? static_cast<int64_t>(remainingMs * 1e6) : 0;
   cpuMarkNs_ = -1;
+  hostNs_ = 0;
   nextCpuCheckNs_ = sliceStartNs_;  // the first poll takes the mark
   sliceRemainingNs_.store(remainingNs);
   sliceCpuDeadlineNs_.store(0);
@@ -301,12 +304,20 @@ void Engine::pauseClock() {
       ranNs = std::min(ranNs, cpuSinceLastRead);
     }
   }
-  executionMs_ += static_cast<double>(ranNs) / 1e6;
+  executionMs_ += static_cast<double>(std::max<int64_t>(ranNs - hostNs_, 0)) / 1e6;
+  hostNs_ = 0;
   sliceWallDeadlineNs_.store(0);
   sliceCpuDeadlineNs_.store(0);
 }
 
 void Engine::leaveGuest() { pauseClock(); }
+
+void Engine::excludeHostTime(int64_t ns) {
+  if (ns <= 0) return;
+  hostNs_ += ns;
+  sliceWallDeadlineNs_.fetch_add(ns, std::memory_order_relaxed);
+  if (cpuMarkNs_ >= 0) sliceCpuDeadlineNs_.fetch_add(ns, std::memory_order_relaxed);
+}
 
 // ----------------------------------------------------------------------------------------------
 // Evaluation
@@ -495,6 +506,7 @@ void Engine::clearEvalState() {
   evalPromise_.reset();
   completion_.reset();
   inbox_.clear();
+  inboxReady_.store(false, std::memory_order_relaxed);
 }
 
 void Engine::finish(EvalOutcome* out) {
@@ -593,6 +605,7 @@ bool Engine::deliver(HostResult result) {
   std::lock_guard<std::mutex> lock(mu_);
   if (state_ == State::Idle) return false;  // the eval ended: a late result is dropped
   inbox_.push_back(std::move(result));
+  inboxReady_.store(true, std::memory_order_release);
   if (state_ == State::Parked) {
     state_ = State::Queued;
     return true;
@@ -621,6 +634,7 @@ bool Engine::runSlice() {
     sliceCpuClock_ = CpuClock::ofCurrentThread();
     overdueCpuNs_ = -1;
     results.swap(inbox_);
+    inboxReady_.store(false, std::memory_order_relaxed);
   }
   EvalOutcome out;
   bool done = false;
@@ -703,6 +717,21 @@ bool Engine::runSlice() {
     } else if (pending_.empty()) {
       neverSettles("the script awaits a promise that can never settle (no host call is pending)", &out);
       done = true;
+    }
+  }
+  // The guest awaits a host call whose answer usually comes back within microseconds: waiting for
+  // it here, when a core is free, saves parking and the futex wake-up of a sleeping worker. A wait
+  // that missed (a slow host function, a busy event loop) makes the next few waits sleep at once,
+  // so a miss costs little CPU overall.
+  if (!done && stop_.load() == 0 && !inboxReady_.load(std::memory_order_acquire) && !bridge_->onMainThread()) {
+    if (spinSkips_ > 0) {
+      spinSkips_--;
+    } else if (Executor::instance().beginSpin(true)) {
+      bool answered = spinUntil(Executor::kSpinNs, [this] {
+        return inboxReady_.load(std::memory_order_acquire) || stop_.load(std::memory_order_relaxed) != 0;
+      });
+      Executor::instance().endSpin();
+      if (!answered) spinSkips_ = kSpinSkipsAfterMiss;
     }
   }
   std::unique_lock<std::mutex> lock(mu_);
@@ -855,13 +884,15 @@ bool Engine::callHostPrimitive(uint32_t fnId, int argc, JSValueConst* argv, JSVa
   }
   hostCalls_++;
   // An inline eval holds the engine Running on this thread, so nothing else can enter it while the
-  // host function runs: only the clock is paused.
-  pauseClock();
+  // host function runs: only its time is kept out of the budget. These calls are many and short,
+  // so that time is read from the coarse clock (unbiased over many calls, nearly free) rather
+  // than by pausing and resuming the execution clock (two precise clock reads a call).
   Primitive result;
   std::u16string text;
   HostResult fallback;
+  int64_t hostStartNs = coarseMonotonicNs();
   bool primitive = bridge_->callSyncPrimitive(id_, fnId, args, argc, &result, &text, &fallback);
-  resumeClock();
+  excludeHostTime(coarseMonotonicNs() - hostStartNs);
   if (stop_.load() != 0) {
     *out = JS_ThrowInternalError(ctx_, "the eval has ended");
     return true;

@@ -207,6 +207,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   bool clampStack();
   void pauseClock();
   void resumeClock();
+  // Keeps `ns` of host time inside the running slice out of the guest's execution time and budget.
+  void excludeHostTime(int64_t ns);
   void leaveGuest();
   void teardown();
   bool compileAndStart(const EvalRequest& request, bool asyncMode, EvalOutcome* out);
@@ -253,6 +255,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   int64_t cpuMarkNs_ = -1;                       // thread CPU time at the mark; -1 before it
   int64_t beforeMarkNs_ = 0;                     // time charged for the slice before the mark
   int64_t nextCpuCheckNs_ = 0;                   // monotonic time before which the deadline cannot have passed
+  int64_t hostNs_ = 0;                           // host time in the slice not yet subtracted (excludeHostTime)
   double budgetMs_ = 0;
   double executionMs_ = 0;
 
@@ -278,6 +281,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
   EvalRequest request_;
   OwnedValue evalPromise_;
   std::vector<HostResult> inbox_;
+  std::atomic<bool> inboxReady_{false};  // !inbox_.empty(), readable without mu_ by a slice waiting for a result
+  int spinSkips_ = 0;                     // waits for a host result that sleep without spinning first
+  static constexpr int kSpinSkipsAfterMiss = 16;
   struct PendingCall {
     OwnedValue resolve, reject;
   };

@@ -20,6 +20,9 @@ struct Executor::State {
   std::deque<std::shared_ptr<Engine>> queue;
   std::vector<std::shared_ptr<Engine>> running;  // engines a worker is inside right now
   std::atomic<bool> pending{false};               // mirrors !queue.empty() for spinning workers
+  std::atomic<int> runningSlices{0};              // mirrors running.size() for beginSpin
+  std::atomic<int> spinners{0};
+  int cores = 1;
   int threads = 0;      // workers counted against the cap (a thread stuck in a built-in is not)
   int idle = 0;         // workers looking for work, spinning or asleep
   int maxThreads = 0;
@@ -31,7 +34,6 @@ struct Executor::State {
 
 namespace {
 
-constexpr int64_t kSpinBeforeSleepNs = 50 * 1000;
 // A worker that just finished a slice takes queued work within microseconds, but is not idle yet
 // when its eval's answer reaches the event loop: a new thread starts only for work still waiting
 // after this long, else a tight loop of evals would start a thread per eval.
@@ -62,12 +64,12 @@ void* workerMain(void* arg) {
   lowerThreadPriority();
   std::unique_lock<std::mutex> lock(st->mu);
   while (true) {
-    if (st->queue.empty()) {
-      // Host results usually come back within tens of microseconds: look again briefly before
-      // sleeping, which saves a futex wake-up per awaited host call.
+    if (st->queue.empty() && Executor::instance().beginSpin(false)) {
+      // The next eval or host result often comes within microseconds: look again briefly before
+      // sleeping, which saves a futex wake-up.
       lock.unlock();
-      int64_t until = monotonicNs() + kSpinBeforeSleepNs;
-      while (monotonicNs() < until && !st->pending.load(std::memory_order_acquire)) std::this_thread::yield();
+      spinUntil(Executor::kSpinNs, [st] { return st->pending.load(std::memory_order_acquire); });
+      Executor::instance().endSpin();
       lock.lock();
     }
     auto ready = [&] { return !st->queue.empty(); };
@@ -85,10 +87,12 @@ void* workerMain(void* arg) {
     st->pending.store(!st->queue.empty(), std::memory_order_release);
     st->idle--;
     st->running.push_back(engine);
+    st->runningSlices.store(static_cast<int>(st->running.size()), std::memory_order_relaxed);
     lock.unlock();
     bool again = engine->runSlice();
     lock.lock();
     st->running.erase(std::find(st->running.begin(), st->running.end(), engine));
+    st->runningSlices.store(static_cast<int>(st->running.size()), std::memory_order_relaxed);
     // The watchdog gave up on this slice and no longer counts this thread: leave.
     if (engine->broken()) return nullptr;
     st->idle++;
@@ -143,7 +147,8 @@ void Executor::schedule(std::shared_ptr<Engine> engine) {
   if (!state_->started) {
     state_->started = true;
     state_->maxThreads = maxThreadsFromEnv();
-    state_->warmThreads = std::min(state_->maxThreads, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    state_->cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    state_->warmThreads = std::min(state_->maxThreads, state_->cores);
     startThread(watchdogMain, state_, 256u << 10);
   }
   state_->queue.push_back(std::move(engine));
@@ -159,6 +164,21 @@ void Executor::schedule(std::shared_ptr<Engine> engine) {
   }
   state_->wake.notify_one();
 }
+
+bool Executor::beginSpin(bool inSlice) {
+  State* st = state_;
+  // Threads that would want a core while this one spins: the Node main thread, the spinners and
+  // the running slices (this one's own slice is the spinner itself).
+  int others = st->runningSlices.load(std::memory_order_relaxed) - (inSlice ? 1 : 0);
+  if (1 + others + 1 > st->cores) return false;
+  int spinning = st->spinners.load(std::memory_order_relaxed);
+  while (true) {
+    if (1 + others + spinning + 1 > st->cores) return false;
+    if (st->spinners.compare_exchange_weak(spinning, spinning + 1, std::memory_order_acq_rel)) return true;
+  }
+}
+
+void Executor::endSpin() { state_->spinners.fetch_sub(1, std::memory_order_acq_rel); }
 
 Executor::Counts Executor::counts() {
   std::lock_guard<std::mutex> lock(state_->mu);

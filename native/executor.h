@@ -8,8 +8,16 @@
 // thread's own CPU time (native/threads.h), so waiting for a core never uses up a budget. Past the
 // cap, evals wait in call order. Threads run at a lower priority than the Node event loop.
 //
-//   worker:  idle (spin ~50 µs, then sleep) --engine queued--> running a slice --slice ends--> idle
-//            idle past kIdleExitNs while more than one thread per core exists --> exits
+//   worker:  idle (spin up to kSpinNs while a core is free, then sleep) --engine queued--> running
+//            a slice --slice ends--> idle; idle past kIdleExitNs while more than one thread per core
+//            exists --> exits
+//
+// Spinning: waking a sleeping thread costs tens of microseconds on a VM, more than a whole awaited
+// host call should. A thread that expects work within microseconds (an idle worker, or a slice
+// whose guest awaits a host call: Engine::runSlice) may busy-wait with a pause instruction for at
+// most kSpinNs, but only while a core is free for it beside the Node main thread: at most one
+// spinner per core beyond the first, and none while guest slices occupy the other cores. Eight
+// spinning guests therefore see no spinner at all.
 //
 // A watchdog answers evals stuck in a built-in that cannot be interrupted; the stuck thread stops
 // counting against the cap, so capacity is kept.
@@ -32,6 +40,12 @@ class Executor {
     int maxThreads;  // the cap
   };
   Counts counts();
+
+  // A spin slot for a thread about to busy-wait (see above). `inSlice`: the caller runs a slice
+  // itself (it counts as a running slice). False: sleep instead. True: call endSpin() after.
+  bool beginSpin(bool inSlice);
+  void endSpin();
+  static constexpr int64_t kSpinNs = 50 * 1000;
 
   // Bytes of stack each executor thread gets (address space; pages are committed as used);
   // maxStackSizeBytes must stay well below it.

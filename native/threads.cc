@@ -10,6 +10,9 @@
 #else
 #include <pthread.h>
 #endif
+#if defined(_MSC_VER)
+#include <intrin.h>
+#endif
 #if defined(__linux__)
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -17,6 +20,18 @@
 #endif
 
 namespace qjsn {
+
+void cpuRelax() {
+#if defined(_MSC_VER) && (defined(_M_X64) || defined(_M_IX86))
+  _mm_pause();
+#elif defined(_MSC_VER) && defined(_M_ARM64)
+  __yield();
+#elif defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+  __asm__ __volatile__("yield");
+#endif
+}
 
 #if defined(_WIN32)
 
@@ -62,6 +77,8 @@ bool startThread(void* (*body)(void*), void* arg, size_t stackBytes) {
 void lowerThreadPriority() { SetThreadPriority(GetCurrentThread(), THREAD_PRIORITY_BELOW_NORMAL); }
 
 int64_t threadCpuNs() { return readThreadTimes(GetCurrentThread()); }
+
+int64_t coarseMonotonicNs() { return static_cast<int64_t>(GetTickCount64()) * 1000000; }
 
 CpuClock CpuClock::ofCurrentThread() {
   CpuClock clock;
@@ -110,6 +127,16 @@ void lowerThreadPriority() {
 }
 
 int64_t threadCpuNs() { return readClock(CLOCK_THREAD_CPUTIME_ID); }
+
+int64_t coarseMonotonicNs() {
+#if defined(CLOCK_MONOTONIC_COARSE)
+  return readClock(CLOCK_MONOTONIC_COARSE);
+#elif defined(__APPLE__)
+  return static_cast<int64_t>(clock_gettime_nsec_np(CLOCK_UPTIME_RAW_APPROX));
+#else
+  return readClock(CLOCK_MONOTONIC);
+#endif
+}
 
 CpuClock CpuClock::ofCurrentThread() {
   CpuClock clock;

@@ -3,6 +3,7 @@
 // port touches this file only.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <ctime>
@@ -16,6 +17,30 @@ bool startThread(void* (*body)(void*), void* arg, size_t stackBytes);
 // Lowers the calling thread's priority: guest code is batch work and the Node event loop must win
 // a contested core.
 void lowerThreadPriority();
+
+// Tells the CPU the caller is busy-waiting (x86 `pause`, Arm `yield`): cheaper for the sibling
+// hyper-thread and for the core's power than a bare loop, and far cheaper than a system call.
+void cpuRelax();
+
+// Busy-waits until ready() or `ns` nanoseconds have passed; true when ready() said so. The clock
+// is read only every few dozen pauses.
+template <typename Ready>
+bool spinUntil(int64_t ns, Ready ready) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns);
+  while (true) {
+    for (int i = 0; i < 32; i++) {
+      if (ready()) return true;
+      cpuRelax();
+    }
+    if (std::chrono::steady_clock::now() >= until) return ready();
+  }
+}
+
+// A clock that is nearly free to read (a few ns) but ticks only every few milliseconds. The sum of
+// its differences over many intervals estimates their total length without bias (a short interval
+// counts either nothing or one tick, in proportion to its length), which is enough to keep host
+// functions' time out of an execution budget.
+int64_t coarseMonotonicNs();
 
 // CPU time the calling thread has consumed, in nanoseconds. Time spent waiting for a core, asleep
 // or blocked does not count.

@@ -59,4 +59,18 @@ describe("sync host calls with primitive arguments and results", () => {
     expect(report.ok && report.value).toEqual(["BUSY", "BUSY"]);
     expect(report.stats.hostCalls).toBe(2);
   });
+
+  it("keeps the host function's time out of the guest's execution budget and executionMs", () => {
+    const sb = sandbox();
+    // 8 calls of 40 ms of host work: 320 ms, well past the guest's 200 ms budget.
+    sb.defineFunction("work", (ms: unknown) => {
+      const until = Date.now() + Number(ms);
+      while (Date.now() < until);
+      return 1;
+    });
+    const report = sb.runSync("let n = 0; for (let i = 0; i < 8; i++) n += work(40); n", { timeoutMs: 200 });
+    expect(report.ok && report.value).toBe(8);
+    expect(report.stats.wallMs).toBeGreaterThanOrEqual(300);
+    expect(report.stats.executionMs).toBeLessThan(150);
+  });
 });
