@@ -220,9 +220,8 @@ Napi::Value outcomeToJs(Napi::Env env, EvalOutcome& o) {
                             : Napi::Buffer<uint8_t>::Copy(env, o.value.data(), o.value.size()).As<Napi::Value>());
   a.Set(2u, Napi::String::New(env, o.message));
   a.Set(3u, Napi::Number::New(env, static_cast<int>(o.stop)));
-  a.Set(4u, o.console.empty()
-                ? env.Undefined()
-                : Napi::Buffer<uint8_t>::Copy(env, o.console.data(), o.console.size()).As<Napi::Value>());
+  a.Set(4u, o.console.empty() ? env.Undefined()
+                              : Napi::Buffer<uint8_t>::Copy(env, o.console.data(), o.console.size()).As<Napi::Value>());
   a.Set(5u, Napi::Boolean::New(env, o.consoleTruncated));
   a.Set(6u, Napi::Number::New(env, o.executionMs));
   a.Set(7u, Napi::Number::New(env, o.hostCalls));
@@ -365,8 +364,9 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     uint32_t token = slot ? ++lastSyncToken_ : 0;
     Napi::Value spill;
     uint32_t argLength = bridge_->stage(args, &spill);
-    Napi::Value ret = dispatcher_.Call({Napi::Number::New(env, 0), Napi::Number::New(env, fnId), Napi::Number::New(env, token),
-                                        Napi::Number::New(env, argLength), spill, Napi::Number::New(env, 0)});
+    Napi::Value ret = dispatcher_.Call({Napi::Number::New(env, 0), Napi::Number::New(env, fnId),
+                                        Napi::Number::New(env, token), Napi::Number::New(env, argLength), spill,
+                                        Napi::Number::New(env, 0)});
     if (env.IsExceptionPending()) {
       Napi::Error e = env.GetAndClearPendingException();
       HostResult r;

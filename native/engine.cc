@@ -264,7 +264,9 @@ bool Engine::clampStack() {
   if (remaining != 0) {
     if (remaining < kMinStackReserveBytes + kMinGuestStackBytes) return false;
     size_t reserve = remaining / 2;
-    reserve = reserve < kMinStackReserveBytes ? kMinStackReserveBytes : reserve > kMaxStackReserveBytes ? kMaxStackReserveBytes : reserve;
+    reserve = reserve < kMinStackReserveBytes   ? kMinStackReserveBytes
+              : reserve > kMaxStackReserveBytes ? kMaxStackReserveBytes
+                                                : reserve;
     if (remaining - reserve < stack) stack = remaining - reserve;
   }
   JS_SetMaxStackSize(rt_, stack);
@@ -403,7 +405,8 @@ void Engine::neverSettles(const char* awaitMessage, EvalOutcome* out) {
   }
   out->status = EvalStatus::GuestError;
   OwnedValue err(ctx_, JS_NewError(ctx_));
-  JS_DefinePropertyValueStr(ctx_, err.get(), "message", JS_NewString(ctx_, awaitMessage), JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
+  JS_DefinePropertyValueStr(ctx_, err.get(), "message", JS_NewString(ctx_, awaitMessage),
+                            JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
   WireWriter w;
   GuestEncoder enc(ctx_, intrinsics_, w, limits_, true);
   if (enc.encode(err.get())) out->value = std::move(w.bytes());
@@ -480,7 +483,8 @@ void Engine::classifyException(JSValue exc, EvalOutcome* out) {
       out->status = EvalStatus::OutOfMemory;
       return;
     }
-    if (raisedOverflow != raisedOverflowAtStart_ && name == "RangeError" && message == "Maximum call stack size exceeded") {
+    if (raisedOverflow != raisedOverflowAtStart_ && name == "RangeError" &&
+        message == "Maximum call stack size exceeded") {
       out->status = EvalStatus::StackOverflow;
       return;
     }
@@ -796,7 +800,9 @@ bool Engine::abandon(int64_t graceNs) {
   out.message = "the guest is stuck in a built-in that cannot be interrupted; the sandbox is broken";
   out.evalId = pendingEvalId_;
   // This slice so far: the deadlines are "where the slice's time reaches its remaining budget".
-  int64_t sliceNs = cpuDeadline != 0 ? remainingNs + cpuNs - cpuDeadline : wallDeadline != 0 ? remainingNs + nowNs - wallDeadline : 0;
+  int64_t sliceNs = cpuDeadline != 0    ? remainingNs + cpuNs - cpuDeadline
+                    : wallDeadline != 0 ? remainingNs + nowNs - wallDeadline
+                                        : 0;
   out.executionMs = executionMs_ + static_cast<double>(sliceNs) / 1e6;
   out.hostCalls = hostCalls_.load(std::memory_order_relaxed);
   out.memoryUsedBytes = memoryUsed();
@@ -865,9 +871,18 @@ bool Engine::callHostPrimitive(uint32_t fnId, int argc, JSValueConst* argv, JSVa
     switch (JS_VALUE_GET_NORM_TAG(v)) {
       case JS_TAG_UNDEFINED: a.kind = Primitive::Kind::Undefined; break;
       case JS_TAG_NULL: a.kind = Primitive::Kind::Null; break;
-      case JS_TAG_BOOL: a.kind = Primitive::Kind::Boolean; a.number = JS_VALUE_GET_BOOL(v); break;
-      case JS_TAG_INT: a.kind = Primitive::Kind::Number; a.number = JS_VALUE_GET_INT(v); break;
-      case JS_TAG_FLOAT64: a.kind = Primitive::Kind::Number; a.number = JS_VALUE_GET_FLOAT64(v); break;
+      case JS_TAG_BOOL:
+        a.kind = Primitive::Kind::Boolean;
+        a.number = JS_VALUE_GET_BOOL(v);
+        break;
+      case JS_TAG_INT:
+        a.kind = Primitive::Kind::Number;
+        a.number = JS_VALUE_GET_INT(v);
+        break;
+      case JS_TAG_FLOAT64:
+        a.kind = Primitive::Kind::Number;
+        a.number = JS_VALUE_GET_FLOAT64(v);
+        break;
       case JS_TAG_STRING: {
         GuestUtf16& t = texts[i].emplace(ctx_, v);
         if (!t.ok()) {
@@ -945,7 +960,8 @@ JSValue Engine::stopOverCopyLimit() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     int expected = 0;
-    if (stop_.compare_exchange_strong(expected, static_cast<int>(StopReason::CopyLimit))) stopRequestedNs_ = monotonicNs();
+    if (stop_.compare_exchange_strong(expected, static_cast<int>(StopReason::CopyLimit)))
+      stopRequestedNs_ = monotonicNs();
   }
   JSValue err = JS_NewError(ctx_);
   if (JS_IsException(err)) return err;

@@ -94,8 +94,8 @@ struct HostResult {
 struct Primitive {
   enum class Kind : uint8_t { Undefined, Null, Boolean, Number, String };
   Kind kind = Kind::Undefined;
-  double number = 0;           // Number; Boolean as 0 or 1
-  std::u16string_view text;    // String (UTF-16, lone surrogates kept), borrowed for the call
+  double number = 0;         // Number; Boolean as 0 or 1
+  std::u16string_view text;  // String (UTF-16, lone surrogates kept), borrowed for the call
 };
 // Calls with more arguments, or longer strings, take the codec.
 constexpr int kMaxPrimitiveArgs = 3;
@@ -282,7 +282,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   OwnedValue evalPromise_;
   std::vector<HostResult> inbox_;
   std::atomic<bool> inboxReady_{false};  // !inbox_.empty(), readable without mu_ by a slice waiting for a result
-  int spinSkips_ = 0;                     // waits for a host result that sleep without spinning first
+  int spinSkips_ = 0;                    // waits for a host result that sleep without spinning first
   static constexpr int kSpinSkipsAfterMiss = 16;
   struct PendingCall {
     OwnedValue resolve, reject;

@@ -19,12 +19,12 @@ struct Executor::State {
   std::condition_variable wake;
   std::deque<std::shared_ptr<Engine>> queue;
   std::vector<std::shared_ptr<Engine>> running;  // engines a worker is inside right now
-  std::atomic<bool> pending{false};               // mirrors !queue.empty() for spinning workers
-  std::atomic<int> runningSlices{0};              // mirrors running.size() for beginSpin
+  std::atomic<bool> pending{false};              // mirrors !queue.empty() for spinning workers
+  std::atomic<int> runningSlices{0};             // mirrors running.size() for beginSpin
   std::atomic<int> spinners{0};
   int cores = 1;
-  int threads = 0;      // workers counted against the cap (a thread stuck in a built-in is not)
-  int idle = 0;         // workers looking for work, spinning or asleep
+  int threads = 0;  // workers counted against the cap (a thread stuck in a built-in is not)
+  int idle = 0;     // workers looking for work, spinning or asleep
   int maxThreads = 0;
   int warmThreads = 0;  // kept even when idle: one per core
   bool started = false;

@@ -9,8 +9,9 @@
 
 #include <cstdint>
 
-extern "C" __attribute__((visibility("hidden"))) int pthread_cond_clockwait(
-    pthread_cond_t* cond, pthread_mutex_t* mutex, clockid_t clock, const struct timespec* deadline) {
+extern "C" __attribute__((visibility("hidden"))) int pthread_cond_clockwait(pthread_cond_t* cond,
+                                                                            pthread_mutex_t* mutex, clockid_t clock,
+                                                                            const struct timespec* deadline) {
   if (clock == CLOCK_REALTIME) return pthread_cond_timedwait(cond, mutex, deadline);
   timespec now{}, realNow{};
   clock_gettime(clock, &now);

@@ -132,7 +132,8 @@ bool GuestEncoder::encodeObject(JSValueConst v, uint32_t depth) {
     return true;
   }
   if (depth >= limits_.maxDepth)
-    return fail(CodecStatus::TooLarge, "the value is nested deeper than " + std::to_string(limits_.maxDepth) + " levels");
+    return fail(CodecStatus::TooLarge,
+                "the value is nested deeper than " + std::to_string(limits_.maxDepth) + " levels");
   if (JS_IsProxy(v)) return opaque(OpaqueKind::Proxy, "");
   if (JS_IsFunction(ctx_, v)) {
     OwnedValue name = dataProperty(v, "name", false);
@@ -268,7 +269,8 @@ bool GuestEncoder::encodeView(JSValueConst v, TypedKind kind) {
     OwnedValue off(ctx_, JS_Call(ctx_, in_.dataViewByteOffset.get(), v, 0, nullptr));
     OwnedValue len(ctx_, JS_Call(ctx_, in_.dataViewByteLength.get(), v, 0, nullptr));
     int64_t o = 0, l = 0;
-    if (off.isException() || len.isException() || JS_ToInt64(ctx_, &o, off.get()) < 0 || JS_ToInt64(ctx_, &l, len.get()) < 0) {
+    if (off.isException() || len.isException() || JS_ToInt64(ctx_, &o, off.get()) < 0 ||
+        JS_ToInt64(ctx_, &l, len.get()) < 0) {
       buffer = OwnedValue(ctx_, JS_EXCEPTION);
     } else {
       offset = static_cast<size_t>(o);

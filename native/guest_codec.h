@@ -24,7 +24,7 @@ enum class CodecStatus {
 struct CodecError {
   CodecStatus status = CodecStatus::Ok;
   std::string message;
-  std::string path;  // where in the value, e.g. `.a[3]`
+  std::string path;        // where in the value, e.g. `.a[3]`
   bool overBytes = false;  // TooLarge because of the byte cap (not depth or node count)
 };
 

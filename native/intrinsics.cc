@@ -37,9 +37,8 @@ bool Intrinsics::load(JSContext* ctx) {
   dateGetTime = protoProp(ctx, dateCtor.get(), "getTime");
   regexpCtor = globalProp(ctx, "RegExp");
   regexpSource = protoGetter(ctx, regexpCtor.get(), "source");
-  bool ok = isFn(ctx, mapCtor) && isFn(ctx, mapSet) && isFn(ctx, mapForEach) && isFn(ctx, setCtor) &&
-            isFn(ctx, setAdd) && isFn(ctx, setForEach) && isFn(ctx, dateGetTime) && isFn(ctx, regexpCtor) &&
-            isFn(ctx, regexpSource);
+  bool ok = isFn(ctx, mapCtor) && isFn(ctx, mapSet) && isFn(ctx, mapForEach) && isFn(ctx, setCtor) && isFn(ctx, setAdd) &&
+            isFn(ctx, setForEach) && isFn(ctx, dateGetTime) && isFn(ctx, regexpCtor) && isFn(ctx, regexpSource);
   for (int i = 0; i < 8; i++) {
     regexpFlagGetters[i] = protoGetter(ctx, regexpCtor.get(), kFlagNames[i]);
     ok = ok && isFn(ctx, regexpFlagGetters[i]);
@@ -54,8 +53,9 @@ bool Intrinsics::load(JSContext* ctx) {
   OwnedValue uint8Array = globalProp(ctx, "Uint8Array");
   OwnedValue typedArray(ctx, JS_GetPrototype(ctx, uint8Array.get()));
   typedArrayLength = protoGetter(ctx, typedArray.get(), "length");
-  ok = ok && isFn(ctx, typedArrayLength) && isFn(ctx, bigintCtor) && isFn(ctx, bigintToString) && isFn(ctx, bigintAsIntN) && isFn(ctx, dataViewCtor) &&
-       isFn(ctx, dataViewBuffer) && isFn(ctx, dataViewByteOffset) && isFn(ctx, dataViewByteLength);
+  ok = ok && isFn(ctx, typedArrayLength) && isFn(ctx, bigintCtor) && isFn(ctx, bigintToString) &&
+       isFn(ctx, bigintAsIntN) && isFn(ctx, dataViewCtor) && isFn(ctx, dataViewBuffer) &&
+       isFn(ctx, dataViewByteOffset) && isFn(ctx, dataViewByteLength);
   for (int i = 0; i < static_cast<int>(ErrorCtor::Count); i++) {
     errorCtors[i] = globalProp(ctx, kErrorNames[i]);
     ok = ok && isFn(ctx, errorCtors[i]);
@@ -68,9 +68,11 @@ bool Intrinsics::load(JSContext* ctx) {
 }
 
 void Intrinsics::clear() {
-  OwnedValue* all[] = {&mapCtor, &mapSet, &mapForEach, &setCtor, &setAdd, &setForEach,
-                       &dateGetTime, &regexpCtor, &regexpSource, &bigintCtor, &bigintToString, &bigintAsIntN,
-                       &dataViewCtor, &dataViewBuffer, &dataViewByteOffset, &dataViewByteLength, &typedArrayLength, &errorStack};
+  OwnedValue* all[] = {&mapCtor,          &mapSet,         &mapForEach,         &setCtor,
+                       &setAdd,           &setForEach,     &dateGetTime,        &regexpCtor,
+                       &regexpSource,     &bigintCtor,     &bigintToString,     &bigintAsIntN,
+                       &dataViewCtor,     &dataViewBuffer, &dataViewByteOffset, &dataViewByteLength,
+                       &typedArrayLength, &errorStack};
   for (OwnedValue* v : all) v->reset();
   for (auto& v : regexpFlagGetters) v.reset();
   for (auto& v : errorCtors) v.reset();

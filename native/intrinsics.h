@@ -7,7 +7,16 @@
 
 namespace qjsn {
 
-enum class ErrorCtor : uint8_t { Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError, Count };
+enum class ErrorCtor : uint8_t {
+  Error,
+  TypeError,
+  RangeError,
+  SyntaxError,
+  ReferenceError,
+  EvalError,
+  URIError,
+  Count
+};
 
 struct Intrinsics {
   OwnedValue mapCtor, mapSet, mapForEach;
@@ -22,7 +31,7 @@ struct Intrinsics {
   OwnedValue errorStack;  // Error.prototype's `stack` getter: returns the trace stored at creation
   JSClassID objectClassId = 0;
 
-  static constexpr const char* kFlagNames[8] = {"hasIndices", "global",  "ignoreCase", "multiline",
+  static constexpr const char* kFlagNames[8] = {"hasIndices", "global",  "ignoreCase",  "multiline",
                                                 "dotAll",     "unicode", "unicodeSets", "sticky"};
   static constexpr char kFlagChars[8] = {'d', 'g', 'i', 'm', 's', 'u', 'v', 'y'};
   static constexpr const char* kErrorNames[static_cast<int>(ErrorCtor::Count)] = {

@@ -26,7 +26,10 @@ JSValue replaceNotRestored(JSContext* ctx, JSValueConst self, int argc, JSValueC
 class Reader : ValueBuilder {
  public:
   Reader(JSContext* ctx, const Intrinsics& in, const WireLimits& limits, const uint8_t* data, size_t size)
-      : ValueBuilder(ctx, in, limits), base_(data), size_(size), rd_(data, size),
+      : ValueBuilder(ctx, in, limits),
+        base_(data),
+        size_(size),
+        rd_(data, size),
         atomPrototype_(ctx, JS_NewAtom(ctx, "prototype")) {}
   ~Reader() override {
     for (auto& [raw, atom] : keyAtoms_) JS_FreeAtom(ctx_, atom);
@@ -83,7 +86,7 @@ class Reader : ValueBuilder {
   // objects_ (ValueBuilder): JS_NULL marks a function that did not re-create.
   // Path segments as wire bytes of a name, or "[index]" text (prefixed by a NUL byte).
   std::vector<std::string_view> path_;
-  std::deque<std::string> indexTexts_;  // a deque: growing it keeps earlier texts in place
+  std::deque<std::string> indexTexts_;                     // a deque: growing it keeps earlier texts in place
   std::unordered_map<std::string_view, JSAtom> keyAtoms_;  // counted atoms
   uint32_t nodes_ = 0;
   // Set by a value that could not be re-created or a placeholder, taken by the enclosing slot.
@@ -93,7 +96,7 @@ class Reader : ValueBuilder {
     bool reported;  // carried over from an earlier restore, which listed it
   };
   std::optional<PendingPlaceholder> placeholder_;
-  std::optional<std::pair<OwnedValue, OwnedValue>> accessor_;         // (getter, setter)
+  std::optional<std::pair<OwnedValue, OwnedValue>> accessor_;  // (getter, setter)
   SnapshotResult result_;
 };
 
@@ -344,7 +347,8 @@ JSValue Reader::value(uint32_t depth, bool slot) {
       OwnedValue setter(ctx_, value(depth + 1, false));
       if (setter.isException()) return JS_EXCEPTION;
       for (JSValueConst f : {getter.get(), setter.get()})
-        if (!JS_IsUndefined(f) && !JS_IsFunction(ctx_, f) && !failure_) return invalid("accessor that is not a function");
+        if (!JS_IsUndefined(f) && !JS_IsFunction(ctx_, f) && !failure_)
+          return invalid("accessor that is not a function");
       accessor_.emplace(std::move(getter), std::move(setter));
       return JS_UNDEFINED;
     }
@@ -436,9 +440,9 @@ SnapshotResult Reader::run() {
       ok = JS_DefinePropertyValue(ctx_, lexical.get(), atom, v, flags);
     } else {
       int flags = e.flags & (JS_PROP_CONFIGURABLE | JS_PROP_WRITABLE | JS_PROP_ENUMERABLE);
-      ok = JS_DefineProperty(ctx_, global.get(), atom, v, JS_UNDEFINED, JS_UNDEFINED,
-                             flags | JS_PROP_HAS_VALUE | JS_PROP_HAS_CONFIGURABLE | JS_PROP_HAS_WRITABLE |
-                                 JS_PROP_HAS_ENUMERABLE);
+      ok = JS_DefineProperty(
+          ctx_, global.get(), atom, v, JS_UNDEFINED, JS_UNDEFINED,
+          flags | JS_PROP_HAS_VALUE | JS_PROP_HAS_CONFIGURABLE | JS_PROP_HAS_WRITABLE | JS_PROP_HAS_ENUMERABLE);
       JS_FreeValue(ctx_, v);
     }
     if (ok < 0) {

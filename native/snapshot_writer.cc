@@ -67,7 +67,10 @@ enum class W { Ok, Unstorable, Fatal };
 class Writer {
  public:
   Writer(JSContext* ctx, const Intrinsics& in, const WireLimits& limits, WireWriter& out)
-      : ctx_(ctx), in_(in), limits_(limits), out_(out),
+      : ctx_(ctx),
+        in_(in),
+        limits_(limits),
+        out_(out),
         atomConstructor_(ctx, JS_NewAtom(ctx, "constructor")),
         atomPrototype_(ctx, JS_NewAtom(ctx, "prototype")),
         atomName_(ctx, JS_NewAtom(ctx, "name")) {
@@ -175,7 +178,8 @@ bool Writer::atomKey(JSAtom atom) {
   }
   size_t start = out_.size();
   if (writeAtomKey(ctx_, atom, out_) != Put::Ok) return false;
-  keys_.emplace(JS_DupAtom(ctx_, atom), std::string(reinterpret_cast<const char*>(out_.bytes().data() + start), out_.size() - start));
+  keys_.emplace(JS_DupAtom(ctx_, atom),
+                std::string(reinterpret_cast<const char*>(out_.bytes().data() + start), out_.size() - start));
   return true;
 }
 
@@ -274,7 +278,8 @@ W Writer::object(JSValueConst v, uint32_t depth) {
     return W::Ok;
   }
   if (depth >= limits_.maxDepth)
-    return fatal(SnapshotStatus::TooLarge, "the state is nested deeper than " + std::to_string(limits_.maxDepth) + " levels");
+    return fatal(SnapshotStatus::TooLarge,
+                 "the state is nested deeper than " + std::to_string(limits_.maxDepth) + " levels");
   if (JS_IsProxy(v)) return unstorable("Proxy");
   if (JS_IsFunction(ctx_, v)) return function(v, depth);
   if (JS_IsPromise(v)) return unstorable("Promise");

@@ -33,12 +33,18 @@ constexpr struct {
   JSTypedArrayEnum qjs;
   TypedKind wire;
 } kTypedKinds[] = {
-    {JS_TYPED_ARRAY_INT8, TypedKind::Int8},         {JS_TYPED_ARRAY_UINT8, TypedKind::Uint8},
-    {JS_TYPED_ARRAY_UINT8C, TypedKind::Uint8Clamped}, {JS_TYPED_ARRAY_INT16, TypedKind::Int16},
-    {JS_TYPED_ARRAY_UINT16, TypedKind::Uint16},     {JS_TYPED_ARRAY_INT32, TypedKind::Int32},
-    {JS_TYPED_ARRAY_UINT32, TypedKind::Uint32},     {JS_TYPED_ARRAY_FLOAT32, TypedKind::Float32},
-    {JS_TYPED_ARRAY_FLOAT64, TypedKind::Float64},   {JS_TYPED_ARRAY_BIG_INT64, TypedKind::BigInt64},
-    {JS_TYPED_ARRAY_BIG_UINT64, TypedKind::BigUint64}, {JS_TYPED_ARRAY_FLOAT16, TypedKind::Float16},
+    {JS_TYPED_ARRAY_INT8, TypedKind::Int8},
+    {JS_TYPED_ARRAY_UINT8, TypedKind::Uint8},
+    {JS_TYPED_ARRAY_UINT8C, TypedKind::Uint8Clamped},
+    {JS_TYPED_ARRAY_INT16, TypedKind::Int16},
+    {JS_TYPED_ARRAY_UINT16, TypedKind::Uint16},
+    {JS_TYPED_ARRAY_INT32, TypedKind::Int32},
+    {JS_TYPED_ARRAY_UINT32, TypedKind::Uint32},
+    {JS_TYPED_ARRAY_FLOAT32, TypedKind::Float32},
+    {JS_TYPED_ARRAY_FLOAT64, TypedKind::Float64},
+    {JS_TYPED_ARRAY_BIG_INT64, TypedKind::BigInt64},
+    {JS_TYPED_ARRAY_BIG_UINT64, TypedKind::BigUint64},
+    {JS_TYPED_ARRAY_FLOAT16, TypedKind::Float16},
 };
 
 // Parses an array index ("0".."4294967294") from a key's UTF-16 text.
@@ -73,8 +79,14 @@ bool writeScalar(JSValueConst v, WireWriter& out) {
     case JS_TAG_UNDEFINED: out.tag(Tag::Undefined); return true;
     case JS_TAG_NULL: out.tag(Tag::Null); return true;
     case JS_TAG_BOOL: out.tag(JS_VALUE_GET_BOOL(v) ? Tag::True : Tag::False); return true;
-    case JS_TAG_INT: out.tag(Tag::Int32); out.i32(JS_VALUE_GET_INT(v)); return true;
-    case JS_TAG_FLOAT64: out.tag(Tag::Float64); out.f64(JS_VALUE_GET_FLOAT64(v)); return true;
+    case JS_TAG_INT:
+      out.tag(Tag::Int32);
+      out.i32(JS_VALUE_GET_INT(v));
+      return true;
+    case JS_TAG_FLOAT64:
+      out.tag(Tag::Float64);
+      out.f64(JS_VALUE_GET_FLOAT64(v));
+      return true;
     default: return false;
   }
 }

@@ -106,8 +106,7 @@ Walk walkCollectionWith(JSContext* ctx, const Intrinsics& in, JSValueConst coll,
 // Writes a Map or Set: tag and count, then whatever `entry(value, key)` writes for each entry (a
 // Set passes each value as its own key), walked with the captured built-in forEach.
 template <class Entry>
-Walk walkCollection(JSContext* ctx, const Intrinsics& in, JSValueConst coll, bool isMap, WireWriter& out,
-                    Entry&& entry) {
+Walk walkCollection(JSContext* ctx, const Intrinsics& in, JSValueConst coll, bool isMap, WireWriter& out, Entry&& entry) {
   using E = std::remove_reference_t<Entry>;
   EntryFn call = [](void* data, JSValueConst value, JSValueConst key) { return (*static_cast<E*>(data))(value, key); };
   return walkCollectionWith(ctx, in, coll, isMap, out, call, &entry);
