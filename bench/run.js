@@ -32,36 +32,46 @@ const say = (text) => process.stderr.write(`${text}\n`);
 const started = Date.now();
 const elapsed = () => `${((Date.now() - started) / 1000).toFixed(0)}s`;
 
-/** Runs one child; resolves to its JSON output, or to a failure record with stderr's tail. */
-function runChild(engine, mode) {
-  const out = `${work}/${engine}-${mode.replace(":", "-")}.json`;
-  const timeoutMs = (quick ? 120 : 900) * 1000;
+/**
+ * Runs `node <nodeArgs>` with its stderr passed through (stdout too, unless `captureStdout`) and a
+ * kill after `timeoutMs`. Resolves to its exit code, captured stdout, and `failure(tail)`: a line
+ * saying how it ended plus the last lines of `tail` (default: its stderr).
+ */
+function runNode(nodeArgs, timeoutMs, { captureStdout = false } = {}) {
   return new Promise((resolve) => {
-    const child = spawn(
-      process.execPath,
-      ["--expose-gc", `${bench}lib/child.js`, engine, mode, out, ...(quick ? ["--quick"] : [])],
-      { stdio: ["ignore", "inherit", "pipe"] },
-    );
-    let tail = "";
+    const child = spawn(process.execPath, nodeArgs, { stdio: ["ignore", captureStdout ? "pipe" : "inherit", "pipe"] });
+    let stdout = "";
+    let stderrTail = "";
+    child.stdout?.on("data", (d) => {
+      stdout += d;
+    });
     child.stderr.on("data", (d) => {
       process.stderr.write(d);
-      tail = (tail + d).slice(-2000);
+      stderrTail = (stderrTail + d).slice(-2000);
     });
     const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
     child.on("close", (code, signal) => {
       clearTimeout(timer);
-      try {
-        const parsed = JSON.parse(readFileSync(out, "utf8"));
-        if (!parsed.crashed) return resolve(parsed);
-        tail = parsed.crashed;
-      } catch {
-        // No output file: the child died before writing one; report how.
-      }
       const how = signal === "SIGKILL" ? `timed out after ${timeoutMs / 1000} s` : `exited with ${code ?? signal}`;
-      const last = tail.trim().split("\n").filter((l) => l.trim()).slice(-3).join(" | ").slice(0, 400);
-      resolve({ engine, crashed: `${mode} process ${how}: ${last}` });
+      const failure = (tail = stderrTail) => `${how}: ${tail.trim().split("\n").filter((l) => l.trim()).slice(-3).join(" | ").slice(0, 400)}`;
+      resolve({ code, stdout, failure });
     });
   });
+}
+
+/** Runs one child; resolves to its JSON output, or to a failure record with stderr's tail. */
+async function runChild(engine, mode) {
+  const out = `${work}/${engine}-${mode.replace(":", "-")}.json`;
+  const ended = await runNode(["--expose-gc", `${bench}lib/child.js`, engine, mode, out, ...(quick ? ["--quick"] : [])], (quick ? 120 : 900) * 1000);
+  let tail;
+  try {
+    const parsed = JSON.parse(readFileSync(out, "utf8"));
+    if (!parsed.crashed) return parsed;
+    tail = parsed.crashed;
+  } catch {
+    // No output file: the child died before writing one; report how.
+  }
+  return { engine, crashed: `${mode} process ${ended.failure(tail)}` };
 }
 
 async function runEngine(engine, index) {
@@ -93,28 +103,12 @@ const THREAD_STORAGE = "thread-storage";
  * The "thread storage" case: bench/thread-storage.js in a child of its own, its Markdown kept for
  * the report. Three restore processes per state (one in a quick run) keep it under half a minute.
  */
-function runThreadStorage() {
+async function runThreadStorage() {
   say(`\n[thread storage] quickjs-native (${elapsed()})`);
   const layouts = ["sqlite", ...(process.env.QJSN_POSTGRES_URL ? ["postgres"] : [])];
-  const timeoutMs = (quick ? 120 : 300) * 1000;
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [`${bench}thread-storage.js`, "--embedded", `--runs=${quick ? 1 : 3}`, `--layouts=${layouts.join(",")}`], { stdio: ["ignore", "pipe", "pipe"] });
-    let markdown = "";
-    let tail = "";
-    child.stdout.on("data", (d) => (markdown += d));
-    child.stderr.on("data", (d) => {
-      process.stderr.write(d);
-      tail = (tail + d).slice(-2000);
-    });
-    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-    child.on("close", (code, signal) => {
-      clearTimeout(timer);
-      if (code === 0) return resolve({ markdown: markdown.trim() });
-      const how = signal === "SIGKILL" ? `timed out after ${timeoutMs / 1000} s` : `exited with ${code ?? signal}`;
-      const last = tail.trim().split("\n").filter((l) => l.trim()).slice(-3).join(" | ").slice(0, 400);
-      resolve({ failed: `${how}: ${last}` });
-    });
-  });
+  const args = [`${bench}thread-storage.js`, "--embedded", `--runs=${quick ? 1 : 3}`, `--layouts=${layouts.join(",")}`];
+  const ended = await runNode(args, (quick ? 120 : 300) * 1000, { captureStdout: true });
+  return ended.code === 0 ? { markdown: ended.stdout.trim() } : { failed: ended.failure() };
 }
 
 async function runFloor() {
