@@ -170,7 +170,6 @@ bool Executor::beginSpin(bool inSlice) {
   // Threads that would want a core while this one spins: the Node main thread, the spinners and
   // the running slices (this one's own slice is the spinner itself).
   int others = st->runningSlices.load(std::memory_order_relaxed) - (inSlice ? 1 : 0);
-  if (1 + others + 1 > st->cores) return false;
   int spinning = st->spinners.load(std::memory_order_relaxed);
   while (true) {
     if (1 + others + spinning + 1 > st->cores) return false;
