@@ -112,24 +112,17 @@ export class Sandbox implements Disposable {
    * non-configurable and the function is frozen, so every later eval sees what the host installed.
    * Like other host functions, it is left out of snapshots: install it again after a restore.
    *
-   * The install runs on an executor thread (it calls `Object.freeze` and `Object.defineProperty`,
-   * which the guest may have replaced), queued like an eval: evals started after this call see the
-   * function. Resolves to false, installing nothing, when the guest already holds a global `name` it
-   * cannot lose (a top-level `var name`, say): that guest keeps its own. Throws `INVALID_ARGUMENT`
-   * for a name that is not an identifier, `BUSY` while an eval is queued or running, `DISPOSED`.
+   * Returns false, installing nothing, when the guest already holds a global `name` it cannot lose
+   * (a top-level `var name`, say): that guest keeps its own. Throws `INVALID_ARGUMENT` for a name
+   * that is not an identifier, `BUSY` while an eval is queued or running, `DISPOSED`.
    */
-  defineFrozenAsyncFunction(name: string, fn: AsyncHostFunction): Promise<boolean> {
+  defineFrozenAsyncFunction(name: string, fn: AsyncHostFunction): boolean {
     checkFunctionName(name, fn);
     if (this.#asyncEvals > 0 || this.#host.reentered()) throw new SandboxError("BUSY", "cannot install a frozen function while an eval runs");
     // The host function is reachable only until the frozen wrapper has captured it.
     const hidden = this.#host.hiddenName();
     this.#host.define(this.#live(), hidden, fn, true);
-    return this.#installFrozen(frozenInstallCode(hidden, name), name);
-  }
-
-  // Queues the install at once (the caller's next eval runs after it), then reads its outcome.
-  async #installFrozen(code: string, name: string): Promise<boolean> {
-    const report = await this.run(code, { filename: "<host>", timeoutMs: HOST_STEP_BUDGET_MS });
+    const report = this.runSync(frozenInstallCode(hidden, name), { filename: "<host>", timeoutMs: HOST_STEP_BUDGET_MS });
     if (report.ok) {
       this.#frozenNames.add(name);
       return true;

@@ -462,18 +462,14 @@ export class TaskDispatcher {
     // Guest code must not replace or wrap `task` for later evals: a frozen, non-configurable global.
     // A global the guest already made non-configurable (`var task` before subagents were offered)
     // wins, and that guest keeps its own `task`.
-    // The install is queued ahead of the eval about to run; BUSY or DISPOSED (thrown or rejected):
-    // that eval reports it itself.
     try {
-      sandbox
-        .defineFrozenAsyncFunction(TASK_GLOBAL, (args: unknown[], { signal }: HostCallContext) => {
-          const scope = this.#active.get(session);
-          if (scope === undefined) throw new Error("task() is not available in this eval");
-          return scope.dispatch(args, signal);
-        })
-        .catch(() => {});
+      sandbox.defineFrozenAsyncFunction(TASK_GLOBAL, (args: unknown[], { signal }: HostCallContext) => {
+        const scope = this.#active.get(session);
+        if (scope === undefined) throw new Error("task() is not available in this eval");
+        return scope.dispatch(args, signal);
+      });
     } catch {
-      // as above
+      // BUSY or DISPOSED: the eval about to run in this sandbox reports that itself.
     }
     this.#installed.add(sandbox);
   }

@@ -190,15 +190,14 @@ describe("installing task()", () => {
     );
   });
 
-  it("leaves a guest's own non-configurable `task` in place instead of failing the eval", async () => {
+  it("leaves a guest's own non-configurable `task` in place instead of failing the eval", () => {
     using sandbox = new Sandbox();
     sandbox.evalSync("var task = 'mine'");
     const dispatcher = new TaskDispatcher({ subagents: true, subagentTimeoutMs: 1000 });
     const session = {};
     dispatcher.observe([taskTool], session);
     expect(() => dispatcher.begin(session, sandbox, {}, 5000, activity)).not.toThrow();
-    // The install is queued ahead of later evals: read after it.
-    expect(await sandbox.eval("task")).toBe("mine");
+    expect(sandbox.evalSync("task")).toBe("mine");
   });
 
   it("is not installed when subagents is false or the agent has no task tool", () => {
