@@ -7,7 +7,7 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
-import { failedParse, lineMapOf, transformCode, type TransformResult } from "./transform.js";
+import { failedParse, lineMapOf, type TransformResult, transformCodeLazily } from "./transform-javascript.js";
 import type { TransformReply, TransformRequest } from "./transform-worker.js";
 
 /** Code up to this many characters is transformed inline (well under a millisecond of parsing). */
@@ -68,13 +68,13 @@ function ensureWorker(): Worker {
 }
 
 /**
- * Transforms one eval's source (see {@link transformCode}) without blocking the main thread for
+ * Transforms one eval's source (see {@link transformCodeLazily}) without blocking the main thread for
  * long: inline up to {@link INLINE_TRANSFORM_CHARS}, else on the worker. A transform that takes
  * longer than `timeoutMs` is stopped (the worker is replaced) and the code fails with a
  * `SyntaxError` saying so. Never rejects.
  */
 export function transformOffThread(source: string, timeoutMs: number): Promise<TransformResult> {
-  if (source.length <= INLINE_TRANSFORM_CHARS || !workerAvailable) return Promise.resolve(transformCode(source));
+  if (source.length <= INLINE_TRANSFORM_CHARS || !workerAvailable) return transformCodeLazily(source);
   return new Promise((resolve) => {
     const id = nextId++;
     const target = ensureWorker();

@@ -3,7 +3,7 @@
  * parsing and type stripping of large code never run on the Node main thread.
  */
 import { parentPort } from "node:worker_threads";
-import { transformCode } from "./transform.js";
+import { type TransformResult, transformCodeLazily } from "./transform-javascript.js";
 
 /** A request: the source of one eval. */
 export interface TransformRequest {
@@ -14,14 +14,14 @@ export interface TransformRequest {
 /** The reply: the transform result (its `lineMap` function stays behind; `lineTable` carries it). */
 export interface TransformReply {
   id: number;
-  result?: Omit<ReturnType<typeof transformCode>, "lineMap">;
+  result?: Omit<TransformResult, "lineMap">;
   error?: string;
 }
 
-parentPort?.on("message", ({ id, source }: TransformRequest) => {
+parentPort?.on("message", async ({ id, source }: TransformRequest) => {
   let reply: TransformReply;
   try {
-    const { lineMap: _lineMap, ...result } = transformCode(source);
+    const { lineMap: _lineMap, ...result } = await transformCodeLazily(source);
     reply = { id, result };
   } catch (error) {
     reply = { id, error: error instanceof Error ? error.message : String(error) };

@@ -2,6 +2,7 @@
  * Large model code is parsed on a worker thread, never on the shared main thread. The worker runs
  * the compiled module, so this suite uses dist/ (`npm run build:ts`; `npm test` does it first).
  */
+import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -38,5 +39,23 @@ describe("transformOffThread", () => {
     const next = await transformOffThread(`${lines(1000, (i) => `var n${i} = ${i};`)}\nn999`, 30_000);
     expect(next.syntaxError).toBeUndefined();
     expect(next.language).toBe("javascript");
+  });
+});
+
+describe("transformCodeLazily", () => {
+  it("transforms JavaScript without loading typescript, and loads it for TypeScript", () => {
+    // A fresh process: vitest itself may have loaded typescript into this one.
+    const script = `
+      import { createRequire } from "node:module";
+      const cache = createRequire(import.meta.url).cache;
+      const typescriptLoaded = () => Object.keys(cache).some((path) => path.includes("/node_modules/typescript/"));
+      const { transformCodeLazily } = await import(${JSON.stringify(`${dist}transform-javascript.js`)});
+      const js = await transformCodeLazily("const a = 1\\na");
+      const afterJs = typescriptLoaded();
+      const ts = await transformCodeLazily("const a: number = 1\\na");
+      console.log(JSON.stringify([js.language, afterJs, ts.language, ts.stripping, typescriptLoaded()]));
+    `;
+    const printed = execFileSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8" });
+    expect(JSON.parse(printed)).toEqual(["javascript", false, "typescript", "erased", true]);
   });
 });

@@ -204,7 +204,7 @@ describe("transformCode: TypeScript annotations are erased in place", () => {
     expect(result.code.split("\n").map((line) => line.length)).toEqual(source.split("\n").map((line) => line.length));
   });
 
-  it.each(["enum E { A }", "namespace N { export const x = 1 }", "class P { constructor(public x: number) {} }", "const n = <number>(1 as unknown)", "function f(this: Window, a: number) { return a }"])(
+  it.each(["enum E { A }", "namespace N { export const x = 1 }", "class P { constructor(public x: number) {} }", "const n = <number>(1 as unknown)"])(
     "transpiles what is not pure annotation: %s",
     (source) => {
       expect(transformCode(source).stripping).toBe("transpiled");
@@ -226,6 +226,7 @@ describe("transformCode: TypeScript annotations are erased in place", () => {
     "class G { get size(): number { return 7 } set size(v: number) {} }\nnew G().size",
     "let maybe: string | null = 'abc'\nmaybe!.length",
     "const m = new Map<string, Array<number>>([['a', [1, 2]]])\nm.get('a')!.length",
+    "function f(this: unknown, a: number) { return a }\nf(6)",
   ])("erasing and transpiling agree on %j", async (source) => {
     expect(transformCode(source).stripping).toBe("erased");
     const erased = await (await session()).run(source);
@@ -251,10 +252,23 @@ describe("transformCode: TypeScript annotations are erased in place", () => {
     expect(await (await session()).run(source)).toEqual([1, 2, 3]);
   });
 
-  it("falls back to transpiling when erasing would break a line before =>", async () => {
+  it("erases a return type that breaks the line before => by moving the `)`, keeping every line", async () => {
     const source = "const f = (a: number): {\n  v: number\n} => ({ v: a })\nf(2).v";
-    expect(transformCode(source).stripping).toBe("transpiled");
+    const result = transformCode(source);
+    expect(result.stripping).toBe("erased");
+    expect(result.code.split("\n")).toHaveLength(4);
     expect(await (await session()).run(source)).toBe(2);
+  });
+
+  it("keeps the grouping of `a + b as T / c` (erasing `as T` alone would give `a + b / c`)", async () => {
+    const source = "const half = 1 + 1 as number / 2\nhalf";
+    expect(transformCode(source).stripping).toBe("transpiled");
+    expect(await (await session()).run(source)).toBe(1);
+  });
+
+  it("gives a SyntaxError result for TypeScript nested too deeply to parse, not a host RangeError", () => {
+    const result = transformCode(`const a: number = ${"[".repeat(40_000)}${"]".repeat(40_000)}`);
+    expect(result.syntaxError?.message).toMatch(/nested too deeply/);
   });
 });
 
@@ -277,6 +291,24 @@ describe("transformCode: error line numbers refer to the model's code", () => {
     expect(result.language).toBe("typescript");
     expect(result.lineMap).toBeDefined();
     expect(errorLine(source)).toBe(7);
+  });
+
+  it("maps a line of a transpiled constructor past the lines its parameter properties add", () => {
+    const source = "class P {\n  constructor(private x: number, public y: number) {\n    if (x > 0) throw new Error('positive')\n  }\n}\nnew P(1, 2)";
+    const result = transformCode(source);
+    expect(result.stripping).toBe("transpiled");
+    // The emitted field declarations and `this.x = x` lines push the throw down...
+    expect(result.code.split("\n").findIndex((line) => line.includes("throw")) + 1).toBeGreaterThan(3);
+    // ...and the source map brings it back to the model's line 3.
+    expect(errorLine(source)).toBe(3);
+  });
+
+  it("keeps erased TypeScript lines as written, a multi-line arrow return type included", () => {
+    const source = "const f = (a: number): {\n  v: number\n} => {\n  throw new Error('boom')\n}\nf(1)";
+    const result = transformCode(source);
+    expect(result.stripping).toBe("erased");
+    expect(result.lineMap).toBeUndefined();
+    expect(errorLine(source)).toBe(4);
   });
 });
 
