@@ -10,8 +10,8 @@
  *   mapped back through its source map ({@link TransformResult.lineMap}).
  * - **Declaration persistence**, in `transform-javascript.ts`, on the resulting JavaScript.
  *
- * This module loads `typescript` when imported; {@link transformCodeLazily} loads it only for code
- * that is not JavaScript.
+ * This module loads `typescript` when imported; `transformCodeLazily` (`transform-javascript.ts`)
+ * imports it only for code that is not JavaScript.
  */
 import { decode, type SourceMapSegment } from "@jridgewell/sourcemap-codec";
 import { blankSourceFile } from "ts-blank-space";
