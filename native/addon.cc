@@ -254,6 +254,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
                            InstanceMethod("settle", &SandboxHandle::Settle),
                            InstanceMethod("answerSync", &SandboxHandle::AnswerSync),
                            InstanceMethod("defineFunction", &SandboxHandle::DefineFunction),
+                           InstanceMethod("defineFrozenFunction", &SandboxHandle::DefineFrozenFunction),
                            InstanceMethod("setGlobal", &SandboxHandle::SetGlobal),
                            InstanceMethod("getGlobal", &SandboxHandle::GetGlobal),
                            InstanceMethod("globalNames", &SandboxHandle::GlobalNames),
@@ -643,6 +644,18 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     if (engine_->busy()) return Napi::String::New(env, "BUSY");
     return Napi::String::New(env, engine_->defineFunction(info[0].ToString().Utf8Value(),
                                                           info[1].ToNumber().Uint32Value(), info[2].ToBoolean().Value()));
+  }
+
+  // defineFrozenFunction(name, fnId) -> true (installed), false (the guest keeps its own) or error text
+  Napi::Value DefineFrozenFunction(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!alive(info) || info.Length() < 2) return env.Undefined();
+    if (engine_->busy()) return Napi::String::New(env, "BUSY");
+    bool installed = false;
+    std::string error = engine_->defineFrozenFunction(info[0].ToString().Utf8Value(), info[1].ToNumber().Uint32Value(),
+                                                      &installed);
+    if (!error.empty()) return Napi::String::New(env, error);
+    return Napi::Boolean::New(env, installed);
   }
 
   // setGlobal(name, bytes) -> error text

@@ -140,6 +140,10 @@ class Engine : public std::enable_shared_from_this<Engine> {
   EvalOutcome evalSync(const EvalRequest& request);
   // Defines a host function at a dotted path ("tools.search"). Returns an error text or "".
   std::string defineFunction(const std::string& path, uint32_t fnId, bool async);
+  // Installs the async host function `fnId` as a frozen, read-only, non-configurable global `name`
+  // through the C API (native/frozen_global.cc). `installed` is false when the guest holds a
+  // global `name` it cannot lose. Returns an error text or "".
+  std::string defineFrozenFunction(const std::string& name, uint32_t fnId, bool* installed);
   std::string setGlobal(const std::string& name, const uint8_t* data, size_t size);
   // Fills `out` with wire bytes of the global's own data property; returns an error text or "".
   std::string getGlobal(const std::string& name, std::vector<uint8_t>* out, EvalStatus* status);

@@ -39,21 +39,6 @@ function hostErrorOf(err: unknown): [string, string] {
   }
 }
 
-/**
- * Guest code that moves the host function at `hidden` into a frozen, read-only, non-configurable
- * global function `name(request)`, leaving nothing at `hidden`. Throws (in the guest) when the guest
- * holds a global `name` it cannot lose.
- */
-export function frozenInstallCode(hidden: string, name: string): string {
-  return `(() => {
-          const host = globalThis.${hidden};
-          delete globalThis.${hidden};
-          const frozen = function ${name}(request) { return host(request); };
-          Object.freeze(frozen);
-          Object.defineProperty(globalThis, ${JSON.stringify(name)}, { value: frozen, writable: false, enumerable: false, configurable: false });
-        })();`;
-}
-
 /** Guest code that deletes the global at a validated dotted `path`; its completion value is `delete`'s. */
 export function removeCode(path: string): string {
   const segments = path.split(".");
@@ -146,9 +131,20 @@ export class HostCalls {
     this.#functions.push({ name, fn, async });
   }
 
-  /** A name no registered function has yet, for a host function only host-installed code reads. */
-  hiddenName(): string {
-    return `__quickjsNativeHost${this.#functions.length}`;
+  /**
+   * Installs `fn` as the frozen, read-only, non-configurable global function `name` and registers
+   * it for dispatch; false (nothing registered) when the guest holds a global `name` it cannot lose.
+   * The addon builds and defines it through the C API: no guest code runs. Throws `BUSY` during an
+   * eval, `STACK_OVERFLOW` on a thread with too little stack, `OUT_OF_MEMORY`.
+   */
+  defineFrozen(handle: NativeHandle, name: string, fn: AsyncHostFunction): boolean {
+    const result = handle.defineFrozenFunction(name, this.#functions.length);
+    if (typeof result === "string") {
+      throwIfRefused(result, "install a frozen function");
+      throw new SandboxError("OUT_OF_MEMORY", `cannot install '${name}': ${result}`);
+    }
+    if (result) this.#functions.push({ name, fn, async: true });
+    return result;
   }
 
   /** Global names the host's functions live under (their first path segments). */

@@ -62,6 +62,8 @@ export interface NativeHandle {
   /** Answers the sync host call the dispatcher left unanswered, as the dispatcher would have. */
   answerSync(callId: number, result: number | Buffer | [string, string]): void;
   defineFunction(path: string, fnId: number, async: boolean): string;
+  /** true: installed; false: the guest keeps its own global `name`; a string: why nothing was installed. */
+  defineFrozenFunction(name: string, fnId: number): boolean | string;
   setGlobal(name: string, bytes: Buffer): string;
   getGlobal(name: string): [status: number, result: Buffer | string | undefined];
   /** Up to `limit` own string-keyed property names of the global object, or "BUSY". */

@@ -5,7 +5,7 @@
  */
 import { DecodeQueue } from "./decode-queue.js";
 import { SandboxError } from "./errors.js";
-import { frozenInstallCode, HostCalls, removeCode } from "./host-calls.js";
+import { HostCalls, removeCode } from "./host-calls.js";
 import { encodeValue } from "./marshal.js";
 import { SANDBOX_LIMITS } from "./options.js";
 import { native, NativeStatus, NativeStop, type NativeHandle, type NativeOutcome } from "./native.js";
@@ -14,7 +14,7 @@ import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, res
 import type { AsyncHostFunction, EvalOptions, EvalReport, HostFunction, MemoryUsage, SandboxOptions } from "./types.js";
 import { checkFunctionName, checkGlobalName, checkInteger, evalClockMs, invalid, validateEvalOptions, validateOptions, validatePath } from "./validate.js";
 
-/** Execution budget of the sandbox's own short guest steps (installing or removing a global). */
+/** Execution budget of the sandbox's own short guest steps (removing a global). */
 const HOST_STEP_BUDGET_MS = 100;
 
 /**
@@ -31,7 +31,6 @@ export class Sandbox implements Disposable {
   #handle: NativeHandle | undefined;
   readonly #host: HostCalls;
   readonly #decodes = new DecodeQueue(); // what the guest sends, decoded in order and in slices
-  readonly #frozenNames = new Set<string>(); // globals of defineFrozenAsyncFunction
   #queue: Promise<void> = Promise.resolve();
   #evalSeq = 0;
   #asyncEvals = 0; // queued or running eval()/run() calls
@@ -111,6 +110,8 @@ export class Sandbox implements Disposable {
    * {@link Sandbox.defineAsyncFunction} function does. The global is read-only, non-enumerable and
    * non-configurable and the function is frozen, so every later eval sees what the host installed.
    * Like other host functions, it is left out of snapshots: install it again after a restore.
+   * The addon builds and defines it natively, at once: no guest code runs (a guest that replaced
+   * `Object.freeze` or `Object.defineProperty` is not called), and the next eval sees it.
    *
    * Returns false, installing nothing, when the guest already holds a global `name` it cannot lose
    * (a top-level `var name`, say): that guest keeps its own. Throws `INVALID_ARGUMENT` for a name
@@ -119,16 +120,7 @@ export class Sandbox implements Disposable {
   defineFrozenAsyncFunction(name: string, fn: AsyncHostFunction): boolean {
     checkFunctionName(name, fn);
     if (this.#asyncEvals > 0 || this.#host.reentered()) throw new SandboxError("BUSY", "cannot install a frozen function while an eval runs");
-    // The host function is reachable only until the frozen wrapper has captured it.
-    const hidden = this.#host.hiddenName();
-    this.#host.define(this.#live(), hidden, fn, true);
-    const report = this.runSync(frozenInstallCode(hidden, name), { filename: "<host>", timeoutMs: HOST_STEP_BUDGET_MS });
-    if (report.ok) {
-      this.#frozenNames.add(name);
-      return true;
-    }
-    if (report.error.code === "GUEST_ERROR") return false;
-    throw report.error;
+    return this.#host.defineFrozen(this.#live(), name, fn);
   }
 
   /**
@@ -319,7 +311,7 @@ export class Sandbox implements Disposable {
 
   // Global names the host owns (its functions' roots): snapshots leave them out.
   #hostRoots(): string[] {
-    return [...new Set([...this.#host.roots(), ...this.#frozenNames])];
+    return this.#host.roots();
   }
 
   /**
