@@ -314,14 +314,31 @@ const CHUNK_BYTES = 256 * 1024;
  * `Object.keys`) walks all of them, even to show the first few: the decoder keeps their keys.
  */
 const MANY_KEYS = 1024;
-const keysOfLargeObjects = new WeakMap<object, readonly string[]>();
+const keysOfLargeObjects = new WeakMap<object, KeysAtDecode>();
+
+/** What the decoder recorded of an object with many keys. */
+export interface KeysAtDecode {
+  /** Its own keys, in order: all of them, or the first ones of a copy made for display. */
+  readonly keys: readonly string[];
+  /** How many keys the guest's object had. */
+  readonly count: number;
+}
 
 /**
- * The own keys, in order, of an object with many keys as the decoder made it (undefined for any
- * other object): for a renderer that shows the first few without listing every key again.
+ * The keys of an object with many keys as the decoder made it (undefined for any other object):
+ * for a renderer that shows the first few without listing every key again.
  */
-export function keysAtDecode(object: object): readonly string[] | undefined {
+export function keysAtDecode(object: object): KeysAtDecode | undefined {
   return keysOfLargeObjects.get(object);
+}
+
+/**
+ * Keys a copy made for display keeps per object with many keys: `renderValue(value, maxChars)`
+ * charges at least 4 characters per key shown (its `: ` and the smallest value), so it never shows
+ * more, and the one after them makes it print `... N more keys`.
+ */
+export function keysShownWithin(maxChars: number): number {
+  return Math.floor(Math.max(0, maxChars) / 4) + 2;
 }
 
 function malformed(what = "value"): SandboxError {
@@ -352,7 +369,7 @@ type PartsTag = Tag.BigIntHex | Tag.RegExp | Tag.Error | Tag.Opaque;
 /** A value being decoded, on the decoder's stack: a container being filled, or a value waiting for its parts. */
 type OpenValue =
   | { kind: Open.Array; array: unknown[]; length: number; left: number; index: number }
-  | { kind: Open.Object; object: Record<string, unknown>; left: number; key: string | undefined; keys: string[] | undefined }
+  | { kind: Open.Object; object: Record<string, unknown>; left: number; count: number; key: string | undefined; keys: string[] | undefined }
   | { kind: Open.Map; map: Map<unknown, unknown>; left: number; key: unknown; haveKey: boolean }
   | { kind: Open.Set; set: Set<unknown>; left: number }
   | { kind: Open.View; viewKind: number; slot: number }
@@ -375,19 +392,26 @@ export interface ResumableDecode<T> {
  * budget and can be called again later, so a large value never holds the thread in one go.
  * Unfinished values wait on an explicit stack: nesting costs no host stack. The value is the same
  * whatever the budgets: shared references and cycles kept, own `__proto__` keys kept as data.
+ *
+ * With `displayChars`, the copy is for `renderValue(value, displayChars)` only: an object with
+ * many keys keeps just the first {@link keysShownWithin} of them (the rest are read, counted and
+ * dropped), so a result of 300,000 keys never becomes a host object of that size, one V8 grows
+ * by copying its whole table at once. It renders to the same text as the exact copy.
  */
 export class ValueDecoder implements ResumableDecode<unknown> {
   private buf: Buffer;
   private pos = 0;
   private readonly objects: unknown[] = []; // by the number the encoder gave them (back references)
   private readonly open: OpenValue[] = [];
+  private readonly keysKept: number; // per object with many keys
   private done = false;
   private result: unknown;
   /** Work done so far (see {@link BYTES_PER_WORK_UNIT} for the units). */
   work = 0;
 
-  constructor(bytes: Buffer) {
+  constructor(bytes: Buffer, displayChars?: number) {
     this.buf = bytes;
+    this.keysKept = displayChars === undefined ? Infinity : keysShownWithin(displayChars);
   }
 
   get value(): unknown {
@@ -458,10 +482,12 @@ export class ValueDecoder implements ResumableDecode<unknown> {
       case Open.Object:
         if (top.left === 0) {
           this.open.pop();
-          if (top.keys) keysOfLargeObjects.set(top.object, top.keys);
+          if (top.keys) keysOfLargeObjects.set(top.object, { keys: top.keys, count: top.count });
           return this.produce(top.object);
         }
-        return this.begin(top.key === undefined); // a key, then its value
+        // A key, then its value; a key a copy for display drops is skipped, never made a string.
+        if (top.key === undefined && top.keys !== undefined && top.keys.length >= this.keysKept) return this.skipKey(top);
+        return this.begin(top.key === undefined);
       case Open.Map:
       case Open.Set:
         if (top.left === 0) {
@@ -492,6 +518,18 @@ export class ValueDecoder implements ResumableDecode<unknown> {
       default:
         return this.begin(false); // the root, or a view's buffer
     }
+  }
+
+  // Steps over the next key of `object` (its value is still decoded: later references may need it).
+  private skipKey(object: { key: string | undefined }): void {
+    this.work++;
+    const tag = this.u8();
+    const n = this.u32();
+    if (tag !== Tag.Latin1 && tag !== Tag.String) throw malformed("string");
+    const bytes = tag === Tag.Latin1 ? n : n * 2;
+    this.need(bytes);
+    this.pos += bytes;
+    object.key = ""; // dropped by produce, which attaches no more keys to this object
   }
 
   // Reads one value (a string when `string`): a scalar is produced at once, anything else opened.
@@ -537,7 +575,7 @@ export class ValueDecoder implements ResumableDecode<unknown> {
         const left = this.u32();
         const object: Record<string, unknown> = nullProto ? Object.create(null) : {};
         this.objects.push(object);
-        this.open.push({ kind: Open.Object, object, left, key: undefined, keys: left >= MANY_KEYS ? [] : undefined });
+        this.open.push({ kind: Open.Object, object, left, count: left, key: undefined, keys: left >= MANY_KEYS ? [] : undefined });
         return;
       }
       case Tag.Date: {
@@ -608,12 +646,14 @@ export class ValueDecoder implements ResumableDecode<unknown> {
         case Open.Object:
           if (top.key === undefined) {
             top.key = value as string;
-            top.keys?.push(top.key);
             return;
           }
-          if (top.key === "__proto__") Object.defineProperty(top.object, top.key, { value, writable: true, enumerable: true, configurable: true });
-          else top.object[top.key] = value;
-          this.work += PROPERTY_WORK;
+          if (top.keys === undefined || top.keys.length < this.keysKept) {
+            top.keys?.push(top.key);
+            if (top.key === "__proto__") Object.defineProperty(top.object, top.key, { value, writable: true, enumerable: true, configurable: true });
+            else top.object[top.key] = value;
+            this.work += PROPERTY_WORK;
+          }
           top.key = undefined;
           top.left--;
           return;
@@ -698,9 +738,12 @@ export class ValueDecoder implements ResumableDecode<unknown> {
   }
 }
 
-/** Decodes a value the sandbox sent, in one go. Every failure is a `SandboxError` with a one-line reason. */
-export function decodeValue(bytes: Buffer): unknown {
-  const decoder = new ValueDecoder(bytes);
+/**
+ * Decodes a value the sandbox sent, in one go (for display only with `displayChars`: see
+ * {@link ValueDecoder}). Every failure is a `SandboxError` with a one-line reason.
+ */
+export function decodeValue(bytes: Buffer, displayChars?: number): unknown {
+  const decoder = new ValueDecoder(bytes, displayChars);
   decoder.advance(Infinity);
   return decoder.value;
 }

@@ -92,15 +92,21 @@ function carriesValue(status: NativeStatus): boolean {
 }
 
 /** An outcome's bytes decoded at once (inline evals: the caller chose to block). */
-function decodeAtOnce(raw: NativeOutcome): DecodedOutcome {
+export function decodeAtOnce(raw: NativeOutcome, displayChars?: number): DecodedOutcome {
   const [status, valueBytes, , , consoleBytes] = raw;
   const console = consoleBytes ? decodeConsole(consoleBytes) : [];
   if (!valueBytes || !carriesValue(status)) return { value: undefined, console };
   try {
-    return { value: decodeValue(valueBytes), console };
+    return { value: decodeValue(valueBytes, shownChars(status, displayChars)), console };
   } catch (err) {
     return { value: undefined, failure: err as SandboxError, console };
   }
+}
+
+// What a copy for display must be able to show: a thrown value other than an Error becomes the
+// error's message, rendered within MAX_THROWN_CHARS.
+function shownChars(status: NativeStatus, displayChars: number | undefined): number | undefined {
+  return displayChars === undefined || status === NativeStatus.Ok ? displayChars : Math.max(displayChars, MAX_THROWN_CHARS);
 }
 
 /**
@@ -108,9 +114,9 @@ function decodeAtOnce(raw: NativeOutcome): DecodedOutcome {
  * case (no console output, nothing queued, a value within one slice) is decoded before returning,
  * without a promise. The promise rejects with `DISPOSED` when the queue is cancelled meanwhile.
  */
-export function decodeOutcome(raw: NativeOutcome, queue: DecodeQueue): DecodedOutcome | Promise<DecodedOutcome> {
+export function decodeOutcome(raw: NativeOutcome, queue: DecodeQueue, displayChars?: number): DecodedOutcome | Promise<DecodedOutcome> {
   const [status, valueBytes, , , consoleBytes] = raw;
-  const value = valueBytes && carriesValue(status) ? new ValueDecoder(valueBytes) : undefined;
+  const value = valueBytes && carriesValue(status) ? new ValueDecoder(valueBytes, shownChars(status, displayChars)) : undefined;
   if (!consoleBytes && !queue.busy) {
     try {
       if (!value || value.advance(DECODE_SLICE_WORK)) return { value: value?.value, console: [] };

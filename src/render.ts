@@ -258,19 +258,19 @@ class Pruner {
     // the keys of those it made, so the walk can stop where the budget does.
     const known = keysAtDecode(value);
     if (beyond) {
-      if (known ? known.length > 0 : !ownKeysIn(value).next().done) return Object.assign(twin, { _: undefined });
+      if (known ? known.count > 0 : !ownKeysIn(value).next().done) return Object.assign(twin, { _: undefined });
       return twin;
     }
     return this.#enter(value, twin, () => {
       let more = 0;
       let index = 0;
-      for (const key of known ?? ownKeysIn(value)) {
+      for (const key of known?.keys ?? ownKeysIn(value)) {
         index++;
         if (!Object.hasOwn(value, key)) continue;
         if (this.#spent || key.length + 2 > this.#left) {
           this.#left = 0;
           if (known) {
-            more += known.length - index + 1;
+            more += known.count - index + 1; // the keys a copy for display dropped included
             break;
           }
           more++;
@@ -279,6 +279,9 @@ class Pruner {
         this.#left -= key.length + 2;
         Object.defineProperty(twin, key, { value: this.copy(value[key], depth + 1), enumerable: true, writable: true, configurable: true });
       }
+      // Keys a copy for display dropped, should the budget outlast the ones it kept (it does not
+      // within the budget the copy was made for): counted, never hidden silently.
+      if (known && more === 0) more = known.count - index;
       if (more > 0) {
         let marker = "...";
         while (Object.hasOwn(twin, marker)) marker += ".";

@@ -9,7 +9,7 @@ import { HostCalls, removeCode } from "./host-calls.js";
 import { encodeValue } from "./marshal.js";
 import { SANDBOX_LIMITS } from "./options.js";
 import { native, NativeStatus, NativeStop, type NativeHandle, type NativeOutcome } from "./native.js";
-import { decodeOutcome, errorOf, globalValueOf, limitsOf, reportOf, stubOutcome, syncOutcome, throwIfRefused, type DecodedOutcome } from "./outcomes.js";
+import { decodeAtOnce, decodeOutcome, errorOf, globalValueOf, limitsOf, reportOf, stubOutcome, syncOutcome, throwIfRefused, type DecodedOutcome } from "./outcomes.js";
 import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealSnapshotAsync, splitRestoreOptions, takeSnapshot, type NotRestored, type RestoreOptions, type RestoredSandbox, type SnapshotOptions } from "./snapshot.js";
 import type { AsyncHostFunction, EvalOptions, EvalReport, HostFunction, MemoryUsage, SandboxOptions } from "./types.js";
 import { checkFunctionName, checkGlobalName, checkInteger, evalClockMs, invalid, validateEvalOptions, validateOptions, validatePath } from "./validate.js";
@@ -78,7 +78,7 @@ export class Sandbox implements Disposable {
   }
 
   #report(raw: NativeOutcome, wallMs: number, o: EvalOptions, wallBudgetMs?: number, decoded?: DecodedOutcome): EvalReport {
-    return reportOf(raw, wallMs, limitsOf(this.#options, o, wallBudgetMs), decoded);
+    return reportOf(raw, wallMs, limitsOf(this.#options, o, wallBudgetMs), decoded ?? decodeAtOnce(raw, o.displayChars));
   }
 
   #live(): NativeHandle {
@@ -268,7 +268,7 @@ export class Sandbox implements Disposable {
     const ranMs = performance.now() - started;
     let decoded: DecodedOutcome;
     try {
-      const decoding = decodeOutcome(raw, this.#decodes);
+      const decoding = decodeOutcome(raw, this.#decodes, o.displayChars);
       decoded = decoding instanceof Promise ? await decoding : decoding;
     } catch (err) {
       // Disposed while the outcome was being decoded: answered as if disposed while running.

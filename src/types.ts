@@ -96,6 +96,14 @@ export interface EvalOptions {
    * decoded a slice at a time, as for any `eval`. Default false.
    */
   inline?: boolean;
+  /**
+   * For a caller that only shows the result (or thrown value), as `renderValue(value, displayChars)`
+   * does: an object with more keys than such a rendering can show is copied with just the first
+   * of them, and renders to the same text as the exact copy (`... N more keys` included). A guest
+   * object of 300,000 keys then never becomes a host object of that size, whose growth would hold
+   * the event loop. Default: unset, the value is an exact copy.
+   */
+  displayChars?: number;
 }
 
 /** Console levels the guest can write to. */

@@ -84,7 +84,7 @@ export function evalClockMs(clock: SandboxClock): number | undefined {
   return ms;
 }
 
-const EVAL_OPTION_KEYS = ["timeoutMs", "wallTimeoutMs", "filename", "signal", "unserializable", "onConsole", "clockMs", "randomSeed", "inline"] as const;
+const EVAL_OPTION_KEYS = ["timeoutMs", "wallTimeoutMs", "filename", "signal", "unserializable", "onConsole", "clockMs", "randomSeed", "inline", "displayChars"] as const;
 
 export function validateEvalOptions(code: unknown, options: unknown): EvalOptions {
   if (typeof code !== "string") throw invalid(`code must be a string; got ${typeof code}`);
@@ -105,6 +105,7 @@ export function validateEvalOptions(code: unknown, options: unknown): EvalOption
   }
   if (o.randomSeed !== undefined) checkInteger("randomSeed", o.randomSeed, 0, Number.MAX_SAFE_INTEGER);
   if (o.inline !== undefined && typeof o.inline !== "boolean") throw invalid("inline must be a boolean");
+  if (o.displayChars !== undefined) checkInteger("displayChars", o.displayChars, 0, Number.MAX_SAFE_INTEGER);
   return o;
 }
 

@@ -189,6 +189,8 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
     const report = await live.sandbox.run(transformed.code, {
       filename: SCRIPT_FILENAME,
       unserializable: "describe",
+      // The value is only rendered within maxResultChars: a copy for display is enough.
+      displayChars: options.maxResultChars,
       ...(config.signal === undefined ? {} : { signal: config.signal }),
       ...(tasks === undefined ? {} : { wallTimeoutMs: tasks.wallTimeoutMs }),
       ...(onConsole === undefined ? {} : { onConsole }),
