@@ -38,7 +38,9 @@ const who = await tools.lookup({ name: "ada" });
 const receipt = await tools.sendEmail({ to: who.email, body: "hello" });
 ({ who: who.email, receipt })`;
 
-describe("a paused eval resumes in another process sharing only the SQLite checkpointer", () => {
+// Each test starts up to four Node processes that load LangChain, one after another: counted work
+// that took 26-39 s on a loaded 2-core machine, so the limit is per test, well above that.
+describe("a paused eval resumes in another process sharing only the SQLite checkpointer", { timeout: 180_000 }, () => {
   it("A pauses at send_email (lookup ran once, nothing sent); B approves: sent once, lookup not rerun, both outputs in the result", () => {
     if (!existsSync(join(root, "dist/langchain/index.js"))) throw new Error("dist/ is missing: run `npm run build:ts` (npm test does)");
     const db = join(dir, "approve.sqlite");
