@@ -382,39 +382,48 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     return hostResultOf(ret);
   }
 
-  // The fast path of a sync host call on the main thread: primitiveDispatcher(fnId, argc, a0, a1, a2)
+  // The fast path of a sync host call on the main thread: primitiveDispatcher(fnId, argc, ...args)
   // gets the primitives as they are and answers with a primitive, [bytes] (the codec's answer, as
-  // dispatcher's) or [name, message]. Raw Node-API calls: this path is all overhead.
+  // dispatcher's) or [name, message].
   bool syncCallPrimitive(uint32_t fnId, const Primitive* args, int argc, Primitive* result, std::u16string* text,
                          HostResult* fallback) {
     napi_env env = Env();
-    Napi::HandleScope scope(Env());
-    Napi::Value fn = primitiveDispatcher_.Value();
-    if (fn.IsEmpty()) {
+    napi_handle_scope scope;
+    napi_open_handle_scope(env, &scope);
+    bool primitive = callPrimitiveDispatcher(env, fnId, args, argc, result, text, fallback);
+    napi_close_handle_scope(env, scope);
+    return primitive;
+  }
+
+ private:
+  // syncCallPrimitive inside its handle scope. Raw Node-API calls that create no handle, scope or
+  // heap block beyond the arguments and the answer: this path is all overhead.
+  bool callPrimitiveDispatcher(napi_env env, uint32_t fnId, const Primitive* args, int argc, Primitive* result,
+                               std::u16string* text, HostResult* fallback) {
+    napi_value fn = nullptr;
+    napi_get_reference_value(env, primitiveDispatcher_, &fn);
+    if (fn == nullptr) {
       *fallback = EnvBridge::closedResult();
       return false;
     }
     napi_value argv[2 + kMaxPrimitiveArgs];
     napi_create_uint32(env, fnId, &argv[0]);
     napi_create_int32(env, argc, &argv[1]);
-    for (int i = 0; i < kMaxPrimitiveArgs; i++) {
+    napi_value undefined;
+    napi_get_undefined(env, &undefined);
+    for (int i = 0; i < argc; i++) {
       napi_value& v = argv[2 + i];
-      if (i >= argc) {
-        napi_get_undefined(env, &v);
-        continue;
-      }
       const Primitive& a = args[i];
       switch (a.kind) {
-        case Primitive::Kind::Undefined: napi_get_undefined(env, &v); break;
+        case Primitive::Kind::Undefined: v = undefined; break;
         case Primitive::Kind::Null: napi_get_null(env, &v); break;
         case Primitive::Kind::Boolean: napi_get_boolean(env, a.number != 0, &v); break;
         case Primitive::Kind::Number: napi_create_double(env, a.number, &v); break;
         case Primitive::Kind::String: napi_create_string_utf16(env, a.text.data(), a.text.size(), &v); break;
       }
     }
-    napi_value undefined, ret;
-    napi_get_undefined(env, &undefined);
-    if (napi_call_function(env, undefined, fn, 2 + kMaxPrimitiveArgs, argv, &ret) != napi_ok) {
+    napi_value ret;
+    if (napi_call_function(env, undefined, fn, 2 + argc, argv, &ret) != napi_ok) {
       bool pending = false;
       napi_is_exception_pending(env, &pending);
       if (pending) Env().GetAndClearPendingException();
@@ -462,7 +471,6 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     return false;
   }
 
- private:
   bool alive(const Napi::CallbackInfo& info) {
     bool tagged = false;
     napi_check_object_type_tag(info.Env(), info.This(), &kHandleTag, &tagged);
