@@ -65,7 +65,7 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
 
   HostResult callSync(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t> args) override;
   bool callSyncPrimitive(uint32_t sandboxId, uint32_t fnId, const Primitive* args, int argc, Primitive* result,
-                         std::u16string* text, HostResult* fallback) override;
+                         char16_t* text, HostResult* fallback) override;
   void postAsyncCall(uint32_t sandboxId, uint64_t evalId, uint32_t callId, uint32_t fnId,
                      std::vector<uint8_t> args) override {
     Message m;
@@ -96,7 +96,10 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
 
   // Main thread only.
   void registerHandle(uint32_t id, SandboxHandle* h) { handles_[id] = h; }
-  void unregisterHandle(uint32_t id) { handles_.erase(id); }
+  void unregisterHandle(uint32_t id) {
+    handles_.erase(id);
+    if (lastPrimitiveCaller_.first == id) lastPrimitiveCaller_ = {};
+  }
   void evalStarted() {
     if (activeEvals_++ == 0) tsfn_.Ref(env_);
   }
@@ -193,6 +196,8 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   std::deque<Message> outbox_;
   bool closed_ = false;
   std::unordered_map<uint32_t, SandboxHandle*> handles_;
+  // The sandbox of the last primitive host call: a loop of host calls looks it up once.
+  std::pair<uint32_t, SandboxHandle*> lastPrimitiveCaller_{0, nullptr};
   int activeEvals_ = 0;
   uint32_t lastSandboxId_ = 0;
   int64_t freedSinceTrim_ = 0;
@@ -385,21 +390,29 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   // The fast path of a sync host call on the main thread: primitiveDispatcher(fnId, argc, ...args)
   // gets the primitives as they are and answers with a primitive, [bytes] (the codec's answer, as
   // dispatcher's) or [name, message].
-  bool syncCallPrimitive(uint32_t fnId, const Primitive* args, int argc, Primitive* result, std::u16string* text,
+  bool syncCallPrimitive(uint32_t fnId, const Primitive* args, int argc, Primitive* result, char16_t* text,
                          HostResult* fallback) {
     napi_env env = Env();
-    napi_handle_scope scope;
-    napi_open_handle_scope(env, &scope);
-    bool primitive = callPrimitiveDispatcher(env, fnId, args, argc, result, text, fallback);
-    napi_close_handle_scope(env, scope);
-    return primitive;
+    // One handle scope for a run of calls rather than one each (opening one allocates): the
+    // handles of at most kCallsPerPrimitiveScope calls stay alive. EvalSync closes it when the
+    // eval ends; until then nothing opened after it outlives a call, so scopes still nest.
+    if (primitiveScope_ == nullptr || ++primitiveScopeCalls_ == kCallsPerPrimitiveScope) {
+      closePrimitiveScope();
+      napi_open_handle_scope(env, &primitiveScope_);
+    }
+    return callPrimitiveDispatcher(env, fnId, args, argc, result, text, fallback);
   }
 
  private:
+  void closePrimitiveScope() {
+    if (primitiveScope_ != nullptr) napi_close_handle_scope(Env(), std::exchange(primitiveScope_, nullptr));
+    primitiveScopeCalls_ = 0;
+  }
+
   // syncCallPrimitive inside its handle scope. Raw Node-API calls that create no handle, scope or
   // heap block beyond the arguments and the answer: this path is all overhead.
   bool callPrimitiveDispatcher(napi_env env, uint32_t fnId, const Primitive* args, int argc, Primitive* result,
-                               std::u16string* text, HostResult* fallback) {
+                               char16_t* text, HostResult* fallback) {
     napi_value fn = nullptr;
     napi_get_reference_value(env, primitiveDispatcher_, &fn);
     if (fn == nullptr) {
@@ -419,7 +432,10 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
         case Primitive::Kind::Null: napi_get_null(env, &v); break;
         case Primitive::Kind::Boolean: napi_get_boolean(env, a.number != 0, &v); break;
         case Primitive::Kind::Number: napi_create_double(env, a.number, &v); break;
-        case Primitive::Kind::String: napi_create_string_utf16(env, a.text.data(), a.text.size(), &v); break;
+        case Primitive::Kind::Utf8: napi_create_string_utf8(env, static_cast<const char*>(a.chars), a.length, &v); break;
+        case Primitive::Kind::Utf16:
+          napi_create_string_utf16(env, static_cast<const char16_t*>(a.chars), a.length, &v);
+          break;
       }
     }
     napi_value ret;
@@ -448,12 +464,14 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
         napi_get_value_double(env, ret, &result->number);
         return true;
       case napi_string: {
+        // The dispatcher answers strings of at most kMaxPrimitiveChars units (src/host-calls.ts).
         size_t length = 0;
         napi_get_value_string_utf16(env, ret, nullptr, 0, &length);
-        text->resize(length + 1);  // room for the terminator Node-API writes
-        napi_get_value_string_utf16(env, ret, text->data(), length + 1, &length);
-        text->resize(length);
-        result->kind = Primitive::Kind::String;
+        if (length > kMaxPrimitiveChars) break;
+        napi_get_value_string_utf16(env, ret, text, length + 1, &length);  // and the terminator
+        result->kind = Primitive::Kind::Utf16;
+        result->chars = text;
+        result->length = length;
         return true;
       }
       default: break;
@@ -500,6 +518,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     if (!alive(info) || info.Length() < 4) return env.Undefined();
     std::shared_ptr<Engine> keep = engine_;
     EvalOutcome o = keep->evalSync(requestOf(info));
+    closePrimitiveScope();
     double* stats = bridge_->stats();
     stats[0] = static_cast<int>(o.status);
     stats[1] = static_cast<int>(o.stop);
@@ -767,6 +786,9 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   bool inline_ = false;         // the current eval runs on the main thread
   bool inlineRunning_ = false;  // runInline is on the stack
   bool inlineAgain_ = false;
+  napi_handle_scope primitiveScope_ = nullptr;  // of syncCallPrimitive, open during an inline eval
+  uint32_t primitiveScopeCalls_ = 0;
+  static constexpr uint32_t kCallsPerPrimitiveScope = 64;
   EnvBridge::SyncSlot* parkedSlot_ = nullptr;  // a sync host call answered later (syncCall)
   uint32_t parkedToken_ = 0;
   uint32_t lastSyncToken_ = 0;
@@ -781,13 +803,16 @@ HostResult EnvBridge::runSyncCall(uint32_t sandboxId, uint32_t fnId, std::vector
 }
 
 bool EnvBridge::callSyncPrimitive(uint32_t sandboxId, uint32_t fnId, const Primitive* args, int argc, Primitive* result,
-                                  std::u16string* text, HostResult* fallback) {
-  auto it = handles_.find(sandboxId);
-  if (it == handles_.end()) {
-    *fallback = closedResult();
-    return false;
+                                  char16_t* text, HostResult* fallback) {
+  if (lastPrimitiveCaller_.first != sandboxId) {
+    auto it = handles_.find(sandboxId);
+    if (it == handles_.end()) {
+      *fallback = closedResult();
+      return false;
+    }
+    lastPrimitiveCaller_ = *it;
   }
-  return it->second->syncCallPrimitive(fnId, args, argc, result, text, fallback);
+  return lastPrimitiveCaller_.second->syncCallPrimitive(fnId, args, argc, result, text, fallback);
 }
 
 HostResult EnvBridge::callSync(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t> args) {
