@@ -387,7 +387,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     return hostResultOf(ret);
   }
 
-  // The fast path of a sync host call on the main thread: primitiveDispatcher(fnId, argc, ...args)
+  // The fast path of a sync host call on the main thread: primitiveDispatcher(fnId * 4 + argc, ...args)
   // gets the primitives as they are and answers with a primitive, [bytes] (the codec's answer, as
   // dispatcher's) or [name, message].
   bool syncCallPrimitive(uint32_t fnId, const Primitive* args, int argc, Primitive* result, char16_t* text,
@@ -396,9 +396,16 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     // One handle scope for a run of calls rather than one each (opening one allocates): the
     // handles of at most kCallsPerPrimitiveScope calls stay alive. EvalSync closes it when the
     // eval ends; until then nothing opened after it outlives a call, so scopes still nest.
+    // The dispatcher and `undefined` are looked up once per scope.
     if (primitiveScope_ == nullptr || ++primitiveScopeCalls_ == kCallsPerPrimitiveScope) {
       closePrimitiveScope();
       napi_open_handle_scope(env, &primitiveScope_);
+      napi_get_reference_value(env, primitiveDispatcher_, &primitiveFn_);
+      napi_get_undefined(env, &undefined_);
+    }
+    if (primitiveFn_ == nullptr) {
+      *fallback = EnvBridge::closedResult();
+      return false;
     }
     return callPrimitiveDispatcher(env, fnId, args, argc, result, text, fallback);
   }
@@ -413,22 +420,14 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   // heap block beyond the arguments and the answer: this path is all overhead.
   bool callPrimitiveDispatcher(napi_env env, uint32_t fnId, const Primitive* args, int argc, Primitive* result,
                                char16_t* text, HostResult* fallback) {
-    napi_value fn = nullptr;
-    napi_get_reference_value(env, primitiveDispatcher_, &fn);
-    if (fn == nullptr) {
-      *fallback = EnvBridge::closedResult();
-      return false;
-    }
-    napi_value argv[2 + kMaxPrimitiveArgs];
-    napi_create_uint32(env, fnId, &argv[0]);
-    napi_create_int32(env, argc, &argv[1]);
-    napi_value undefined;
-    napi_get_undefined(env, &undefined);
+    static_assert(kMaxPrimitiveArgs < 4, "argc shares a number with fnId");
+    napi_value argv[1 + kMaxPrimitiveArgs];
+    napi_create_double(env, static_cast<double>(fnId) * 4 + argc, &argv[0]);  // `call` (src/native.ts)
     for (int i = 0; i < argc; i++) {
-      napi_value& v = argv[2 + i];
+      napi_value& v = argv[1 + i];
       const Primitive& a = args[i];
       switch (a.kind) {
-        case Primitive::Kind::Undefined: v = undefined; break;
+        case Primitive::Kind::Undefined: v = undefined_; break;
         case Primitive::Kind::Null: napi_get_null(env, &v); break;
         case Primitive::Kind::Boolean: napi_get_boolean(env, a.number != 0, &v); break;
         case Primitive::Kind::Number: napi_create_double(env, a.number, &v); break;
@@ -439,13 +438,17 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
       }
     }
     napi_value ret;
-    if (napi_call_function(env, undefined, fn, 2 + argc, argv, &ret) != napi_ok) {
+    if (napi_call_function(env, undefined_, primitiveFn_, 1 + argc, argv, &ret) != napi_ok) {
       bool pending = false;
       napi_is_exception_pending(env, &pending);
       if (pending) Env().GetAndClearPendingException();
       fallback->ok = false;
       fallback->errorMessage = "host function failed";
       return false;
+    }
+    if (napi_get_value_double(env, ret, &result->number) == napi_ok) {  // the usual answer: one call
+      result->kind = Primitive::Kind::Number;
+      return true;
     }
     napi_valuetype type;
     napi_typeof(env, ret, &type);
@@ -459,10 +462,6 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
         result->number = b;
         return true;
       }
-      case napi_number:
-        result->kind = Primitive::Kind::Number;
-        napi_get_value_double(env, ret, &result->number);
-        return true;
       case napi_string: {
         // The dispatcher answers strings of at most kMaxPrimitiveChars units (src/host-calls.ts).
         size_t length = 0;
@@ -787,6 +786,8 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   bool inlineRunning_ = false;  // runInline is on the stack
   bool inlineAgain_ = false;
   napi_handle_scope primitiveScope_ = nullptr;  // of syncCallPrimitive, open during an inline eval
+  napi_value primitiveFn_ = nullptr;            // in primitiveScope_: the dispatcher (null if collected)
+  napi_value undefined_ = nullptr;              // in primitiveScope_
   uint32_t primitiveScopeCalls_ = 0;
   static constexpr uint32_t kCallsPerPrimitiveScope = 64;
   EnvBridge::SyncSlot* parkedSlot_ = nullptr;  // a sync host call answered later (syncCall)

@@ -125,11 +125,12 @@ export class HostCalls {
   };
 
   /**
-   * The addon's fast path for sync host calls of inline evals with primitive arguments (up to
-   * three, in `a0`..`a2`; `argc` says how many). Per call it allocates nothing of its own.
+   * The addon's fast path for sync host calls of inline evals with primitive arguments (the
+   * `call & 3` first of a0..a2, for the function `(call - argc) / 4`). Per call it allocates nothing.
    */
-  readonly dispatchPrimitive: NativePrimitiveDispatcher = (fnId, argc, a0, a1, a2) => {
-    const entry = this.#functions[fnId];
+  readonly dispatchPrimitive: NativePrimitiveDispatcher = (call, a0, a1, a2) => {
+    const argc = call & 3;
+    const entry = this.#functions[(call - argc) / 4];
     if (!entry) return ["Error", "unknown host function"];
     if (this.#decodes.busy) this.#decodes.flush(); // calls the guest made earlier reach the host first
     return this.#callSync(entry, undefined, argc, a0, a1, a2);
