@@ -397,13 +397,14 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     // handles of at most kCallsPerPrimitiveScope calls stay alive. EvalSync closes it when the
     // eval ends; until then nothing opened after it outlives a call, so scopes still nest.
     // The dispatcher and `undefined` are looked up once per scope.
-    if (primitiveScope_ == nullptr || ++primitiveScopeCalls_ == kCallsPerPrimitiveScope) {
+    PrimitiveScope& p = primitiveScope_;
+    if (p.scope == nullptr || ++p.calls == kCallsPerPrimitiveScope) {
       closePrimitiveScope();
-      napi_open_handle_scope(env, &primitiveScope_);
-      napi_get_reference_value(env, primitiveDispatcher_, &primitiveFn_);
-      napi_get_undefined(env, &undefined_);
+      napi_open_handle_scope(env, &p.scope);
+      napi_get_reference_value(env, primitiveDispatcher_, &p.dispatcher);
+      napi_get_undefined(env, &p.undefined);
     }
-    if (primitiveFn_ == nullptr) {
+    if (p.dispatcher == nullptr) {
       *fallback = EnvBridge::closedResult();
       return false;
     }
@@ -412,8 +413,8 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
 
  private:
   void closePrimitiveScope() {
-    if (primitiveScope_ != nullptr) napi_close_handle_scope(Env(), std::exchange(primitiveScope_, nullptr));
-    primitiveScopeCalls_ = 0;
+    if (primitiveScope_.scope != nullptr) napi_close_handle_scope(Env(), primitiveScope_.scope);
+    primitiveScope_ = PrimitiveScope();
   }
 
   // syncCallPrimitive inside its handle scope. Raw Node-API calls that create no handle, scope or
@@ -427,7 +428,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
       napi_value& v = argv[1 + i];
       const Primitive& a = args[i];
       switch (a.kind) {
-        case Primitive::Kind::Undefined: v = undefined_; break;
+        case Primitive::Kind::Undefined: v = primitiveScope_.undefined; break;
         case Primitive::Kind::Null: napi_get_null(env, &v); break;
         case Primitive::Kind::Boolean: napi_get_boolean(env, a.number != 0, &v); break;
         case Primitive::Kind::Number: napi_create_double(env, a.number, &v); break;
@@ -438,7 +439,8 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
       }
     }
     napi_value ret;
-    if (napi_call_function(env, undefined_, primitiveFn_, 1 + argc, argv, &ret) != napi_ok) {
+    if (napi_call_function(env, primitiveScope_.undefined, primitiveScope_.dispatcher, 1 + argc, argv, &ret) !=
+        napi_ok) {
       bool pending = false;
       napi_is_exception_pending(env, &pending);
       if (pending) Env().GetAndClearPendingException();
@@ -516,8 +518,12 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     Napi::Env env = info.Env();
     if (!alive(info) || info.Length() < 4) return env.Undefined();
     std::shared_ptr<Engine> keep = engine_;
+    // A host function may call evalSync here again (refused as busy): it must leave the outer
+    // eval's scope open. Each call closes only the scope its own eval opened.
+    PrimitiveScope outer = std::exchange(primitiveScope_, PrimitiveScope());
     EvalOutcome o = keep->evalSync(requestOf(info));
     closePrimitiveScope();
+    primitiveScope_ = outer;
     double* stats = bridge_->stats();
     stats[0] = static_cast<int>(o.status);
     stats[1] = static_cast<int>(o.stop);
@@ -785,10 +791,13 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   bool inline_ = false;         // the current eval runs on the main thread
   bool inlineRunning_ = false;  // runInline is on the stack
   bool inlineAgain_ = false;
-  napi_handle_scope primitiveScope_ = nullptr;  // of syncCallPrimitive, open during an inline eval
-  napi_value primitiveFn_ = nullptr;            // in primitiveScope_: the dispatcher (null if collected)
-  napi_value undefined_ = nullptr;              // in primitiveScope_
-  uint32_t primitiveScopeCalls_ = 0;
+  // The handle scope of syncCallPrimitive, open during an inline eval, and what it holds.
+  struct PrimitiveScope {
+    napi_handle_scope scope = nullptr;
+    napi_value dispatcher = nullptr;  // null if collected
+    napi_value undefined = nullptr;
+    uint32_t calls = 0;
+  } primitiveScope_;
   static constexpr uint32_t kCallsPerPrimitiveScope = 64;
   EnvBridge::SyncSlot* parkedSlot_ = nullptr;  // a sync host call answered later (syncCall)
   uint32_t parkedToken_ = 0;
