@@ -65,7 +65,7 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
 
   HostResult callSync(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t> args) override;
   bool callSyncPrimitive(uint32_t sandboxId, uint32_t fnId, const Primitive* args, int argc, Primitive* result,
-                         std::u16string* text, HostResult* fallback) override;
+                         char16_t* text, HostResult* fallback) override;
   void postAsyncCall(uint32_t sandboxId, uint64_t evalId, uint32_t callId, uint32_t fnId,
                      std::vector<uint8_t> args) override {
     Message m;
@@ -96,7 +96,10 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
 
   // Main thread only.
   void registerHandle(uint32_t id, SandboxHandle* h) { handles_[id] = h; }
-  void unregisterHandle(uint32_t id) { handles_.erase(id); }
+  void unregisterHandle(uint32_t id) {
+    handles_.erase(id);
+    if (lastPrimitiveCaller_.first == id) lastPrimitiveCaller_ = {};
+  }
   void evalStarted() {
     if (activeEvals_++ == 0) tsfn_.Ref(env_);
   }
@@ -193,6 +196,8 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   std::deque<Message> outbox_;
   bool closed_ = false;
   std::unordered_map<uint32_t, SandboxHandle*> handles_;
+  // The sandbox of the last primitive host call: a loop of host calls looks it up once.
+  std::pair<uint32_t, SandboxHandle*> lastPrimitiveCaller_{0, nullptr};
   int activeEvals_ = 0;
   uint32_t lastSandboxId_ = 0;
   int64_t freedSinceTrim_ = 0;
@@ -383,45 +388,70 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     return hostResultOf(ret);
   }
 
-  // The fast path of a sync host call on the main thread: primitiveDispatcher(fnId, argc, a0, a1, a2)
+  // The fast path of a sync host call on the main thread: primitiveDispatcher(fnId * 4 + argc, ...args)
   // gets the primitives as they are and answers with a primitive, [bytes] (the codec's answer, as
-  // dispatcher's) or [name, message]. Raw Node-API calls: this path is all overhead.
-  bool syncCallPrimitive(uint32_t fnId, const Primitive* args, int argc, Primitive* result, std::u16string* text,
+  // dispatcher's) or [name, message].
+  bool syncCallPrimitive(uint32_t fnId, const Primitive* args, int argc, Primitive* result, char16_t* text,
                          HostResult* fallback) {
     napi_env env = Env();
-    Napi::HandleScope scope(Env());
-    Napi::Value fn = primitiveDispatcher_.Value();
-    if (fn.IsEmpty()) {
+    // One handle scope for a run of calls rather than one each (opening one allocates): the
+    // handles of at most kCallsPerPrimitiveScope calls stay alive. EvalSync closes it when the
+    // eval ends; until then nothing opened after it outlives a call, so scopes still nest.
+    // The dispatcher and `undefined` are looked up once per scope.
+    PrimitiveScope& p = primitiveScope_;
+    if (p.scope == nullptr || ++p.calls == kCallsPerPrimitiveScope) {
+      closePrimitiveScope();
+      napi_open_handle_scope(env, &p.scope);
+      napi_get_reference_value(env, primitiveDispatcher_, &p.dispatcher);
+      napi_get_undefined(env, &p.undefined);
+    }
+    if (p.dispatcher == nullptr) {
       *fallback = EnvBridge::closedResult();
       return false;
     }
-    napi_value argv[2 + kMaxPrimitiveArgs];
-    napi_create_uint32(env, fnId, &argv[0]);
-    napi_create_int32(env, argc, &argv[1]);
-    for (int i = 0; i < kMaxPrimitiveArgs; i++) {
-      napi_value& v = argv[2 + i];
-      if (i >= argc) {
-        napi_get_undefined(env, &v);
-        continue;
-      }
+    return callPrimitiveDispatcher(env, fnId, args, argc, result, text, fallback);
+  }
+
+ private:
+  void closePrimitiveScope() {
+    if (primitiveScope_.scope != nullptr) napi_close_handle_scope(Env(), primitiveScope_.scope);
+    primitiveScope_ = PrimitiveScope();
+  }
+
+  // syncCallPrimitive inside its handle scope. Raw Node-API calls that create no handle, scope or
+  // heap block beyond the arguments and the answer: this path is all overhead.
+  bool callPrimitiveDispatcher(napi_env env, uint32_t fnId, const Primitive* args, int argc, Primitive* result,
+                               char16_t* text, HostResult* fallback) {
+    static_assert(kMaxPrimitiveArgs < 4, "argc shares a number with fnId");
+    napi_value argv[1 + kMaxPrimitiveArgs];
+    napi_create_double(env, static_cast<double>(fnId) * 4 + argc, &argv[0]);  // `call` (src/native.ts)
+    for (int i = 0; i < argc; i++) {
+      napi_value& v = argv[1 + i];
       const Primitive& a = args[i];
       switch (a.kind) {
-        case Primitive::Kind::Undefined: napi_get_undefined(env, &v); break;
+        case Primitive::Kind::Undefined: v = primitiveScope_.undefined; break;
         case Primitive::Kind::Null: napi_get_null(env, &v); break;
         case Primitive::Kind::Boolean: napi_get_boolean(env, a.number != 0, &v); break;
         case Primitive::Kind::Number: napi_create_double(env, a.number, &v); break;
-        case Primitive::Kind::String: napi_create_string_utf16(env, a.text.data(), a.text.size(), &v); break;
+        case Primitive::Kind::Utf8: napi_create_string_utf8(env, static_cast<const char*>(a.chars), a.length, &v); break;
+        case Primitive::Kind::Utf16:
+          napi_create_string_utf16(env, static_cast<const char16_t*>(a.chars), a.length, &v);
+          break;
       }
     }
-    napi_value undefined, ret;
-    napi_get_undefined(env, &undefined);
-    if (napi_call_function(env, undefined, fn, 2 + kMaxPrimitiveArgs, argv, &ret) != napi_ok) {
+    napi_value ret;
+    if (napi_call_function(env, primitiveScope_.undefined, primitiveScope_.dispatcher, 1 + argc, argv, &ret) !=
+        napi_ok) {
       bool pending = false;
       napi_is_exception_pending(env, &pending);
       if (pending) Env().GetAndClearPendingException();
       fallback->ok = false;
       fallback->errorMessage = "host function failed";
       return false;
+    }
+    if (napi_get_value_double(env, ret, &result->number) == napi_ok) {  // the usual answer: one call
+      result->kind = Primitive::Kind::Number;
+      return true;
     }
     napi_valuetype type;
     napi_typeof(env, ret, &type);
@@ -435,17 +465,15 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
         result->number = b;
         return true;
       }
-      case napi_number:
-        result->kind = Primitive::Kind::Number;
-        napi_get_value_double(env, ret, &result->number);
-        return true;
       case napi_string: {
+        // The dispatcher answers strings of at most kMaxPrimitiveChars units (src/host-calls.ts).
         size_t length = 0;
         napi_get_value_string_utf16(env, ret, nullptr, 0, &length);
-        text->resize(length + 1);  // room for the terminator Node-API writes
-        napi_get_value_string_utf16(env, ret, text->data(), length + 1, &length);
-        text->resize(length);
-        result->kind = Primitive::Kind::String;
+        if (length > kMaxPrimitiveChars) break;
+        napi_get_value_string_utf16(env, ret, text, length + 1, &length);  // and the terminator
+        result->kind = Primitive::Kind::Utf16;
+        result->chars = text;
+        result->length = length;
         return true;
       }
       default: break;
@@ -463,7 +491,6 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     return false;
   }
 
- private:
   bool alive(const Napi::CallbackInfo& info) {
     bool tagged = false;
     napi_check_object_type_tag(info.Env(), info.This(), &kHandleTag, &tagged);
@@ -492,7 +519,12 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     Napi::Env env = info.Env();
     if (!alive(info) || info.Length() < 4) return env.Undefined();
     std::shared_ptr<Engine> keep = engine_;
+    // A host function may call evalSync here again (refused as busy): it must leave the outer
+    // eval's scope open. Each call closes only the scope its own eval opened.
+    PrimitiveScope outer = std::exchange(primitiveScope_, PrimitiveScope());
     EvalOutcome o = keep->evalSync(requestOf(info));
+    closePrimitiveScope();
+    primitiveScope_ = outer;
     double* stats = bridge_->stats();
     stats[0] = static_cast<int>(o.status);
     stats[1] = static_cast<int>(o.stop);
@@ -772,6 +804,14 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   bool inline_ = false;         // the current eval runs on the main thread
   bool inlineRunning_ = false;  // runInline is on the stack
   bool inlineAgain_ = false;
+  // The handle scope of syncCallPrimitive, open during an inline eval, and what it holds.
+  struct PrimitiveScope {
+    napi_handle_scope scope = nullptr;
+    napi_value dispatcher = nullptr;  // null if collected
+    napi_value undefined = nullptr;
+    uint32_t calls = 0;
+  } primitiveScope_;
+  static constexpr uint32_t kCallsPerPrimitiveScope = 64;
   EnvBridge::SyncSlot* parkedSlot_ = nullptr;  // a sync host call answered later (syncCall)
   uint32_t parkedToken_ = 0;
   uint32_t lastSyncToken_ = 0;
@@ -786,13 +826,16 @@ HostResult EnvBridge::runSyncCall(uint32_t sandboxId, uint32_t fnId, std::vector
 }
 
 bool EnvBridge::callSyncPrimitive(uint32_t sandboxId, uint32_t fnId, const Primitive* args, int argc, Primitive* result,
-                                  std::u16string* text, HostResult* fallback) {
-  auto it = handles_.find(sandboxId);
-  if (it == handles_.end()) {
-    *fallback = closedResult();
-    return false;
+                                  char16_t* text, HostResult* fallback) {
+  if (lastPrimitiveCaller_.first != sandboxId) {
+    auto it = handles_.find(sandboxId);
+    if (it == handles_.end()) {
+      *fallback = closedResult();
+      return false;
+    }
+    lastPrimitiveCaller_ = *it;
   }
-  return it->second->syncCallPrimitive(fnId, args, argc, result, text, fallback);
+  return lastPrimitiveCaller_.second->syncCallPrimitive(fnId, args, argc, result, text, fallback);
 }
 
 HostResult EnvBridge::callSync(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t> args) {

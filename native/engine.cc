@@ -861,10 +861,60 @@ JSValue Engine::callHost(int fnId, bool async, int argc, JSValueConst* argv) {
   return syncResultToGuest(r);
 }
 
+namespace {
+
+// Borrows the characters of a guest string for the primitive fast path, without a copy when it
+// is ASCII (QuickJS hands out its own bytes then). False when it is longer than the path carries.
+class BorrowedString {
+ public:
+  BorrowedString() = default;
+  BorrowedString(const BorrowedString&) = delete;
+  BorrowedString& operator=(const BorrowedString&) = delete;
+  ~BorrowedString() {
+    if (utf8_) JS_FreeCString(ctx_, utf8_);
+    if (utf16_) JS_FreeCStringUTF16(ctx_, utf16_);
+  }
+  // -1: out of memory (thrown); 0: too long; 1: `*p` describes it.
+  int borrow(JSContext* ctx, JSValueConst str, Primitive* p) {
+    ctx_ = ctx;
+    int64_t units = 0;
+    if (JS_GetLength(ctx, str, &units) < 0) return -1;  // a string's own length: runs no guest code
+    if (units > static_cast<int64_t>(kMaxPrimitiveChars)) return 0;
+    size_t bytes = 0;
+    utf8_ = JS_ToCStringLen(ctx, &bytes, str);
+    if (!utf8_) return -1;
+    if (!encodesLoneSurrogate(utf8_, bytes)) {
+      p->kind = Primitive::Kind::Utf8;
+      p->chars = utf8_;
+      p->length = bytes;
+      return 1;
+    }
+    // Node would replace those bytes: take the UTF-16 units, which keep the surrogate.
+    utf16_ = JS_ToCStringLenUTF16(ctx, &p->length, str);
+    if (!utf16_) return -1;
+    p->kind = Primitive::Kind::Utf16;
+    p->chars = utf16_;
+    return 1;
+  }
+
+ private:
+  // QuickJS writes a lone surrogate U+D800..U+DFFF as ED A0..BF xx; a pair becomes 4 bytes.
+  static bool encodesLoneSurrogate(const char* s, size_t n) {
+    for (size_t i = 0; i + 1 < n; i++)
+      if (static_cast<uint8_t>(s[i]) == 0xED && static_cast<uint8_t>(s[i + 1]) >= 0xA0) return true;
+    return false;
+  }
+  JSContext* ctx_ = nullptr;
+  const char* utf8_ = nullptr;
+  const uint16_t* utf16_ = nullptr;
+};
+
+}  // namespace
+
 // False, having done nothing, when an argument is not a primitive this path carries.
 bool Engine::callHostPrimitive(uint32_t fnId, int argc, JSValueConst* argv, JSValue* out) {
   Primitive args[kMaxPrimitiveArgs];
-  std::optional<GuestUtf16> texts[kMaxPrimitiveArgs];
+  BorrowedString texts[kMaxPrimitiveArgs];
   for (int i = 0; i < argc; i++) {
     JSValueConst v = argv[i];
     Primitive& a = args[i];
@@ -884,29 +934,28 @@ bool Engine::callHostPrimitive(uint32_t fnId, int argc, JSValueConst* argv, JSVa
         a.number = JS_VALUE_GET_FLOAT64(v);
         break;
       case JS_TAG_STRING: {
-        GuestUtf16& t = texts[i].emplace(ctx_, v);
-        if (!t.ok()) {
+        int borrowed = texts[i].borrow(ctx_, v, &a);
+        if (borrowed < 0) {
           *out = JS_EXCEPTION;  // out of memory, already thrown
           return true;
         }
-        if (t.size() > kMaxPrimitiveChars) return false;
-        a.kind = Primitive::Kind::String;
-        a.text = std::u16string_view(reinterpret_cast<const char16_t*>(t.data()), t.size());
+        if (borrowed == 0) return false;
         break;
       }
       default: return false;
     }
   }
-  hostCalls_++;
+  // Only this thread writes the count (the watchdog reads it): no locked increment needed.
+  hostCalls_.store(hostCalls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   // An inline eval holds the engine Running on this thread, so nothing else can enter it while the
   // host function runs: only its time is kept out of the budget. These calls are many and short,
   // so that time is read from the coarse clock (unbiased over many calls, nearly free) rather
   // than by pausing and resuming the execution clock (two precise clock reads a call).
   Primitive result;
-  std::u16string text;
+  char16_t text[kMaxPrimitiveChars + 1];
   HostResult fallback;
   int64_t hostStartNs = coarseMonotonicNs();
-  bool primitive = bridge_->callSyncPrimitive(id_, fnId, args, argc, &result, &text, &fallback);
+  bool primitive = bridge_->callSyncPrimitive(id_, fnId, args, argc, &result, text, &fallback);
   excludeHostTime(coarseMonotonicNs() - hostStartNs);
   if (stop_.load() != 0) {
     *out = JS_ThrowInternalError(ctx_, "the eval has ended");
@@ -928,8 +977,11 @@ bool Engine::callHostPrimitive(uint32_t fnId, int argc, JSValueConst* argv, JSVa
       *out = isInt ? JS_NewInt32(ctx_, static_cast<int32_t>(d)) : JS_NewFloat64(ctx_, d);
       break;
     }
-    case Primitive::Kind::String:
-      *out = JS_NewStringUTF16(ctx_, reinterpret_cast<const uint16_t*>(text.data()), text.size());
+    case Primitive::Kind::Utf8:
+      *out = JS_NewStringLen(ctx_, static_cast<const char*>(result.chars), result.length);
+      break;
+    case Primitive::Kind::Utf16:
+      *out = JS_NewStringUTF16(ctx_, static_cast<const uint16_t*>(result.chars), result.length);
       break;
   }
   return true;

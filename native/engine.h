@@ -90,14 +90,16 @@ struct HostResult {
 };
 
 // A primitive that crosses a synchronous host call as it is, without the codec: the fast path of
-// inline evals, where a host call is a plain function call on the same thread.
+// inline evals, where a host call is a plain function call on the same thread. Trivial (no
+// initializers): the fast path builds these per call and must not pay for zeroing them.
 struct Primitive {
-  enum class Kind : uint8_t { Undefined, Null, Boolean, Number, String };
-  Kind kind = Kind::Undefined;
-  double number = 0;         // Number; Boolean as 0 or 1
-  std::u16string_view text;  // String (UTF-16, lone surrogates kept), borrowed for the call
+  enum class Kind : uint8_t { Undefined, Null, Boolean, Number, Utf8, Utf16 };
+  Kind kind;
+  double number;      // Number; Boolean as 0 or 1
+  const void* chars;  // Utf8: bytes holding no lone surrogate; Utf16: code units (lone surrogates kept)
+  size_t length;      // of `chars`, in bytes or code units
 };
-// Calls with more arguments, or longer strings, take the codec.
+// Calls with more arguments, or longer strings (in UTF-16 code units), take the codec.
 constexpr int kMaxPrimitiveArgs = 3;
 constexpr size_t kMaxPrimitiveChars = 256;
 
@@ -108,10 +110,10 @@ class HostBridge {
   // Runs a synchronous host function; blocks the calling executor thread until it returns.
   virtual HostResult callSync(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t> args) = 0;
   // callSync's fast path, on the main thread only. True when the host answered with a primitive
-  // (in `*result`, a string's characters in `*text`); false when `*fallback` holds the answer as
-  // callSync's would (wire bytes or an error).
+  // (in `*result`; a string as Utf16 in `text`, room for kMaxPrimitiveChars + 1 units); false when
+  // `*fallback` holds the answer as callSync's would (wire bytes or an error).
   virtual bool callSyncPrimitive(uint32_t sandboxId, uint32_t fnId, const Primitive* args, int argc, Primitive* result,
-                                 std::u16string* text, HostResult* fallback) = 0;
+                                 char16_t* text, HostResult* fallback) = 0;
   virtual void postAsyncCall(uint32_t sandboxId, uint64_t evalId, uint32_t callId, uint32_t fnId,
                              std::vector<uint8_t> args) = 0;
   virtual void postEvalDone(uint32_t sandboxId, EvalOutcome outcome) = 0;

@@ -109,12 +109,16 @@ export class HostCalls {
     return answer;
   };
 
-  /** The addon's fast path for sync host calls of inline evals with primitive arguments. */
-  readonly dispatchPrimitive: NativePrimitiveDispatcher = (fnId, argc, a0, a1, a2) => {
-    const entry = this.#functions[fnId];
+  /**
+   * The addon's fast path for sync host calls of inline evals with primitive arguments (the
+   * `call & 3` first of a0..a2, for the function `(call - argc) / 4`). Per call it allocates nothing.
+   */
+  readonly dispatchPrimitive: NativePrimitiveDispatcher = (call, a0, a1, a2) => {
+    const argc = call & 3;
+    const entry = this.#functions[(call - argc) / 4];
     if (!entry) return ["Error", "unknown host function"];
-    this.#decodes.flush(); // calls the guest made earlier reach the host first
-    return this.#callSync(entry, argc === 0 ? [] : argc === 1 ? [a0] : argc === 2 ? [a0, a1] : [a0, a1, a2], true);
+    if (this.#decodes.busy) this.#decodes.flush(); // calls the guest made earlier reach the host first
+    return this.#callSync(entry, undefined, argc, a0, a1, a2);
   };
 
   /**
@@ -188,17 +192,20 @@ export class HostCalls {
     }
   }
 
-  // With `primitiveAnswer`, a primitive result is returned as it is and any other as [bytes].
-  #callSync(entry: RegisteredFunction, args: unknown[], primitiveAnswer = false): unknown {
+  // Calls `entry` with `args`, or (the primitive fast path) with the `argc` first of a0..a2; the
+  // fast path gets a primitive result as it is and any other as [bytes], the other the bytes.
+  #callSync(entry: RegisteredFunction, args: unknown[] | undefined, argc = 0, a0?: unknown, a1?: unknown, a2?: unknown): unknown {
     this.#inSyncHostCall++;
     try {
       // Re-entry from a sync host function is caught by #inSyncHostCall, so no async context is needed.
-      const result = (entry.fn as HostFunction)(...args);
+      const fn = entry.fn as HostFunction;
+      const result =
+        args !== undefined ? fn(...args) : argc === 1 ? fn(a0) : argc === 0 ? fn() : argc === 2 ? fn(a0, a1) : fn(a0, a1, a2);
       if (result instanceof Promise) {
         result.catch(() => {});
         return ["TypeError", `host function '${entry.name}' returned a promise; register it with defineAsyncFunction`];
       }
-      if (!primitiveAnswer) return encodeValueInto(result, exchange);
+      if (args !== undefined) return encodeValueInto(result, exchange);
       return passesAsIs(result) ? result : [encodeValueInto(result, exchange)];
     } catch (err) {
       return hostErrorOf(err);

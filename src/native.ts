@@ -42,11 +42,12 @@ export type NativeDispatcher = (kind: 0 | 1 | 2, fnId: number, callId: number, a
 
 /**
  * The fast path of a synchronous host call from an inline eval whose arguments are all primitives
- * (at most 3; strings of at most 256 UTF-16 units): they arrive as they are (`argc` of them; the
- * rest undefined). Answers a primitive as it is, `[bytes]` for any other result (the codec's
- * answer, as {@link NativeDispatcher}'s), or `[name, message]` for an error.
+ * (at most 3; strings of at most 256 UTF-16 units): they arrive as they are, after `call`, which is
+ * `fnId * 4 + argc` (one number to create per call instead of two). Answers a primitive as it is,
+ * `[bytes]` for any other result (the codec's answer, as {@link NativeDispatcher}'s), or
+ * `[name, message]` for an error.
  */
-export type NativePrimitiveDispatcher = (fnId: number, argc: number, a0: unknown, a1: unknown, a2: unknown) => unknown;
+export type NativePrimitiveDispatcher = (call: number, a0: unknown, a1: unknown, a2: unknown) => unknown;
 
 export interface NativeHandle {
   /**
