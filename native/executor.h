@@ -46,6 +46,9 @@ class Executor {
   bool beginSpin(bool inSlice);
   void endSpin();
   static constexpr int64_t kSpinNs = 50 * 1000;
+  // True when a core is free for the Node main thread beside the running guest slices, so it may
+  // busy-wait for an executor's answer (EnvBridge::spinForReply) without taking CPU from a guest.
+  bool mainMaySpin();
 
   // Bytes of stack each executor thread gets (address space; pages are committed as used);
   // maxStackSizeBytes must stay well below it.
