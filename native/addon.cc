@@ -7,6 +7,7 @@
 #include <napi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -20,6 +21,7 @@
 #include "engine.h"
 #include "executor.h"
 #include "platform.h"
+#include "threads.h"
 
 namespace qjsn {
 
@@ -107,6 +109,23 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
     if (--activeEvals_ == 0) tsfn_.Unref(env_);
   }
   uint32_t nextSandboxId() { return ++lastSandboxId_; }
+  // The main-side twin of the executor spin (native/executor.h). The main thread just handed an
+  // executor work that is usually answered within microseconds (an eval scheduled, a host result
+  // settled). If it returned to the event loop now, the loop would go to sleep and the answer would
+  // have to wake it. Instead it busy-waits up to kReplySpinNs for the answer to be posted, while a
+  // core is free beside the running guests; the loop then finds the answer ready without sleeping.
+  // A wait that missed (a long eval, a slow host function) makes the next kSkipsAfterMiss
+  // hand-overs return at once, so a miss costs little CPU overall.
+  void awaitReply() {
+    if (signaled_.load(std::memory_order_acquire)) return;
+    if (replySpinSkips_ > 0) {
+      replySpinSkips_--;
+      return;
+    }
+    if (!Executor::instance().mainMaySpin()) return;
+    if (!spinUntil(kReplySpinNs, [this] { return signaled_.load(std::memory_order_acquire); }))
+      replySpinSkips_ = kSkipsAfterMiss;
+  }
 
   // The buffer shared with src/sandbox.ts for host call arguments and results (main thread only;
   // every use is a synchronous write-then-read).
@@ -183,11 +202,16 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
     if (wake && !onMainThread()) {
       auto self = shared_from_this();
       tsfn_.NonBlockingCall([self](Napi::Env, Napi::Function) { self->drain(); });
+      signaled_.store(true, std::memory_order_release);
     }
   }
   Napi::Env env_;
   std::thread::id mainThread_;
   Napi::ThreadSafeFunction tsfn_;
+  std::atomic<bool> signaled_{false};  // the outbox holds messages and the loop was woken for them
+  static constexpr int64_t kReplySpinNs = 30 * 1000;
+  static constexpr int kSkipsAfterMiss = 16;
+  int replySpinSkips_ = 0;
   Napi::Reference<Napi::Buffer<uint8_t>> exchange_;
   uint8_t* exchangeData_ = nullptr;
   Napi::Reference<Napi::Float64Array> stats_;
@@ -596,8 +620,12 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
 
   // Runs the engine's next slice: on an executor thread, or here for an inline eval.
   void run() {
-    if (inline_) runInline();
-    else Executor::instance().schedule(engine_);
+    if (inline_) {
+      runInline();
+      return;
+    }
+    Executor::instance().schedule(engine_);
+    bridge_->awaitReply();
   }
 
   // An inline eval's slices run on the main thread, each followed by the dispatch of what it
@@ -666,6 +694,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
       r.errorMessage = a.Get(1u).ToString().Utf8Value();
     }
     if (engine_->deliver(std::move(r))) run();
+    else if (!inline_) bridge_->awaitReply();  // the guest's executor is still in its slice, waiting
     return info.Env().Undefined();
   }
 
@@ -858,6 +887,7 @@ void EnvBridge::drain() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     batch.swap(outbox_);
+    signaled_.store(false, std::memory_order_relaxed);
   }
   Napi::HandleScope scope(env_);
   for (Message& m : batch) {

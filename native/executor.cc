@@ -22,6 +22,7 @@ struct Executor::State {
   std::atomic<bool> pending{false};              // mirrors !queue.empty() for spinning workers
   std::atomic<int> runningSlices{0};             // mirrors running.size() for beginSpin
   std::atomic<int> spinners{0};
+  std::atomic<int> idleSpinners{0};  // workers spinning for work (not in a slice)
   int cores = 1;
   int threads = 0;  // workers counted against the cap (a thread stuck in a built-in is not)
   int idle = 0;     // workers looking for work, spinning or asleep
@@ -67,8 +68,10 @@ void* workerMain(void* arg) {
     if (st->queue.empty() && Executor::instance().beginSpin(false)) {
       // The next eval or host result often comes within microseconds: look again briefly before
       // sleeping, which saves a futex wake-up.
+      st->idleSpinners.fetch_add(1, std::memory_order_relaxed);
       lock.unlock();
       spinUntil(Executor::kSpinNs, [st] { return st->pending.load(std::memory_order_acquire); });
+      st->idleSpinners.fetch_sub(1, std::memory_order_relaxed);
       Executor::instance().endSpin();
       lock.lock();
     }
@@ -162,7 +165,11 @@ void Executor::schedule(std::shared_ptr<Engine> engine) {
       state_->growWake.notify_one();
     }
   }
-  state_->wake.notify_one();
+  // A spinning worker takes queued work within microseconds: waking a sleeping one for it too would
+  // cost a system call here and hand the engine to whichever gets the lock first. (A spinner that
+  // gives up re-checks the queue under the lock before it sleeps.)
+  if (state_->queue.size() > static_cast<size_t>(state_->idleSpinners.load(std::memory_order_relaxed)))
+    state_->wake.notify_one();
 }
 
 bool Executor::beginSpin(bool inSlice) {
@@ -176,6 +183,8 @@ bool Executor::beginSpin(bool inSlice) {
     if (st->spinners.compare_exchange_weak(spinning, spinning + 1, std::memory_order_acq_rel)) return true;
   }
 }
+
+bool Executor::mainMaySpin() { return state_->runningSlices.load(std::memory_order_relaxed) + 1 <= state_->cores; }
 
 void Executor::endSpin() { state_->spinners.fetch_sub(1, std::memory_order_acq_rel); }
 

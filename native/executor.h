@@ -17,7 +17,8 @@
 // whose guest awaits a host call: Engine::runSlice) may busy-wait with a pause instruction for at
 // most kSpinNs, but only while a core is free for it beside the Node main thread: at most one
 // spinner per core beyond the first, and none while guest slices occupy the other cores. Eight
-// spinning guests therefore see no spinner at all.
+// spinning guests therefore see no spinner at all. The Node main thread does the same for the
+// executor's answer (EnvBridge::awaitReply in native/addon.cc) while a core is free for it.
 //
 // A watchdog answers evals stuck in a built-in that cannot be interrupted; the stuck thread stops
 // counting against the cap, so capacity is kept.
@@ -46,6 +47,9 @@ class Executor {
   bool beginSpin(bool inSlice);
   void endSpin();
   static constexpr int64_t kSpinNs = 50 * 1000;
+  // True when a core is free for the Node main thread beside the running guest slices, so it may
+  // busy-wait for an executor's answer (EnvBridge::spinForReply) without taking CPU from a guest.
+  bool mainMaySpin();
 
   // Bytes of stack each executor thread gets (address space; pages are committed as used);
   // maxStackSizeBytes must stay well below it.

@@ -28,6 +28,10 @@ function passesAsIs(v: unknown): boolean {
   return v === undefined || v === null || t === "number" || t === "boolean" || (t === "string" && (v as string).length <= 256);
 }
 
+function evalEndedError(): SandboxError {
+  return new SandboxError("ABORTED", "the eval that made this call has ended");
+}
+
 function hostErrorOf(err: unknown): [string, string] {
   // Host functions can throw anything, even a Proxy whose traps throw: describing it must not
   // throw, or an async call would never settle (test/hostile/host-abuse.test.ts).
@@ -66,6 +70,8 @@ export class HostCalls {
   readonly #pendingCalls: Map<number, AbortController> & { evalId?: number } = new Map();
   #inSyncHostCall = 0;
   #onConsole: ((entry: ConsoleEntry) => void) | undefined; // live console listener of the running eval
+  // The async context of a host call made outside any host function (the usual case), built once.
+  readonly #selfOnly: ReadonlySet<HostCalls> = new Set([this]);
 
   constructor(handleOf: () => NativeHandle | undefined, maxConsoleBytes: number, decodes: DecodeQueue) {
     this.#handleOf = handleOf;
@@ -168,12 +174,16 @@ export class HostCalls {
     this.#pendingCalls.evalId = evalId;
   }
 
-  /** The running eval ended (or never started): late results are dropped, pending signals fire with `reason`. */
-  endEval(reason?: SandboxError): void {
+  /**
+   * The running eval ended (or never started): late results are dropped; with `abortCalls`, the
+   * signals of its calls in flight fire with an `ABORTED` error.
+   */
+  endEval(abortCalls = false): void {
     this.#currentEvalId = 0;
     this.#onConsole = undefined;
     this.#pendingCalls.evalId = 0;
-    if (reason !== undefined) this.abortPending(reason);
+    // Built only when a signal needs it: an error captures a stack, which costs as much as a short eval.
+    if (abortCalls && this.#pendingCalls.size > 0) this.abortPending(evalEndedError());
   }
 
   /** Fires the signal of every call in flight that asked for one. */
@@ -223,7 +233,7 @@ export class HostCalls {
         if (!controller) {
           controller = new AbortController();
           if (evalId === pendingCalls.evalId) pendingCalls.set(callId, controller);
-          else controller.abort(new SandboxError("ABORTED", "the eval that made this call has ended"));
+          else controller.abort(evalEndedError());
         }
         return controller.signal;
       },
@@ -258,7 +268,8 @@ export class HostCalls {
 
   #withSelf(): ReadonlySet<HostCalls> {
     const outer = hostCallContext.getStore();
-    if (outer?.has(this)) return outer;
-    return new Set(outer ? [...outer, this] : [this]);
+    if (!outer) return this.#selfOnly;
+    if (outer.has(this)) return outer;
+    return new Set([...outer, this]);
   }
 }

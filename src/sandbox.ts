@@ -263,7 +263,7 @@ export class Sandbox implements Disposable {
       const drained = this.#decodes.drained();
       if (drained) await drained;
     } finally {
-      this.#host.endEval(new SandboxError("ABORTED", "the eval that made this call has ended"));
+      this.#host.endEval(true);
     }
     const ranMs = performance.now() - started;
     let decoded: DecodedOutcome;
