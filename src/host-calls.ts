@@ -9,8 +9,8 @@ import { formatWithOptions } from "node:util";
 import { SandboxError } from "./errors.js";
 import type { DecodeQueue } from "./decode-queue.js";
 import { ValueDecoder, encodeValueInto } from "./marshal.js";
-import { native, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher } from "./native.js";
-import { CONSOLE_LEVELS, throwIfRefused } from "./outcomes.js";
+import { DispatchKind, native, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher } from "./native.js";
+import { CONSOLE_LEVELS, throwIfFailed } from "./outcomes.js";
 import { formatConsoleArgs } from "./render.js";
 import type { AsyncHostFunction, ConsoleEntry, HostFunction } from "./types.js";
 import { invalid, validatePath } from "./validate.js";
@@ -99,13 +99,13 @@ export class HostCalls {
     const decode = (use: (args: unknown[]) => void, fail: (err: SandboxError) => void): void => {
       if (!this.#decodes.push(decoder, use as (args: unknown) => void, fail) && !argBytes) decoder.detach(); // the exchange buffer is reused
     };
-    if (kind === 2) {
+    if (kind === DispatchKind.Console) {
       decode((args) => this.#streamConsole(fnId, args, evalId), () => {});
       return undefined;
     }
     const entry = this.#functions[fnId];
     if (!entry) return ["Error", "unknown host function"];
-    if (kind === 1) {
+    if (kind === DispatchKind.AsyncCall) {
       const refuse = (err: SandboxError): void => {
         if (evalId === this.#currentEvalId) this.#handleOf()?.settle(callId, false, hostErrorOf(err));
       };
@@ -140,9 +140,7 @@ export class HostCalls {
     validatePath(name);
     if (typeof fn !== "function") throw invalid("fn must be a function");
     const fnId = this.#functions.length;
-    const error = handle.defineFunction(name, fnId, async);
-    throwIfRefused(error, "define a function");
-    if (error) throw invalid(`cannot define '${name}': ${error}`);
+    throwIfFailed(handle.defineFunction(name, fnId, async), "define a function", `cannot define '${name}'`);
     this.#functions.push({ name, fn, async });
   }
 
