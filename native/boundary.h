@@ -182,24 +182,16 @@ struct NativeError {
   std::string message;
 };
 
-inline const char* errorCodeName(ErrorCode code) {
-#define QJSN_ERROR_CASE(name, text) \
-  case ErrorCode::name: return text;
-  switch (code) { QJSN_ERROR_CODES(QJSN_ERROR_CASE) }
-#undef QJSN_ERROR_CASE
-  return "";
-}
-
-inline const char* opaqueKindName(OpaqueKind kind) {
-#define QJSN_OPAQUE_CASE(name, text) \
-  case OpaqueKind::name: return text;
-  switch (kind) { QJSN_OPAQUE_KINDS(QJSN_OPAQUE_CASE) }
-#undef QJSN_OPAQUE_CASE
-  return "object";
-}
-
+// The texts of the lists that carry one, by enumerator.
+#define QJSN_SECOND_TEXT(name, text) text,
+constexpr const char* kErrorCodeNames[] = {QJSN_ERROR_CODES(QJSN_SECOND_TEXT)};
+constexpr const char* kOpaqueKindNames[] = {QJSN_OPAQUE_KINDS(QJSN_SECOND_TEXT)};
+#undef QJSN_SECOND_TEXT
 #define QJSN_NAME_TEXT(name) #name,
 constexpr const char* kConsoleLevels[] = {QJSN_CONSOLE_LEVELS(QJSN_NAME_TEXT)};
 #undef QJSN_NAME_TEXT
+
+inline const char* errorCodeName(ErrorCode code) { return kErrorCodeNames[static_cast<int>(code)]; }
+inline const char* opaqueKindName(OpaqueKind kind) { return kOpaqueKindNames[static_cast<int>(kind)]; }
 
 }  // namespace qjsn

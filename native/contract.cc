@@ -26,20 +26,14 @@ class Numbered {
   uint32_t next_ = 0;
 };
 
-// [text, ...] by position.
-class Texts {
- public:
-  explicit Texts(Napi::Env env) : env_(env), array_(Napi::Array::New(env)) {}
-  void add(const char* text) { array_.Set(array_.Length(), Napi::String::New(env_, text)); }
-  Napi::Array done() {
-    array_.Freeze();
-    return array_;
-  }
-
- private:
-  Napi::Env env_;
-  Napi::Array array_;
-};
+// [text, ...], frozen.
+template <size_t N>
+Napi::Array frozenTexts(Napi::Env env, const char* const (&texts)[N]) {
+  Napi::Array array = Napi::Array::New(env, N);
+  for (uint32_t i = 0; i < N; i++) array.Set(i, Napi::String::New(env, texts[i]));
+  array.Freeze();
+  return array;
+}
 
 }  // namespace
 
@@ -80,17 +74,9 @@ Napi::Object contractObject(Napi::Env env) {
 #undef QJSN_ADD_SIZE
   contract.Set("sizes", sizes.done());
 
-  Texts codes(env), opaque(env), levels(env);
-#define QJSN_ADD_CODE(name, text) codes.add(text);
-  QJSN_ERROR_CODES(QJSN_ADD_CODE)
-#undef QJSN_ADD_CODE
-#define QJSN_ADD_OPAQUE(name, text) opaque.add(text);
-  QJSN_OPAQUE_KINDS(QJSN_ADD_OPAQUE)
-#undef QJSN_ADD_OPAQUE
-  for (const char* level : kConsoleLevels) levels.add(level);
-  contract.Set("errorCodes", codes.done());
-  contract.Set("opaqueKinds", opaque.done());
-  contract.Set("consoleLevels", levels.done());
+  contract.Set("errorCodes", frozenTexts(env, kErrorCodeNames));
+  contract.Set("opaqueKinds", frozenTexts(env, kOpaqueKindNames));
+  contract.Set("consoleLevels", frozenTexts(env, kConsoleLevels));
 
   contract.Freeze();
   return contract;

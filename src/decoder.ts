@@ -50,6 +50,61 @@ function decodeFailure(err: unknown): SandboxError {
   return new SandboxError("UNSERIALIZABLE", `the value cannot be re-created outside the sandbox: ${reason}`);
 }
 
+/**
+ * What {@link ValueDecoder} does with each tag, numbered densely here so that its switch has
+ * literal cases (a jump table); {@link CASE_OF_TAG} maps the boundary table's tag bytes to them.
+ */
+const enum Case {
+  Malformed,
+  Undefined,
+  Null,
+  False,
+  True,
+  Int32,
+  Float64,
+  String,
+  Latin1,
+  Array,
+  Object,
+  Date,
+  Map,
+  Set,
+  ArrayBuffer,
+  TypedArray,
+  BigIntHex,
+  RegExp,
+  Error,
+  Opaque,
+  BackRef,
+}
+
+/** The {@link Case} of each tag byte (Malformed for a byte the table does not name). */
+const CASE_OF_TAG = new Uint8Array(256);
+for (const [tag, c] of [
+  [Tag.Undefined, Case.Undefined],
+  [Tag.Null, Case.Null],
+  [Tag.False, Case.False],
+  [Tag.True, Case.True],
+  [Tag.Int32, Case.Int32],
+  [Tag.Float64, Case.Float64],
+  [Tag.String, Case.String],
+  [Tag.Latin1, Case.Latin1],
+  [Tag.Array, Case.Array],
+  [Tag.Object, Case.Object],
+  [Tag.Date, Case.Date],
+  [Tag.Map, Case.Map],
+  [Tag.Set, Case.Set],
+  [Tag.ArrayBuffer, Case.ArrayBuffer],
+  [Tag.TypedArray, Case.TypedArray],
+  [Tag.BigIntHex, Case.BigIntHex],
+  [Tag.RegExp, Case.RegExp],
+  [Tag.Error, Case.Error],
+  [Tag.Opaque, Case.Opaque],
+  [Tag.BackRef, Case.BackRef],
+] as const) {
+  CASE_OF_TAG[tag] = c;
+}
+
 const enum Open {
   Array,
   Object,
@@ -217,20 +272,20 @@ export class ValueDecoder implements ResumableDecode<unknown> {
       this.u32();
       throw malformed("string");
     }
-    switch (tag) {
-      case Tag.Undefined: return this.produce(undefined);
-      case Tag.Null: return this.produce(null);
-      case Tag.False: return this.produce(false);
-      case Tag.True: return this.produce(true);
-      case Tag.Int32: {
+    switch (CASE_OF_TAG[tag]) {
+      case Case.Undefined: return this.produce(undefined);
+      case Case.Null: return this.produce(null);
+      case Case.False: return this.produce(false);
+      case Case.True: return this.produce(true);
+      case Case.Int32: {
         this.need(4);
         const v = this.buf.readInt32LE(this.pos);
         this.pos += 4;
         return this.produce(v);
       }
-      case Tag.Float64: return this.produce(this.f64());
-      case Tag.String:
-      case Tag.Latin1: {
+      case Case.Float64: return this.produce(this.f64());
+      case Case.String:
+      case Case.Latin1: {
         const latin1 = tag === Tag.Latin1;
         const n = this.u32();
         const bytes = latin1 ? n : n * 2;
@@ -239,7 +294,7 @@ export class ValueDecoder implements ResumableDecode<unknown> {
         this.open.push({ kind: Open.Text, latin1, left: bytes, text: "" });
         return;
       }
-      case Tag.Array: {
+      case Case.Array: {
         const length = this.u32();
         const left = this.u32();
         const array: unknown[] = [];
@@ -247,7 +302,7 @@ export class ValueDecoder implements ResumableDecode<unknown> {
         this.open.push({ kind: Open.Array, array, length, left, index: 0 });
         return;
       }
-      case Tag.Object: {
+      case Case.Object: {
         const nullProto = this.u8() === 1;
         const left = this.u32();
         const object: Record<string, unknown> = nullProto ? Object.create(null) : {};
@@ -255,25 +310,25 @@ export class ValueDecoder implements ResumableDecode<unknown> {
         this.open.push({ kind: Open.Object, object, left, key: undefined, keys: left >= MANY_KEYS ? [] : undefined });
         return;
       }
-      case Tag.Date: {
+      case Case.Date: {
         this.work += HOST_OBJECT_WORK;
         const d = new Date(this.f64());
         this.objects.push(d);
         return this.produce(d);
       }
-      case Tag.Map: {
+      case Case.Map: {
         const map = new Map<unknown, unknown>();
         this.objects.push(map);
         this.open.push({ kind: Open.Map, map, left: this.u32(), key: undefined, haveKey: false });
         return;
       }
-      case Tag.Set: {
+      case Case.Set: {
         const set = new Set<unknown>();
         this.objects.push(set);
         this.open.push({ kind: Open.Set, set, left: this.u32() });
         return;
       }
-      case Tag.ArrayBuffer: {
+      case Case.ArrayBuffer: {
         const n = this.u32();
         this.need(n);
         this.work += HOST_OBJECT_WORK;
@@ -282,16 +337,16 @@ export class ValueDecoder implements ResumableDecode<unknown> {
         this.open.push({ kind: Open.Bytes, bytes, copied: 0 });
         return this.step();
       }
-      case Tag.TypedArray: {
+      case Case.TypedArray: {
         const viewKind = this.u8();
         this.open.push({ kind: Open.View, viewKind, slot: this.objects.push(undefined) - 1 });
         return; // its buffer comes next
       }
-      case Tag.BigIntHex: return this.openParts(tag, 1, -1, "object");
-      case Tag.RegExp: return this.openParts(tag, 2, this.objects.push(undefined) - 1, "object");
-      case Tag.Error: return this.openParts(tag, 3, this.objects.push(undefined) - 1, "object");
-      case Tag.Opaque: return this.openParts(tag, 1, -1, OPAQUE_KINDS[this.u8()] ?? "object");
-      case Tag.BackRef: {
+      case Case.BigIntHex: return this.openParts(tag, 1, -1, "object");
+      case Case.RegExp: return this.openParts(tag, 2, this.objects.push(undefined) - 1, "object");
+      case Case.Error: return this.openParts(tag, 3, this.objects.push(undefined) - 1, "object");
+      case Case.Opaque: return this.openParts(tag, 1, -1, OPAQUE_KINDS[this.u8()] ?? "object");
+      case Case.BackRef: {
         const id = this.u32();
         if (id >= this.objects.length || this.objects[id] === undefined) throw new SandboxError("UNSERIALIZABLE", "malformed reference in value data");
         return this.produce(this.objects[id]);
