@@ -9,7 +9,7 @@ import { formatWithOptions } from "node:util";
 import { SandboxError } from "./errors.js";
 import type { DecodeQueue } from "./decode-queue.js";
 import { ValueDecoder, encodeValueInto } from "./marshal.js";
-import { DispatchKind, native, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher } from "./native.js";
+import { BOUNDARY_SIZES, DispatchKind, native, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher } from "./native.js";
 import { CONSOLE_LEVELS, throwIfFailed } from "./outcomes.js";
 import { formatConsoleArgs } from "./render.js";
 import type { AsyncHostFunction, ConsoleEntry, HostFunction } from "./types.js";
@@ -22,10 +22,12 @@ const exchange: Buffer = native.exchange;
 /** Whose host functions are running in the current async context (re-entry check). */
 const hostCallContext = new AsyncLocalStorage<ReadonlySet<HostCalls>>();
 
-/** A host result the addon copies without the codec (native/engine.h kMaxPrimitiveChars). */
+const MAX_PRIMITIVE_CHARS = BOUNDARY_SIZES.maxPrimitiveChars;
+
+/** A host result the addon copies without the codec (the boundary table's maxPrimitiveChars). */
 function passesAsIs(v: unknown): boolean {
   const t = typeof v;
-  return v === undefined || v === null || t === "number" || t === "boolean" || (t === "string" && (v as string).length <= 256);
+  return v === undefined || v === null || t === "number" || t === "boolean" || (t === "string" && (v as string).length <= MAX_PRIMITIVE_CHARS);
 }
 
 function hostErrorOf(err: unknown): [string, string] {
