@@ -1,27 +1,19 @@
-// Module init and the main-thread side of every sandbox: the JS-visible handle, the outbox that
-// carries host calls and finished evals from executor threads to the Node event loop, and the
-// cleanup hook that frees every live runtime when the environment goes away.
+// Module init and the JS-visible handle of every sandbox, the delivery of what executor threads
+// posted (native/env_bridge.h) to its handle, and the cleanup hook that frees every live runtime
+// when the environment goes away.
 //
 // The handle is internal: src/sandbox.ts keeps it in a private field and validates every argument
 // before calling in, so the guards here are cheap one-liners that only keep the process alive.
 #include <napi.h>
 
-#include <algorithm>
-#include <atomic>
-#include <condition_variable>
-#include <cstring>
-#include <deque>
-#include <mutex>
 #include <optional>
-#include <thread>
-#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
-#include "engine.h"
+#include "contract.h"
+#include "env_bridge.h"
 #include "executor.h"
-#include "platform.h"
-#include "threads.h"
+#include "handle_args.h"
 
 namespace qjsn {
 
@@ -29,248 +21,7 @@ namespace {
 
 const napi_type_tag kHandleTag = {0x7a1c5e0d2f4b4c11ULL, 0x9e3b6a85d0c2f417ULL};
 
-class SandboxHandle;
-std::vector<uint8_t> bytesOf(const Napi::Value& v);
-
-// One per Node environment (main thread or worker).
-class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBridge> {
- public:
-  EnvBridge(Napi::Env env) : env_(env), mainThread_(std::this_thread::get_id()) {}
-
-  void start() {
-    Napi::Float64Array stats = Napi::Float64Array::New(env_, kStatsSlots);
-    statsData_ = stats.Data();
-    stats_ = Napi::Persistent(stats);
-    Napi::Buffer<uint8_t> exchange = Napi::Buffer<uint8_t>::New(env_, kExchangeBytes);
-    exchangeData_ = exchange.Data();  // stable: the persistent reference keeps the buffer alive
-    exchange_ = Napi::Persistent(exchange);
-    tsfn_ = Napi::ThreadSafeFunction::New(env_, Napi::Function::New(env_, [](const Napi::CallbackInfo&) {}),
-                                          "quickjs-native", 0, 1);
-    tsfn_.Unref(env_);
-  }
-
-  bool onMainThread() const override { return std::this_thread::get_id() == mainThread_; }
-
-  // Where an executor thread waits for the answer to a sync host call.
-  struct SyncSlot {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    HostResult result;
-  };
-  static void finishSlot(SyncSlot* slot, HostResult r) {
-    std::lock_guard<std::mutex> lock(slot->mu);
-    slot->result = std::move(r);
-    slot->done = true;
-    slot->cv.notify_one();
-  }
-
-  HostResult callSync(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t> args) override;
-  bool callSyncPrimitive(uint32_t sandboxId, uint32_t fnId, const Primitive* args, int argc, Primitive* result,
-                         char16_t* text, HostResult* fallback) override;
-  void postAsyncCall(uint32_t sandboxId, uint64_t evalId, uint32_t callId, uint32_t fnId,
-                     std::vector<uint8_t> args) override {
-    Message m;
-    m.kind = Message::AsyncCall;
-    m.sandboxId = sandboxId;
-    m.evalId = evalId;
-    m.callId = callId;
-    m.fnId = fnId;
-    m.bytes = std::move(args);
-    post(std::move(m));
-  }
-  void postConsole(uint32_t sandboxId, uint64_t evalId, int level, std::vector<uint8_t> args) override {
-    Message m;
-    m.kind = Message::Console;
-    m.sandboxId = sandboxId;
-    m.evalId = evalId;
-    m.fnId = static_cast<uint32_t>(level);
-    m.bytes = std::move(args);
-    post(std::move(m));
-  }
-  void postEvalDone(uint32_t sandboxId, EvalOutcome outcome) override {
-    Message m;
-    m.kind = Message::EvalDone;
-    m.sandboxId = sandboxId;
-    m.outcome = std::move(outcome);
-    post(std::move(m));
-  }
-
-  // Main thread only.
-  void registerHandle(uint32_t id, SandboxHandle* h) { handles_[id] = h; }
-  void unregisterHandle(uint32_t id) {
-    handles_.erase(id);
-    if (lastPrimitiveCaller_.first == id) lastPrimitiveCaller_ = {};
-  }
-  void evalStarted() {
-    if (activeEvals_++ == 0) tsfn_.Ref(env_);
-  }
-  void evalEnded() {
-    if (--activeEvals_ == 0) tsfn_.Unref(env_);
-  }
-  uint32_t nextSandboxId() { return ++lastSandboxId_; }
-  // The main-side twin of the executor spin (native/executor.h). The main thread just handed an
-  // executor work that is usually answered within microseconds (an eval scheduled, a host result
-  // settled). If it returned to the event loop now, the loop would go to sleep and the answer would
-  // have to wake it. Instead it busy-waits up to kReplySpinNs for the answer to be posted, while a
-  // core is free beside the running guests; the loop then finds the answer ready without sleeping.
-  // A wait that missed (a long eval, a slow host function) makes the next kSkipsAfterMiss
-  // hand-overs return at once, so a miss costs little CPU overall.
-  void awaitReply() {
-    if (signaled_.load(std::memory_order_acquire)) return;
-    if (replySpinSkips_ > 0) {
-      replySpinSkips_--;
-      return;
-    }
-    if (!Executor::instance().mainMaySpin()) return;
-    if (!spinUntil(kReplySpinNs, [this] { return signaled_.load(std::memory_order_acquire); }))
-      replySpinSkips_ = kSkipsAfterMiss;
-  }
-
-  // The buffer shared with src/sandbox.ts for host call arguments and results (main thread only;
-  // every use is a synchronous write-then-read).
-  static constexpr size_t kExchangeBytes = 64 * 1024;
-  Napi::Buffer<uint8_t> exchange() { return exchange_.Value(); }
-  // Numbers of the last inline eval (see SandboxHandle::EvalSync), shared with src/sandbox.ts.
-  static constexpr size_t kStatsSlots = 8;
-  Napi::Float64Array statsArray() { return stats_.Value(); }
-  double* stats() { return statsData_; }
-  // Puts `bytes` where the dispatcher reads them: the exchange buffer when they fit (returns its
-  // byte count and leaves `spill` empty), else a Buffer of their own in `spill`.
-  uint32_t stage(const std::vector<uint8_t>& bytes, Napi::Value* spill) {
-    if (bytes.size() <= kExchangeBytes) {
-      std::memcpy(exchangeData_, bytes.data(), bytes.size());
-      *spill = env_.Undefined();
-      return static_cast<uint32_t>(bytes.size());
-    }
-    *spill = Napi::Buffer<uint8_t>::Copy(env_, bytes.data(), bytes.size());
-    return 0;
-  }
-  // Reads a result the dispatcher or `settle` handed back: a byte count in the exchange buffer or
-  // a Buffer/Uint8Array of its own.
-  std::vector<uint8_t> resultBytes(const Napi::Value& v) {
-    if (v.IsNumber()) {
-      size_t n = std::min<size_t>(v.As<Napi::Number>().Uint32Value(), kExchangeBytes);
-      return std::vector<uint8_t>(exchangeData_, exchangeData_ + n);
-    }
-    return bytesOf(v);
-  }
-  // Freed runtimes leave many small holes in the C heap; give the pages back now and then so a
-  // server's RSS follows its live sandboxes.
-  void returnMemoryToSystem(int64_t freedBytes) {
-    freedSinceTrim_ += freedBytes;
-    if (freedSinceTrim_ < kTrimEveryBytes) return;
-    freedSinceTrim_ = 0;
-    platform::releaseFreeHeap();
-  }
-  // The answer to a sync host call that can no longer reach its sandbox's JavaScript side.
-  static HostResult closedResult() {
-    HostResult r;
-    r.ok = false;
-    r.errorMessage = "the sandbox is shutting down";
-    return r;
-  }
-  void closeAll();
-  // Hands every message executor threads (or inline slices) posted to its sandbox. Main thread.
-  void drain();
-  HostResult runSyncCall(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t>& args);
-
- private:
-  struct Message {
-    enum Kind { SyncCall, AsyncCall, Console, EvalDone } kind;
-    uint32_t sandboxId = 0;
-    uint64_t evalId = 0;
-    uint32_t callId = 0;
-    uint32_t fnId = 0;
-    std::vector<uint8_t> bytes;
-    EvalOutcome outcome;
-    SyncSlot* slot = nullptr;
-  };
-
-  void post(Message m) {
-    bool wake;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (closed_) {
-        if (m.slot) finishSlot(m.slot, closedResult());
-        return;
-      }
-      wake = outbox_.empty();
-      outbox_.push_back(std::move(m));
-    }
-    // The main thread posts only from inline slices, and drains right after each (runInline).
-    if (wake && !onMainThread()) {
-      auto self = shared_from_this();
-      tsfn_.NonBlockingCall([self](Napi::Env, Napi::Function) { self->drain(); });
-      signaled_.store(true, std::memory_order_release);
-    }
-  }
-  Napi::Env env_;
-  std::thread::id mainThread_;
-  Napi::ThreadSafeFunction tsfn_;
-  std::atomic<bool> signaled_{false};  // the outbox holds messages and the loop was woken for them
-  static constexpr int64_t kReplySpinNs = 30 * 1000;
-  static constexpr int kSkipsAfterMiss = 16;
-  int replySpinSkips_ = 0;
-  Napi::Reference<Napi::Buffer<uint8_t>> exchange_;
-  uint8_t* exchangeData_ = nullptr;
-  Napi::Reference<Napi::Float64Array> stats_;
-  double* statsData_ = nullptr;
-  std::mutex mu_;
-  std::deque<Message> outbox_;
-  bool closed_ = false;
-  std::unordered_map<uint32_t, SandboxHandle*> handles_;
-  // The sandbox of the last primitive host call: a loop of host calls looks it up once.
-  std::pair<uint32_t, SandboxHandle*> lastPrimitiveCaller_{0, nullptr};
-  int activeEvals_ = 0;
-  uint32_t lastSandboxId_ = 0;
-  int64_t freedSinceTrim_ = 0;
-  static constexpr int64_t kTrimEveryBytes = 64ll << 20;
-};
-
-// [status, body | message, [name, type, ...]] of a snapshot read or write.
-Napi::Value snapshotResultToJs(Napi::Env env, const SnapshotResult& r, Napi::Value payload) {
-  Napi::Array notRestored = Napi::Array::New(env, r.notRestored.size() * 2);
-  for (size_t i = 0; i < r.notRestored.size(); i++) {
-    notRestored.Set(static_cast<uint32_t>(2 * i), Napi::String::New(env, r.notRestored[i].name));
-    notRestored.Set(static_cast<uint32_t>(2 * i + 1), Napi::String::New(env, r.notRestored[i].type));
-  }
-  Napi::Array a = Napi::Array::New(env, 3);
-  a.Set(0u, Napi::Number::New(env, static_cast<int>(r.status)));
-  a.Set(1u, r.status == SnapshotStatus::Ok ? payload : Napi::String::New(env, r.message).As<Napi::Value>());
-  a.Set(2u, notRestored);
-  return a;
-}
-
-Napi::Value outcomeToJs(Napi::Env env, EvalOutcome& o) {
-  Napi::Array a = Napi::Array::New(env, o.snapshotOp ? 11 : 10);
-  a.Set(0u, Napi::Number::New(env, static_cast<int>(o.status)));
-  a.Set(1u, o.value.empty() ? env.Undefined()
-                            : Napi::Buffer<uint8_t>::Copy(env, o.value.data(), o.value.size()).As<Napi::Value>());
-  a.Set(2u, Napi::String::New(env, o.message));
-  a.Set(3u, Napi::Number::New(env, static_cast<int>(o.stop)));
-  a.Set(4u, o.console.empty() ? env.Undefined()
-                              : Napi::Buffer<uint8_t>::Copy(env, o.console.data(), o.console.size()).As<Napi::Value>());
-  a.Set(5u, Napi::Boolean::New(env, o.consoleTruncated));
-  a.Set(6u, Napi::Number::New(env, o.executionMs));
-  a.Set(7u, Napi::Number::New(env, o.hostCalls));
-  a.Set(8u, Napi::Number::New(env, static_cast<double>(o.memoryUsedBytes)));
-  a.Set(9u, Napi::Number::New(env, static_cast<double>(o.peakMemoryBytes)));
-  if (o.snapshotOp) a.Set(10u, snapshotResultToJs(env, o.snapshot, env.Undefined()));
-  return a;
-}
-
-std::vector<uint8_t> bytesOf(const Napi::Value& v) {
-  if (v.IsBuffer()) {
-    auto b = v.As<Napi::Buffer<uint8_t>>();
-    return std::vector<uint8_t>(b.Data(), b.Data() + b.Length());
-  }
-  if (v.IsTypedArray()) {
-    auto t = v.As<Napi::Uint8Array>();
-    return std::vector<uint8_t>(t.Data(), t.Data() + t.ByteLength());
-  }
-  return {};
-}
+}  // namespace
 
 class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
  public:
@@ -302,16 +53,17 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   SandboxHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<SandboxHandle>(info) {
     Napi::Env env = info.Env();
     bridge_ = env.GetInstanceData<std::shared_ptr<EnvBridge>>()->get()->shared_from_this();
-    if (info.Length() < 6 || !info[4].IsFunction() || !info[5].IsFunction()) {
+    HandleArgs args(info);
+    if (!args.has(6) || !args.isFunction(4) || !args.isFunction(5)) {
       Napi::TypeError::New(env, "SandboxHandle: bad arguments").ThrowAsJavaScriptException();
       return;
     }
     EngineOptions o;
-    o.memoryLimitBytes = static_cast<size_t>(info[0].ToNumber().Int64Value());
-    o.maxStackSizeBytes = static_cast<size_t>(info[1].ToNumber().Int64Value());
-    o.captureConsole = info[2].ToBoolean().Value();
-    o.maxConsoleBytes = static_cast<size_t>(info[3].ToNumber().Int64Value());
-    o.copyLimitBytes = info.Length() > 6 ? static_cast<uint64_t>(info[6].ToNumber().Int64Value()) : o.memoryLimitBytes;
+    o.memoryLimitBytes = static_cast<size_t>(args.u64(0));
+    o.maxStackSizeBytes = static_cast<size_t>(args.u64(1));
+    o.captureConsole = args.flag(2);
+    o.maxConsoleBytes = static_cast<size_t>(args.u64(3));
+    o.copyLimitBytes = args.has(7) ? args.u64(6) : o.memoryLimitBytes;
     // Weak: the dispatcher closes over the Sandbox that owns this handle, and a strong reference
     // would keep both alive forever. An eval in flight keeps them alive through its promise.
     dispatcher_ = Napi::Weak(info[4].As<Napi::Function>());
@@ -365,8 +117,9 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     if (dispatcher_.Value().IsEmpty()) return;
     Napi::Value spill;
     uint32_t argLength = bridge_->stage(args, &spill);
-    dispatcher_.Call({Napi::Number::New(env, 1), Napi::Number::New(env, fnId), Napi::Number::New(env, callId),
-                      Napi::Number::New(env, argLength), spill, Napi::Number::New(env, static_cast<double>(evalId))});
+    dispatcher_.Call({Napi::Number::New(env, kind(DispatchKind::AsyncCall)), Napi::Number::New(env, fnId),
+                      Napi::Number::New(env, callId), Napi::Number::New(env, argLength), spill,
+                      Napi::Number::New(env, static_cast<double>(evalId))});
     if (env.IsExceptionPending()) env.GetAndClearPendingException();
   }
 
@@ -378,8 +131,9 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     if (dispatcher_.Value().IsEmpty()) return;
     Napi::Value spill;
     uint32_t argLength = bridge_->stage(args, &spill);
-    dispatcher_.Call({Napi::Number::New(env, 2), Napi::Number::New(env, level), Napi::Number::New(env, 0),
-                      Napi::Number::New(env, argLength), spill, Napi::Number::New(env, static_cast<double>(evalId))});
+    dispatcher_.Call({Napi::Number::New(env, kind(DispatchKind::Console)), Napi::Number::New(env, level),
+                      Napi::Number::New(env, 0), Napi::Number::New(env, argLength), spill,
+                      Napi::Number::New(env, static_cast<double>(evalId))});
     if (env.IsExceptionPending()) env.GetAndClearPendingException();
   }
 
@@ -394,9 +148,9 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     uint32_t token = slot ? ++lastSyncToken_ : 0;
     Napi::Value spill;
     uint32_t argLength = bridge_->stage(args, &spill);
-    Napi::Value ret = dispatcher_.Call({Napi::Number::New(env, 0), Napi::Number::New(env, fnId),
-                                        Napi::Number::New(env, token), Napi::Number::New(env, argLength), spill,
-                                        Napi::Number::New(env, 0)});
+    Napi::Value ret = dispatcher_.Call({Napi::Number::New(env, kind(DispatchKind::SyncCall)),
+                                        Napi::Number::New(env, fnId), Napi::Number::New(env, token),
+                                        Napi::Number::New(env, argLength), spill, Napi::Number::New(env, 0)});
     if (env.IsExceptionPending()) {
       Napi::Error e = env.GetAndClearPendingException();
       HostResult r;
@@ -457,15 +211,16 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
         case Primitive::Kind::Null: napi_get_null(env, &v); break;
         case Primitive::Kind::Boolean: napi_get_boolean(env, a.number != 0, &v); break;
         case Primitive::Kind::Number: napi_create_double(env, a.number, &v); break;
-        case Primitive::Kind::Utf8: napi_create_string_utf8(env, static_cast<const char*>(a.chars), a.length, &v); break;
+        case Primitive::Kind::Utf8:
+          napi_create_string_utf8(env, static_cast<const char*>(a.chars), a.length, &v);
+          break;
         case Primitive::Kind::Utf16:
           napi_create_string_utf16(env, static_cast<const char16_t*>(a.chars), a.length, &v);
           break;
       }
     }
     napi_value ret;
-    if (napi_call_function(env, primitiveScope_.undefined, primitiveScope_.dispatcher, 1 + argc, argv, &ret) !=
-        napi_ok) {
+    if (napi_call_function(env, primitiveScope_.undefined, primitiveScope_.dispatcher, 1 + argc, argv, &ret) != napi_ok) {
       bool pending = false;
       napi_is_exception_pending(env, &pending);
       if (pending) Env().GetAndClearPendingException();
@@ -515,6 +270,11 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     return false;
   }
 
+  // What a direct call answers while an eval is active.
+  static Napi::Value busyError(Napi::Env env) {
+    return errorToJs(env, NativeError{ErrorCode::Busy, "an eval is running in this sandbox"});
+  }
+
   bool alive(const Napi::CallbackInfo& info) {
     bool tagged = false;
     napi_check_object_type_tag(info.Env(), info.This(), &kHandleTag, &tagged);
@@ -525,13 +285,16 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     return true;
   }
 
-  static EvalRequest requestOf(const Napi::CallbackInfo& info) {
+  static int kind(DispatchKind k) { return static_cast<int>(k); }
+
+  // (code, filename, budgetMs, describe, evalId, streamConsole) of evalSync and evalAsync.
+  static EvalRequest requestOf(const HandleArgs& args) {
     EvalRequest r;
-    r.code = info[0].ToString().Utf8Value();
-    r.filename = info[1].ToString().Utf8Value();
-    r.executionBudgetMs = info[2].ToNumber().DoubleValue();
-    r.describeUnserializable = info[3].ToBoolean().Value();
-    r.streamConsole = info.Length() > 5 && info[5].ToBoolean().Value();
+    r.code = args.utf8(0);
+    r.filename = args.utf8(1);
+    r.executionBudgetMs = args.number(2);
+    r.describeUnserializable = args.flag(3);
+    r.streamConsole = args.flag(5);
     return r;
   }
 
@@ -541,25 +304,27 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   // message or an oversized value come back as JS values, as [value | undefined, message, console].
   Napi::Value EvalSync(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (!alive(info) || info.Length() < 4) return env.Undefined();
+    HandleArgs args(info);
+    if (!alive(info) || !args.has(4)) return env.Undefined();
     std::shared_ptr<Engine> keep = engine_;
     // A host function may call evalSync here again (refused as busy): it must leave the outer
     // eval's scope open. Each call closes only the scope its own eval opened.
     PrimitiveScope outer = std::exchange(primitiveScope_, PrimitiveScope());
-    EvalOutcome o = keep->evalSync(requestOf(info));
+    EvalOutcome o = keep->evalSync(requestOf(args));
     closePrimitiveScope();
     primitiveScope_ = outer;
-    double* stats = bridge_->stats();
-    stats[0] = static_cast<int>(o.status);
-    stats[1] = static_cast<int>(o.stop);
-    stats[2] = o.consoleTruncated ? 1 : 0;
-    stats[3] = o.executionMs;
-    stats[4] = o.hostCalls;
-    stats[5] = static_cast<double>(o.memoryUsedBytes);
-    stats[6] = static_cast<double>(o.peakMemoryBytes);
+    EnvBridge& b = *bridge_;
+    b.stat(StatsSlot::status) = static_cast<int>(o.status);
+    b.stat(StatsSlot::stop) = static_cast<int>(o.stop);
+    b.stat(StatsSlot::consoleTruncated) = o.consoleTruncated ? 1 : 0;
+    b.stat(StatsSlot::executionMs) = o.executionMs;
+    b.stat(StatsSlot::hostCalls) = o.hostCalls;
+    b.stat(StatsSlot::memoryUsedBytes) = static_cast<double>(o.memoryUsedBytes);
+    b.stat(StatsSlot::peakMemoryBytes) = static_cast<double>(o.peakMemoryBytes);
     Napi::Value spill = env.Undefined();
-    stats[7] = o.value.empty() ? -1 : bridge_->stage(o.value, &spill);
-    if (!spill.IsUndefined()) stats[7] = -1;
+    double& valueLength = b.stat(StatsSlot::valueLength);
+    valueLength = o.value.empty() ? -1 : b.stage(o.value, &spill);
+    if (!spill.IsUndefined()) valueLength = -1;
     if (spill.IsUndefined() && o.message.empty() && o.console.empty()) return env.Undefined();
     Napi::Array extras = Napi::Array::New(env, 3);
     extras.Set(0u, spill);
@@ -573,10 +338,10 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   // evalAsync(code, filename, budgetMs, describe, evalId, streamConsole, inline) -> Promise<outcome array>; null when busy
   Napi::Value EvalAsync(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (!alive(info) || info.Length() < 5) return env.Undefined();
+    HandleArgs args(info);
+    if (!alive(info) || !args.has(5)) return env.Undefined();
     if (engine_->broken()) return env.Null();
-    bool runInline = info.Length() > 6 && info[6].ToBoolean().Value();
-    return startAsync(env, requestOf(info), static_cast<uint64_t>(info[4].ToNumber().Int64Value()), runInline);
+    return startAsync(env, requestOf(args), args.u64(4), args.flag(6));
   }
 
   // restoreAsync(body, budgetMs, evalId) -> Promise<outcome array with [status, message, [name, type, ...]]
@@ -584,27 +349,28 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   // and classes run guest code, which never runs on the Node main thread this way.
   Napi::Value RestoreAsync(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (!alive(info) || info.Length() < 3) return env.Undefined();
+    HandleArgs args(info);
+    if (!alive(info) || !args.has(3)) return env.Undefined();
     if (engine_->broken()) return env.Null();
     EvalRequest r;
     r.restore = true;
-    r.snapshotBody = bytesOf(info[0]);
-    r.executionBudgetMs = info[1].ToNumber().DoubleValue();
-    return startAsync(env, std::move(r), static_cast<uint64_t>(info[2].ToNumber().Int64Value()));
+    r.snapshotBody = args.bytes(0);
+    r.executionBudgetMs = args.number(1);
+    return startAsync(env, std::move(r), args.u64(2));
   }
 
   // writeSnapshotAsync(excludedNames, maxBytes, evalId) -> Promise<outcome array: the body as the
   // value, [status, message, [name, type, ...]] at index 10>; null when busy.
   Napi::Value WriteSnapshotAsync(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (!alive(info) || info.Length() < 3 || !info[0].IsArray()) return env.Undefined();
+    HandleArgs args(info);
+    if (!alive(info) || !args.has(3) || !args.isArray(0)) return env.Undefined();
     if (engine_->broken()) return env.Null();
     EvalRequest r;
     r.takeSnapshot = true;
-    Napi::Array names = info[0].As<Napi::Array>();
-    for (uint32_t i = 0; i < names.Length(); i++) r.snapshotExclude.insert(names.Get(i).ToString().Utf16Value());
-    r.snapshotMaxBytes = static_cast<uint64_t>(info[1].ToNumber().Int64Value());
-    return startAsync(env, std::move(r), static_cast<uint64_t>(info[2].ToNumber().Int64Value()));
+    r.snapshotExclude = args.utf16Set(0);
+    r.snapshotMaxBytes = args.u64(1);
+    return startAsync(env, std::move(r), args.u64(2));
   }
 
   Napi::Value startAsync(Napi::Env env, EvalRequest request, uint64_t evalId, bool runInline = false) {
@@ -648,17 +414,19 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
 
   // stop(reason, evalId)
   Napi::Value Stop(const Napi::CallbackInfo& info) {
-    if (!alive(info) || info.Length() < 2) return info.Env().Undefined();
-    auto reason = static_cast<StopReason>(info[0].ToNumber().Int32Value());
+    HandleArgs args(info);
+    if (!alive(info) || !args.has(2)) return info.Env().Undefined();
+    auto reason = static_cast<StopReason>(args.i32(0));
     if (reason != StopReason::WallBudget && reason != StopReason::Abort) return info.Env().Undefined();
-    if (engine_->requestStop(reason, static_cast<uint64_t>(info[1].ToNumber().Int64Value()))) run();
+    if (engine_->requestStop(reason, args.u64(1))) run();
     return info.Env().Undefined();
   }
 
   // answerSync(token, bytes in the exchange buffer | Buffer | [name, message]): see syncCall.
   Napi::Value AnswerSync(const Napi::CallbackInfo& info) {
-    if (!alive(info) || info.Length() < 2) return info.Env().Undefined();
-    if (parkedSlot_ && info[0].ToNumber().Uint32Value() == parkedToken_)
+    HandleArgs args(info);
+    if (!alive(info) || !args.has(2)) return info.Env().Undefined();
+    if (parkedSlot_ && args.u32(0) == parkedToken_)
       EnvBridge::finishSlot(std::exchange(parkedSlot_, nullptr), hostResultOf(info[1]));
     return info.Env().Undefined();
   }
@@ -682,10 +450,11 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
 
   // settle(callId, ok, bytes | [name, message])
   Napi::Value Settle(const Napi::CallbackInfo& info) {
-    if (!alive(info) || info.Length() < 3) return info.Env().Undefined();
+    HandleArgs args(info);
+    if (!alive(info) || !args.has(3)) return info.Env().Undefined();
     HostResult r;
-    r.callId = info[0].ToNumber().Uint32Value();
-    r.ok = info[1].ToBoolean().Value();
+    r.callId = args.u32(0);
+    r.ok = args.flag(1);
     if (r.ok) {
       r.value = bridge_->resultBytes(info[2]);
     } else if (info[2].IsArray()) {
@@ -698,40 +467,39 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     return info.Env().Undefined();
   }
 
-  // defineFunction(path, fnId, async) -> error text ("" on success)
+  // defineFunction(path, fnId, async) -> undefined | { code, message }
   Napi::Value DefineFunction(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    if (!alive(info) || info.Length() < 3) return env.Undefined();
-    if (engine_->busy()) return Napi::String::New(env, "BUSY");
-    return Napi::String::New(env, engine_->defineFunction(info[0].ToString().Utf8Value(),
-                                                          info[1].ToNumber().Uint32Value(), info[2].ToBoolean().Value()));
+    HandleArgs args(info);
+    if (!alive(info) || !args.has(3)) return info.Env().Undefined();
+    if (engine_->busy()) return busyError(info.Env());
+    return errorToJs(info.Env(), engine_->defineFunction(args.utf8(0), args.u32(1), args.flag(2)));
   }
 
-  // defineFrozenFunction(name, fnId) -> true (installed), false (the guest keeps its own) or error text
+  // defineFrozenFunction(name, fnId) -> true (installed) | false (the guest keeps its own) | { code, message }
   Napi::Value DefineFrozenFunction(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    if (!alive(info) || info.Length() < 2) return env.Undefined();
-    if (engine_->busy()) return Napi::String::New(env, "BUSY");
+    HandleArgs args(info);
+    if (!alive(info) || !args.has(2)) return info.Env().Undefined();
+    if (engine_->busy()) return busyError(info.Env());
     bool installed = false;
-    std::string error = engine_->defineFrozenFunction(info[0].ToString().Utf8Value(), info[1].ToNumber().Uint32Value(),
-                                                      &installed);
-    if (!error.empty()) return Napi::String::New(env, error);
-    return Napi::Boolean::New(env, installed);
+    std::optional<NativeError> error = engine_->defineFrozenFunction(args.utf8(0), args.u32(1), &installed);
+    if (error) return errorToJs(info.Env(), error);
+    return Napi::Boolean::New(info.Env(), installed);
   }
 
-  // setGlobal(name, bytes) -> error text
+  // setGlobal(name, bytes) -> undefined | { code, message }
   Napi::Value SetGlobal(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    if (!alive(info) || info.Length() < 2) return env.Undefined();
-    if (engine_->busy()) return Napi::String::New(env, "BUSY");
-    std::vector<uint8_t> bytes = bytesOf(info[1]);
-    return Napi::String::New(env, engine_->setGlobal(info[0].ToString().Utf8Value(), bytes.data(), bytes.size()));
+    HandleArgs args(info);
+    if (!alive(info) || !args.has(2)) return info.Env().Undefined();
+    if (engine_->busy()) return busyError(info.Env());
+    std::vector<uint8_t> bytes = args.bytes(1);
+    return errorToJs(info.Env(), engine_->setGlobal(args.utf8(0), bytes.data(), bytes.size()));
   }
 
   // getGlobal(name) -> [status, bytes | message]
   Napi::Value GetGlobal(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (!alive(info) || info.Length() < 1) return env.Undefined();
+    HandleArgs args(info);
+    if (!alive(info) || !args.has(1)) return env.Undefined();
     Napi::Array a = Napi::Array::New(env, 2);
     if (engine_->busy()) {
       a.Set(0u, Napi::Number::New(env, static_cast<int>(EvalStatus::Busy)));
@@ -739,46 +507,46 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     }
     std::vector<uint8_t> out;
     EvalStatus status;
-    std::string err = engine_->getGlobal(info[0].ToString().Utf8Value(), &out, &status);
+    std::string err = engine_->getGlobal(args.utf8(0), &out, &status);
     a.Set(0u, Napi::Number::New(env, static_cast<int>(status)));
     if (err.empty()) a.Set(1u, Napi::Buffer<uint8_t>::Copy(env, out.data(), out.size()));
     else a.Set(1u, Napi::String::New(env, err));
     return a;
   }
 
-  // globalNames(limit) -> string[] | "BUSY"
+  // globalNames(limit) -> string[] | { code: "BUSY", message }
   Napi::Value GlobalNames(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (!alive(info) || info.Length() < 1 || !info[0].IsNumber()) return env.Undefined();
-    if (engine_->busy()) return Napi::String::New(env, "BUSY");
-    std::vector<std::string> names = engine_->globalNames(info[0].As<Napi::Number>().Uint32Value());
+    HandleArgs args(info);
+    if (!alive(info) || !args.has(1) || !args.isNumber(0)) return env.Undefined();
+    if (engine_->busy()) return busyError(env);
+    std::vector<std::string> names = engine_->globalNames(args.u32(0));
     Napi::Array a = Napi::Array::New(env, names.size());
     for (size_t i = 0; i < names.size(); i++) a.Set(static_cast<uint32_t>(i), Napi::String::New(env, names[i]));
     return a;
   }
 
-  // writeSnapshot(excludedNames, maxBytes) -> [status, body | message, [name, type, ...]]; "BUSY"
+  // writeSnapshot(excludedNames, maxBytes) -> [status, body | message, [name, type, ...]] | { code: "BUSY", message }
   Napi::Value WriteSnapshot(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (!alive(info) || info.Length() < 2 || !info[0].IsArray()) return env.Undefined();
-    if (engine_->busy()) return Napi::String::New(env, "BUSY");
-    std::unordered_set<std::u16string> exclude;
-    Napi::Array names = info[0].As<Napi::Array>();
-    for (uint32_t i = 0; i < names.Length(); i++) exclude.insert(names.Get(i).ToString().Utf16Value());
+    HandleArgs args(info);
+    if (!alive(info) || !args.has(2) || !args.isArray(0)) return env.Undefined();
+    if (engine_->busy()) return busyError(env);
     std::vector<uint8_t> body;
-    SnapshotResult r = engine_->writeSnapshot(exclude, static_cast<uint64_t>(info[1].ToNumber().Int64Value()), &body);
+    SnapshotResult r = engine_->writeSnapshot(args.utf16Set(0), args.u64(1), &body);
     Napi::Value payload = env.Undefined();
     if (r.status == SnapshotStatus::Ok) payload = Napi::Buffer<uint8_t>::Copy(env, body.data(), body.size());
     return snapshotResultToJs(env, r, payload);
   }
 
-  // readSnapshot(body, budgetMs) -> [status, undefined | message, [name, type, ...]]; "BUSY"
+  // readSnapshot(body, budgetMs) -> [status, undefined | message, [name, type, ...]] | { code: "BUSY", message }
   Napi::Value ReadSnapshot(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (!alive(info) || info.Length() < 2) return env.Undefined();
-    if (engine_->busy()) return Napi::String::New(env, "BUSY");
-    std::vector<uint8_t> body = bytesOf(info[0]);
-    SnapshotResult r = engine_->readSnapshot(body.data(), body.size(), info[1].ToNumber().DoubleValue());
+    HandleArgs args(info);
+    if (!alive(info) || !args.has(2)) return env.Undefined();
+    if (engine_->busy()) return busyError(env);
+    std::vector<uint8_t> body = args.bytes(0);
+    SnapshotResult r = engine_->readSnapshot(body.data(), body.size(), args.number(1));
     return snapshotResultToJs(env, r, env.Undefined());
   }
 
@@ -795,16 +563,17 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   // setClock(fixed, epochMs, localTimeUtc) -> false when busy or refused (native/clock.cc)
   Napi::Value SetClock(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (!alive(info) || info.Length() < 3) return env.Undefined();
-    return Napi::Boolean::New(env, engine_->setClock(info[0].ToBoolean().Value(), info[1].ToNumber().DoubleValue(),
-                                                     info[2].ToBoolean().Value()));
+    HandleArgs args(info);
+    if (!alive(info) || !args.has(3)) return env.Undefined();
+    return Napi::Boolean::New(env, engine_->setClock(args.flag(0), args.number(1), args.flag(2)));
   }
 
   // setRandomSeed(seed: integer below 2**53) -> false when busy
   Napi::Value SetRandomSeed(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (!alive(info) || info.Length() < 1) return env.Undefined();
-    double seed = info[0].ToNumber().DoubleValue();
+    HandleArgs args(info);
+    if (!alive(info) || !args.has(1)) return env.Undefined();
+    double seed = args.number(0);
     if (!(seed >= 0 && seed < 9007199254740992.0)) return Napi::Boolean::New(env, false);
     return Napi::Boolean::New(env, engine_->setRandomSeed(static_cast<uint64_t>(seed)));
   }
@@ -918,6 +687,8 @@ void EnvBridge::closeAll() {
   tsfn_.Release();
 }
 
+namespace {
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   auto bridge = std::make_shared<EnvBridge>(env);
   bridge->start();
@@ -935,6 +706,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
                 return a;
               }));
   exports.Set("engineVersion", Napi::String::New(env, JS_GetVersion()));
+  exports.Set("contract", contractObject(env));
   return exports;
 }
 

@@ -78,8 +78,6 @@ JSValue consoleTrampoline(JSContext* ctx, JSValueConst, int argc, JSValueConst* 
   return engineOf(ctx)->writeConsole(level, argc, argv);
 }
 
-constexpr const char* kConsoleLevels[] = {"log", "info", "warn", "error", "debug"};
-
 std::string errorText(JSContext* ctx, JSValueConst v, const char* prop) {
   if (!JS_IsObject(v)) return std::string();
   OwnedAtom atom(ctx, JS_NewAtom(ctx, prop));
@@ -1096,42 +1094,46 @@ bool parentOf(JSContext* ctx, const std::string& path, OwnedValue* parent, std::
 
 }  // namespace
 
-std::string Engine::defineFunction(const std::string& path, uint32_t fnId, bool async) {
-  if (!clampStack()) return stackRefusal();
+std::optional<NativeError> Engine::defineFunction(const std::string& path, uint32_t fnId, bool async) {
+  if (!clampStack()) return NativeError{ErrorCode::StackOverflow, stackRefusal()};
   OwnedValue parent;
   std::string leaf, error;
-  if (!parentOf(ctx_, path, &parent, &leaf, &error)) return error;
+  if (!parentOf(ctx_, path, &parent, &leaf, &error)) return NativeError{ErrorCode::InvalidArgument, error};
   JSValue data[1] = {JS_NewBool(ctx_, async)};
   JSValue fn = JS_NewCFunctionData2(ctx_, hostTrampoline, leaf.c_str(), 0, static_cast<int>(fnId), 1, data);
   if (JS_IsException(fn)) {
     JS_FreeValue(ctx_, JS_GetException(ctx_));
-    return "out of memory";
+    return NativeError{ErrorCode::OutOfMemory, "out of memory"};
   }
   OwnedAtom atom(ctx_, JS_NewAtomLen(ctx_, leaf.data(), leaf.size()));
   // Enumerable, so `Object.keys(tools)` lists what a namespace of host functions offers.
   if (JS_DefinePropertyValue(ctx_, parent.get(), atom.get(), fn, JS_PROP_C_W_E) < 0) {
     JS_FreeValue(ctx_, JS_GetException(ctx_));
-    return "cannot define '" + leaf + "'";
+    return NativeError{ErrorCode::InvalidArgument, "cannot define '" + leaf + "'"};
   }
-  return std::string();
+  return std::nullopt;
 }
 
-std::string Engine::setGlobal(const std::string& name, const uint8_t* data, size_t size) {
-  if (!clampStack()) return stackRefusal();
+std::optional<NativeError> Engine::setGlobal(const std::string& name, const uint8_t* data, size_t size) {
+  if (!clampStack()) return NativeError{ErrorCode::StackOverflow, stackRefusal()};
   WireReader reader(data, size);
   GuestDecoder dec(ctx_, intrinsics_, limits_);
   JSValue v = dec.decode(reader);
   if (JS_IsException(v)) {
     JS_FreeValue(ctx_, JS_GetException(ctx_));
-    return dec.error().message.empty() ? std::string("out of memory") : dec.error().message;
+    // The decoder's own refusals (caps, malformed bytes) say what; anything else the engine raised.
+    const CodecError& e = dec.error();
+    if (e.status == CodecStatus::TooLarge || e.status == CodecStatus::InvalidData)
+      return NativeError{ErrorCode::Unserializable, e.message};
+    return NativeError{ErrorCode::OutOfMemory, e.message.empty() ? std::string("out of memory") : e.message};
   }
   OwnedValue global(ctx_, JS_GetGlobalObject(ctx_));
   OwnedAtom atom(ctx_, JS_NewAtomLen(ctx_, name.data(), name.size()));
   if (JS_DefinePropertyValue(ctx_, global.get(), atom.get(), v, JS_PROP_C_W_E) < 0) {
     JS_FreeValue(ctx_, JS_GetException(ctx_));
-    return "cannot define global '" + name + "'";
+    return NativeError{ErrorCode::OutOfMemory, "cannot define global '" + name + "'"};
   }
-  return std::string();
+  return std::nullopt;
 }
 
 std::string Engine::getGlobal(const std::string& name, std::vector<uint8_t>* out, EvalStatus* status) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -21,23 +22,7 @@
 
 namespace qjsn {
 
-enum class EvalStatus : int {
-  Ok = 0,
-  GuestError = 1,
-  SyntaxError = 2,
-  Timeout = 3,
-  OutOfMemory = 4,
-  StackOverflow = 5,
-  Aborted = 6,
-  Disposed = 7,
-  Unserializable = 8,
-  Broken = 9,
-  Busy = 10,
-  CopyLimit = 11,  // the eval handed the host more than copyLimitBytes; message says what
-};
-
-// Why guest code is being stopped. Written by any thread, read by the interrupt handler.
-enum class StopReason : int { None = 0, ExecutionBudget, WallBudget, Abort, Dispose, CopyLimit };
+// EvalStatus and StopReason: native/boundary.h.
 
 struct EngineOptions {
   size_t memoryLimitBytes = 64u << 20;
@@ -100,8 +85,8 @@ struct Primitive {
   size_t length;      // of `chars`, in bytes or code units
 };
 // Calls with more arguments, or longer strings (in UTF-16 code units), take the codec.
-constexpr int kMaxPrimitiveArgs = 3;
-constexpr size_t kMaxPrimitiveChars = 256;
+constexpr int kMaxPrimitiveArgs = boundary::maxPrimitiveArgs;
+constexpr size_t kMaxPrimitiveChars = boundary::maxPrimitiveChars;
 
 // The main-thread side, implemented by the addon.
 class HostBridge {
@@ -140,13 +125,13 @@ class Engine : public std::enable_shared_from_this<Engine> {
 
   // --- main thread, while no async eval is active -------------------------------------------
   EvalOutcome evalSync(const EvalRequest& request);
-  // Defines a host function at a dotted path ("tools.search"). Returns an error text or "".
-  std::string defineFunction(const std::string& path, uint32_t fnId, bool async);
+  // Defines a host function at a dotted path ("tools.search"). Nothing on success.
+  std::optional<NativeError> defineFunction(const std::string& path, uint32_t fnId, bool async);
   // Installs the async host function `fnId` as a frozen, read-only, non-configurable global `name`
   // through the C API (native/frozen_global.cc). `installed` is false when the guest holds a
-  // global `name` it cannot lose. Returns an error text or "".
-  std::string defineFrozenFunction(const std::string& name, uint32_t fnId, bool* installed);
-  std::string setGlobal(const std::string& name, const uint8_t* data, size_t size);
+  // global `name` it cannot lose.
+  std::optional<NativeError> defineFrozenFunction(const std::string& name, uint32_t fnId, bool* installed);
+  std::optional<NativeError> setGlobal(const std::string& name, const uint8_t* data, size_t size);
   // Fills `out` with wire bytes of the global's own data property; returns an error text or "".
   std::string getGlobal(const std::string& name, std::vector<uint8_t>* out, EvalStatus* status);
   // Up to `limit` names of the global object's own string-keyed properties, read natively: no

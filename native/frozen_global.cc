@@ -16,14 +16,14 @@ JSValue frozenServiceCall(JSContext* ctx, JSValueConst, int argc, JSValueConst* 
 
 }  // namespace
 
-std::string Engine::defineFrozenFunction(const std::string& name, uint32_t fnId, bool* installed) {
+std::optional<NativeError> Engine::defineFrozenFunction(const std::string& name, uint32_t fnId, bool* installed) {
   *installed = false;
-  if (!clampStack()) return stackRefusal();
+  if (!clampStack()) return NativeError{ErrorCode::StackOverflow, stackRefusal()};
   OwnedValue fn(ctx_, JS_NewCFunctionMagic(ctx_, frozenServiceCall, name.c_str(), 1, JS_CFUNC_generic_magic,
                                            static_cast<int>(fnId)));
   if (JS_IsException(fn.get()) || JS_FreezeObject(ctx_, fn.get()) < 0) {
     JS_FreeValue(ctx_, JS_GetException(ctx_));
-    return "out of memory";
+    return NativeError{ErrorCode::OutOfMemory, "out of memory"};
   }
   OwnedValue global(ctx_, JS_GetGlobalObject(ctx_));
   OwnedAtom atom(ctx_, JS_NewAtomLen(ctx_, name.data(), name.size()));
@@ -32,10 +32,10 @@ std::string Engine::defineFrozenFunction(const std::string& name, uint32_t fnId,
   int defined = JS_DefinePropertyValue(ctx_, global.get(), atom.get(), JS_DupValue(ctx_, fn.get()), 0);
   if (defined < 0) {
     JS_FreeValue(ctx_, JS_GetException(ctx_));
-    return "out of memory";
+    return NativeError{ErrorCode::OutOfMemory, "out of memory"};
   }
   *installed = defined == 1;
-  return std::string();
+  return std::nullopt;
 }
 
 }  // namespace qjsn

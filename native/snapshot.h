@@ -43,14 +43,7 @@ struct NotRestored {
   std::string type;
 };
 
-enum class SnapshotStatus : int {
-  Ok = 0,
-  TooLarge = 1,        // over the byte, node or depth cap
-  Invalid = 2,         // malformed body
-  OutOfMemory = 3,     // the engine raised while building values
-  Interrupted = 4,     // the time budget ran out while re-creating functions
-  StackExhausted = 5,  // the calling thread has too little stack left: nothing was read
-};
+// SnapshotStatus: native/boundary.h.
 
 struct SnapshotResult {
   SnapshotStatus status = SnapshotStatus::Ok;

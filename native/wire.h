@@ -6,6 +6,7 @@
 //   string     := String u32 units, units * u16 (UTF-16, lone surrogates and NUL kept)
 //               | Latin1 u32 length, length * u8 (every unit below 256)
 //   objects    := numbered in the order they are first written; BACKREF u32 refers to one
+//   tags       := native/boundary.h QJSN_WIRE_TAGS, each with its payload
 #pragma once
 
 #include <cstdint>
@@ -13,89 +14,12 @@
 #include <string>
 #include <vector>
 
-namespace qjsn {
+#include "boundary.h"
 
-enum class Tag : uint8_t {
-  Undefined = 0x00,
-  Null = 0x01,
-  False = 0x02,
-  True = 0x03,
-  Int32 = 0x04,        // i32
-  Float64 = 0x05,      // f64
-  BigInt = 0x06,       // decimal text as a string payload (sign included); read only, from snapshot
-                       // format 1: decimal conversion is quadratic, so writers use BigIntHex
-  String = 0x07,       // string
-  Array = 0x08,        // u32 length, u32 count, count * (u32 index, value)
-  Object = 0x09,       // u8 flags (1 = null prototype), u32 count, count * (string key, value)
-  Date = 0x0a,         // f64 time value
-  RegExp = 0x0b,       // string source, string flags
-  Map = 0x0c,          // u32 count, count * (key, value)
-  Set = 0x0d,          // u32 count, count * value
-  ArrayBuffer = 0x0e,  // u32 byteLength, bytes
-  TypedArray = 0x0f,   // u8 kind, value (ArrayBuffer or BackRef to one), u32 byteOffset, u32 length.
-                       // Across the boundary a view brings a private copy of exactly its bytes
-                       // (offset 0); it refers to a buffer only when that buffer itself was written
-                       // earlier in the same value. Snapshot bodies keep the guest's sharing.
-  Error = 0x10,        // string name, string message, value stack (String or Undefined)
-  BackRef = 0x11,      // u32 object number
-  Opaque = 0x12,       // u8 OpaqueKind, string name: a value that cannot be copied, described
-  Symbol = 0x13,       // reserved for snapshots
-  Latin1 = 0x14,       // u32 length, bytes: a string whose units all fit in one byte
-  // Snapshot bodies only (native/snapshot.h):
-  Function = 0x15,             // u32 size, UTF-8 source text, then own properties and prototype properties,
-                               // each as u32 count, count * (string key, value)
-  Prototype = 0x16,            // value (a Function): that function's `prototype` object
-  Instance = 0x17,             // value (the prototype object), u32 count, count * (string key, value)
-  Placeholder = 0x18,          // string type, string name: a value that was not stored; reading it throws
-  Accessor = 0x19,             // value getter, value setter (each a Function or Undefined): an accessor property
-  BigIntHex = 0x1a,            // string payload: "-"? then lower-case hex digits of the magnitude (linear both ways)
-  ReportedPlaceholder = 0x1b,  // as Placeholder, carried over from an earlier restore that already reported it
-};
+namespace qjsn {
 
 // Longest decimal BigInt text read from the old format: its conversion is quadratic.
 constexpr size_t kMaxDecimalBigIntDigits = 20000;
-
-// What an Opaque placeholder stands for (also used in UNSERIALIZABLE messages).
-enum class OpaqueKind : uint8_t {
-  Function = 0,
-  Symbol = 1,
-  Accessor = 2,
-  Proxy = 3,
-  Promise = 4,
-  WeakCollection = 5,
-  Other = 6,
-};
-
-inline const char* opaqueKindName(OpaqueKind k) {
-  switch (k) {
-    case OpaqueKind::Function: return "function";
-    case OpaqueKind::Symbol: return "symbol";
-    case OpaqueKind::Accessor: return "accessor";
-    case OpaqueKind::Proxy: return "proxy";
-    case OpaqueKind::Promise: return "promise";
-    case OpaqueKind::WeakCollection: return "weak collection";
-    case OpaqueKind::Other: return "object";
-  }
-  return "object";
-}
-
-// Typed array kinds in the wire format (independent of either engine's enums).
-enum class TypedKind : uint8_t {
-  Int8 = 0,
-  Uint8,
-  Uint8Clamped,
-  Int16,
-  Uint16,
-  Int32,
-  Uint32,
-  Float32,
-  Float64,
-  BigInt64,
-  BigUint64,
-  Float16,
-  DataView,  // length counts bytes
-  Count
-};
 
 inline uint32_t typedKindElementSize(TypedKind k) {
   switch (k) {
@@ -113,11 +37,11 @@ inline uint32_t typedKindElementSize(TypedKind k) {
   }
 }
 
-// Caps on one encoded value, shared by both directions.
+// Caps on one encoded value (native/boundary.h QJSN_COPY_LIMITS).
 struct WireLimits {
-  uint32_t maxDepth = 512;
-  uint32_t maxNodes = 2000000;
-  uint64_t maxBytes = 256ull << 20;
+#define QJSN_LIMIT_MEMBER(name, type, value) type name = value;
+  QJSN_COPY_LIMITS(QJSN_LIMIT_MEMBER)
+#undef QJSN_LIMIT_MEMBER
 };
 
 class WireWriter {

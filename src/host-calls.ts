@@ -9,8 +9,8 @@ import { formatWithOptions } from "node:util";
 import { SandboxError } from "./errors.js";
 import type { DecodeQueue } from "./decode-queue.js";
 import { ValueDecoder, encodeValueInto } from "./marshal.js";
-import { native, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher } from "./native.js";
-import { CONSOLE_LEVELS, throwIfRefused } from "./outcomes.js";
+import { BOUNDARY_SIZES, DispatchKind, native, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher } from "./native.js";
+import { CONSOLE_LEVELS, refusal, throwIfFailed } from "./outcomes.js";
 import { formatConsoleArgs } from "./render.js";
 import type { AsyncHostFunction, ConsoleEntry, HostFunction } from "./types.js";
 import { invalid, validatePath } from "./validate.js";
@@ -22,10 +22,12 @@ const exchange: Buffer = native.exchange;
 /** Whose host functions are running in the current async context (re-entry check). */
 const hostCallContext = new AsyncLocalStorage<ReadonlySet<HostCalls>>();
 
-/** A host result the addon copies without the codec (native/engine.h kMaxPrimitiveChars). */
+const MAX_PRIMITIVE_CHARS = BOUNDARY_SIZES.maxPrimitiveChars;
+
+/** A host result the addon copies without the codec (the boundary table's maxPrimitiveChars). */
 function passesAsIs(v: unknown): boolean {
   const t = typeof v;
-  return v === undefined || v === null || t === "number" || t === "boolean" || (t === "string" && (v as string).length <= 256);
+  return v === undefined || v === null || t === "number" || t === "boolean" || (t === "string" && (v as string).length <= MAX_PRIMITIVE_CHARS);
 }
 
 function evalEndedError(): SandboxError {
@@ -90,13 +92,13 @@ export class HostCalls {
     const decode = (use: (args: unknown[]) => void, fail: (err: SandboxError) => void): void => {
       if (!this.#decodes.push(decoder, use as (args: unknown) => void, fail) && !argBytes) decoder.detach(); // the exchange buffer is reused
     };
-    if (kind === 2) {
+    if (kind === DispatchKind.Console) {
       decode((args) => this.#streamConsole(fnId, args, evalId), () => {});
       return undefined;
     }
     const entry = this.#functions[fnId];
     if (!entry) return ["Error", "unknown host function"];
-    if (kind === 1) {
+    if (kind === DispatchKind.AsyncCall) {
       const refuse = (err: SandboxError): void => {
         if (evalId === this.#currentEvalId) this.#handleOf()?.settle(callId, false, hostErrorOf(err));
       };
@@ -135,9 +137,7 @@ export class HostCalls {
     validatePath(name);
     if (typeof fn !== "function") throw invalid("fn must be a function");
     const fnId = this.#functions.length;
-    const error = handle.defineFunction(name, fnId, async);
-    throwIfRefused(error, "define a function");
-    if (error) throw invalid(`cannot define '${name}': ${error}`);
+    throwIfFailed(handle.defineFunction(name, fnId, async), "define a function", `cannot define '${name}'`);
     this.#functions.push({ name, fn, async });
   }
 
@@ -149,10 +149,7 @@ export class HostCalls {
    */
   defineFrozen(handle: NativeHandle, name: string, fn: AsyncHostFunction): boolean {
     const result = handle.defineFrozenFunction(name, this.#functions.length);
-    if (typeof result === "string") {
-      throwIfRefused(result, "install a frozen function");
-      throw new SandboxError("OUT_OF_MEMORY", `cannot install '${name}': ${result}`);
-    }
+    if (typeof result !== "boolean") throw refusal(result, "install a frozen function", `cannot install '${name}'`);
     if (result) this.#functions.push({ name, fn, async: true });
     return result;
   }

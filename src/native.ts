@@ -7,8 +7,11 @@
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { SandboxErrorCode } from "./errors.js";
+import type { ConsoleLevel } from "./types.js";
+import type { GuestOpaqueKind } from "./wire.js";
 
-/** Raw outcome of one eval, as native/addon.cc builds it. */
+/** Raw outcome of one eval, as native/js_convert.cc builds it (positions: the contract's `outcomeSlot`, checked at load). */
 export type NativeOutcome = [
   status: number,
   value: Buffer | undefined,
@@ -35,10 +38,11 @@ export type NativeSnapshotRead = [status: number, message: string | undefined, n
  * `args` holds them. A sync call answers with the result's byte count in the exchange buffer, a
  * Buffer, or `[name, message]` for an error; a sync call whose guest waits on an executor thread
  * comes with a `callId` and may answer `undefined` instead, then later through
- * {@link NativeHandle.answerSync} (the guest waits meanwhile). Kind 2 is a console line of the
- * running eval (`fnId` is its level), sent only for evals started with `streamConsole`.
+ * {@link NativeHandle.answerSync} (the guest waits meanwhile). `kind` is a {@link DispatchKind}:
+ * a sync call, an async call, or a console line of the running eval (`fnId` is its level), sent
+ * only for evals started with `streamConsole`.
  */
-export type NativeDispatcher = (kind: 0 | 1 | 2, fnId: number, callId: number, argLength: number, args: Buffer | undefined, evalId: number) => number | Buffer | [string, string] | undefined;
+export type NativeDispatcher = (kind: number, fnId: number, callId: number, argLength: number, args: Buffer | undefined, evalId: number) => number | Buffer | [string, string] | undefined;
 
 /**
  * The fast path of a synchronous host call from an inline eval whose arguments are all primitives
@@ -51,9 +55,8 @@ export type NativePrimitiveDispatcher = (call: number, a0: unknown, a1: unknown,
 
 export interface NativeHandle {
   /**
-   * Runs inline. The numbers of the outcome are left in `syncStats` ([status, stop, console
-   * truncated, execution ms, host calls, memory used, peak memory, value length in the exchange
-   * buffer or -1]); what does not fit there comes back as [value, message, console].
+   * Runs inline. The numbers of the outcome are left in `syncStats` (at the positions of
+   * {@link StatsSlot}); what does not fit there comes back as [value, message, console].
    */
   evalSync(code: string, filename: string, budgetMs: number, describe: boolean): [value: Buffer | undefined, message: string, console: Buffer | undefined] | undefined;
   /** Runs on an executor thread, or with `inline` on the calling thread (slices and host-call dispatch in turn). */
@@ -62,19 +65,19 @@ export interface NativeHandle {
   settle(callId: number, ok: boolean, result: number | Buffer | [string, string]): void;
   /** Answers the sync host call the dispatcher left unanswered, as the dispatcher would have. */
   answerSync(callId: number, result: number | Buffer | [string, string]): void;
-  defineFunction(path: string, fnId: number, async: boolean): string;
-  /** true: installed; false: the guest keeps its own global `name`; a string: why nothing was installed. */
-  defineFrozenFunction(name: string, fnId: number): boolean | string;
-  setGlobal(name: string, bytes: Buffer): string;
+  defineFunction(path: string, fnId: number, async: boolean): NativeError | undefined;
+  /** true: installed; false: the guest keeps its own global `name`; an error: why nothing was installed. */
+  defineFrozenFunction(name: string, fnId: number): boolean | NativeError;
+  setGlobal(name: string, bytes: Buffer): NativeError | undefined;
   getGlobal(name: string): [status: number, result: Buffer | string | undefined];
-  /** Up to `limit` own string-keyed property names of the global object, or "BUSY". */
-  globalNames(limit: number): string[] | "BUSY";
+  /** Up to `limit` own string-keyed property names of the global object, or `BUSY`. */
+  globalNames(limit: number): string[] | NativeError;
   memoryUsage(): [used: number, peak: number, limit: number];
   dispose(): void;
-  /** [status, body | message, flat [name, type, ...] of placeholders], or "BUSY". */
-  writeSnapshot(excludedNames: string[], maxBodyBytes: number): NativeSnapshotWrite | "BUSY";
-  /** [status, undefined | message, flat [name, type, ...] of placeholders], or "BUSY". */
-  readSnapshot(body: Uint8Array, budgetMs: number): NativeSnapshotRead | "BUSY";
+  /** [status, body | message, flat [name, type, ...] of placeholders], or `BUSY`. */
+  writeSnapshot(excludedNames: string[], maxBodyBytes: number): NativeSnapshotWrite | NativeError;
+  /** [status, undefined | message, flat [name, type, ...] of placeholders], or `BUSY`. */
+  readSnapshot(body: Uint8Array, budgetMs: number): NativeSnapshotRead | NativeError;
   /**
    * Reads a snapshot body on an executor thread, like an eval (same budgets, stop and watchdog);
    * the outcome carries the read's result at index 10 when the read ran. Null when busy.
@@ -105,33 +108,19 @@ interface NativeModule {
   syncStats: Float64Array;
   /** QuickJS-ng version compiled in. */
   engineVersion: string;
+  /** The boundary table of native/boundary.h, frozen. */
+  contract: NativeContract;
 }
 
-/** Status codes of native/engine.h EvalStatus. */
-export const enum NativeStatus {
-  Ok = 0,
-  GuestError = 1,
-  SyntaxError = 2,
-  Timeout = 3,
-  OutOfMemory = 4,
-  StackOverflow = 5,
-  Aborted = 6,
-  Disposed = 7,
-  Unserializable = 8,
-  Broken = 9,
-  Busy = 10,
-  CopyLimit = 11,
+/** A failure of a direct call, as the addon hands it back. */
+export interface NativeError {
+  code: SandboxErrorCode;
+  message: string;
 }
 
-/** Stop reasons of native/engine.h StopReason. */
-export const enum NativeStop {
-  None = 0,
-  ExecutionBudget = 1,
-  WallBudget = 2,
-  Abort = 3,
-  Dispose = 4,
-  CopyLimit = 5,
-}
+type NumberedGroup = "evalStatus" | "stopReason" | "snapshotStatus" | "typedKind" | "outcomeSlot" | "statsSlot" | "dispatchKind" | "wireTag" | "copyLimits" | "sizes";
+type NamedGroup = "errorCodes" | "opaqueKinds" | "consoleLevels";
+type NativeContract = Readonly<Record<NumberedGroup, Readonly<Record<string, number>>> & Record<NamedGroup, readonly string[]>>;
 
 const require = createRequire(import.meta.url);
 const packageRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -145,3 +134,79 @@ function load(): NativeModule {
 
 /** The loaded addon. */
 export const native: NativeModule = load();
+
+function contractBroken(what: string): Error {
+  return new Error(`quickjs-native: the addon's boundary table has no ${what}; the addon and src/ are out of step (rebuild the addon)`);
+}
+
+/** The numbers of `names` in the contract's `group`, frozen; throws at load when one is missing. */
+function numbered<const K extends string>(group: NumberedGroup, names: readonly K[]): Readonly<Record<K, number>> {
+  const source = native.contract?.[group];
+  const out = {} as Record<K, number>;
+  for (const name of names) {
+    const value = source?.[name];
+    if (typeof value !== "number") throw contractBroken(`${group}.${name}`);
+    out[name] = value;
+  }
+  return Object.freeze(out);
+}
+
+/** The contract's `group` of names, each checked against what this side knows (`known`). */
+function named<K extends string>(group: NamedGroup, known: Readonly<Record<K, true>>): readonly K[] {
+  const list = native.contract?.[group];
+  if (!list) throw contractBroken(group);
+  for (const name of list) if (!Object.hasOwn(known, name)) throw contractBroken(`${group} entry this side knows ("${name}")`);
+  return list as readonly K[];
+}
+
+/** Fails loudly unless `names` are the contract's `group`, in this order (positional tuples). */
+function inOrder(group: NumberedGroup, names: readonly string[]): void {
+  const slots = numbered(group, names);
+  names.forEach((name, i) => {
+    if (slots[name] !== i) throw contractBroken(`${group}.${name} at position ${i}`);
+  });
+}
+
+/** Statuses of an eval (native/boundary.h QJSN_EVAL_STATUSES). */
+export const NativeStatus = numbered("evalStatus", ["Ok", "GuestError", "SyntaxError", "Timeout", "OutOfMemory", "StackOverflow", "Aborted", "Disposed", "Unserializable", "Broken", "Busy", "CopyLimit"]);
+export type NativeStatus = number;
+
+/** Why guest code was stopped (QJSN_STOP_REASONS). */
+export const NativeStop = numbered("stopReason", ["None", "ExecutionBudget", "WallBudget", "Abort", "Dispose", "CopyLimit"]);
+
+/** How a native snapshot read or write ended (QJSN_SNAPSHOT_STATUSES). */
+export const NativeSnapshotStatus = numbered("snapshotStatus", ["Ok", "TooLarge", "Invalid", "OutOfMemory", "Interrupted", "StackExhausted"]);
+
+/** Positions of an inline eval's numbers in `syncStats` (QJSN_STATS_SLOTS). */
+export const StatsSlot = numbered("statsSlot", ["status", "stop", "consoleTruncated", "executionMs", "hostCalls", "memoryUsedBytes", "peakMemoryBytes", "valueLength"]);
+
+/** What a {@link NativeDispatcher} call carries (QJSN_DISPATCH_KINDS). */
+export const DispatchKind = numbered("dispatchKind", ["SyncCall", "AsyncCall", "Console"]);
+
+/** Wire tags the host encodes and decodes (QJSN_WIRE_TAGS; the format: native/wire.h). */
+export const WireTag = numbered("wireTag", ["Undefined", "Null", "False", "True", "Int32", "Float64", "String", "Array", "Object", "Date", "RegExp", "Map", "Set", "ArrayBuffer", "TypedArray", "Error", "BackRef", "Opaque", "Latin1", "BigIntHex"]);
+
+/** Typed array kinds in the wire format (QJSN_TYPED_KINDS). */
+export const TypedKind = numbered("typedKind", ["Int8", "Uint8", "Uint8Clamped", "Int16", "Uint16", "Int32", "Uint32", "Float32", "Float64", "BigInt64", "BigUint64", "Float16", "DataView"]);
+
+/** Caps on one copied value, the same record the native decoder and snapshot reader use (QJSN_COPY_LIMITS). */
+export const COPY_LIMITS = numbered("copyLimits", ["maxDepth", "maxNodes", "maxBytes"]);
+
+/** Fixed sizes of the boundary (QJSN_BOUNDARY_SIZES). */
+export const BOUNDARY_SIZES = numbered("sizes", ["exchangeBytes", "maxPrimitiveArgs", "maxPrimitiveChars"]);
+// NativePrimitiveDispatcher takes exactly this many primitive arguments.
+if (BOUNDARY_SIZES.maxPrimitiveArgs !== 3) throw contractBroken("maxPrimitiveArgs of 3");
+
+/** Console levels by the number a console line carries (QJSN_CONSOLE_LEVELS). */
+export const CONSOLE_LEVELS = named<ConsoleLevel>("consoleLevels", { log: true, info: true, warn: true, error: true, debug: true });
+
+/** What a described guest value was, by the number the wire format gives it (QJSN_OPAQUE_KINDS). */
+export const OPAQUE_KINDS = named<GuestOpaqueKind>("opaqueKinds", { function: true, symbol: true, accessor: true, proxy: true, promise: true, "weak collection": true, object: true });
+
+// Every code a direct call's NativeError can carry (QJSN_ERROR_CODES) is a SandboxErrorCode.
+named<SandboxErrorCode>("errorCodes", {
+  SYNTAX_ERROR: true, GUEST_ERROR: true, TIMEOUT: true, OUT_OF_MEMORY: true, STACK_OVERFLOW: true, ABORTED: true, DISPOSED: true,
+  BUSY: true, BROKEN: true, UNSERIALIZABLE: true, COPY_LIMIT: true, INVALID_ARGUMENT: true, INVALID_SNAPSHOT: true,
+});
+
+inOrder("outcomeSlot", ["status", "value", "message", "stop", "console", "consoleTruncated", "executionMs", "hostCalls", "memoryUsedBytes", "peakMemoryBytes", "snapshot"]);

@@ -6,12 +6,12 @@
 import { SandboxError, type GuestErrorInfo } from "./errors.js";
 import { DECODE_SLICE_WORK, type DecodeQueue } from "./decode-queue.js";
 import { ConsoleDecoder, GuestOpaque, ValueDecoder, decodeConsole, decodeValue, type ConsoleRecord } from "./marshal.js";
-import { native, NativeStatus, NativeStop, type NativeOutcome } from "./native.js";
+import { CONSOLE_LEVELS, native, NativeStatus, NativeStop, StatsSlot, type NativeError, type NativeOutcome } from "./native.js";
 import { formatConsoleArgs, renderValue } from "./render.js";
-import type { ConsoleEntry, ConsoleLevel, EvalOptions, EvalReport, EvalStats, SandboxOptions } from "./types.js";
+import type { ConsoleEntry, EvalOptions, EvalReport, EvalStats, SandboxOptions } from "./types.js";
 
 /** Console levels by the number the engine sends. */
-export const CONSOLE_LEVELS: readonly ConsoleLevel[] = ["log", "info", "warn", "error", "debug"];
+export { CONSOLE_LEVELS };
 
 /** A thrown non-Error value is described within this many characters (rendering runs on the main thread). */
 const MAX_THROWN_CHARS = 16_384;
@@ -35,13 +35,20 @@ function guestInfo(thrown: unknown): GuestErrorInfo {
   return { name: thrown === null ? "null" : thrown instanceof GuestOpaque ? thrown.kind : typeof thrown, message: text, nonError: true };
 }
 
-// How the engine's refusal to run on a thread with too little stack left begins (native/engine.cc).
-const STACK_REFUSAL = "the calling thread has only";
+/**
+ * The typed error of a direct call the engine refused or failed (an idle engine's direct calls):
+ * `BUSY` says it could not `what` during an eval, `STACK_OVERFLOW` keeps the engine's words, any
+ * other code the engine's reason after `context`.
+ */
+export function refusal(error: NativeError, what: string, context: string): SandboxError {
+  if (error.code === "BUSY") return new SandboxError("BUSY", `cannot ${what} while an eval runs`);
+  if (error.code === "STACK_OVERFLOW") return new SandboxError("STACK_OVERFLOW", error.message);
+  return new SandboxError(error.code, `${context}: ${error.message}`);
+}
 
-/** Throws `BUSY` or `STACK_OVERFLOW` when the engine refused to `what` (an idle engine's direct calls). */
-export function throwIfRefused(error: string, what: string): void {
-  if (error === "BUSY") throw new SandboxError("BUSY", `cannot ${what} while an eval runs`);
-  if (error.startsWith(STACK_REFUSAL)) throw new SandboxError("STACK_OVERFLOW", error);
+/** Throws {@link refusal}'s error when a direct call failed. */
+export function throwIfFailed(error: NativeError | undefined, what: string, context: string): void {
+  if (error) throw refusal(error, what, context);
 }
 
 /** The value of a `getGlobal`, or its typed error. */
@@ -69,9 +76,9 @@ export function limitsOf(options: Required<SandboxOptions>, o: EvalOptions, wall
  */
 export function syncOutcome(extras: [value: Buffer | undefined, message: string, console: Buffer | undefined] | undefined): NativeOutcome {
   const s = native.syncStats;
-  const inExchange = s[7]!;
+  const inExchange = s[StatsSlot.valueLength]!;
   const value = inExchange >= 0 ? native.exchange.subarray(0, inExchange) : extras?.[0];
-  return [s[0]!, value, extras?.[1] ?? "", s[1]!, extras?.[2], s[2] === 1, s[3]!, s[4]!, s[5]!, s[6]!];
+  return [s[StatsSlot.status]!, value, extras?.[1] ?? "", s[StatsSlot.stop]!, extras?.[2], s[StatsSlot.consoleTruncated] === 1, s[StatsSlot.executionMs]!, s[StatsSlot.hostCalls]!, s[StatsSlot.memoryUsedBytes]!, s[StatsSlot.peakMemoryBytes]!];
 }
 
 /** The outcome of an eval that never reached the engine (disposed, broken, aborted first, busy). */

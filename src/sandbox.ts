@@ -9,7 +9,7 @@ import { HostCalls, removeCode } from "./host-calls.js";
 import { encodeValue } from "./marshal.js";
 import { SANDBOX_LIMITS } from "./options.js";
 import { native, NativeStatus, NativeStop, type NativeHandle, type NativeOutcome } from "./native.js";
-import { decodeAtOnce, decodeOutcome, errorOf, globalValueOf, limitsOf, reportOf, stubOutcome, syncOutcome, throwIfRefused, type DecodedOutcome } from "./outcomes.js";
+import { decodeAtOnce, decodeOutcome, errorOf, globalValueOf, limitsOf, refusal, reportOf, stubOutcome, syncOutcome, throwIfFailed, type DecodedOutcome } from "./outcomes.js";
 import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealSnapshotAsync, splitRestoreOptions, takeSnapshot, type NotRestored, type RestoreOptions, type RestoredSandbox, type SnapshotOptions } from "./snapshot.js";
 import type { AsyncHostFunction, EvalOptions, EvalReport, HostFunction, MemoryUsage, SandboxOptions } from "./types.js";
 import { checkFunctionName, checkGlobalName, checkInteger, evalClockMs, invalid, validateEvalOptions, validateOptions, validatePath } from "./validate.js";
@@ -139,9 +139,7 @@ export class Sandbox implements Disposable {
   /** Copies `value` into the guest as the global `name`. */
   setGlobal(name: string, value: unknown): void {
     checkGlobalName(name);
-    const error = this.#live().setGlobal(name, encodeValue(value));
-    throwIfRefused(error, "set a global");
-    if (error) throw new SandboxError("OUT_OF_MEMORY", `cannot set global '${name}': ${error}`);
+    throwIfFailed(this.#live().setGlobal(name, encodeValue(value)), "set a global", `cannot set global '${name}'`);
   }
 
   /**
@@ -164,7 +162,7 @@ export class Sandbox implements Disposable {
   globalNames(limit: number = SANDBOX_LIMITS.globalNames): string[] {
     checkInteger("limit", limit, 0, 2 ** 32 - 1);
     const names = this.#live().globalNames(limit);
-    if (names === "BUSY") throw new SandboxError("BUSY", "cannot list globals while an eval runs");
+    if (!Array.isArray(names)) throw refusal(names, "list globals", "cannot list globals");
     return names;
   }
 

@@ -23,7 +23,8 @@ import { createHash, createHmac, timingSafeEqual, type Hash, type Hmac } from "n
 import { promisify } from "node:util";
 import { constants as zlibConstants, deflateRaw, deflateRawSync, inflateRaw, inflateRawSync } from "node:zlib";
 import { SandboxError } from "./errors.js";
-import type { NativeHandle, NativeSnapshotRead, NativeSnapshotWrite } from "./native.js";
+import { NativeSnapshotStatus, type NativeHandle, type NativeSnapshotRead, type NativeSnapshotWrite } from "./native.js";
+import { refusal } from "./outcomes.js";
 import type { SandboxOptions } from "./types.js";
 
 const MAGIC = Buffer.from("QJSNSNAP", "latin1");
@@ -107,16 +108,6 @@ export interface SnapshotInfo {
 
 const SNAPSHOT_OPTION_KEYS = ["maxSnapshotBytes", "signing", "compress"] as const;
 const RESTORE_OPTION_KEYS = ["maxSnapshotBytes", "signing", "restoreTimeoutMs"] as const;
-
-/** Status codes of native/snapshot.h SnapshotStatus. */
-const enum NativeSnapshotStatus {
-  Ok = 0,
-  TooLarge = 1,
-  Invalid = 2,
-  OutOfMemory = 3,
-  Interrupted = 4,
-  StackExhausted = 5,
-}
 
 function invalidArgument(message: string): SandboxError {
   return new SandboxError("INVALID_ARGUMENT", message);
@@ -239,7 +230,7 @@ function notRestoredList(flat: string[]): NotRestored[] {
  */
 export function takeSnapshot(handle: NativeHandle, excludedNames: string[], options: ResolvedSnapshotOptions, engineVersion: string): Uint8Array {
   const raw = handle.writeSnapshot(excludedNames, maxSnapshotBody(options));
-  if (raw === "BUSY") throw new SandboxError("BUSY", "cannot take a snapshot while an eval runs");
+  if (!Array.isArray(raw)) throw refusal(raw, "take a snapshot", "cannot take a snapshot");
   const body = writtenBody(raw, options);
   return sealed(options.compress ? deflateRawSync(body, DEFLATE_OPTIONS) : body, options, engineVersion);
 }
@@ -398,7 +389,7 @@ export async function resealSnapshot(bytes: Uint8Array, options: ResealOptions):
 /** Defines a verified body's globals in a fresh sandbox's handle and lists what came back as placeholders. */
 export function restoreBody(handle: NativeHandle, body: Buffer, budgetMs: number): NotRestored[] {
   const raw = handle.readSnapshot(body, budgetMs);
-  if (raw === "BUSY") throw new SandboxError("BUSY", "cannot restore into a sandbox while an eval runs");
+  if (!Array.isArray(raw)) throw refusal(raw, "restore into a sandbox", "cannot restore");
   return restoredList(raw);
 }
 

@@ -1,0 +1,197 @@
+// The JS <-> native contract, declared once. Each list below is an X-macro: C++ builds its enums
+// and structs from it, and native/contract.cc exports the same lists at load as the frozen
+// `contract` object that src/native.ts reads, so no number or name of the boundary is written twice.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace qjsn {
+
+// How an eval (or a direct call) ended. X(name)
+#define QJSN_EVAL_STATUSES(X) \
+  X(Ok)                       \
+  X(GuestError)               \
+  X(SyntaxError)              \
+  X(Timeout)                  \
+  X(OutOfMemory)              \
+  X(StackOverflow)            \
+  X(Aborted)                  \
+  X(Disposed)                 \
+  X(Unserializable)           \
+  X(Broken)                   \
+  X(Busy)                     \
+  X(CopyLimit) /* the eval handed the host more than copyLimitBytes; message says what */
+
+// Why guest code is being stopped. Written by any thread, read by the interrupt handler. X(name)
+#define QJSN_STOP_REASONS(X) X(None) X(ExecutionBudget) X(WallBudget) X(Abort) X(Dispose) X(CopyLimit)
+
+// How a snapshot read or write ended. X(name)
+#define QJSN_SNAPSHOT_STATUSES(X)                                             \
+  X(Ok)                                                                       \
+  X(TooLarge)       /* over the byte, node or depth cap */                    \
+  X(Invalid)        /* malformed body */                                      \
+  X(OutOfMemory)    /* the engine raised while building values */             \
+  X(Interrupted)    /* the time budget ran out while re-creating functions */ \
+  X(StackExhausted) /* the calling thread has too little stack left: nothing was read */
+
+// Codes of the failures a direct call (defineFunction, setGlobal, snapshots...) hands back as
+// { code, message }: the SandboxError codes of src/errors.ts. X(name, code)
+#define QJSN_ERROR_CODES(X)           \
+  X(Busy, "BUSY")                     \
+  X(StackOverflow, "STACK_OVERFLOW")  \
+  X(OutOfMemory, "OUT_OF_MEMORY")     \
+  X(Unserializable, "UNSERIALIZABLE") \
+  X(InvalidArgument, "INVALID_ARGUMENT")
+
+// Wire tags (format in native/wire.h). X(name, byte)
+#define QJSN_WIRE_TAGS(X)                                                                                             \
+  X(Undefined, 0x00)                                                                                                  \
+  X(Null, 0x01)                                                                                                       \
+  X(False, 0x02)                                                                                                      \
+  X(True, 0x03)                                                                                                       \
+  X(Int32, 0x04)       /* i32 */                                                                                      \
+  X(Float64, 0x05)     /* f64 */                                                                                      \
+  X(BigInt, 0x06)      /* decimal text as a string payload (sign included); read only, from snapshot format 1:      \
+                      decimal conversion is quadratic, so writers use BigIntHex */ \
+  X(String, 0x07)      /* string */                                                                                   \
+  X(Array, 0x08)       /* u32 length, u32 count, count * (u32 index, value) */                                        \
+  X(Object, 0x09)      /* u8 flags (1 = null prototype), u32 count, count * (string key, value) */                    \
+  X(Date, 0x0a)        /* f64 time value */                                                                           \
+  X(RegExp, 0x0b)      /* string source, string flags */                                                              \
+  X(Map, 0x0c)         /* u32 count, count * (key, value) */                                                          \
+  X(Set, 0x0d)         /* u32 count, count * value */                                                                 \
+  X(ArrayBuffer, 0x0e) /* u32 byteLength, bytes */                                                                    \
+  X(TypedArray, 0x0f)  /* u8 kind, value (ArrayBuffer or BackRef to one), u32 byteOffset, u32 length. Across the \
+                          boundary a view brings a private copy of exactly its bytes (offset 0); it refers to a    \
+                          buffer only when that buffer itself was written earlier in the same value. Snapshot      \
+                          bodies keep the guest's sharing. */    \
+  X(Error, 0x10)       /* string name, string message, value stack (String or Undefined) */                           \
+  X(BackRef, 0x11)     /* u32 object number */                                                                        \
+  X(Opaque, 0x12)      /* u8 OpaqueKind, string name: a value that cannot be copied, described */                     \
+  X(Symbol, 0x13)      /* reserved for snapshots */                                                                   \
+  X(Latin1, 0x14)      /* u32 length, bytes: a string whose units all fit in one byte */                              \
+  /* Snapshot bodies only (native/snapshot.h): */                                                                     \
+  X(Function, 0x15)    /* u32 size, UTF-8 source text, then own properties and prototype properties, each as u32   \
+                        count, count * (string key, value) */  \
+  X(Prototype, 0x16)   /* value (a Function): that function's `prototype` object */                                   \
+  X(Instance, 0x17)    /* value (the prototype object), u32 count, count * (string key, value) */                     \
+  X(Placeholder, 0x18) /* string type, string name: a value that was not stored; reading it throws */                 \
+  X(Accessor, 0x19)    /* value getter, value setter (each a Function or Undefined): an accessor property */          \
+  X(BigIntHex, 0x1a)   /* string payload: "-"? then lower-case hex digits of the magnitude (linear both ways) */      \
+  X(ReportedPlaceholder, 0x1b) /* as Placeholder, carried over from an earlier restore that already reported it */
+
+// Typed array kinds in the wire format (independent of either engine's enums), in order. X(name)
+#define QJSN_TYPED_KINDS(X) \
+  X(Int8)                   \
+  X(Uint8)                  \
+  X(Uint8Clamped)           \
+  X(Int16)                  \
+  X(Uint16)                 \
+  X(Int32)                  \
+  X(Uint32)                 \
+  X(Float32)                \
+  X(Float64)                \
+  X(BigInt64)               \
+  X(BigUint64)              \
+  X(Float16)                \
+  X(DataView) /* length counts bytes */
+
+// What an Opaque placeholder stands for, and how it reads in messages. X(name, text)
+#define QJSN_OPAQUE_KINDS(X)           \
+  X(Function, "function")              \
+  X(Symbol, "symbol")                  \
+  X(Accessor, "accessor")              \
+  X(Proxy, "proxy")                    \
+  X(Promise, "promise")                \
+  X(WeakCollection, "weak collection") \
+  X(Other, "object")
+
+// Console methods, by the level number a console line carries. X(name)
+#define QJSN_CONSOLE_LEVELS(X) X(log) X(info) X(warn) X(error) X(debug)
+
+// Positions in the array an async eval resolves with (snapshot: only for snapshot reads and writes). X(name)
+#define QJSN_OUTCOME_SLOTS(X) \
+  X(status)                   \
+  X(value)                    \
+  X(message)                  \
+  X(stop)                     \
+  X(console)                  \
+  X(consoleTruncated)         \
+  X(executionMs)              \
+  X(hostCalls)                \
+  X(memoryUsedBytes)          \
+  X(peakMemoryBytes)          \
+  X(snapshot)
+
+// Positions in the shared Float64Array an inline eval leaves its numbers in. X(name)
+#define QJSN_STATS_SLOTS(X) \
+  X(status)                 \
+  X(stop)                   \
+  X(consoleTruncated)       \
+  X(executionMs)            \
+  X(hostCalls)              \
+  X(memoryUsedBytes)        \
+  X(peakMemoryBytes)        \
+  X(valueLength) /* of the value in the exchange buffer, or -1 */
+
+// What a dispatcher call carries (its first argument). X(name)
+#define QJSN_DISPATCH_KINDS(X) X(SyncCall) X(AsyncCall) X(Console)
+
+// Caps on one encoded value, shared by both directions, the TypeScript encoder and the snapshot
+// reader. X(name, C++ type, value)
+#define QJSN_COPY_LIMITS(X)      \
+  X(maxDepth, uint32_t, 512)     \
+  X(maxNodes, uint32_t, 2000000) \
+  X(maxBytes, uint64_t, 256ull << 20)
+
+// Fixed sizes of the boundary. X(name, value)
+#define QJSN_BOUNDARY_SIZES(X)                                                            \
+  X(exchangeBytes, 64 * 1024) /* the buffer shared for host call arguments and results */ \
+  X(maxPrimitiveArgs, 3)      /* a sync host call with more arguments takes the codec */  \
+  X(maxPrimitiveChars, 256)   /* ... as does one with a longer string argument */
+
+#define QJSN_ENUMERATOR(name, ...) name,
+#define QJSN_COUNT(...) +1
+
+enum class EvalStatus : int { QJSN_EVAL_STATUSES(QJSN_ENUMERATOR) };
+enum class StopReason : int { QJSN_STOP_REASONS(QJSN_ENUMERATOR) };
+enum class SnapshotStatus : int { QJSN_SNAPSHOT_STATUSES(QJSN_ENUMERATOR) };
+enum class ErrorCode : int { QJSN_ERROR_CODES(QJSN_ENUMERATOR) };
+enum class OpaqueKind : uint8_t { QJSN_OPAQUE_KINDS(QJSN_ENUMERATOR) };
+enum class TypedKind : uint8_t { QJSN_TYPED_KINDS(QJSN_ENUMERATOR) Count };
+enum class OutcomeSlot : uint32_t { QJSN_OUTCOME_SLOTS(QJSN_ENUMERATOR) };
+enum class StatsSlot : uint32_t { QJSN_STATS_SLOTS(QJSN_ENUMERATOR) };
+enum class DispatchKind : int { QJSN_DISPATCH_KINDS(QJSN_ENUMERATOR) };
+
+#define QJSN_TAG_ENUMERATOR(name, byte) name = byte,
+enum class Tag : uint8_t { QJSN_WIRE_TAGS(QJSN_TAG_ENUMERATOR) };
+#undef QJSN_TAG_ENUMERATOR
+
+constexpr uint32_t kStatsSlots = 0 QJSN_STATS_SLOTS(QJSN_COUNT);
+
+#define QJSN_SIZE_CONSTANT(name, value) constexpr uint32_t name = value;
+namespace boundary {
+QJSN_BOUNDARY_SIZES(QJSN_SIZE_CONSTANT)
+}
+#undef QJSN_SIZE_CONSTANT
+
+// A failure of a direct call, as it crosses to TypeScript: a typed code and what happened.
+struct NativeError {
+  ErrorCode code;
+  std::string message;
+};
+
+// The texts of the lists that carry one, by enumerator.
+#define QJSN_SECOND_TEXT(name, text) text,
+constexpr const char* kErrorCodeNames[] = {QJSN_ERROR_CODES(QJSN_SECOND_TEXT)};
+constexpr const char* kOpaqueKindNames[] = {QJSN_OPAQUE_KINDS(QJSN_SECOND_TEXT)};
+#undef QJSN_SECOND_TEXT
+#define QJSN_NAME_TEXT(name) #name,
+constexpr const char* kConsoleLevels[] = {QJSN_CONSOLE_LEVELS(QJSN_NAME_TEXT)};
+#undef QJSN_NAME_TEXT
+
+inline const char* errorCodeName(ErrorCode code) { return kErrorCodeNames[static_cast<int>(code)]; }
+inline const char* opaqueKindName(OpaqueKind kind) { return kOpaqueKindNames[static_cast<int>(kind)]; }
+
+}  // namespace qjsn

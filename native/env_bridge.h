@@ -1,0 +1,224 @@
+// The main-thread side of every sandbox of one Node environment: the outbox that carries host
+// calls and finished evals from executor threads to the Node event loop, the buffers shared with
+// src/ (exchange, inline-eval stats), and the handles that messages are delivered to
+// (native/addon.cc).
+#pragma once
+
+#include <napi.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+
+#include "engine.h"
+#include "executor.h"
+#include "js_convert.h"
+#include "platform.h"
+#include "threads.h"
+
+namespace qjsn {
+
+class SandboxHandle;
+
+// One per Node environment (main thread or worker).
+class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBridge> {
+ public:
+  EnvBridge(Napi::Env env) : env_(env), mainThread_(std::this_thread::get_id()) {}
+
+  void start() {
+    Napi::Float64Array stats = Napi::Float64Array::New(env_, kStatsSlots);
+    statsData_ = stats.Data();
+    stats_ = Napi::Persistent(stats);
+    Napi::Buffer<uint8_t> exchange = Napi::Buffer<uint8_t>::New(env_, kExchangeBytes);
+    exchangeData_ = exchange.Data();  // stable: the persistent reference keeps the buffer alive
+    exchange_ = Napi::Persistent(exchange);
+    tsfn_ = Napi::ThreadSafeFunction::New(env_, Napi::Function::New(env_, [](const Napi::CallbackInfo&) {}),
+                                          "quickjs-native", 0, 1);
+    tsfn_.Unref(env_);
+  }
+
+  bool onMainThread() const override { return std::this_thread::get_id() == mainThread_; }
+
+  // Where an executor thread waits for the answer to a sync host call.
+  struct SyncSlot {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    HostResult result;
+  };
+  static void finishSlot(SyncSlot* slot, HostResult r) {
+    std::lock_guard<std::mutex> lock(slot->mu);
+    slot->result = std::move(r);
+    slot->done = true;
+    slot->cv.notify_one();
+  }
+
+  HostResult callSync(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t> args) override;
+  bool callSyncPrimitive(uint32_t sandboxId, uint32_t fnId, const Primitive* args, int argc, Primitive* result,
+                         char16_t* text, HostResult* fallback) override;
+  void postAsyncCall(uint32_t sandboxId, uint64_t evalId, uint32_t callId, uint32_t fnId,
+                     std::vector<uint8_t> args) override {
+    Message m;
+    m.kind = Message::AsyncCall;
+    m.sandboxId = sandboxId;
+    m.evalId = evalId;
+    m.callId = callId;
+    m.fnId = fnId;
+    m.bytes = std::move(args);
+    post(std::move(m));
+  }
+  void postConsole(uint32_t sandboxId, uint64_t evalId, int level, std::vector<uint8_t> args) override {
+    Message m;
+    m.kind = Message::Console;
+    m.sandboxId = sandboxId;
+    m.evalId = evalId;
+    m.fnId = static_cast<uint32_t>(level);
+    m.bytes = std::move(args);
+    post(std::move(m));
+  }
+  void postEvalDone(uint32_t sandboxId, EvalOutcome outcome) override {
+    Message m;
+    m.kind = Message::EvalDone;
+    m.sandboxId = sandboxId;
+    m.outcome = std::move(outcome);
+    post(std::move(m));
+  }
+
+  // Main thread only.
+  void registerHandle(uint32_t id, SandboxHandle* h) { handles_[id] = h; }
+  void unregisterHandle(uint32_t id) {
+    handles_.erase(id);
+    if (lastPrimitiveCaller_.first == id) lastPrimitiveCaller_ = {};
+  }
+  void evalStarted() {
+    if (activeEvals_++ == 0) tsfn_.Ref(env_);
+  }
+  void evalEnded() {
+    if (--activeEvals_ == 0) tsfn_.Unref(env_);
+  }
+  uint32_t nextSandboxId() { return ++lastSandboxId_; }
+  // The main-side twin of the executor spin (native/executor.h). The main thread just handed an
+  // executor work that is usually answered within microseconds (an eval scheduled, a host result
+  // settled). If it returned to the event loop now, the loop would go to sleep and the answer would
+  // have to wake it. Instead it busy-waits up to kReplySpinNs for the answer to be posted, while a
+  // core is free beside the running guests; the loop then finds the answer ready without sleeping.
+  // A wait that missed (a long eval, a slow host function) makes the next kSkipsAfterMiss
+  // hand-overs return at once, so a miss costs little CPU overall.
+  void awaitReply() {
+    if (signaled_.load(std::memory_order_acquire)) return;
+    if (replySpinSkips_ > 0) {
+      replySpinSkips_--;
+      return;
+    }
+    if (!Executor::instance().mainMaySpin()) return;
+    if (!spinUntil(kReplySpinNs, [this] { return signaled_.load(std::memory_order_acquire); }))
+      replySpinSkips_ = kSkipsAfterMiss;
+  }
+
+  // The buffer shared with src/sandbox.ts for host call arguments and results (main thread only;
+  // every use is a synchronous write-then-read).
+  static constexpr size_t kExchangeBytes = boundary::exchangeBytes;
+  Napi::Buffer<uint8_t> exchange() { return exchange_.Value(); }
+  // Numbers of the last inline eval (see SandboxHandle::EvalSync), shared with src/sandbox.ts.
+  Napi::Float64Array statsArray() { return stats_.Value(); }
+  double& stat(StatsSlot slot) { return statsData_[static_cast<uint32_t>(slot)]; }
+  // Puts `bytes` where the dispatcher reads them: the exchange buffer when they fit (returns its
+  // byte count and leaves `spill` empty), else a Buffer of their own in `spill`.
+  uint32_t stage(const std::vector<uint8_t>& bytes, Napi::Value* spill) {
+    if (bytes.size() <= kExchangeBytes) {
+      std::memcpy(exchangeData_, bytes.data(), bytes.size());
+      *spill = env_.Undefined();
+      return static_cast<uint32_t>(bytes.size());
+    }
+    *spill = Napi::Buffer<uint8_t>::Copy(env_, bytes.data(), bytes.size());
+    return 0;
+  }
+  // Reads a result the dispatcher or `settle` handed back: a byte count in the exchange buffer or
+  // a Buffer/Uint8Array of its own.
+  std::vector<uint8_t> resultBytes(const Napi::Value& v) {
+    if (v.IsNumber()) {
+      size_t n = std::min<size_t>(v.As<Napi::Number>().Uint32Value(), kExchangeBytes);
+      return std::vector<uint8_t>(exchangeData_, exchangeData_ + n);
+    }
+    return bytesOf(v);
+  }
+  // Freed runtimes leave many small holes in the C heap; give the pages back now and then so a
+  // server's RSS follows its live sandboxes.
+  void returnMemoryToSystem(int64_t freedBytes) {
+    freedSinceTrim_ += freedBytes;
+    if (freedSinceTrim_ < kTrimEveryBytes) return;
+    freedSinceTrim_ = 0;
+    platform::releaseFreeHeap();
+  }
+  // The answer to a sync host call that can no longer reach its sandbox's JavaScript side.
+  static HostResult closedResult() {
+    HostResult r;
+    r.ok = false;
+    r.errorMessage = "the sandbox is shutting down";
+    return r;
+  }
+  void closeAll();
+  // Hands every message executor threads (or inline slices) posted to its sandbox. Main thread.
+  void drain();
+  HostResult runSyncCall(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t>& args);
+
+ private:
+  struct Message {
+    enum Kind { SyncCall, AsyncCall, Console, EvalDone } kind;
+    uint32_t sandboxId = 0;
+    uint64_t evalId = 0;
+    uint32_t callId = 0;
+    uint32_t fnId = 0;
+    std::vector<uint8_t> bytes;
+    EvalOutcome outcome;
+    SyncSlot* slot = nullptr;
+  };
+
+  void post(Message m) {
+    bool wake;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (closed_) {
+        if (m.slot) finishSlot(m.slot, closedResult());
+        return;
+      }
+      wake = outbox_.empty();
+      outbox_.push_back(std::move(m));
+    }
+    // The main thread posts only from inline slices, and drains right after each (runInline).
+    if (wake && !onMainThread()) {
+      auto self = shared_from_this();
+      tsfn_.NonBlockingCall([self](Napi::Env, Napi::Function) { self->drain(); });
+      signaled_.store(true, std::memory_order_release);
+    }
+  }
+  Napi::Env env_;
+  std::thread::id mainThread_;
+  Napi::ThreadSafeFunction tsfn_;
+  std::atomic<bool> signaled_{false};  // the outbox holds messages and the loop was woken for them
+  static constexpr int64_t kReplySpinNs = 30 * 1000;
+  static constexpr int kSkipsAfterMiss = 16;
+  int replySpinSkips_ = 0;
+  Napi::Reference<Napi::Buffer<uint8_t>> exchange_;
+  uint8_t* exchangeData_ = nullptr;
+  Napi::Reference<Napi::Float64Array> stats_;
+  double* statsData_ = nullptr;
+  std::mutex mu_;
+  std::deque<Message> outbox_;
+  bool closed_ = false;
+  std::unordered_map<uint32_t, SandboxHandle*> handles_;
+  // The sandbox of the last primitive host call: a loop of host calls looks it up once.
+  std::pair<uint32_t, SandboxHandle*> lastPrimitiveCaller_{0, nullptr};
+  int activeEvals_ = 0;
+  uint32_t lastSandboxId_ = 0;
+  int64_t freedSinceTrim_ = 0;
+  static constexpr int64_t kTrimEveryBytes = 64ll << 20;
+};
+
+}  // namespace qjsn

@@ -1,0 +1,46 @@
+// Typed reads of a method's positional arguments. src/ validates every argument before calling
+// in, so these only keep the process alive: a value of the wrong type reads as that type's zero
+// (NaN for doubles), a missing optional flag as false.
+#pragma once
+
+#include <napi.h>
+
+#include <cstdint>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "js_convert.h"
+
+namespace qjsn {
+
+class HandleArgs {
+ public:
+  explicit HandleArgs(const Napi::CallbackInfo& info) : info_(info) {}
+
+  // True when at least `n` arguments were passed.
+  bool has(size_t n) const { return info_.Length() >= n; }
+  bool isArray(size_t i) const { return info_[i].IsArray(); }
+  bool isFunction(size_t i) const { return info_[i].IsFunction(); }
+  bool isNumber(size_t i) const { return info_[i].IsNumber(); }
+
+  std::string utf8(size_t i) const { return info_[i].ToString().Utf8Value(); }
+  double number(size_t i) const { return info_[i].ToNumber().DoubleValue(); }
+  uint32_t u32(size_t i) const { return info_[i].ToNumber().Uint32Value(); }
+  int32_t i32(size_t i) const { return info_[i].ToNumber().Int32Value(); }
+  uint64_t u64(size_t i) const { return static_cast<uint64_t>(info_[i].ToNumber().Int64Value()); }
+  bool flag(size_t i) const { return i < info_.Length() && info_[i].ToBoolean().Value(); }
+  std::vector<uint8_t> bytes(size_t i) const { return bytesOf(info_[i]); }
+  // The strings of an array argument, as UTF-16 (lone surrogates kept).
+  std::unordered_set<std::u16string> utf16Set(size_t i) const {
+    std::unordered_set<std::u16string> out;
+    Napi::Array items = info_[i].As<Napi::Array>();
+    for (uint32_t k = 0; k < items.Length(); k++) out.insert(items.Get(k).ToString().Utf16Value());
+    return out;
+  }
+
+ private:
+  const Napi::CallbackInfo& info_;
+};
+
+}  // namespace qjsn

@@ -1,0 +1,66 @@
+// Native results as JavaScript values, and JavaScript bytes as native ones (see js_convert.h).
+#include "js_convert.h"
+
+namespace qjsn {
+
+namespace {
+
+uint32_t at(OutcomeSlot slot) { return static_cast<uint32_t>(slot); }
+
+Napi::Value bufferOrUndefined(Napi::Env env, const std::vector<uint8_t>& bytes) {
+  if (bytes.empty()) return env.Undefined();
+  return Napi::Buffer<uint8_t>::Copy(env, bytes.data(), bytes.size());
+}
+
+}  // namespace
+
+std::vector<uint8_t> bytesOf(const Napi::Value& v) {
+  if (v.IsBuffer()) {
+    auto b = v.As<Napi::Buffer<uint8_t>>();
+    return std::vector<uint8_t>(b.Data(), b.Data() + b.Length());
+  }
+  if (v.IsTypedArray()) {
+    auto t = v.As<Napi::Uint8Array>();
+    return std::vector<uint8_t>(t.Data(), t.Data() + t.ByteLength());
+  }
+  return {};
+}
+
+Napi::Value snapshotResultToJs(Napi::Env env, const SnapshotResult& r, Napi::Value payload) {
+  Napi::Array notRestored = Napi::Array::New(env, r.notRestored.size() * 2);
+  for (size_t i = 0; i < r.notRestored.size(); i++) {
+    notRestored.Set(static_cast<uint32_t>(2 * i), Napi::String::New(env, r.notRestored[i].name));
+    notRestored.Set(static_cast<uint32_t>(2 * i + 1), Napi::String::New(env, r.notRestored[i].type));
+  }
+  Napi::Array a = Napi::Array::New(env, 3);
+  a.Set(0u, Napi::Number::New(env, static_cast<int>(r.status)));
+  a.Set(1u, r.status == SnapshotStatus::Ok ? payload : Napi::String::New(env, r.message).As<Napi::Value>());
+  a.Set(2u, notRestored);
+  return a;
+}
+
+Napi::Value outcomeToJs(Napi::Env env, EvalOutcome& o) {
+  Napi::Array a = Napi::Array::New(env, o.snapshotOp ? at(OutcomeSlot::snapshot) + 1 : at(OutcomeSlot::snapshot));
+  a.Set(at(OutcomeSlot::status), Napi::Number::New(env, static_cast<int>(o.status)));
+  a.Set(at(OutcomeSlot::value), bufferOrUndefined(env, o.value));
+  a.Set(at(OutcomeSlot::message), Napi::String::New(env, o.message));
+  a.Set(at(OutcomeSlot::stop), Napi::Number::New(env, static_cast<int>(o.stop)));
+  a.Set(at(OutcomeSlot::console), bufferOrUndefined(env, o.console));
+  a.Set(at(OutcomeSlot::consoleTruncated), Napi::Boolean::New(env, o.consoleTruncated));
+  a.Set(at(OutcomeSlot::executionMs), Napi::Number::New(env, o.executionMs));
+  a.Set(at(OutcomeSlot::hostCalls), Napi::Number::New(env, o.hostCalls));
+  a.Set(at(OutcomeSlot::memoryUsedBytes), Napi::Number::New(env, static_cast<double>(o.memoryUsedBytes)));
+  a.Set(at(OutcomeSlot::peakMemoryBytes), Napi::Number::New(env, static_cast<double>(o.peakMemoryBytes)));
+  if (o.snapshotOp) a.Set(at(OutcomeSlot::snapshot), snapshotResultToJs(env, o.snapshot, env.Undefined()));
+  return a;
+}
+
+Napi::Value errorToJs(Napi::Env env, const std::optional<NativeError>& error) {
+  if (!error) return env.Undefined();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("code", Napi::String::New(env, errorCodeName(error->code)));
+  o.Set("message", Napi::String::New(env, error->message));
+  return o;
+}
+
+}  // namespace qjsn

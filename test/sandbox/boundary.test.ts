@@ -1,0 +1,56 @@
+// The JS <-> native boundary is declared once (native/boundary.h) and read by src/native.ts from
+// the addon's frozen `contract`: the copy limits the native decoder applies are the ones the host
+// encoder checks, and a direct call's failure crosses as { code, message } with its real cause.
+import { afterEach, describe, expect, it } from "vitest";
+import { Sandbox, type SandboxError } from "../../src/index.js";
+import { encodeValue } from "../../src/marshal.js";
+import { COPY_LIMITS, NativeStatus, native } from "../../src/native.js";
+
+const sandboxes: Sandbox[] = [];
+function sandbox(): Sandbox {
+  const sb = new Sandbox();
+  sandboxes.push(sb);
+  return sb;
+}
+afterEach(() => {
+  for (const sb of sandboxes.splice(0)) sb.dispose();
+});
+
+function thrown(fn: () => unknown): SandboxError {
+  try {
+    fn();
+  } catch (err) {
+    return err as SandboxError;
+  }
+  throw new Error("expected a throw");
+}
+
+describe("the boundary table", () => {
+  it("is exported by the addon frozen, and the TypeScript constants are its numbers", () => {
+    expect(Object.isFrozen(native.contract)).toBe(true);
+    expect(Object.isFrozen(native.contract.evalStatus)).toBe(true);
+    expect(NativeStatus.CopyLimit).toBe(native.contract.evalStatus.CopyLimit);
+    expect(COPY_LIMITS.maxNodes).toBe(native.contract.copyLimits.maxNodes);
+  });
+});
+
+describe("a setGlobal over the part cap", () => {
+  const tooMany = COPY_LIMITS.maxNodes + 100_000; // the issue's 2.1M-element array
+
+  it("is refused by the host encoder as UNSERIALIZABLE naming the part cap, not OUT_OF_MEMORY", () => {
+    const err = thrown(() => sandbox().setGlobal("big", new Array(tooMany).fill(1)));
+    expect(err.code).toBe("UNSERIALIZABLE");
+    expect(err.message).toContain(`more than ${COPY_LIMITS.maxNodes} parts`);
+  });
+
+  it("is refused by the native decoder with a typed code when bytes get past the encoder", () => {
+    const bytes = encodeValue(new Array(tooMany).fill(1), { ...COPY_LIMITS, maxNodes: tooMany + 1 });
+    const handle = new native.SandboxHandle(64 << 20, 1 << 20, false, 0, () => undefined, () => undefined, 64 << 20);
+    try {
+      expect(handle.setGlobal("big", bytes)).toEqual({ code: "UNSERIALIZABLE", message: "the value has too many parts" });
+      expect(handle.setGlobal("small", encodeValue([1, 2, 3]))).toBeUndefined();
+    } finally {
+      handle.dispose();
+    }
+  });
+});
