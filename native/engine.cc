@@ -15,6 +15,9 @@
 
 namespace qjsn {
 
+using Phase = EvalLifecycle::Phase;
+using Event = EvalLifecycle::Event;
+
 int64_t monotonicNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -163,17 +166,17 @@ void Engine::teardown() {
 
 bool Engine::dispose() {
   std::lock_guard<std::mutex> lock(mu_);
-  disposeRequested_ = true;
   if (stop_.exchange(static_cast<int>(StopReason::Dispose)) == 0) stopRequestedNs_ = monotonicNs();
-  if (state_ == State::Idle && !inHostCall_) {
-    teardown();
-    return false;
-  }
-  if (state_ == State::Parked) {
-    state_ = State::Queued;
-    return true;
-  }
-  return false;
+  bool parked = lifecycle_.phase() == Phase::Parked;
+  if (!lifecycle_.apply(Event::DisposeRequested)) return false;
+  if (lifecycle_.phase() == Phase::Closed) teardown();
+  return parked;  // woken: the slice that answers the eval as disposed frees the runtime
+}
+
+void Engine::lifecycleFault(EvalOutcome* out) {
+  *out = EvalOutcome();
+  out->status = EvalStatus::Broken;
+  out->message = "internal error: the sandbox lost track of its eval state";
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -554,18 +557,16 @@ void Engine::resetEvalCounters(uint64_t evalId) {
 
 EvalOutcome Engine::evalSync(const EvalRequest& request) {
   EvalOutcome out;
-  if (broken_) {
+  if (lifecycle_.broken()) {
     out.status = EvalStatus::Broken;
     return out;
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (state_ != State::Idle || inHostCall_) {
+    if (!lifecycle_.apply(Event::BeginSync)) {
       out.status = EvalStatus::Busy;
       return out;
     }
-    state_ = State::Running;
-    syncMode_ = true;
     stop_.store(0);
     request_ = request;
   }
@@ -584,9 +585,8 @@ EvalOutcome Engine::evalSync(const EvalRequest& request) {
   leaveGuest();
   finish(&out);
   std::lock_guard<std::mutex> lock(mu_);
-  syncMode_ = false;
-  state_ = State::Idle;
-  if (disposeRequested_) teardown();
+  if (!lifecycle_.apply(Event::EndSync)) lifecycleFault(&out);
+  if (lifecycle_.phase() == Phase::Closed) teardown();  // a dispose came during the eval
   return out;
 }
 
@@ -595,46 +595,40 @@ EvalOutcome Engine::evalSync(const EvalRequest& request) {
 
 bool Engine::beginAsync(EvalRequest request, uint64_t evalId) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (state_ != State::Idle || inHostCall_ || broken_ || !ctx_) return false;
+  if (!ctx_ || !lifecycle_.apply(Event::BeginAsync)) return false;
   request_ = std::move(request);
   stop_.store(0);
   stopRequestedNs_ = 0;
-  started_ = false;
   pendingEvalId_ = evalId;
-  state_ = State::Queued;
   return true;
 }
 
 bool Engine::deliver(HostResult result) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (state_ == State::Idle) return false;  // the eval ended: a late result is dropped
+  bool parked = lifecycle_.phase() == Phase::Parked;
+  if (!lifecycle_.apply(Event::HostResultArrived)) return false;  // the eval ended: a late result is dropped
   inbox_.push_back(std::move(result));
   inboxReady_.store(true, std::memory_order_release);
-  if (state_ == State::Parked) {
-    state_ = State::Queued;
-    return true;
-  }
-  return false;
+  return parked;
 }
 
 bool Engine::requestStop(StopReason reason, uint64_t evalId) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (state_ == State::Idle || evalId != pendingEvalId_) return false;
+  if (evalId != pendingEvalId_) return false;
+  bool parked = lifecycle_.phase() == Phase::Parked;
+  if (!lifecycle_.apply(Event::StopRequested)) return false;  // the eval ended
   int expected = 0;
   if (stop_.compare_exchange_strong(expected, static_cast<int>(reason))) stopRequestedNs_ = monotonicNs();
-  if (state_ == State::Parked) {
-    state_ = State::Queued;
-    return true;
-  }
-  return false;
+  return parked;
 }
 
 bool Engine::runSlice() {
   std::vector<HostResult> results;
+  bool firstSlice;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (state_ != State::Queued) return false;
-    state_ = State::Running;
+    firstSlice = lifecycle_.phase() == Phase::Starting;
+    if (!lifecycle_.apply(Event::SliceStarted)) return false;  // nothing queued
     sliceCpuClock_ = CpuClock::ofCurrentThread();
     overdueCpuNs_ = -1;
     results.swap(inbox_);
@@ -643,8 +637,7 @@ bool Engine::runSlice() {
   EvalOutcome out;
   bool done = false;
   bool entered = true;
-  if (!started_) {
-    started_ = true;
+  if (firstSlice) {
     resetEvalCounters(pendingEvalId_);
     if (stop_.load() != 0) {
       classifyException(JS_UNDEFINED, &out);
@@ -739,35 +732,39 @@ bool Engine::runSlice() {
     }
   }
   std::unique_lock<std::mutex> lock(mu_);
-  if (abandoned_) {
-    // The watchdog already answered this eval; the engine is broken and nobody waits for it.
-    state_ = State::Idle;
+  if (done && lifecycle_.phase() != Phase::Abandoned) {
     lock.unlock();
-    teardown();
+    finish(&out);
+    lock.lock();
+  }
+  bool again = !done && (!inbox_.empty() || stop_.load() != 0);  // results or a stop arrived meanwhile
+  if (!lifecycle_.apply(done ? Event::SliceFinished : again ? Event::SliceRequeued : Event::SliceParked)) {
+    lifecycleFault(&out);
+    out.evalId = evalId_;
+    lock.unlock();
+    bridge_->postEvalDone(id_, std::move(out));
     return false;
   }
-  if (!done) {
-    if (!inbox_.empty() || stop_.load() != 0) {
-      state_ = State::Queued;  // results or a stop arrived while running: go again
-      return true;
-    }
-    state_ = State::Parked;
-    return false;
+  switch (lifecycle_.phase()) {
+    case Phase::Queued: return true;
+    case Phase::Parked: return false;
+    case Phase::Broken:
+      // The watchdog already answered this eval; nobody waits for it and nothing runs here again.
+      lock.unlock();
+      teardown();
+      return false;
+    default: break;  // Idle, or Closed when a dispose came during the eval
   }
-  lock.unlock();
-  finish(&out);
-  lock.lock();
-  state_ = State::Idle;
-  bool disposeNow = disposeRequested_;
+  bool disposed = lifecycle_.phase() == Phase::Closed;
   lock.unlock();
   bridge_->postEvalDone(id_, std::move(out));
-  if (disposeNow) teardown();
+  if (disposed) teardown();
   return false;
 }
 
 bool Engine::abandon(int64_t graceNs) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (state_ != State::Running || abandoned_ || syncMode_) return false;
+  if (lifecycle_.phase() != Phase::Running) return false;  // only an async slice can be abandoned
   // Stuck means "kept burning CPU after it should have stopped": a thread that merely got no CPU
   // (a loaded machine, or a sanitizer build) is not stuck, so everything here is the thread's own
   // CPU time, like the budget itself.
@@ -790,8 +787,7 @@ bool Engine::abandon(int64_t graceNs) {
     return false;
   }
   if (cpuNs - overdueCpuNs_ < graceNs) return false;
-  abandoned_ = true;
-  broken_ = true;
+  if (!lifecycle_.apply(Event::Abandon)) return false;
   EvalOutcome out;
   out.status = EvalStatus::Timeout;
   out.stop = stop_.load() != 0 ? static_cast<StopReason>(stop_.load()) : StopReason::ExecutionBudget;
@@ -818,7 +814,8 @@ JSValue Engine::callHost(int fnId, bool async, int argc, JSValueConst* argv) {
   if (stop_.load() != 0) return JS_ThrowInternalError(ctx_, "the eval has ended");
   // Inline evals run on the main thread: primitives can go straight to the host function.
   JSValue fast;
-  if (!async && syncMode_ && argc <= kMaxPrimitiveArgs && callHostPrimitive(static_cast<uint32_t>(fnId), argc, argv, &fast))
+  if (!async && lifecycle_.syncRunning() && argc <= kMaxPrimitiveArgs &&
+      callHostPrimitive(static_cast<uint32_t>(fnId), argc, argv, &fast))
     return fast;
   WireWriter w;
   WireLimits limits = copyLimits();
@@ -833,7 +830,7 @@ JSValue Engine::callHost(int fnId, bool async, int argc, JSValueConst* argv) {
   chargeCopy(w.size());
   hostCalls_++;
   if (async) {
-    if (syncMode_) {
+    if (lifecycle_.syncRunning()) {
       return JS_ThrowTypeError(ctx_, "async host functions need eval(); evalSync cannot wait for them");
     }
     JSValue funcs[2];
@@ -848,14 +845,14 @@ JSValue Engine::callHost(int fnId, bool async, int argc, JSValueConst* argv) {
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    inHostCall_ = true;
+    if (!lifecycle_.apply(Event::HostCallStarted)) return JS_ThrowInternalError(ctx_, "the eval has ended");
   }
   pauseClock();
   HostResult r = bridge_->callSync(id_, static_cast<uint32_t>(fnId), std::move(w.bytes()));
   resumeClock();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    inHostCall_ = false;
+    if (!lifecycle_.apply(Event::HostCallEnded)) return JS_ThrowInternalError(ctx_, "the eval has ended");
   }
   if (stop_.load() != 0) return JS_ThrowInternalError(ctx_, "the eval has ended");
   return syncResultToGuest(r);
@@ -992,7 +989,7 @@ JSValue Engine::writeConsole(int level, int argc, JSValueConst* argv) {
   console_.u32(static_cast<uint32_t>(w.size()));
   console_.raw(w.bytes().data(), w.size());
   chargeCopy(5 + w.size());
-  if (request_.streamConsole && !syncMode_) {
+  if (request_.streamConsole && !lifecycle_.syncRunning()) {
     chargeCopy(w.size());  // a second copy goes to the host at once
     bridge_->postConsole(id_, evalId_, level, std::move(w.bytes()));
   }
