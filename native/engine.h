@@ -1,6 +1,9 @@
 // One sandbox: a QuickJS runtime + context with its own limits, interrupt deadline, job queue,
 // console buffer and pending host calls. An Engine is entered by one thread at a time: the
 // Node main thread for synchronous work, an executor thread for async evals.
+// Its members are defined by concept: engine.cc (runtime, context, teardown), guest_budgets.cc
+// (execution time and stack), evaluation.cc (code to outcome, evalSync), async_eval.cc (async
+// evals, under eval_lifecycle.h), host_calls.cc, console.cc, globals.cc, clock.cc, snapshot.cc.
 #pragma once
 
 #include <atomic>
@@ -189,6 +192,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   size_t memoryLimit() const { return options_.memoryLimitBytes; }
 
   // For the interrupt handler and trampolines.
+  static Engine* of(JSContext* ctx) { return static_cast<Engine*>(JS_GetContextOpaque(ctx)); }
   int onInterrupt();
   JSValue callHost(int fnId, bool async, int argc, JSValueConst* argv);
   bool callHostPrimitive(uint32_t fnId, int argc, JSValueConst* argv, JSValue* out);
@@ -228,7 +232,11 @@ class Engine : public std::enable_shared_from_this<Engine> {
   void chargeCopy(size_t bytes) { copiedBytes_ += bytes; }
   void clearEvalState();
   void resetEvalCounters(uint64_t evalId);
-  void installGlobals();
+  void installConsole();
+  // What a host function defined by defineFunction runs: `magic` is its id, data[0] says async.
+  static JSValue hostTrampoline(JSContext* ctx, JSValueConst, int argc, JSValueConst* argv, int magic, JSValueConst* data);
+  JSValue newHostError(const HostResult& r);
+  void settleHostCalls(std::vector<HostResult>* results);
   // An outcome for the host when the lifecycle refused a transition its own code guarantees.
   static void lifecycleFault(EvalOutcome* out);
 

@@ -35,7 +35,7 @@ function guestInfo(thrown: unknown): GuestErrorInfo {
   return { name: thrown === null ? "null" : thrown instanceof GuestOpaque ? thrown.kind : typeof thrown, message: text, nonError: true };
 }
 
-// How the engine's refusal to run on a thread with too little stack left begins (native/engine.cc).
+// How the engine's refusal to run on a thread with too little stack left begins (native/guest_budgets.cc).
 const STACK_REFUSAL = "the calling thread has only";
 
 /** Throws `BUSY` or `STACK_OVERFLOW` when the engine refused to `what` (an idle engine's direct calls). */
