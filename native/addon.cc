@@ -14,6 +14,7 @@
 #include "env_bridge.h"
 #include "executor.h"
 #include "handle_args.h"
+#include "primitive_call.h"
 
 namespace qjsn {
 
@@ -187,87 +188,13 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
       *fallback = EnvBridge::closedResult();
       return false;
     }
-    return callPrimitiveDispatcher(env, fnId, args, argc, result, text, fallback);
+    return callPrimitiveDispatcher(env, {p.dispatcher, p.undefined}, fnId, args, argc, result, text, fallback, *bridge_);
   }
 
  private:
   void closePrimitiveScope() {
     if (primitiveScope_.scope != nullptr) napi_close_handle_scope(Env(), primitiveScope_.scope);
     primitiveScope_ = PrimitiveScope();
-  }
-
-  // syncCallPrimitive inside its handle scope. Raw Node-API calls that create no handle, scope or
-  // heap block beyond the arguments and the answer: this path is all overhead.
-  bool callPrimitiveDispatcher(napi_env env, uint32_t fnId, const Primitive* args, int argc, Primitive* result,
-                               char16_t* text, HostResult* fallback) {
-    static_assert(kMaxPrimitiveArgs < 4, "argc shares a number with fnId");
-    napi_value argv[1 + kMaxPrimitiveArgs];
-    napi_create_double(env, static_cast<double>(fnId) * 4 + argc, &argv[0]);  // `call` (src/native.ts)
-    for (int i = 0; i < argc; i++) {
-      napi_value& v = argv[1 + i];
-      const Primitive& a = args[i];
-      switch (a.kind) {
-        case Primitive::Kind::Undefined: v = primitiveScope_.undefined; break;
-        case Primitive::Kind::Null: napi_get_null(env, &v); break;
-        case Primitive::Kind::Boolean: napi_get_boolean(env, a.number != 0, &v); break;
-        case Primitive::Kind::Number: napi_create_double(env, a.number, &v); break;
-        case Primitive::Kind::Utf8:
-          napi_create_string_utf8(env, static_cast<const char*>(a.chars), a.length, &v);
-          break;
-        case Primitive::Kind::Utf16:
-          napi_create_string_utf16(env, static_cast<const char16_t*>(a.chars), a.length, &v);
-          break;
-      }
-    }
-    napi_value ret;
-    if (napi_call_function(env, primitiveScope_.undefined, primitiveScope_.dispatcher, 1 + argc, argv, &ret) != napi_ok) {
-      bool pending = false;
-      napi_is_exception_pending(env, &pending);
-      if (pending) Env().GetAndClearPendingException();
-      fallback->ok = false;
-      fallback->errorMessage = "host function failed";
-      return false;
-    }
-    if (napi_get_value_double(env, ret, &result->number) == napi_ok) {  // the usual answer: one call
-      result->kind = Primitive::Kind::Number;
-      return true;
-    }
-    napi_valuetype type;
-    napi_typeof(env, ret, &type);
-    switch (type) {
-      case napi_undefined: result->kind = Primitive::Kind::Undefined; return true;
-      case napi_null: result->kind = Primitive::Kind::Null; return true;
-      case napi_boolean: {
-        bool b = false;
-        napi_get_value_bool(env, ret, &b);
-        result->kind = Primitive::Kind::Boolean;
-        result->number = b;
-        return true;
-      }
-      case napi_string: {
-        // The dispatcher answers strings of at most kMaxPrimitiveChars units (src/host-calls.ts).
-        size_t length = 0;
-        napi_get_value_string_utf16(env, ret, nullptr, 0, &length);
-        if (length > kMaxPrimitiveChars) break;
-        napi_get_value_string_utf16(env, ret, text, length + 1, &length);  // and the terminator
-        result->kind = Primitive::Kind::Utf16;
-        result->chars = text;
-        result->length = length;
-        return true;
-      }
-      default: break;
-    }
-    Napi::Array a = Napi::Value(Env(), ret).As<Napi::Array>();
-    if (a.IsArray() && a.Length() == 1) {
-      fallback->value = bridge_->resultBytes(a.Get(0u));
-      return false;
-    }
-    fallback->ok = false;
-    if (a.IsArray() && a.Length() == 2) {
-      fallback->errorName = a.Get(0u).ToString().Utf8Value();
-      fallback->errorMessage = a.Get(1u).ToString().Utf8Value();
-    }
-    return false;
   }
 
   // What a direct call answers while an eval is active.

@@ -1,6 +1,9 @@
 // One sandbox: a QuickJS runtime + context with its own limits, interrupt deadline, job queue,
 // console buffer and pending host calls. An Engine is entered by one thread at a time: the
 // Node main thread for synchronous work, an executor thread for async evals.
+// Its members are defined by concept: engine.cc (runtime, context, teardown), guest_budgets.cc
+// (execution time and stack), evaluation.cc (code to outcome, evalSync), async_eval.cc (async
+// evals, under eval_lifecycle.h), host_calls.cc, console.cc, globals.cc, clock.cc, snapshot.cc.
 #pragma once
 
 #include <atomic>
@@ -14,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "eval_lifecycle.h"
 #include "guest_codec.h"
 #include "intrinsics.h"
 #include "snapshot.h"
@@ -154,7 +158,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // Defines the globals of a snapshot body; re-created source runs under `budgetMs` of execution.
   SnapshotResult readSnapshot(const uint8_t* data, size_t size, double budgetMs);
 
-  // --- async evals (state transitions are guarded by mu_) -----------------------------------
+  // --- async evals (lifecycle transitions, native/eval_lifecycle.h, are guarded by mu_) ------
   // Starts an eval to be run by the executor. False when another eval is active.
   bool beginAsync(EvalRequest request, uint64_t evalId);
   // Queues a host result; true when the engine must be scheduled to deliver it.
@@ -172,21 +176,20 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // Frees the runtime now if nothing runs it; otherwise the executor frees it when the eval
   // stops. True when the engine must be scheduled so that happens.
   bool dispose();
-  bool busy() const { return state_ != State::Idle || inHostCall_; }
-  bool broken() const { return broken_; }
+  bool busy() const { return lifecycle_.busy(); }
+  bool broken() const { return lifecycle_.broken(); }
   size_t memoryUsed() const { return memory_.used.load(std::memory_order_relaxed); }
   size_t memoryPeak() const { return memory_.peak.load(std::memory_order_relaxed); }
   size_t memoryLimit() const { return options_.memoryLimitBytes; }
 
   // For the interrupt handler and trampolines.
+  static Engine* of(JSContext* ctx) { return static_cast<Engine*>(JS_GetContextOpaque(ctx)); }
   int onInterrupt();
   JSValue callHost(int fnId, bool async, int argc, JSValueConst* argv);
   bool callHostPrimitive(uint32_t fnId, int argc, JSValueConst* argv, JSValue* out);
   JSValue syncResultToGuest(const HostResult& r);
   JSValue writeConsole(int level, int argc, JSValueConst* argv);
   JSValue stopOverCopyLimit();
-
-  enum class State { Idle, Queued, Running, Parked };
 
  private:
   // Starts the execution clock and sets the guest's stack budget for this thread. False when the
@@ -220,7 +223,13 @@ class Engine : public std::enable_shared_from_this<Engine> {
   void chargeCopy(size_t bytes) { copiedBytes_ += bytes; }
   void clearEvalState();
   void resetEvalCounters(uint64_t evalId);
-  void installGlobals();
+  void installConsole();
+  // What a host function defined by defineFunction runs: `magic` is its id, data[0] says async.
+  static JSValue hostTrampoline(JSContext* ctx, JSValueConst, int argc, JSValueConst* argv, int magic, JSValueConst* data);
+  JSValue newHostError(const HostResult& r);
+  void settleHostCalls(std::vector<HostResult>* results);
+  // An outcome for the host when the lifecycle refused a transition its own code guarantees.
+  static void lifecycleFault(EvalOutcome* out);
 
   uint32_t id_;
   EngineOptions options_;
@@ -252,13 +261,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
 
   // The active eval.
   std::mutex mu_;
-  State state_ = State::Idle;
-  bool broken_ = false;
-  bool disposeRequested_ = false;
-  bool inHostCall_ = false;
-  bool syncMode_ = false;
-  bool started_ = false;
-  bool abandoned_ = false;
+  EvalLifecycle lifecycle_;  // changed only under mu_, through lifecycle_.apply()
+  // The script uses top-level await and its promise has not fulfilled yet: how the eval settles,
+  // not who may run it, so it is no part of the lifecycle.
   bool asyncScript_ = false;
   OwnedValue completion_;  // the completion value (an async script's once evalPromise_ fulfils)
   uint32_t raisedOomAtStart_ = 0, raisedOverflowAtStart_ = 0;

@@ -1,0 +1,201 @@
+// Async evals: accepting one, the host results, stops and disposes that reach it, its slices on an
+// executor thread (or inline on the main thread), and the watchdog's last resort. Every change of
+// phase goes through lifecycle_ (native/eval_lifecycle.h, where the diagram is).
+#include "engine.h"
+#include "executor.h"
+
+namespace qjsn {
+
+using Phase = EvalLifecycle::Phase;
+using Event = EvalLifecycle::Event;
+
+void Engine::lifecycleFault(EvalOutcome* out) {
+  *out = EvalOutcome();
+  out->status = EvalStatus::Broken;
+  out->message = "internal error: the sandbox lost track of its eval state";
+}
+
+bool Engine::beginAsync(EvalRequest request, uint64_t evalId) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!ctx_ || !lifecycle_.apply(Event::BeginAsync)) return false;
+  request_ = std::move(request);
+  stop_.store(0);
+  stopRequestedNs_ = 0;
+  pendingEvalId_ = evalId;
+  return true;
+}
+
+bool Engine::deliver(HostResult result) {
+  std::lock_guard<std::mutex> lock(mu_);
+  bool parked = lifecycle_.phase() == Phase::Parked;
+  if (!lifecycle_.apply(Event::HostResultArrived)) return false;  // the eval ended: a late result is dropped
+  inbox_.push_back(std::move(result));
+  inboxReady_.store(true, std::memory_order_release);
+  return parked;
+}
+
+bool Engine::requestStop(StopReason reason, uint64_t evalId) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (evalId != pendingEvalId_) return false;
+  bool parked = lifecycle_.phase() == Phase::Parked;
+  if (!lifecycle_.apply(Event::StopRequested)) return false;  // the eval ended
+  int expected = 0;
+  if (stop_.compare_exchange_strong(expected, static_cast<int>(reason))) stopRequestedNs_ = monotonicNs();
+  return parked;
+}
+
+bool Engine::runSlice() {
+  std::vector<HostResult> results;
+  bool firstSlice;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    firstSlice = lifecycle_.phase() == Phase::Starting;
+    if (!lifecycle_.apply(Event::SliceStarted)) return false;  // nothing queued
+    sliceCpuClock_ = CpuClock::ofCurrentThread();
+    overdueCpuNs_ = -1;
+    results.swap(inbox_);
+    inboxReady_.store(false, std::memory_order_relaxed);
+  }
+  EvalOutcome out;
+  bool done = false;
+  bool entered = true;
+  if (firstSlice) {
+    resetEvalCounters(pendingEvalId_);
+    if (stop_.load() != 0) {
+      classifyException(JS_UNDEFINED, &out);
+      done = true;
+      entered = false;
+    } else {
+      if (!enterGuest(request_.executionBudgetMs)) {
+        out.status = EvalStatus::StackOverflow;
+        out.message = stackRefusal();
+        done = true;
+        leaveGuest();
+      } else if (request_.takeSnapshot) {
+        leaveGuest();  // writing runs no guest code: no execution budget applies
+        out.snapshotOp = true;
+        out.snapshot = writeSnapshot(request_.snapshotExclude, request_.snapshotMaxBytes, &out.value);
+        request_.snapshotExclude.clear();
+        done = true;
+      } else if (request_.restore) {
+        out.snapshotOp = true;
+        out.snapshot = readSnapshotEntered(request_.snapshotBody.data(), request_.snapshotBody.size());
+        request_.snapshotBody = std::vector<uint8_t>();
+        leaveGuest();
+        done = true;
+      } else {
+        done = !compileAndStart(request_, true, &out);
+        if (done) leaveGuest();  // stop the clock: the execution time counts in the outcome
+        else drainJobs();
+      }
+    }
+  } else {
+    enterGuest(request_.executionBudgetMs);
+    settleHostCalls(&results);
+    drainJobs();
+  }
+  // Also when the first slice ended the eval (a budget stop, a throw): its time counts.
+  if (entered) leaveGuest();
+  if (!done) {
+    if (stop_.load() != 0) {
+      classifyException(JS_UNDEFINED, &out);
+      done = true;
+    } else if (settled(&out)) {
+      done = true;
+    } else if (pending_.empty()) {
+      neverSettles("the script awaits a promise that can never settle (no host call is pending)", &out);
+      done = true;
+    }
+  }
+  // The guest awaits a host call whose answer usually comes back within microseconds: waiting for
+  // it here, when a core is free, saves parking and the futex wake-up of a sleeping worker. A wait
+  // that missed (a slow host function, a busy event loop) makes the next few waits sleep at once,
+  // so a miss costs little CPU overall.
+  if (!done && stop_.load() == 0 && !inboxReady_.load(std::memory_order_acquire) && !bridge_->onMainThread()) {
+    if (spinSkips_ > 0) {
+      spinSkips_--;
+    } else if (Executor::instance().beginSpin(true)) {
+      bool answered = spinUntil(Executor::kSpinNs, [this] {
+        return inboxReady_.load(std::memory_order_acquire) || stop_.load(std::memory_order_relaxed) != 0;
+      });
+      Executor::instance().endSpin();
+      if (!answered) spinSkips_ = kSpinSkipsAfterMiss;
+    }
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  if (done && lifecycle_.phase() != Phase::Abandoned) {
+    lock.unlock();
+    finish(&out);
+    lock.lock();
+  }
+  bool again = !done && (!inbox_.empty() || stop_.load() != 0);  // results or a stop arrived meanwhile
+  if (!lifecycle_.apply(done ? Event::SliceFinished : again ? Event::SliceRequeued : Event::SliceParked)) {
+    lifecycleFault(&out);
+    out.evalId = evalId_;
+    lock.unlock();
+    bridge_->postEvalDone(id_, std::move(out));
+    return false;
+  }
+  switch (lifecycle_.phase()) {
+    case Phase::Queued: return true;
+    case Phase::Parked: return false;
+    case Phase::Broken:
+      // The watchdog already answered this eval; nobody waits for it and nothing runs here again.
+      lock.unlock();
+      teardown();
+      return false;
+    default: break;  // Idle, or Closed when a dispose came during the eval
+  }
+  bool disposed = lifecycle_.phase() == Phase::Closed;
+  lock.unlock();
+  bridge_->postEvalDone(id_, std::move(out));
+  if (disposed) teardown();
+  return false;
+}
+
+bool Engine::abandon(int64_t graceNs) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (lifecycle_.phase() != Phase::Running) return false;  // only an async slice can be abandoned
+  // Stuck means "kept burning CPU after it should have stopped": a thread that merely got no CPU
+  // (a loaded machine, or a sanitizer build) is not stuck, so everything here is the thread's own
+  // CPU time, like the budget itself.
+  // A slice that never polled the interrupt handler (a built-in that ignores it) has no CPU mark:
+  // it is judged overdue by wall time, then stuck by CPU time as well.
+  int64_t cpuNs = sliceCpuClock_.nowNs();
+  if (cpuNs < 0) return false;
+  int64_t cpuDeadline = sliceCpuDeadlineNs_.load();
+  int64_t wallDeadline = sliceWallDeadlineNs_.load();
+  int64_t remainingNs = sliceRemainingNs_.load();
+  int64_t nowNs = monotonicNs();
+  bool overdue = (cpuDeadline != 0 ? cpuNs > cpuDeadline : wallDeadline != 0 && nowNs > wallDeadline) ||
+                 (stop_.load() != 0 && stopRequestedNs_ != 0);
+  if (!overdue) {
+    overdueCpuNs_ = -1;
+    return false;
+  }
+  if (overdueCpuNs_ < 0) {
+    overdueCpuNs_ = cpuNs;
+    return false;
+  }
+  if (cpuNs - overdueCpuNs_ < graceNs) return false;
+  if (!lifecycle_.apply(Event::Abandon)) return false;
+  EvalOutcome out;
+  out.status = EvalStatus::Timeout;
+  out.stop = stop_.load() != 0 ? static_cast<StopReason>(stop_.load()) : StopReason::ExecutionBudget;
+  if (out.stop == StopReason::Abort) out.status = EvalStatus::Aborted;
+  if (out.stop == StopReason::Dispose) out.status = EvalStatus::Disposed;
+  out.message = "the guest is stuck in a built-in that cannot be interrupted; the sandbox is broken";
+  out.evalId = pendingEvalId_;
+  // This slice so far: the deadlines are "where the slice's time reaches its remaining budget".
+  int64_t sliceNs = cpuDeadline != 0    ? remainingNs + cpuNs - cpuDeadline
+                    : wallDeadline != 0 ? remainingNs + nowNs - wallDeadline
+                                        : 0;
+  out.executionMs = executionMs_ + static_cast<double>(sliceNs) / 1e6;
+  out.hostCalls = hostCalls_.load(std::memory_order_relaxed);
+  out.memoryUsedBytes = memoryUsed();
+  out.peakMemoryBytes = memoryPeak();
+  bridge_->postEvalDone(id_, std::move(out));
+  return true;
+}
+
+}  // namespace qjsn

@@ -1,0 +1,24 @@
+// The fast path of a sync host call on the main thread: primitives in, a primitive out, no codec.
+#pragma once
+
+#include <node_api.h>
+
+#include "env_bridge.h"
+
+namespace qjsn {
+
+// The dispatcher of src/host-calls.ts and `undefined`, both alive in the caller's handle scope.
+struct PrimitiveDispatcher {
+  napi_value dispatcher;
+  napi_value undefined;
+};
+
+// Calls the dispatcher as dispatcher(fnId * 4 + argc, ...args). It answers with a primitive (true:
+// `result` holds it; a string's characters are written to `text`, room for kMaxPrimitiveChars + 1
+// units), [bytes] (the codec's answer) or [name, message] (false: `fallback` holds it). Raw
+// Node-API calls that create no handle, scope or heap block beyond the arguments and the answer:
+// this path is all overhead.
+bool callPrimitiveDispatcher(napi_env env, PrimitiveDispatcher d, uint32_t fnId, const Primitive* args, int argc,
+                             Primitive* result, char16_t* text, HostResult* fallback, EnvBridge& bridge);
+
+}  // namespace qjsn
