@@ -46,10 +46,13 @@ for f in quickjs libregexp libunicode dtoa; do
   compile "$qjs/$f.c" "$out/obj/$f.o" "$CC" "${SAN[@]}" -fsanitize=fuzzer-no-link -D_GNU_SOURCE -w -I"$qjs"
   objs+=("$out/obj/$f.o")
 done
+# True when SOURCE, or its own header, is part of the Node-API layer (includes napi.h or node_api.h).
+uses_node_api() { grep -qE '#include <(napi|node_api)\.h>' "$1" "${1%.cc}.h" 2>/dev/null; }
+
 # Every native source but the Node-API layer: the targets drive the codec and the Engine directly.
 for src in "$root"/native/*.cc; do
   f="$(basename "$src" .cc)"
-  [[ "$f" == addon ]] && continue
+  uses_node_api "$src" && continue
   compile "$src" "$out/obj/$f.o" "$CXX" -std=c++17 "${SAN[@]}" -fsanitize=fuzzer-no-link -I"$root/native" -I"$qjs"
   objs+=("$out/obj/$f.o")
 done
