@@ -17,15 +17,50 @@ afterEach(() => {
   for (const sb of live.splice(0)) sb.dispose();
 });
 
+// Fails the test unless `err` is a SandboxError.
+function sandboxErrorOf(err: unknown): SandboxError {
+  expect(err).toBeInstanceOf(SandboxError);
+  return err as SandboxError;
+}
+
 /** The SandboxError code `fn` throws (synchronously or by rejecting); fails the test for any other error. */
 export async function codeOf(fn: () => unknown): Promise<SandboxErrorCode | "no error"> {
   try {
     await fn();
   } catch (err) {
-    expect(err).toBeInstanceOf(SandboxError);
-    return (err as SandboxError).code;
+    return sandboxErrorOf(err).code;
   }
   return "no error";
+}
+
+/** The SandboxError code the synchronous `fn` throws; fails the test for any other error. */
+export function syncCodeOf(fn: () => unknown): SandboxErrorCode | "no error" {
+  try {
+    fn();
+  } catch (err) {
+    return sandboxErrorOf(err).code;
+  }
+  return "no error";
+}
+
+/** The SandboxError the synchronous `fn` throws; fails the test if it throws anything else or nothing. */
+export function caught(fn: () => unknown): SandboxError {
+  try {
+    fn();
+  } catch (err) {
+    return sandboxErrorOf(err);
+  }
+  throw new Error("expected a SandboxError, got a value");
+}
+
+/** The SandboxError `p` rejects with; fails the test if it rejects with anything else or resolves. */
+export async function rejected(p: Promise<unknown>): Promise<SandboxError> {
+  try {
+    await p;
+  } catch (err) {
+    return sandboxErrorOf(err);
+  }
+  throw new Error("expected a SandboxError, got a value");
 }
 
 /** Asserts the Node event loop turns within `withinMs` (it is not blocked by a guest). */

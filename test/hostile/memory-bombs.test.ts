@@ -4,20 +4,9 @@
  * values in. The limit must hold, the error must be typed, and the sandbox must stay usable.
  */
 import { describe, expect, it } from "vitest";
-import { SandboxError } from "../../src/index.js";
-import { sandbox } from "./harness.js"; // a sandbox disposed after the current test
+import { sandbox, syncCodeOf } from "./harness.js";
 
 const MiB = 1024 * 1024;
-
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(SandboxError);
-    return (err as SandboxError).code;
-  }
-  return "no error";
-}
 
 describe("guest allocations past the limit", () => {
   it.each([
@@ -36,7 +25,7 @@ describe("guest allocations past the limit", () => {
     const limit = 32 * MiB;
     const sb = sandbox({ memoryLimitBytes: limit });
     // A block scope: once the eval ends, nothing the bomb allocated is reachable.
-    const result = codeOf(() => sb.evalSync(`{ ${code} }`, { timeoutMs: 20_000 }));
+    const result = syncCodeOf(() => sb.evalSync(`{ ${code} }`, { timeoutMs: 20_000 }));
     // Strings hit QuickJS's own length cap first in some cases; that is a guest error, still refused.
     expect(["OUT_OF_MEMORY", "GUEST_ERROR"]).toContain(result);
     expect(sb.memoryUsage().peakBytes).toBeLessThanOrEqual(limit + 1 * MiB);
@@ -45,7 +34,7 @@ describe("guest allocations past the limit", () => {
 
   it("still evaluates code, and lets the guest free memory, when its globals fill the limit", () => {
     const sb = sandbox({ memoryLimitBytes: 32 * MiB });
-    expect(codeOf(() => sb.evalSync("globalThis.hoard = new Map(); for (let i = 0; ; i++) hoard.set(i, { i });", { timeoutMs: 20_000 }))).toBe("OUT_OF_MEMORY");
+    expect(syncCodeOf(() => sb.evalSync("globalThis.hoard = new Map(); for (let i = 0; ; i++) hoard.set(i, { i });", { timeoutMs: 20_000 }))).toBe("OUT_OF_MEMORY");
     expect(sb.evalSync("1+1")).toBe(2);
     sb.evalSync("hoard = null");
     expect(sb.evalSync("new Uint8Array(16 << 20).length")).toBe(16 << 20);
@@ -60,7 +49,7 @@ describe("guest allocations past the limit", () => {
   it("keeps the host process's RSS bounded while a guest hits its limit", () => {
     const sb = sandbox({ memoryLimitBytes: 32 * MiB });
     const before = process.memoryUsage.rss();
-    for (let i = 0; i < 5; i++) codeOf(() => sb.evalSync("{ const hold = []; for (;;) hold.push(new Uint8Array(1 << 20)); }"));
+    for (let i = 0; i < 5; i++) syncCodeOf(() => sb.evalSync("{ const hold = []; for (;;) hold.push(new Uint8Array(1 << 20)); }"));
     expect(process.memoryUsage.rss() - before).toBeLessThan(96 * MiB);
   });
 
@@ -88,7 +77,7 @@ describe("guest allocations past the limit", () => {
 describe("oversized values at the boundary", () => {
   it("refuses a host value larger than the guest's memory with OUT_OF_MEMORY, and stays usable", () => {
     const sb = sandbox({ memoryLimitBytes: 32 * MiB });
-    expect(codeOf(() => sb.setGlobal("big", new Uint8Array(100e6)))).toBe("OUT_OF_MEMORY");
+    expect(syncCodeOf(() => sb.setGlobal("big", new Uint8Array(100e6)))).toBe("OUT_OF_MEMORY");
     expect(sb.evalSync("typeof big")).toBe("undefined");
     expect(sb.evalSync("1+1")).toBe(2);
   });

@@ -1,19 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { Sandbox, SandboxError, type HostCallContext } from "../../src/index.js";
-import { sandbox } from "../hostile/harness.js"; // a sandbox disposed after the current test
+import { Sandbox, type SandboxError, type HostCallContext } from "../../src/index.js";
+import { sandbox, rejected } from "../hostile/harness.js";
 
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-async function rejected(p: Promise<unknown>): Promise<SandboxError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(SandboxError);
-    return err as SandboxError;
-  }
-  throw new Error("expected a SandboxError, got a value");
-}
 
 /** An async host function that resolves `value` after `ms`, honouring its abort signal. */
 function delayed(sb: Sandbox, name: string, log?: Array<{ args: unknown[]; signal: AbortSignal }>): void {

@@ -1,27 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { Sandbox, SandboxError, isSandboxError, type SandboxErrorCode } from "../../src/index.js";
-import { sandbox } from "../hostile/harness.js"; // a sandbox disposed after the current test
+import { Sandbox, type SandboxError, isSandboxError, type SandboxErrorCode } from "../../src/index.js";
+import { sandbox, caught, rejected } from "../hostile/harness.js";
 
-
-function caught(fn: () => unknown): SandboxError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(SandboxError);
-    return err as SandboxError;
-  }
-  throw new Error("expected a SandboxError, got a value");
-}
-
-async function rejected(p: Promise<unknown>): Promise<SandboxError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(SandboxError);
-    return err as SandboxError;
-  }
-  throw new Error("expected a SandboxError, got a value");
-}
 
 describe("SYNTAX_ERROR", () => {
   it("reports a parse error with the guest SyntaxError's message", () => {

@@ -1,17 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { type Sandbox, SandboxError } from "../../src/index.js";
-import { sandbox } from "../hostile/harness.js"; // a sandbox disposed after the current test
+import type { Sandbox } from "../../src/index.js";
+import { sandbox, syncCodeOf } from "../hostile/harness.js";
 
-
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(SandboxError);
-    return (err as SandboxError).code;
-  }
-  return "no error";
-}
 
 /**
  * Runs `code` synchronously and returns [error code, the guest's CPU ms]. The CPU time, not the
@@ -84,30 +74,30 @@ describe("the sandbox keeps evaluating after a limit was hit", () => {
   it("keeps globals defined before a TIMEOUT", () => {
     const sb = sandbox();
     sb.evalSync("globalThis.kept = 41");
-    expect(codeOf(() => sb.evalSync("while (true) {}", { timeoutMs: 100 }))).toBe("TIMEOUT");
+    expect(syncCodeOf(() => sb.evalSync("while (true) {}", { timeoutMs: 100 }))).toBe("TIMEOUT");
     expect(sb.evalSync("kept + 1")).toBe(42);
   });
 
   it("keeps evaluating after OUT_OF_MEMORY, with memory given back", () => {
     const sb = sandbox({ memoryLimitBytes: 32 * 1024 * 1024 });
     // The hog lives in a block: once the eval ends nothing references it.
-    expect(codeOf(() => sb.evalSync("{ const hog = []; while (true) hog.push(new Array(1000).fill(1)); }"))).toBe("OUT_OF_MEMORY");
+    expect(syncCodeOf(() => sb.evalSync("{ const hog = []; while (true) hog.push(new Array(1000).fill(1)); }"))).toBe("OUT_OF_MEMORY");
     expect(sb.evalSync("1+1")).toBe(2);
     expect(sb.evalSync("new Uint8Array(16 << 20).length")).toBe(16 << 20);
   });
 
   it("keeps answering when a global holds memory at the limit, and recovers once the guest lets go", () => {
     const sb = sandbox({ memoryLimitBytes: 32 * 1024 * 1024 });
-    expect(codeOf(() => sb.evalSync("globalThis.hog = []; while (true) hog.push(new Array(1000).fill(1));"))).toBe("OUT_OF_MEMORY");
+    expect(syncCodeOf(() => sb.evalSync("globalThis.hog = []; while (true) hog.push(new Array(1000).fill(1));"))).toBe("OUT_OF_MEMORY");
     expect(sb.evalSync("hog.length > 0")).toBe(true);
-    expect(codeOf(() => sb.evalSync("new Uint8Array(16 << 20)"))).toBe("OUT_OF_MEMORY");
+    expect(syncCodeOf(() => sb.evalSync("new Uint8Array(16 << 20)"))).toBe("OUT_OF_MEMORY");
     sb.evalSync("hog = null");
     expect(sb.evalSync("new Uint8Array(16 << 20).length")).toBe(16 << 20);
   });
 
   it("keeps evaluating after a huge single allocation is refused", () => {
     const sb = sandbox();
-    expect(codeOf(() => sb.evalSync("new Uint8Array(200e6)"))).toBe("OUT_OF_MEMORY");
+    expect(syncCodeOf(() => sb.evalSync("new Uint8Array(200e6)"))).toBe("OUT_OF_MEMORY");
     expect(sb.evalSync("[1, 2, 3].map((x) => x * 2)")).toEqual([2, 4, 6]);
   });
 
@@ -115,7 +105,7 @@ describe("the sandbox keeps evaluating after a limit was hit", () => {
     const sb = sandbox();
     const depth = (): number => sb.evalSync("(() => { let d = 0; function g() { d++; g(); } try { g(); } catch {} return d; })()") as number;
     const before = depth();
-    expect(codeOf(() => sb.evalSync("function f() { return f() + 1; } f()"))).toBe("STACK_OVERFLOW");
+    expect(syncCodeOf(() => sb.evalSync("function f() { return f() + 1; } f()"))).toBe("STACK_OVERFLOW");
     expect(sb.evalSync("1+1")).toBe(2);
     expect(depth()).toBeGreaterThan(before * 0.9);
   });
@@ -123,9 +113,9 @@ describe("the sandbox keeps evaluating after a limit was hit", () => {
   it("survives alternating limit hits many times", () => {
     const sb = sandbox({ memoryLimitBytes: 16 * 1024 * 1024 });
     for (let i = 0; i < 5; i++) {
-      expect(codeOf(() => sb.evalSync("while (true) {}", { timeoutMs: 20 }))).toBe("TIMEOUT");
-      expect(codeOf(() => sb.evalSync("new ArrayBuffer(64 * 1024 * 1024)"))).toBe("OUT_OF_MEMORY");
-      expect(codeOf(() => sb.evalSync("(function r() { r(); })()"))).toBe("STACK_OVERFLOW");
+      expect(syncCodeOf(() => sb.evalSync("while (true) {}", { timeoutMs: 20 }))).toBe("TIMEOUT");
+      expect(syncCodeOf(() => sb.evalSync("new ArrayBuffer(64 * 1024 * 1024)"))).toBe("OUT_OF_MEMORY");
+      expect(syncCodeOf(() => sb.evalSync("(function r() { r(); })()"))).toBe("STACK_OVERFLOW");
       expect(sb.evalSync(`${i} * 2`)).toBe(i * 2);
     }
   });
@@ -133,7 +123,7 @@ describe("the sandbox keeps evaluating after a limit was hit", () => {
   it("keeps the memory limit hard after many refused allocations", () => {
     const limit = 16 * 1024 * 1024;
     const sb = sandbox({ memoryLimitBytes: limit });
-    for (let i = 0; i < 20; i++) codeOf(() => sb.evalSync("new Float64Array(4e6)"));
+    for (let i = 0; i < 20; i++) syncCodeOf(() => sb.evalSync("new Float64Array(4e6)"));
     expect(sb.memoryUsage().peakBytes).toBeLessThanOrEqual(limit);
     expect(sb.memoryUsage().limitBytes).toBe(limit);
   });

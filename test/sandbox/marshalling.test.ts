@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { GuestOpaque, Sandbox, SandboxError } from "../../src/index.js";
+import { syncCodeOf } from "../hostile/harness.js";
 
 let sb: Sandbox;
 beforeEach(() => {
@@ -11,16 +12,6 @@ afterEach(() => sb.dispose());
 function roundTrip<T>(value: T): T {
   sb.setGlobal("v", value);
   return sb.evalSync("v") as T;
-}
-
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(SandboxError);
-    return (err as SandboxError).code;
-  }
-  throw new Error("expected a SandboxError, got a value");
 }
 
 describe("primitives cross exactly", () => {
@@ -355,8 +346,8 @@ describe("functions and symbols cannot cross", () => {
   });
 
   it("refuses a host symbol with UNSERIALIZABLE", () => {
-    expect(codeOf(() => sb.setGlobal("s", Symbol("q")))).toBe("UNSERIALIZABLE");
-    expect(codeOf(() => sb.setGlobal("s", { deep: [Symbol("q")] }))).toBe("UNSERIALIZABLE");
+    expect(syncCodeOf(() => sb.setGlobal("s", Symbol("q")))).toBe("UNSERIALIZABLE");
+    expect(syncCodeOf(() => sb.setGlobal("s", { deep: [Symbol("q")] }))).toBe("UNSERIALIZABLE");
   });
 
   it("refuses a guest function result with UNSERIALIZABLE naming the function", () => {
@@ -413,7 +404,7 @@ describe("functions and symbols cannot cross", () => {
 describe("reading a guest value never runs guest code", () => {
   it("does not run a getter that loops forever on a returned object", () => {
     sb.evalSync("globalThis.getterHits = 0");
-    expect(codeOf(() => sb.evalSync("({ a: 1, get x() { getterHits++; while (true) {} } })", { timeoutMs: 2000 }))).toBe("UNSERIALIZABLE");
+    expect(syncCodeOf(() => sb.evalSync("({ a: 1, get x() { getterHits++; while (true) {} } })", { timeoutMs: 2000 }))).toBe("UNSERIALIZABLE");
     const described = sb.evalSync("({ a: 1, get x() { getterHits++; while (true) {} } })", { timeoutMs: 2000, unserializable: "describe" }) as Record<string, unknown>;
     expect(sb.evalSync("getterHits")).toBe(0);
     expect(described.a).toBe(1);
@@ -453,7 +444,7 @@ describe("reading a guest value never runs guest code", () => {
   it("does not follow a Proxy nested in a result", () => {
     sb.evalSync("globalThis.trapHits = 0");
     const traps = "{ get() { trapHits++; while (true) {} }, ownKeys() { trapHits++; while (true) {} }, getOwnPropertyDescriptor() { trapHits++; while (true) {} }, getPrototypeOf() { trapHits++; while (true) {} } }";
-    expect(codeOf(() => sb.evalSync(`({ p: new Proxy({ secret: 1 }, ${traps}) })`, { timeoutMs: 2000 }))).toBe("UNSERIALIZABLE");
+    expect(syncCodeOf(() => sb.evalSync(`({ p: new Proxy({ secret: 1 }, ${traps}) })`, { timeoutMs: 2000 }))).toBe("UNSERIALIZABLE");
     const back = sb.evalSync(`({ p: new Proxy({ secret: 1 }, ${traps}) })`, { timeoutMs: 2000, unserializable: "describe" }) as Record<string, unknown>;
     expect((back.p as GuestOpaque).kind).toBe("proxy");
     expect(sb.evalSync("trapHits")).toBe(0);
@@ -507,29 +498,29 @@ describe("prototype pollution through copied keys", () => {
   });
 
   it("rejects prototype paths as global names", () => {
-    expect(codeOf(() => sb.defineFunction("__proto__.x", () => 1))).toBe("INVALID_ARGUMENT");
-    expect(codeOf(() => sb.defineFunction("Object.prototype.x", () => 1))).toBe("INVALID_ARGUMENT");
-    expect(codeOf(() => sb.setGlobal("__proto__", 1))).toBe("INVALID_ARGUMENT");
+    expect(syncCodeOf(() => sb.defineFunction("__proto__.x", () => 1))).toBe("INVALID_ARGUMENT");
+    expect(syncCodeOf(() => sb.defineFunction("Object.prototype.x", () => 1))).toBe("INVALID_ARGUMENT");
+    expect(syncCodeOf(() => sb.setGlobal("__proto__", 1))).toBe("INVALID_ARGUMENT");
   });
 });
 
 describe("size caps give typed errors", () => {
   it("refuses a guest result nested deeper than the cap with UNSERIALIZABLE", () => {
-    expect(codeOf(() => sb.evalSync("let o = {}; for (let i = 0; i < 10000; i++) o = { o }; o"))).toBe("UNSERIALIZABLE");
+    expect(syncCodeOf(() => sb.evalSync("let o = {}; for (let i = 0; i < 10000; i++) o = { o }; o"))).toBe("UNSERIALIZABLE");
     expect(sb.evalSync("1+1")).toBe(2);
   });
 
   it("refuses a host value nested deeper than the cap with UNSERIALIZABLE", () => {
     let o: Record<string, unknown> = {};
     for (let i = 0; i < 10_000; i++) o = { o };
-    expect(codeOf(() => sb.setGlobal("deep", o))).toBe("UNSERIALIZABLE");
+    expect(syncCodeOf(() => sb.setGlobal("deep", o))).toBe("UNSERIALIZABLE");
     let a: unknown[] = [];
     for (let i = 0; i < 10_000; i++) a = [a];
-    expect(codeOf(() => sb.setGlobal("deep", a))).toBe("UNSERIALIZABLE");
+    expect(syncCodeOf(() => sb.setGlobal("deep", a))).toBe("UNSERIALIZABLE");
   });
 
   it("refuses a guest result with more parts than the node cap with UNSERIALIZABLE", () => {
-    expect(codeOf(() => sb.evalSync("new Array(2.1e6).fill(0)"))).toBe("UNSERIALIZABLE");
+    expect(syncCodeOf(() => sb.evalSync("new Array(2.1e6).fill(0)"))).toBe("UNSERIALIZABLE");
   });
 
   it("copies a value just under the depth cap", () => {
