@@ -5,7 +5,7 @@
 // native (native/frozen_global.cc): the function is made, frozen and defined through the C API, at
 // once, so no guest code runs and the next eval sees it.
 import { describe, expect, it } from "vitest";
-import { sandbox } from "./harness.js";
+import { FROZEN_SERVICE_SHAPE, frozenServiceShape, sandbox } from "./harness.js";
 
 // Every built-in an install written in JavaScript would reach for, replaced by a function that
 // calls the host's `mark`; a setter and getter of the name on Object.prototype; a Proxy as the
@@ -37,24 +37,7 @@ describe("installing a frozen host service", () => {
     expect(sb.defineFrozenAsyncFunction("service", async (args) => ({ echoed: args[0] }))).toBe(true);
     expect(marks).toEqual([]);
     // What the guest sees: the same as what the JavaScript install made.
-    const shape = await sb.eval(`({
-      descriptor: (({ writable, enumerable, configurable }) => ({ writable, enumerable, configurable }))(Object.getOwnPropertyDescriptor(globalThis, "service")),
-      frozen: Object.isFrozen(service),
-      name: service.name,
-      length: service.length,
-      assigned: (() => { globalThis.service = 1; return typeof service; })(),
-      deleted: delete globalThis.service,
-      answer: await service({ q: 1 }, "ignored"),
-    })`);
-    expect(shape).toEqual({
-      descriptor: { writable: false, enumerable: false, configurable: false },
-      frozen: true,
-      name: "service",
-      length: 1,
-      assigned: "function",
-      deleted: false,
-      answer: { echoed: { q: 1 } },
-    });
+    expect(await frozenServiceShape(sb)).toEqual(FROZEN_SERVICE_SHAPE);
     expect(marks).toEqual([]);
   });
 });

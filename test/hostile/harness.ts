@@ -63,6 +63,34 @@ export async function rejected(p: Promise<unknown>): Promise<SandboxError> {
   throw new Error("expected a SandboxError, got a value");
 }
 
+/**
+ * What the guest sees of a frozen global host service `service` installed by
+ * `defineFrozenAsyncFunction` with a host function answering `{ echoed: args[0] }`: compare it
+ * with {@link FROZEN_SERVICE_SHAPE}.
+ */
+export function frozenServiceShape(sb: Sandbox): Promise<unknown> {
+  return sb.eval(`({
+    descriptor: (({ writable, enumerable, configurable }) => ({ writable, enumerable, configurable }))(Object.getOwnPropertyDescriptor(globalThis, "service")),
+    frozen: Object.isFrozen(service),
+    name: service.name,
+    length: service.length,
+    assigned: (() => { globalThis.service = 1; return typeof service; })(),
+    deleted: delete globalThis.service,
+    answer: await service({ q: 1 }, "ignored"),
+  })`);
+}
+
+/** A frozen, read-only, non-configurable function that answers through the host. */
+export const FROZEN_SERVICE_SHAPE = {
+  descriptor: { writable: false, enumerable: false, configurable: false },
+  frozen: true,
+  name: "service",
+  length: 1,
+  assigned: "function",
+  deleted: false,
+  answer: { echoed: { q: 1 } },
+};
+
 /** Asserts the Node event loop turns within `withinMs` (it is not blocked by a guest). */
 export async function expectHostResponsive(withinMs = 250): Promise<void> {
   const started = performance.now();

@@ -4,22 +4,14 @@
  * (`tools.*`), listing global names.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { Sandbox, type SandboxError } from "../../src/index.js";
+import { Sandbox } from "../../src/index.js";
+import { FROZEN_SERVICE_SHAPE, frozenServiceShape, syncCodeOf } from "../hostile/harness.js";
 
 let sb: Sandbox;
 beforeEach(() => {
   sb = new Sandbox();
 });
 afterEach(() => sb.dispose());
-
-function codeOf(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (err) {
-    return (err as SandboxError).code;
-  }
-  return undefined;
-}
 
 describe("defineFrozenAsyncFunction", () => {
   it("gives the guest a frozen, read-only, non-configurable function that answers through the host", async () => {
@@ -30,26 +22,8 @@ describe("defineFrozenAsyncFunction", () => {
         return { echoed: args[0] };
       }),
     ).toBe(true);
-    const shape = await sb.eval(`({
-      descriptor: (({ writable, enumerable, configurable }) => ({ writable, enumerable, configurable }))(Object.getOwnPropertyDescriptor(globalThis, "service")),
-      frozen: Object.isFrozen(service),
-      name: service.name,
-      length: service.length,
-      redefine: (() => { try { Object.defineProperty(globalThis, "service", { value: 1 }); return "allowed"; } catch (e) { return e.name; } })(),
-      assigned: (() => { globalThis.service = 1; return typeof service; })(),
-      deleted: delete globalThis.service,
-      answer: await service({ q: 1 }, "ignored"),
-    })`);
-    expect(shape).toEqual({
-      descriptor: { writable: false, enumerable: false, configurable: false },
-      frozen: true,
-      name: "service",
-      length: 1,
-      redefine: "TypeError",
-      assigned: "function",
-      deleted: false,
-      answer: { echoed: { q: 1 } },
-    });
+    expect(await frozenServiceShape(sb)).toEqual(FROZEN_SERVICE_SHAPE);
+    expect(sb.evalSync(`try { Object.defineProperty(globalThis, "service", { value: 1 }); "allowed" } catch (e) { e.name }`)).toBe("TypeError");
     expect(seen).toEqual([[{ q: 1 }]]);
   });
 
@@ -84,18 +58,18 @@ describe("defineFrozenAsyncFunction", () => {
   });
 
   it("refuses names that are not identifiers and a disposed sandbox, with typed errors", () => {
-    expect(codeOf(() => sb.defineFrozenAsyncFunction("a.b", async () => 1))).toBe("INVALID_ARGUMENT");
-    expect(codeOf(() => sb.defineFrozenAsyncFunction("__proto__", async () => 1))).toBe("INVALID_ARGUMENT");
-    expect(codeOf(() => sb.defineFrozenAsyncFunction("if", async () => 1))).toBe("INVALID_ARGUMENT");
-    expect(codeOf(() => sb.defineFrozenAsyncFunction("ok", 5 as never))).toBe("INVALID_ARGUMENT");
+    expect(syncCodeOf(() => sb.defineFrozenAsyncFunction("a.b", async () => 1))).toBe("INVALID_ARGUMENT");
+    expect(syncCodeOf(() => sb.defineFrozenAsyncFunction("__proto__", async () => 1))).toBe("INVALID_ARGUMENT");
+    expect(syncCodeOf(() => sb.defineFrozenAsyncFunction("if", async () => 1))).toBe("INVALID_ARGUMENT");
+    expect(syncCodeOf(() => sb.defineFrozenAsyncFunction("ok", 5 as never))).toBe("INVALID_ARGUMENT");
     sb.dispose();
-    expect(codeOf(() => sb.defineFrozenAsyncFunction("ok", async () => 1))).toBe("DISPOSED");
+    expect(syncCodeOf(() => sb.defineFrozenAsyncFunction("ok", async () => 1))).toBe("DISPOSED");
   });
 
   it("refuses with BUSY while an eval is queued", async () => {
     sb.defineAsyncFunction("wait", () => new Promise((resolve) => setTimeout(resolve, 20)));
     const running = sb.eval("await wait()");
-    expect(codeOf(() => sb.defineFrozenAsyncFunction("service", async () => 1))).toBe("BUSY");
+    expect(syncCodeOf(() => sb.defineFrozenAsyncFunction("service", async () => 1))).toBe("BUSY");
     await running;
     expect(await sb.eval("typeof service")).toBe("undefined");
   });
