@@ -30,8 +30,12 @@ bool EvalLifecycle::next(Event event, Phase* to) const {
       if (!idle()) return false;
       *to = Phase::Starting;
       return true;
-    case Event::HostResultArrived:
     case Event::StopRequested:
+      // A stop names an async eval; an evalSync running now is another eval (it is stopped by
+      // its own budget), so a late stop for the last async eval must not reach it.
+      if (from == Phase::SyncRunning) return false;
+      [[fallthrough]];
+    case Event::HostResultArrived:
       if (!evalActive) return false;
       if (from == Phase::Parked) *to = Phase::Queued;
       return true;

@@ -3,8 +3,8 @@
 // encoder checks, and a direct call's failure crosses as { code, message } with its real cause.
 import { afterEach, describe, expect, it } from "vitest";
 import { Sandbox, type SandboxError } from "../../src/index.js";
-import { encodeValue } from "../../src/marshal.js";
-import { COPY_LIMITS, NativeStatus, native } from "../../src/native.js";
+import { decodeValue, encodeValue } from "../../src/marshal.js";
+import { COPY_LIMITS, NativeStatus, NativeStop, StatsSlot, native } from "../../src/native.js";
 
 const sandboxes: Sandbox[] = [];
 function sandbox(): Sandbox {
@@ -51,6 +51,40 @@ describe("a setGlobal over the part cap", () => {
       expect(handle.setGlobal("small", encodeValue([1, 2, 3]))).toBeUndefined();
     } finally {
       handle.dispose();
+    }
+  });
+});
+
+describe("a stop names one async eval", () => {
+  it("never stops a later evalSync, even one whose host function sends a stop with the last async eval's id", async () => {
+    const lastAsyncId = 7;
+    let h!: ReturnType<typeof newHandle>;
+    const newHandle = () =>
+      new native.SandboxHandle(
+        64 << 20,
+        1 << 20,
+        false,
+        0,
+        () => {
+          h.stop(NativeStop.Abort, lastAsyncId); // late: that eval has ended
+          return Buffer.from(encodeValue(undefined));
+        },
+        () => {
+          h.stop(NativeStop.Abort, lastAsyncId);
+          return undefined;
+        },
+        64 << 20,
+      );
+    h = newHandle();
+    try {
+      expect(h.defineFunction("poke", 1, false)).toBeUndefined();
+      const outcome = await h.evalAsync("1", "<async>", 1000, false, lastAsyncId, false, false);
+      expect(outcome?.[0]).toBe(NativeStatus.Ok);
+      h.evalSync("poke({}); poke(); let n = 0; for (let i = 0; i < 1e5; i++) n += i; n", "<sync>", 1000, false);
+      expect(native.syncStats[StatsSlot.status]).toBe(NativeStatus.Ok);
+      expect(decodeValue(native.exchange.subarray(0, native.syncStats[StatsSlot.valueLength]))).toBe(4999950000);
+    } finally {
+      h.dispose();
     }
   });
 });
