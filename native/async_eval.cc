@@ -84,7 +84,7 @@ bool Engine::runSlice() {
         leaveGuest();
         done = true;
       } else {
-        done = !compileAndStart(request_, true, &out);
+        done = !compileAndStart(request_, &out);
         if (done) leaveGuest();  // stop the clock: the execution time counts in the outcome
         else drainJobs();
       }

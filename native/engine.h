@@ -205,7 +205,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   void excludeHostTime(int64_t ns);
   void leaveGuest();
   void teardown();
-  bool compileAndStart(const EvalRequest& request, bool asyncMode, EvalOutcome* out);
+  bool compileAndStart(const EvalRequest& request, EvalOutcome* out);
   void drainJobs();
   bool settled(EvalOutcome* out);
   void neverSettles(const char* awaitMessage, EvalOutcome* out);

@@ -41,7 +41,7 @@ std::string errorText(JSContext* ctx, JSValueConst v, const char* prop) {
 
 }  // namespace
 
-bool Engine::compileAndStart(const EvalRequest& request, bool asyncMode, EvalOutcome* out) {
+bool Engine::compileAndStart(const EvalRequest& request, EvalOutcome* out) {
   // Scripts that use top-level await run as async scripts; others keep plain script semantics
   // (their top-level let/const/class stay in the global scope for later evals).
   bool topLevelAwait = request.code.find("await") != std::string::npos;
@@ -66,7 +66,6 @@ bool Engine::compileAndStart(const EvalRequest& request, bool asyncMode, EvalOut
   if (topLevelAwait) evalPromise_ = OwnedValue(ctx_, result);
   else completion_ = OwnedValue(ctx_, result);
   asyncScript_ = topLevelAwait;
-  (void)asyncMode;
   return true;
 }
 
@@ -288,7 +287,7 @@ EvalOutcome Engine::evalSync(const EvalRequest& request) {
   if (!enterGuest(request.executionBudgetMs)) {
     out.status = EvalStatus::StackOverflow;
     out.message = stackRefusal();
-  } else if (compileAndStart(request, false, &out)) {
+  } else if (compileAndStart(request, &out)) {
     drainJobs();
     if (stop_.load() != 0) {
       classifyException(JS_UNDEFINED, &out);
