@@ -90,6 +90,11 @@ export interface NativeHandle {
 }
 
 interface NativeModule {
+  /**
+   * The handle holds both dispatchers weakly (they close over the Sandbox that owns it): the
+   * caller keeps them reachable for as long as it uses the handle. Once they are collected, a sync
+   * host call fails in the guest ("the sandbox is shutting down") and an async one is never answered.
+   */
   SandboxHandle: new (
     memoryLimitBytes: number,
     maxStackSizeBytes: number,

@@ -4,7 +4,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { Sandbox, type SandboxError } from "../../src/index.js";
 import { decodeValue, encodeValue } from "../../src/marshal.js";
-import { COPY_LIMITS, NativeStatus, NativeStop, StatsSlot, native } from "../../src/native.js";
+import { COPY_LIMITS, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher, NativeStatus, NativeStop, StatsSlot, native } from "../../src/native.js";
+
+const gc = (globalThis as { gc?: () => void }).gc;
 
 const sandboxes: Sandbox[] = [];
 function sandbox(): Sandbox {
@@ -56,30 +58,26 @@ describe("a setGlobal over the part cap", () => {
 });
 
 describe("a stop names one async eval", () => {
+  const lastAsyncId = 7;
+  let h!: NativeHandle;
+  // Out here, not inline: the handle holds its dispatchers weakly, and a GC during the await below
+  // would collect closures nothing else references (poke() would then fail in the guest).
+  const pokeAndAnswer: NativeDispatcher = () => {
+    h.stop(NativeStop.Abort, lastAsyncId); // late: that eval has ended
+    return Buffer.from(encodeValue(undefined));
+  };
+  const pokePrimitive: NativePrimitiveDispatcher = () => {
+    h.stop(NativeStop.Abort, lastAsyncId);
+    return undefined;
+  };
+
   it("never stops a later evalSync, even one whose host function sends a stop with the last async eval's id", async () => {
-    const lastAsyncId = 7;
-    let h!: ReturnType<typeof newHandle>;
-    const newHandle = () =>
-      new native.SandboxHandle(
-        64 << 20,
-        1 << 20,
-        false,
-        0,
-        () => {
-          h.stop(NativeStop.Abort, lastAsyncId); // late: that eval has ended
-          return Buffer.from(encodeValue(undefined));
-        },
-        () => {
-          h.stop(NativeStop.Abort, lastAsyncId);
-          return undefined;
-        },
-        64 << 20,
-      );
-    h = newHandle();
+    h = new native.SandboxHandle(64 << 20, 1 << 20, false, 0, pokeAndAnswer, pokePrimitive, 64 << 20);
     try {
       expect(h.defineFunction("poke", 1, false)).toBeUndefined();
       const outcome = await h.evalAsync("1", "<async>", 1000, false, lastAsyncId, false, false);
       expect(outcome?.[0]).toBe(NativeStatus.Ok);
+      gc?.(); // as one may land here on a loaded machine
       h.evalSync("poke({}); poke(); let n = 0; for (let i = 0; i < 1e5; i++) n += i; n", "<sync>", 1000, false);
       expect(native.syncStats[StatsSlot.status]).toBe(NativeStatus.Ok);
       expect(decodeValue(native.exchange.subarray(0, native.syncStats[StatsSlot.valueLength]))).toBe(4999950000);

@@ -14,7 +14,7 @@ import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { decodeValue, encodeValue } from "../../src/marshal.js";
-import { native, type NativeHandle } from "../../src/native.js";
+import { native, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher } from "../../src/native.js";
 
 const FIXTURE = new URL("./fixtures/format-stability.json", import.meta.url);
 const UPDATE = process.env.UPDATE_FORMAT_DIGESTS === "1";
@@ -31,18 +31,24 @@ afterEach(() => {
 /** Host-call argument bytes, captured by the dispatcher of the handle that received them. */
 let capturedArgs: Buffer[] = [];
 
+const undefinedBytes = encodeValue(undefined);
+// The addon holds a handle's dispatchers weakly (src/host-calls.ts keeps the product's alive), so
+// these live here: a closure made per handle would be collected by the next full GC, and a host
+// call after it would fail in the guest ("the sandbox is shutting down"), changing its digest.
+const recordArgs: NativeDispatcher = (kind, _fnId, _callId, argLength, args) => {
+  if (kind === 0) capturedArgs.push(Buffer.from(args ?? native.exchange.subarray(0, argLength)));
+  return Buffer.from(undefinedBytes);
+};
+const noPrimitiveCalls: NativePrimitiveDispatcher = () => undefined;
+
 function handle(): NativeHandle {
-  const undefinedBytes = encodeValue(undefined);
   const h = new native.SandboxHandle(
     64 << 20,
     1 << 20,
     false,
     0,
-    (kind, _fnId, _callId, argLength, args) => {
-      if (kind === 0) capturedArgs.push(Buffer.from(args ?? native.exchange.subarray(0, argLength)));
-      return Buffer.from(undefinedBytes);
-    },
-    () => undefined,
+    recordArgs,
+    noPrimitiveCalls,
     256 << 20,
   );
   live.push(h);
@@ -173,6 +179,17 @@ describe("the boundary codec writes the same bytes for every shape", () => {
       const [status, result] = h.getGlobal(name);
       pin(`roundTrip/${name}`, typeof result === "string" ? `status ${status}: ${result}` : Buffer.from(result ?? ""));
     }
+  });
+});
+
+describe("the handles this file drives", () => {
+  it("still reach their dispatcher after a full garbage collection, so a host call's outcome never depends on GC timing", () => {
+    const gc = (globalThis as { gc?: () => void }).gc;
+    expect(gc, "vitest.config.ts runs the tests with --expose-gc").toBeTypeOf("function");
+    const h = handle();
+    h.defineFunction("record", 0, false);
+    gc!();
+    expect(evalBytes(h, `record(new Uint8Array(2))`, true)).toEqual(Buffer.from(undefinedBytes));
   });
 });
 
