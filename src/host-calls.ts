@@ -12,7 +12,7 @@ import { ValueDecoder, encodeValueInto } from "./marshal.js";
 import { BOUNDARY_SIZES, DispatchKind, native, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher } from "./native.js";
 import { CONSOLE_LEVELS, refusal, throwIfFailed } from "./outcomes.js";
 import { formatConsoleArgs } from "./render.js";
-import type { AsyncHostFunction, ConsoleEntry, HostFunction } from "./types.js";
+import type { AsyncHostFunction, ConsoleEntry, HostCallContext, HostFunction } from "./types.js";
 import { invalid, validatePath } from "./validate.js";
 
 // Shared with the addon (one per Node environment): host call arguments and results of usual size
@@ -52,10 +52,41 @@ export function removeCode(path: string): string {
   return `try { delete globalThis${target} } catch {}`;
 }
 
+/** The abort controllers of the current eval's async calls in flight, tagged with that eval's id. */
+type PendingSignals = Map<number, AbortController> & { evalId?: number };
+
 interface RegisteredFunction {
   name: string;
   fn: HostFunction | AsyncHostFunction;
   async: boolean;
+}
+
+/**
+ * What an async host function gets beside its arguments. A class rather than an object literal
+ * with a `signal` getter: V8 builds such a literal through its runtime (an accessor definition and
+ * a map normalization per call), which cost microseconds of the main thread per awaited call.
+ * Most host functions never look at their signal, so its controller is created on first read.
+ */
+class CallContext implements HostCallContext {
+  readonly #pendingCalls: PendingSignals;
+  readonly #callId: number;
+  readonly #evalId: number;
+  #controller: AbortController | undefined;
+
+  constructor(pendingCalls: PendingSignals, callId: number, evalId: number) {
+    this.#pendingCalls = pendingCalls;
+    this.#callId = callId;
+    this.#evalId = evalId;
+  }
+
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.#evalId === this.#pendingCalls.evalId) this.#pendingCalls.set(this.#callId, this.#controller);
+      else this.#controller.abort(evalEndedError());
+    }
+    return this.#controller.signal;
+  }
 }
 
 /** The host-call side of one {@link Sandbox}. */
@@ -69,7 +100,7 @@ export class HostCalls {
   readonly #decodes: DecodeQueue;
   #currentEvalId = 0;
   // Signals of the current eval's host calls that asked for one; tagged with that eval's id.
-  readonly #pendingCalls: Map<number, AbortController> & { evalId?: number } = new Map();
+  readonly #pendingCalls: PendingSignals = new Map();
   #inSyncHostCall = 0;
   #onConsole: ((entry: ConsoleEntry) => void) | undefined; // live console listener of the running eval
   // The async context of a host call made outside any host function (the usual case), built once.
@@ -222,19 +253,8 @@ export class HostCalls {
   }
 
   #callAsync(entry: RegisteredFunction, args: unknown[], callId: number, evalId: number): void {
-    // Most host functions never look at their signal: create the controller only when one does.
-    let controller: AbortController | undefined;
     const pendingCalls = this.#pendingCalls;
-    const context = {
-      get signal(): AbortSignal {
-        if (!controller) {
-          controller = new AbortController();
-          if (evalId === pendingCalls.evalId) pendingCalls.set(callId, controller);
-          else controller.abort(evalEndedError());
-        }
-        return controller.signal;
-      },
-    };
+    const context = new CallContext(pendingCalls, callId, evalId);
     const settle = (ok: boolean, result: number | Buffer | [string, string]): void => {
       pendingCalls.delete(callId);
       const handle = this.#handleOf();
