@@ -8,7 +8,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { formatWithOptions } from "node:util";
 import { SandboxError } from "./errors.js";
 import type { DecodeQueue } from "./decode-queue.js";
-import { ValueDecoder, encodeValueInto } from "./marshal.js";
+import { ValueDecoder, decodeScalarArguments, encodeValueInto } from "./marshal.js";
 import { BOUNDARY_SIZES, DispatchKind, native, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher } from "./native.js";
 import { CONSOLE_LEVELS, refusal, throwIfFailed } from "./outcomes.js";
 import { formatConsoleArgs } from "./render.js";
@@ -119,6 +119,15 @@ export class HostCalls {
    * on an executor thread); one without must be answered now (its guest runs on this thread).
    */
   readonly dispatch: NativeDispatcher = (kind, fnId, callId, argLength, argBytes, evalId) => {
+    if (kind === DispatchKind.AsyncCall && !argBytes && !this.#decodes.busy) {
+      // The usual call: a few scalars, nothing queued before it. Decoded at once, without a decoder.
+      const entry = this.#functions[fnId];
+      const args = entry && decodeScalarArguments(exchange, argLength);
+      if (args) {
+        this.#callAsync(entry, args, callId, evalId);
+        return undefined;
+      }
+    }
     const decoder = new ValueDecoder(argBytes ?? exchange.subarray(0, argLength));
     const decode = (use: (args: unknown[]) => void, fail: (err: SandboxError) => void): void => {
       if (!this.#decodes.push(decoder, use as (args: unknown) => void, fail) && !argBytes) decoder.detach(); // the exchange buffer is reused
