@@ -197,4 +197,18 @@ describe("async host calls with scalar arguments in flight", () => {
     expect(await sb.eval("got.length")).toBe(0);
     expect(signals.every((s) => s.aborted)).toBe(true);
   });
+
+  it("keeps budgets and stops across a run of calls answered while the guest waits in its slice", async () => {
+    // Calls answered at once may be taken up without ending the executor's slice; the budget and
+    // the stop still apply to the guest code between them.
+    const sb = sandbox();
+    sb.defineAsyncFunction("now", (args) => args[0]);
+    const spent = await sb.eval("let s = 0; for (let i = 0; i < 2000; i++) s += await now(i); s");
+    expect(spent).toBe((1999 * 2000) / 2);
+    const report = await sb.run("for (let i = 0; i < 2000; i++) await now(i); while (true) {}", { timeoutMs: 150 });
+    expect(report.ok ? "finished" : report.error.code).toBe("TIMEOUT");
+    expect(report.stats.executionMs).toBeGreaterThanOrEqual(150);
+    expect(report.stats.hostCalls).toBe(2000);
+    expect(await sb.eval("await now(5)")).toBe(5);
+  });
 });
