@@ -205,10 +205,11 @@ describe("async host calls with scalar arguments in flight", () => {
     sb.defineAsyncFunction("now", (args) => args[0]);
     const spent = await sb.eval("let s = 0; for (let i = 0; i < 2000; i++) s += await now(i); s");
     expect(spent).toBe((1999 * 2000) / 2);
-    const report = await sb.run("for (let i = 0; i < 2000; i++) await now(i); while (true) {}", { timeoutMs: 150 });
+    // 100 calls use a small part of the budget even in a sanitizer build; the spin uses the rest.
+    const report = await sb.run("for (let i = 0; i < 100; i++) await now(i); while (true) {}", { timeoutMs: 300 });
     expect(report.ok ? "finished" : report.error.code).toBe("TIMEOUT");
-    expect(report.stats.executionMs).toBeGreaterThanOrEqual(150);
-    expect(report.stats.hostCalls).toBe(2000);
+    expect(report.stats.executionMs).toBeGreaterThanOrEqual(300);
+    expect(report.stats.hostCalls).toBe(100);
     expect(await sb.eval("await now(5)")).toBe(5);
   });
 
