@@ -94,33 +94,52 @@ bool Engine::runSlice() {
     settleHostCalls(&results);
     drainJobs();
   }
-  // Also when the first slice ended the eval (a budget stop, a throw): its time counts.
-  if (entered) leaveGuest();
-  if (!done) {
-    if (stop_.load() != 0) {
-      classifyException(JS_UNDEFINED, &out);
-      done = true;
-    } else if (settled(&out)) {
-      done = true;
-    } else if (pending_.empty()) {
-      neverSettles("the script awaits a promise that can never settle (no host call is pending)", &out);
-      done = true;
+  while (true) {
+    // Also when the first slice ended the eval (a budget stop, a throw): its time counts.
+    if (entered) leaveGuest();
+    if (!done) {
+      if (stop_.load() != 0) {
+        classifyException(JS_UNDEFINED, &out);
+        done = true;
+      } else if (settled(&out)) {
+        done = true;
+      } else if (pending_.empty()) {
+        neverSettles("the script awaits a promise that can never settle (no host call is pending)", &out);
+        done = true;
+      }
     }
-  }
-  // The guest awaits a host call whose answer usually comes back within microseconds: waiting for
-  // it here, when a core is free, saves parking and the futex wake-up of a sleeping worker. A wait
-  // that missed (a slow host function, a busy event loop) makes the next few waits sleep at once,
-  // so a miss costs little CPU overall.
-  if (!done && stop_.load() == 0 && !inboxReady_.load(std::memory_order_acquire) && !bridge_->onMainThread()) {
-    if (spinSkips_ > 0) {
-      spinSkips_--;
-    } else if (Executor::instance().beginSpin(true)) {
-      bool answered = spinUntil(Executor::kSpinNs, [this] {
-        return inboxReady_.load(std::memory_order_acquire) || stop_.load(std::memory_order_relaxed) != 0;
-      });
-      Executor::instance().endSpin();
-      if (!answered) spinSkips_ = kSpinSkipsAfterMiss;
+    // The guest awaits a host call whose answer usually comes back within microseconds: waiting
+    // for it here, when a core is free, saves parking and the futex wake-up of a sleeping worker.
+    // A wait that missed (a slow host function, a busy event loop) makes the next few waits sleep
+    // at once, so a miss costs little CPU overall.
+    bool answered = false;
+    if (!done && stop_.load() == 0 && !inboxReady_.load(std::memory_order_acquire) && !bridge_->onMainThread()) {
+      if (spinSkips_ > 0) {
+        spinSkips_--;
+      } else if (Executor::instance().beginSpin(true)) {
+        answered = spinUntil(Executor::kSpinNs, [this] {
+          return inboxReady_.load(std::memory_order_acquire) || stop_.load(std::memory_order_relaxed) != 0;
+        });
+        Executor::instance().endSpin();
+        if (!answered) spinSkips_ = kSpinSkipsAfterMiss;
+      }
     }
+    // The answer came while this thread waited for it: the guest goes on in this slice, without
+    // ending it and queueing the engine for the next one (two lifecycle steps and a trip through
+    // the executor's queue per awaited call).
+    if (!answered || stop_.load() != 0) break;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (lifecycle_.phase() != Phase::Running) break;  // the watchdog gave up on this slice
+      results.clear();
+      results.swap(inbox_);
+      inboxReady_.store(false, std::memory_order_relaxed);
+      overdueCpuNs_ = -1;
+    }
+    enterGuest(request_.executionBudgetMs);
+    entered = true;
+    settleHostCalls(&results);
+    drainJobs();
   }
   std::unique_lock<std::mutex> lock(mu_);
   if (done && lifecycle_.phase() != Phase::Abandoned) {

@@ -8,11 +8,11 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { formatWithOptions } from "node:util";
 import { SandboxError } from "./errors.js";
 import type { DecodeQueue } from "./decode-queue.js";
-import { ValueDecoder, encodeValueInto } from "./marshal.js";
+import { ValueDecoder, decodeScalarArguments, encodeValueInto } from "./marshal.js";
 import { BOUNDARY_SIZES, DispatchKind, native, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher } from "./native.js";
 import { CONSOLE_LEVELS, refusal, throwIfFailed } from "./outcomes.js";
 import { formatConsoleArgs } from "./render.js";
-import type { AsyncHostFunction, ConsoleEntry, HostFunction } from "./types.js";
+import type { AsyncHostFunction, ConsoleEntry, HostCallContext, HostFunction } from "./types.js";
 import { invalid, validatePath } from "./validate.js";
 
 // Shared with the addon (one per Node environment): host call arguments and results of usual size
@@ -23,6 +23,28 @@ const exchange: Buffer = native.exchange;
 const hostCallContext = new AsyncLocalStorage<ReadonlySet<HostCalls>>();
 
 const MAX_PRIMITIVE_CHARS = BOUNDARY_SIZES.maxPrimitiveChars;
+
+// A guest that awaits host calls in a loop gets each answer within microseconds: the addon then
+// waits for its next call and dispatches it in the same turn of the event loop (up to 1,000 in a
+// row, Node's limit for one thread-safe-function wake-up). Once a turn has handed out results for
+// TURN_BUDGET_MS, the next result waits for the next turn, so timers and I/O run at least that
+// often. One performance.now() per result, one setImmediate per turn that settles any.
+const TURN_BUDGET_MS = 1;
+let turnStartedAt = -1;
+const turnEnded = (): void => {
+  turnStartedAt = -1;
+};
+
+/** False once this turn of the event loop has settled async host calls for TURN_BUDGET_MS. */
+function turnHasRoom(): boolean {
+  const now = performance.now();
+  if (turnStartedAt < 0) {
+    turnStartedAt = now;
+    setImmediate(turnEnded);
+    return true;
+  }
+  return now - turnStartedAt < TURN_BUDGET_MS;
+}
 
 /** A host result the addon copies without the codec (the boundary table's maxPrimitiveChars). */
 function passesAsIs(v: unknown): boolean {
@@ -52,10 +74,41 @@ export function removeCode(path: string): string {
   return `try { delete globalThis${target} } catch {}`;
 }
 
+/** The abort controllers of the current eval's async calls in flight, tagged with that eval's id. */
+type PendingSignals = Map<number, AbortController> & { evalId?: number };
+
 interface RegisteredFunction {
   name: string;
   fn: HostFunction | AsyncHostFunction;
   async: boolean;
+}
+
+/**
+ * What an async host function gets beside its arguments. A class rather than an object literal
+ * with a `signal` getter: V8 builds such a literal through its runtime (an accessor definition and
+ * a map normalization per call), which cost microseconds of the main thread per awaited call.
+ * Most host functions never look at their signal, so its controller is created on first read.
+ */
+class CallContext implements HostCallContext {
+  readonly #pendingCalls: PendingSignals;
+  readonly #callId: number;
+  readonly #evalId: number;
+  #controller: AbortController | undefined;
+
+  constructor(pendingCalls: PendingSignals, callId: number, evalId: number) {
+    this.#pendingCalls = pendingCalls;
+    this.#callId = callId;
+    this.#evalId = evalId;
+  }
+
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.#evalId === this.#pendingCalls.evalId) this.#pendingCalls.set(this.#callId, this.#controller);
+      else this.#controller.abort(evalEndedError());
+    }
+    return this.#controller.signal;
+  }
 }
 
 /** The host-call side of one {@link Sandbox}. */
@@ -69,7 +122,7 @@ export class HostCalls {
   readonly #decodes: DecodeQueue;
   #currentEvalId = 0;
   // Signals of the current eval's host calls that asked for one; tagged with that eval's id.
-  readonly #pendingCalls: Map<number, AbortController> & { evalId?: number } = new Map();
+  readonly #pendingCalls: PendingSignals = new Map();
   #inSyncHostCall = 0;
   #onConsole: ((entry: ConsoleEntry) => void) | undefined; // live console listener of the running eval
   // The async context of a host call made outside any host function (the usual case), built once.
@@ -88,6 +141,15 @@ export class HostCalls {
    * on an executor thread); one without must be answered now (its guest runs on this thread).
    */
   readonly dispatch: NativeDispatcher = (kind, fnId, callId, argLength, argBytes, evalId) => {
+    if (kind === DispatchKind.AsyncCall && !argBytes && !this.#decodes.busy) {
+      // The usual call: a few scalars, nothing queued before it. Decoded at once, without a decoder.
+      const entry = this.#functions[fnId];
+      const args = entry && decodeScalarArguments(exchange, argLength);
+      if (args) {
+        this.#callAsync(entry, args, callId, evalId);
+        return undefined;
+      }
+    }
     const decoder = new ValueDecoder(argBytes ?? exchange.subarray(0, argLength));
     const decode = (use: (args: unknown[]) => void, fail: (err: SandboxError) => void): void => {
       if (!this.#decodes.push(decoder, use as (args: unknown) => void, fail) && !argBytes) decoder.detach(); // the exchange buffer is reused
@@ -222,23 +284,18 @@ export class HostCalls {
   }
 
   #callAsync(entry: RegisteredFunction, args: unknown[], callId: number, evalId: number): void {
-    // Most host functions never look at their signal: create the controller only when one does.
-    let controller: AbortController | undefined;
     const pendingCalls = this.#pendingCalls;
-    const context = {
-      get signal(): AbortSignal {
-        if (!controller) {
-          controller = new AbortController();
-          if (evalId === pendingCalls.evalId) pendingCalls.set(callId, controller);
-          else controller.abort(evalEndedError());
-        }
-        return controller.signal;
-      },
-    };
+    const context = new CallContext(pendingCalls, callId, evalId);
     const settle = (ok: boolean, result: number | Buffer | [string, string]): void => {
       pendingCalls.delete(callId);
       const handle = this.#handleOf();
       if (evalId !== this.#currentEvalId || !handle) return;
+      if (!turnHasRoom()) {
+        // Settled on the next turn of the event loop, from its own copy of the exchange bytes.
+        const kept = typeof result === "number" ? Buffer.from(exchange.subarray(0, result)) : result;
+        setImmediate(settle, ok, kept);
+        return;
+      }
       handle.settle(callId, ok, result);
     };
     let pending: unknown;

@@ -7,6 +7,7 @@ export { encodeValue, encodeValueInto, type CopyLimits } from "./encoder.js";
 export {
   ConsoleDecoder,
   ValueDecoder,
+  decodeScalarArguments,
   decodeConsole,
   decodeValue,
   keysAtDecode,
