@@ -8,7 +8,15 @@ bool callPrimitiveDispatcher(napi_env env, PrimitiveDispatcher d, uint32_t fnId,
                              Primitive* result, char16_t* text, HostResult* fallback, EnvBridge& bridge) {
   static_assert(kMaxPrimitiveArgs < 4, "argc shares a number with fnId");
   napi_value argv[1 + kMaxPrimitiveArgs];
-  napi_create_double(env, static_cast<double>(fnId) * 4 + argc, &argv[0]);  // `call` (src/native.ts)
+  // `call` (src/native.ts). Small integers (V8 Smis) are made without entering the VM: the key and
+  // an int argument, the common case, cost less than a double.
+  if (fnId < (1u << 30))
+    napi_create_uint32(env, fnId * 4 + static_cast<uint32_t>(argc), &argv[0]);
+  else
+    napi_create_double(env, static_cast<double>(fnId) * 4 + argc, &argv[0]);
+  // The dispatcher always gets all its parameters: a call with fewer arguments than the callee
+  // declares costs V8 a step on every entry.
+  for (int i = argc; i < kMaxPrimitiveArgs; i++) argv[1 + i] = d.undefined;
   for (int i = 0; i < argc; i++) {
     napi_value& v = argv[1 + i];
     const Primitive& a = args[i];
@@ -17,6 +25,7 @@ bool callPrimitiveDispatcher(napi_env env, PrimitiveDispatcher d, uint32_t fnId,
       case Primitive::Kind::Null: napi_get_null(env, &v); break;
       case Primitive::Kind::Boolean: napi_get_boolean(env, a.number != 0, &v); break;
       case Primitive::Kind::Number: napi_create_double(env, a.number, &v); break;
+      case Primitive::Kind::Int32: napi_create_int32(env, static_cast<int32_t>(a.number), &v); break;
       case Primitive::Kind::Utf8: napi_create_string_utf8(env, static_cast<const char*>(a.chars), a.length, &v); break;
       case Primitive::Kind::Utf16:
         napi_create_string_utf16(env, static_cast<const char16_t*>(a.chars), a.length, &v);
@@ -24,7 +33,7 @@ bool callPrimitiveDispatcher(napi_env env, PrimitiveDispatcher d, uint32_t fnId,
     }
   }
   napi_value ret;
-  if (napi_call_function(env, d.undefined, d.dispatcher, 1 + argc, argv, &ret) != napi_ok) {
+  if (napi_call_function(env, d.undefined, d.dispatcher, 1 + kMaxPrimitiveArgs, argv, &ret) != napi_ok) {
     bool pending = false;
     napi_is_exception_pending(env, &pending);
     if (pending) {

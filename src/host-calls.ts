@@ -27,7 +27,7 @@ const MAX_PRIMITIVE_CHARS = BOUNDARY_SIZES.maxPrimitiveChars;
 /** A host result the addon copies without the codec (the boundary table's maxPrimitiveChars). */
 function passesAsIs(v: unknown): boolean {
   const t = typeof v;
-  return v === undefined || v === null || t === "number" || t === "boolean" || (t === "string" && (v as string).length <= MAX_PRIMITIVE_CHARS);
+  return t === "number" || v === undefined || v === null || t === "boolean" || (t === "string" && (v as string).length <= MAX_PRIMITIVE_CHARS);
 }
 
 function evalEndedError(): SandboxError {
