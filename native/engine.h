@@ -82,9 +82,9 @@ struct HostResult {
 // inline evals, where a host call is a plain function call on the same thread. Trivial (no
 // initializers): the fast path builds these per call and must not pay for zeroing them.
 struct Primitive {
-  enum class Kind : uint8_t { Undefined, Null, Boolean, Number, Int32, Utf8, Utf16 };
+  enum class Kind : uint8_t { Undefined, Null, Boolean, Number, Utf8, Utf16 };
   Kind kind;
-  double number;      // Number; Int32 (a guest int, an argument only: Node makes it a small integer cheaply); Boolean as 0 or 1
+  double number;      // Number; Boolean as 0 or 1
   const void* chars;  // Utf8: bytes holding no lone surrogate; Utf16: code units (lone surrogates kept)
   size_t length;      // of `chars`, in bytes or code units
 };

@@ -136,7 +136,7 @@ bool Engine::callHostPrimitive(uint32_t fnId, int argc, JSValueConst* argv, JSVa
         a.number = JS_VALUE_GET_BOOL(v);
         break;
       case JS_TAG_INT:
-        a.kind = Primitive::Kind::Int32;
+        a.kind = Primitive::Kind::Number;
         a.number = JS_VALUE_GET_INT(v);
         break;
       case JS_TAG_FLOAT64:
@@ -179,7 +179,6 @@ bool Engine::callHostPrimitive(uint32_t fnId, int argc, JSValueConst* argv, JSVa
     case Primitive::Kind::Undefined: *out = JS_UNDEFINED; break;
     case Primitive::Kind::Null: *out = JS_NULL; break;
     case Primitive::Kind::Boolean: *out = JS_NewBool(ctx_, result.number != 0); break;
-    case Primitive::Kind::Int32: *out = JS_NewInt32(ctx_, static_cast<int32_t>(result.number)); break;
     case Primitive::Kind::Number: {
       // The codec's rule: an integer in int32 range (not -0) is an int, anything else a float.
       double d = result.number;
