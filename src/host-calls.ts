@@ -130,7 +130,7 @@ export class HostCalls {
   readonly dispatchPrimitive: NativePrimitiveDispatcher = (a0, a1, a2) => {
     // Read first: the host function's own host calls (into other sandboxes) reuse the slots.
     const call = primitiveSlots[SLOT_CALL]!;
-    const low = call % 32;
+    const low = call & 31; // an int operation (`%` on a double is a call); exact, as 2 ** 32 is a multiple of 32
     const argc = low & 3;
     if (low & 4) a0 = primitiveSlots[SLOT_ARG0];
     if (low & 8) a1 = primitiveSlots[SLOT_ARG1];
