@@ -137,12 +137,12 @@ namespace qjsn {
 
 // Positions in the shared Float64Array the primitive fast path (sync host calls of inline evals)
 // passes numbers through, so that they cross without a Node-API call each. X(name)
-#define QJSN_PRIMITIVE_SLOTS(X)                                                              \
-  X(call)      /* from the addon: fnId * 32 + (bit i: argument i is in arg<i>) * 4 + argc */ \
-  X(arg0)      /* the number arguments */                                                   \
-  X(arg1)                                                                                    \
-  X(arg2)                                                                                    \
-  X(result)    /* from the dispatcher: its number answer ... */                             \
+#define QJSN_PRIMITIVE_SLOTS(X)                                                         \
+  X(call) /* from the addon: fnId * 32 + (bit i: argument i is in arg<i>) * 4 + argc */ \
+  X(arg0) /* the number arguments */                                                    \
+  X(arg1)                                                                               \
+  X(arg2)                                                                               \
+  X(result)    /* from the dispatcher: its number answer ... */                         \
   X(hasResult) /* ... when this is 1 (the addon sets it back to 0) */
 
 // What a dispatcher call carries (its first argument). X(name)
