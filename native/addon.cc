@@ -624,6 +624,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("SandboxHandle", SandboxHandle::Define(env));
   exports.Set("exchange", bridge->exchange());
   exports.Set("syncStats", bridge->statsArray());
+  exports.Set("primitiveSlots", bridge->primitiveSlotsArray());
   exports.Set("threadStackBytes", Napi::Number::New(env, static_cast<double>(Executor::kThreadStackBytes)));
   exports.Set("executorThreads", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
                 Executor::Counts c = Executor::instance().counts();

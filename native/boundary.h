@@ -135,6 +135,16 @@ namespace qjsn {
   X(peakMemoryBytes)        \
   X(valueLength) /* of the value in the exchange buffer, or -1 */
 
+// Positions in the shared Float64Array the primitive fast path (sync host calls of inline evals)
+// passes numbers through, so that they cross without a Node-API call each. X(name)
+#define QJSN_PRIMITIVE_SLOTS(X)                                                         \
+  X(call) /* from the addon: fnId * 32 + (bit i: argument i is in arg<i>) * 4 + argc */ \
+  X(arg0) /* the number arguments */                                                    \
+  X(arg1)                                                                               \
+  X(arg2)                                                                               \
+  X(result)    /* from the dispatcher: its number answer ... */                         \
+  X(hasResult) /* ... when this is 1 (the addon sets it back to 0) */
+
 // What a dispatcher call carries (its first argument). X(name)
 #define QJSN_DISPATCH_KINDS(X) X(SyncCall) X(AsyncCall) X(Console)
 
@@ -162,6 +172,7 @@ enum class OpaqueKind : uint8_t { QJSN_OPAQUE_KINDS(QJSN_ENUMERATOR) };
 enum class TypedKind : uint8_t { QJSN_TYPED_KINDS(QJSN_ENUMERATOR) Count };
 enum class OutcomeSlot : uint32_t { QJSN_OUTCOME_SLOTS(QJSN_ENUMERATOR) };
 enum class StatsSlot : uint32_t { QJSN_STATS_SLOTS(QJSN_ENUMERATOR) };
+enum class PrimitiveSlot : uint32_t { QJSN_PRIMITIVE_SLOTS(QJSN_ENUMERATOR) };
 enum class DispatchKind : int { QJSN_DISPATCH_KINDS(QJSN_ENUMERATOR) };
 
 #define QJSN_TAG_ENUMERATOR(name, byte) name = byte,
@@ -169,6 +180,7 @@ enum class Tag : uint8_t { QJSN_WIRE_TAGS(QJSN_TAG_ENUMERATOR) };
 #undef QJSN_TAG_ENUMERATOR
 
 constexpr uint32_t kStatsSlots = 0 QJSN_STATS_SLOTS(QJSN_COUNT);
+constexpr uint32_t kPrimitiveSlots = 0 QJSN_PRIMITIVE_SLOTS(QJSN_COUNT);
 
 #define QJSN_SIZE_CONSTANT(name, value) constexpr uint32_t name = value;
 namespace boundary {

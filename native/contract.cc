@@ -52,6 +52,7 @@ Napi::Object contractObject(Napi::Env env) {
   QJSN_NUMBERED("typedKind", QJSN_TYPED_KINDS)
   QJSN_NUMBERED("outcomeSlot", QJSN_OUTCOME_SLOTS)
   QJSN_NUMBERED("statsSlot", QJSN_STATS_SLOTS)
+  QJSN_NUMBERED("primitiveSlot", QJSN_PRIMITIVE_SLOTS)
   QJSN_NUMBERED("dispatchKind", QJSN_DISPATCH_KINDS)
 #undef QJSN_NUMBERED
 #undef QJSN_ADD_NAME

@@ -35,6 +35,9 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
     Napi::Float64Array stats = Napi::Float64Array::New(env_, kStatsSlots);
     statsData_ = stats.Data();
     stats_ = Napi::Persistent(stats);
+    Napi::Float64Array primitiveSlots = Napi::Float64Array::New(env_, kPrimitiveSlots);
+    primitiveSlotsData_ = primitiveSlots.Data();
+    primitiveSlots_ = Napi::Persistent(primitiveSlots);
     Napi::Buffer<uint8_t> exchange = Napi::Buffer<uint8_t>::New(env_, kExchangeBytes);
     exchangeData_ = exchange.Data();  // stable: the persistent reference keeps the buffer alive
     exchange_ = Napi::Persistent(exchange);
@@ -128,6 +131,9 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   // Numbers of the last inline eval (see SandboxHandle::EvalSync), shared with src/sandbox.ts.
   Napi::Float64Array statsArray() { return stats_.Value(); }
   double& stat(StatsSlot slot) { return statsData_[static_cast<uint32_t>(slot)]; }
+  // The numbers of a primitive host call (QJSN_PRIMITIVE_SLOTS), shared with src/host-calls.ts.
+  Napi::Float64Array primitiveSlotsArray() { return primitiveSlots_.Value(); }
+  double& primitiveSlot(PrimitiveSlot slot) { return primitiveSlotsData_[static_cast<uint32_t>(slot)]; }
   // Puts `bytes` where the dispatcher reads them: the exchange buffer when they fit (returns its
   // byte count and leaves `spill` empty), else a Buffer of their own in `spill`.
   uint32_t stage(const std::vector<uint8_t>& bytes, Napi::Value* spill) {
@@ -208,6 +214,8 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   Napi::Reference<Napi::Buffer<uint8_t>> exchange_;
   uint8_t* exchangeData_ = nullptr;
   Napi::Reference<Napi::Float64Array> stats_;
+  Napi::Reference<Napi::Float64Array> primitiveSlots_;
+  double* primitiveSlotsData_ = nullptr;
   double* statsData_ = nullptr;
   std::mutex mu_;
   std::deque<Message> outbox_;

@@ -65,37 +65,41 @@ JSValue Engine::callHost(int fnId, bool async, int argc, JSValueConst* argv) {
 
 namespace {
 
-// Borrows the characters of a guest string for the primitive fast path, without a copy when it
-// is ASCII (QuickJS hands out its own bytes then). False when it is longer than the path carries.
-class BorrowedString {
+// Borrows the characters of the guest strings of one call for the primitive fast path, without a
+// copy when they are ASCII (QuickJS hands out its own bytes then). Most calls pass no string: then
+// constructing and destroying this is one store and one test.
+class BorrowedStrings {
  public:
-  BorrowedString() = default;
-  BorrowedString(const BorrowedString&) = delete;
-  BorrowedString& operator=(const BorrowedString&) = delete;
-  ~BorrowedString() {
-    if (utf8_) JS_FreeCString(ctx_, utf8_);
-    if (utf16_) JS_FreeCStringUTF16(ctx_, utf16_);
+  explicit BorrowedStrings(JSContext* ctx) : ctx_(ctx) {}
+  BorrowedStrings(const BorrowedStrings&) = delete;
+  BorrowedStrings& operator=(const BorrowedStrings&) = delete;
+  ~BorrowedStrings() {
+    for (int i = 0; i < count_; i++) {
+      if (held_[i].utf8) JS_FreeCString(ctx_, held_[i].utf8);
+      if (held_[i].utf16) JS_FreeCStringUTF16(ctx_, held_[i].utf16);
+    }
   }
-  // -1: out of memory (thrown); 0: too long; 1: `*p` describes it.
-  int borrow(JSContext* ctx, JSValueConst str, Primitive* p) {
-    ctx_ = ctx;
+  // -1: out of memory (thrown); 0: too long; 1: `*p` describes it. At most kMaxPrimitiveArgs calls.
+  int borrow(JSValueConst str, Primitive* p) {
     int64_t units = 0;
-    if (JS_GetLength(ctx, str, &units) < 0) return -1;  // a string's own length: runs no guest code
+    if (JS_GetLength(ctx_, str, &units) < 0) return -1;  // a string's own length: runs no guest code
     if (units > static_cast<int64_t>(kMaxPrimitiveChars)) return 0;
+    Held& h = held_[count_++];
+    h = Held{nullptr, nullptr};
     size_t bytes = 0;
-    utf8_ = JS_ToCStringLen(ctx, &bytes, str);
-    if (!utf8_) return -1;
-    if (!encodesLoneSurrogate(utf8_, bytes)) {
+    h.utf8 = JS_ToCStringLen(ctx_, &bytes, str);
+    if (!h.utf8) return -1;
+    if (!encodesLoneSurrogate(h.utf8, bytes)) {
       p->kind = Primitive::Kind::Utf8;
-      p->chars = utf8_;
+      p->chars = h.utf8;
       p->length = bytes;
       return 1;
     }
     // Node would replace those bytes: take the UTF-16 units, which keep the surrogate.
-    utf16_ = JS_ToCStringLenUTF16(ctx, &p->length, str);
-    if (!utf16_) return -1;
+    h.utf16 = JS_ToCStringLenUTF16(ctx_, &p->length, str);
+    if (!h.utf16) return -1;
     p->kind = Primitive::Kind::Utf16;
-    p->chars = utf16_;
+    p->chars = h.utf16;
     return 1;
   }
 
@@ -106,9 +110,13 @@ class BorrowedString {
       if (static_cast<uint8_t>(s[i]) == 0xED && static_cast<uint8_t>(s[i + 1]) >= 0xA0) return true;
     return false;
   }
-  JSContext* ctx_ = nullptr;
-  const char* utf8_ = nullptr;
-  const uint16_t* utf16_ = nullptr;
+  struct Held {  // trivial, so that held_ is not zeroed for calls that pass no string
+    const char* utf8;
+    const uint16_t* utf16;
+  };
+  JSContext* ctx_;
+  int count_ = 0;
+  Held held_[kMaxPrimitiveArgs];
 };
 
 }  // namespace
@@ -116,7 +124,7 @@ class BorrowedString {
 // False, having done nothing, when an argument is not a primitive this path carries.
 bool Engine::callHostPrimitive(uint32_t fnId, int argc, JSValueConst* argv, JSValue* out) {
   Primitive args[kMaxPrimitiveArgs];
-  BorrowedString texts[kMaxPrimitiveArgs];
+  BorrowedStrings texts(ctx_);
   for (int i = 0; i < argc; i++) {
     JSValueConst v = argv[i];
     Primitive& a = args[i];
@@ -136,7 +144,7 @@ bool Engine::callHostPrimitive(uint32_t fnId, int argc, JSValueConst* argv, JSVa
         a.number = JS_VALUE_GET_FLOAT64(v);
         break;
       case JS_TAG_STRING: {
-        int borrowed = texts[i].borrow(ctx_, v, &a);
+        int borrowed = texts.borrow(v, &a);
         if (borrowed < 0) {
           *out = JS_EXCEPTION;  // out of memory, already thrown
           return true;

@@ -6,25 +6,37 @@ namespace qjsn {
 
 bool callPrimitiveDispatcher(napi_env env, PrimitiveDispatcher d, uint32_t fnId, const Primitive* args, int argc,
                              Primitive* result, char16_t* text, HostResult* fallback, EnvBridge& bridge) {
-  static_assert(kMaxPrimitiveArgs < 4, "argc shares a number with fnId");
-  napi_value argv[1 + kMaxPrimitiveArgs];
-  napi_create_double(env, static_cast<double>(fnId) * 4 + argc, &argv[0]);  // `call` (src/native.ts)
-  for (int i = 0; i < argc; i++) {
-    napi_value& v = argv[1 + i];
+  static_assert(kMaxPrimitiveArgs == 3, "argc and the number bits share the call slot with fnId");
+  static_assert(static_cast<uint32_t>(PrimitiveSlot::arg2) == static_cast<uint32_t>(PrimitiveSlot::arg0) + 2);
+  // Numbers, the common case, cross through the shared slots: making a JS value or reading one
+  // costs a Node-API call each. The other arguments are JS values; the dispatcher always gets all
+  // three (a call with fewer than the callee declares costs V8 a step on every entry).
+  uint32_t numberBits = 0;
+  napi_value argv[kMaxPrimitiveArgs];
+  for (int i = 0; i < kMaxPrimitiveArgs; i++) {
+    napi_value& v = argv[i];
+    v = d.undefined;
+    if (i >= argc) continue;
     const Primitive& a = args[i];
     switch (a.kind) {
-      case Primitive::Kind::Undefined: v = d.undefined; break;
+      case Primitive::Kind::Undefined: break;
       case Primitive::Kind::Null: napi_get_null(env, &v); break;
       case Primitive::Kind::Boolean: napi_get_boolean(env, a.number != 0, &v); break;
-      case Primitive::Kind::Number: napi_create_double(env, a.number, &v); break;
+      case Primitive::Kind::Number:
+        bridge.primitiveSlot(static_cast<PrimitiveSlot>(static_cast<uint32_t>(PrimitiveSlot::arg0) + i)) = a.number;
+        numberBits |= 1u << i;
+        break;
       case Primitive::Kind::Utf8: napi_create_string_utf8(env, static_cast<const char*>(a.chars), a.length, &v); break;
       case Primitive::Kind::Utf16:
         napi_create_string_utf16(env, static_cast<const char16_t*>(a.chars), a.length, &v);
         break;
     }
   }
+  bridge.primitiveSlot(PrimitiveSlot::call) = static_cast<double>(fnId) * 32 + numberBits * 4 + argc;
+  double& hasResult = bridge.primitiveSlot(PrimitiveSlot::hasResult);
+  hasResult = 0;
   napi_value ret;
-  if (napi_call_function(env, d.undefined, d.dispatcher, 1 + argc, argv, &ret) != napi_ok) {
+  if (napi_call_function(env, d.undefined, d.dispatcher, kMaxPrimitiveArgs, argv, &ret) != napi_ok) {
     bool pending = false;
     napi_is_exception_pending(env, &pending);
     if (pending) {
@@ -35,8 +47,10 @@ bool callPrimitiveDispatcher(napi_env env, PrimitiveDispatcher d, uint32_t fnId,
     fallback->errorMessage = "host function failed";
     return false;
   }
-  if (napi_get_value_double(env, ret, &result->number) == napi_ok) {  // the usual answer: one call
+  if (hasResult != 0) {  // the usual answer
+    hasResult = 0;
     result->kind = Primitive::Kind::Number;
+    result->number = bridge.primitiveSlot(PrimitiveSlot::result);
     return true;
   }
   napi_valuetype type;

@@ -128,15 +128,15 @@ void lowerThreadPriority() {
 
 int64_t threadCpuNs() { return readClock(CLOCK_THREAD_CPUTIME_ID); }
 
+#if !defined(CLOCK_MONOTONIC_COARSE)  // else inline in threads.h
 int64_t coarseMonotonicNs() {
-#if defined(CLOCK_MONOTONIC_COARSE)
-  return readClock(CLOCK_MONOTONIC_COARSE);
-#elif defined(__APPLE__)
+#if defined(__APPLE__)
   return static_cast<int64_t>(clock_gettime_nsec_np(CLOCK_UPTIME_RAW_APPROX));
 #else
   return readClock(CLOCK_MONOTONIC);
 #endif
 }
+#endif
 
 CpuClock CpuClock::ofCurrentThread() {
   CpuClock clock;

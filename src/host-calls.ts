@@ -9,7 +9,7 @@ import { formatWithOptions } from "node:util";
 import { SandboxError } from "./errors.js";
 import type { DecodeQueue } from "./decode-queue.js";
 import { ValueDecoder, decodeScalarArguments, encodeValueInto } from "./marshal.js";
-import { BOUNDARY_SIZES, DispatchKind, native, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher } from "./native.js";
+import { BOUNDARY_SIZES, DispatchKind, PrimitiveSlot, native, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher } from "./native.js";
 import { CONSOLE_LEVELS, refusal, throwIfFailed } from "./outcomes.js";
 import { formatConsoleArgs } from "./render.js";
 import type { AsyncHostFunction, ConsoleEntry, HostCallContext, HostFunction } from "./types.js";
@@ -46,10 +46,15 @@ function turnHasRoom(): boolean {
   return now - turnStartedAt < TURN_BUDGET_MS;
 }
 
+// The numbers of a primitive host call (see NativePrimitiveDispatcher), shared with the addon like
+// `exchange`; the positions as plain constants, which the optimizing compiler folds into the loads.
+const primitiveSlots: Float64Array = native.primitiveSlots;
+const { call: SLOT_CALL, arg0: SLOT_ARG0, arg1: SLOT_ARG1, arg2: SLOT_ARG2, result: SLOT_RESULT, hasResult: SLOT_HAS_RESULT } = PrimitiveSlot;
+
 /** A host result the addon copies without the codec (the boundary table's maxPrimitiveChars). */
 function passesAsIs(v: unknown): boolean {
   const t = typeof v;
-  return v === undefined || v === null || t === "number" || t === "boolean" || (t === "string" && (v as string).length <= MAX_PRIMITIVE_CHARS);
+  return t === "number" || v === undefined || v === null || t === "boolean" || (t === "string" && (v as string).length <= MAX_PRIMITIVE_CHARS);
 }
 
 function evalEndedError(): SandboxError {
@@ -181,14 +186,25 @@ export class HostCalls {
 
   /**
    * The addon's fast path for sync host calls of inline evals with primitive arguments (the
-   * `call & 3` first of a0..a2, for the function `(call - argc) / 4`). Per call it allocates nothing.
+   * `argc` first of a0..a2, numbers from the slots), for the function `fnId`. Per call it allocates
+   * nothing.
    */
-  readonly dispatchPrimitive: NativePrimitiveDispatcher = (call, a0, a1, a2) => {
-    const argc = call & 3;
-    const entry = this.#functions[(call - argc) / 4];
+  readonly dispatchPrimitive: NativePrimitiveDispatcher = (a0, a1, a2) => {
+    // Read first: the host function's own host calls (into other sandboxes) reuse the slots.
+    const call = primitiveSlots[SLOT_CALL]!;
+    const low = call & 31; // an int operation (`%` on a double is a call); exact, as 2 ** 32 is a multiple of 32
+    const argc = low & 3;
+    if (low & 4) a0 = primitiveSlots[SLOT_ARG0];
+    if (low & 8) a1 = primitiveSlots[SLOT_ARG1];
+    if (low & 16) a2 = primitiveSlots[SLOT_ARG2];
+    const entry = this.#functions[(call - low) / 32];
     if (!entry) return ["Error", "unknown host function"];
     if (this.#decodes.busy) this.#decodes.flush(); // calls the guest made earlier reach the host first
-    return this.#callSync(entry, undefined, argc, a0, a1, a2);
+    const result = this.#callSync(entry, undefined, argc, a0, a1, a2);
+    if (typeof result !== "number") return result;
+    primitiveSlots[SLOT_RESULT] = result;
+    primitiveSlots[SLOT_HAS_RESULT] = 1;
+    return undefined;
   };
 
   /**

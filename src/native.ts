@@ -46,12 +46,14 @@ export type NativeDispatcher = (kind: number, fnId: number, callId: number, argL
 
 /**
  * The fast path of a synchronous host call from an inline eval whose arguments are all primitives
- * (at most 3; strings of at most 256 UTF-16 units): they arrive as they are, after `call`, which is
- * `fnId * 4 + argc` (one number to create per call instead of two). Answers a primitive as it is,
- * `[bytes]` for any other result (the codec's answer, as {@link NativeDispatcher}'s), or
- * `[name, message]` for an error.
+ * (at most 3; strings of at most 256 UTF-16 units). Numbers cross through `primitiveSlots` (at the
+ * positions of {@link PrimitiveSlot}), so that none costs a Node-API call: the `call` slot holds
+ * `fnId * 32 + numberBits * 4 + argc`, where bit i of `numberBits` says argument i is in slot
+ * `arg<i>`; the other arguments arrive as they are. Answers a number by writing it to the `result`
+ * slot and 1 to `hasResult`, any other primitive as it is, `[bytes]` for any other result (the
+ * codec's answer, as {@link NativeDispatcher}'s), or `[name, message]` for an error.
  */
-export type NativePrimitiveDispatcher = (call: number, a0: unknown, a1: unknown, a2: unknown) => unknown;
+export type NativePrimitiveDispatcher = (a0: unknown, a1: unknown, a2: unknown) => unknown;
 
 export interface NativeHandle {
   /**
@@ -111,6 +113,8 @@ interface NativeModule {
   exchange: Buffer;
   /** The numbers of the last inline eval (see {@link NativeHandle.evalSync}). */
   syncStats: Float64Array;
+  /** The numbers of a primitive host call (see {@link NativePrimitiveDispatcher}). */
+  primitiveSlots: Float64Array;
   /** QuickJS-ng version compiled in. */
   engineVersion: string;
   /** The boundary table of native/boundary.h, frozen. */
@@ -123,7 +127,7 @@ export interface NativeError {
   message: string;
 }
 
-type NumberedGroup = "evalStatus" | "stopReason" | "snapshotStatus" | "typedKind" | "outcomeSlot" | "statsSlot" | "dispatchKind" | "wireTag" | "copyLimits" | "sizes";
+type NumberedGroup = "evalStatus" | "stopReason" | "snapshotStatus" | "typedKind" | "outcomeSlot" | "statsSlot" | "primitiveSlot" | "dispatchKind" | "wireTag" | "copyLimits" | "sizes";
 type NamedGroup = "errorCodes" | "opaqueKinds" | "consoleLevels";
 type NativeContract = Readonly<Record<NumberedGroup, Readonly<Record<string, number>>> & Record<NamedGroup, readonly string[]>>;
 
@@ -184,6 +188,9 @@ export const NativeSnapshotStatus = numbered("snapshotStatus", ["Ok", "TooLarge"
 
 /** Positions of an inline eval's numbers in `syncStats` (QJSN_STATS_SLOTS). */
 export const StatsSlot = numbered("statsSlot", ["status", "stop", "consoleTruncated", "executionMs", "hostCalls", "memoryUsedBytes", "peakMemoryBytes", "valueLength"]);
+
+/** Positions of a primitive host call's numbers in `primitiveSlots` (QJSN_PRIMITIVE_SLOTS). */
+export const PrimitiveSlot = numbered("primitiveSlot", ["call", "arg0", "arg1", "arg2", "result", "hasResult"]);
 
 /** What a {@link NativeDispatcher} call carries (QJSN_DISPATCH_KINDS). */
 export const DispatchKind = numbered("dispatchKind", ["SyncCall", "AsyncCall", "Console"]);

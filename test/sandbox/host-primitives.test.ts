@@ -45,6 +45,27 @@ describe("sync host calls with primitive arguments and results", () => {
     expect(sb.evalSync("try { later() } catch (e) { e.name }")).toBe("TypeError");
   });
 
+  it("keeps each call's numbers apart when a host function makes number calls into another sandbox", () => {
+    // Numbers cross through one array shared by every sandbox of the thread: the inner calls must
+    // not change the outer call's arguments, nor leave their answer behind as the outer one's.
+    const inner = sandbox();
+    inner.defineFunction("half", (n: unknown) => Number(n) / 2);
+    const outer = sandbox();
+    const seen: unknown[][] = [];
+    outer.defineFunction("mix", (a: unknown, b: unknown, c: unknown) => {
+      const nested = inner.evalSync("half(7) + half(-0.5)");
+      seen.push([a, b, c, nested]);
+      return typeof c === "string" ? c : Number(a) + Number(b) + Number(nested);
+    });
+    expect(outer.evalSync("[mix(1, 2.5, 3), mix(-0, 2 ** 53, 'text'), mix(0.25, true, null)]")).toEqual([6.75, "text", 4.5]);
+    expect(seen).toEqual([
+      [1, 2.5, 3, 3.25],
+      [-0, 2 ** 53, "text", 3.25],
+      [0.25, true, null, 3.25],
+    ]);
+    expect(Object.is(seen[1]![0], -0)).toBe(true);
+  });
+
   it("refuses re-entry from the host function and counts the calls", () => {
     const sb = sandbox();
     sb.defineFunction("reenter", () => {
