@@ -262,13 +262,15 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     return extras;
   }
 
-  // evalAsync(code, filename, budgetMs, describe, evalId, streamConsole, inline) -> Promise<outcome array>; null when busy
+  // evalAsync(code, filename, budgetMs, describe, evalId, streamConsole, inline, answerNow)
+  //   -> Promise<outcome array>; the outcome array itself when `answerNow` and the eval ended
+  //   within the main thread's short wait for it (EnvBridge::takeOutcome); null when busy
   Napi::Value EvalAsync(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     HandleArgs args(info);
     if (!alive(info) || !args.has(5)) return env.Undefined();
     if (engine_->broken()) return env.Null();
-    return startAsync(env, requestOf(args), args.u64(4), args.flag(6));
+    return startAsync(env, requestOf(args), args.u64(4), args.flag(6), args.flag(7));
   }
 
   // restoreAsync(body, budgetMs, evalId) -> Promise<outcome array with [status, message, [name, type, ...]]
@@ -300,10 +302,21 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     return startAsync(env, std::move(r), args.u64(2));
   }
 
-  Napi::Value startAsync(Napi::Env env, EvalRequest request, uint64_t evalId, bool runInline = false) {
+  Napi::Value startAsync(Napi::Env env, EvalRequest request, uint64_t evalId, bool runInline = false,
+                         bool answerNow = false) {
     if (deferred_ || !engine_->beginAsync(std::move(request), evalId)) return env.Null();
     evalId_ = evalId;
     inline_ = runInline;
+    if (answerNow && !runInline) {
+      // No JavaScript runs until this returns, so nothing sees the eval without its promise.
+      bridge_->expectOutcome(id_, evalId);
+      Executor::instance().schedule(engine_);
+      std::optional<EvalOutcome> outcome = bridge_->takeOutcome();
+      if (outcome) return outcomeToJs(env, *outcome);
+      deferred_.emplace(Napi::Promise::Deferred::New(env));
+      bridge_->evalStarted();
+      return deferred_->Promise();
+    }
     deferred_.emplace(Napi::Promise::Deferred::New(env));
     Napi::Promise promise = deferred_->Promise();
     bridge_->evalStarted();

@@ -6,12 +6,14 @@
 
 #include <napi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -114,14 +116,41 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   // A wait that missed (a long eval, a slow host function) makes the next kSkipsAfterMiss
   // hand-overs return at once, so a miss costs little CPU overall.
   void awaitReply() {
-    if (signaled_.load(std::memory_order_acquire)) return;
-    if (replySpinSkips_ > 0) {
-      replySpinSkips_--;
-      return;
+    spinForReply([this] { return signaled_.load(std::memory_order_acquire); });
+  }
+
+  // The eval `evalId` of sandbox `sandboxId` is about to be handed to an executor, and its caller
+  // can take the outcome at once (takeOutcome): the outcome is then not announced to the loop.
+  void expectOutcome(uint32_t sandboxId, uint64_t evalId) {
+    std::lock_guard<std::mutex> lock(mu_);
+    expected_ = {sandboxId, evalId};
+    outcomeHere_.store(false, std::memory_order_relaxed);
+  }
+  // Waits for the expected outcome as awaitReply does. Returns it when it came and nothing of its
+  // sandbox waits before it in the outbox (console lines, host calls: they are dispatched first,
+  // by drain), which spares the answer a wake-up and a turn of the event loop. Otherwise the
+  // outcome reaches its handle through drain, as any message does. Main thread.
+  std::optional<EvalOutcome> takeOutcome() {
+    spinForReply([this] { return outcomeHere_.load(std::memory_order_acquire); });
+    std::optional<EvalOutcome> taken;
+    bool wake;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      uint32_t sandboxId = expected_.first;
+      expected_ = {};
+      if (outcomeHere_.load(std::memory_order_relaxed)) {
+        auto first = std::find_if(outbox_.begin(), outbox_.end(), [&](const Message& m) { return m.sandboxId == sandboxId; });
+        if (first != outbox_.end() && first->kind == Message::EvalDone) {
+          taken = std::move(first->outcome);
+          outbox_.erase(first);
+        }
+      }
+      // An outcome left in the outbox was not announced: the loop must come for it.
+      wake = !outbox_.empty() && !signaled_.load(std::memory_order_relaxed);
+      if (wake) signaled_.store(true, std::memory_order_relaxed);
     }
-    if (!Executor::instance().mainMaySpin()) return;
-    if (!spinUntil(kReplySpinNs, [this] { return signaled_.load(std::memory_order_acquire); }))
-      replySpinSkips_ = kSkipsAfterMiss;
+    if (wake) wakeLoop();
+    return taken;
   }
 
   // The buffer shared with src/sandbox.ts for host call arguments and results (main thread only;
@@ -194,20 +223,40 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
         if (m.slot) finishSlot(m.slot, closedResult());
         return;
       }
-      wake = outbox_.empty();
+      // The outcome the main thread is waiting for (takeOutcome) needs no wake-up.
+      bool expected = m.kind == Message::EvalDone && m.sandboxId == expected_.first && m.outcome.evalId == expected_.second;
+      // The main thread posts only from inline slices, and drains right after each (runInline).
+      wake = !expected && !signaled_.load(std::memory_order_relaxed) && !onMainThread();
+      if (wake) signaled_.store(true, std::memory_order_release);
       outbox_.push_back(std::move(m));
+      if (expected) outcomeHere_.store(true, std::memory_order_release);
     }
-    // The main thread posts only from inline slices, and drains right after each (runInline).
-    if (wake && !onMainThread()) {
-      auto self = shared_from_this();
-      tsfn_.NonBlockingCall([self](Napi::Env, Napi::Function) { self->drain(); });
-      signaled_.store(true, std::memory_order_release);
+    if (wake) wakeLoop();
+  }
+  void wakeLoop() {
+    auto self = shared_from_this();
+    tsfn_.NonBlockingCall([self](Napi::Env, Napi::Function) { self->drain(); });
+  }
+  // Busy-waits up to kReplySpinNs for `ready`, while a core is free beside the running guests (see
+  // awaitReply).
+  template <typename Ready>
+  void spinForReply(Ready ready) {
+    if (ready()) return;
+    if (replySpinSkips_ > 0) {
+      replySpinSkips_--;
+      return;
     }
+    if (!Executor::instance().mainMaySpin()) return;
+    if (!spinUntil(kReplySpinNs, ready)) replySpinSkips_ = kSkipsAfterMiss;
   }
   Napi::Env env_;
   std::thread::id mainThread_;
   Napi::ThreadSafeFunction tsfn_;
-  std::atomic<bool> signaled_{false};  // the outbox holds messages and the loop was woken for them
+  // The loop was woken (or is being woken) for the outbox's messages and has not drained them yet.
+  // Written under mu_.
+  std::atomic<bool> signaled_{false};
+  std::pair<uint32_t, uint64_t> expected_{0, 0};  // (sandbox, eval) of expectOutcome; under mu_
+  std::atomic<bool> outcomeHere_{false};          // that outcome is in the outbox
   static constexpr int64_t kReplySpinNs = 30 * 1000;
   static constexpr int kSkipsAfterMiss = 16;
   int replySpinSkips_ = 0;

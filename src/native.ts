@@ -61,8 +61,12 @@ export interface NativeHandle {
    * {@link StatsSlot}); what does not fit there comes back as [value, message, console].
    */
   evalSync(code: string, filename: string, budgetMs: number, describe: boolean): [value: Buffer | undefined, message: string, console: Buffer | undefined] | undefined;
-  /** Runs on an executor thread, or with `inline` on the calling thread (slices and host-call dispatch in turn). */
-  evalAsync(code: string, filename: string, budgetMs: number, describe: boolean, evalId: number, streamConsole: boolean, inline: boolean): Promise<NativeOutcome> | null;
+  /**
+   * Runs on an executor thread, or with `inline` on the calling thread (slices and host-call
+   * dispatch in turn). With `answerNow`, an eval that ends while the call briefly waits for it
+   * (nothing of its sandbox queued before its outcome) returns the outcome itself, not a promise.
+   */
+  evalAsync(code: string, filename: string, budgetMs: number, describe: boolean, evalId: number, streamConsole: boolean, inline: boolean, answerNow: boolean): Promise<NativeOutcome> | NativeOutcome | null;
   stop(reason: number, evalId: number): void;
   settle(callId: number, ok: boolean, result: number | Buffer | [string, string]): void;
   /** Answers the sync host call the dispatcher left unanswered, as the dispatcher would have. */

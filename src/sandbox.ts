@@ -18,6 +18,28 @@ import { checkFunctionName, checkGlobalName, checkInteger, evalClockMs, invalid,
 const HOST_STEP_BUDGET_MS = 100;
 
 /**
+ * How long evals may go on being answered without a turn of the event loop. An eval that ends
+ * while the main thread briefly waits for it is answered at once, its promise already settled; in
+ * a loop of `await sb.eval(...)` nothing else would then run, no timer and no I/O, until the loop
+ * ends. So once this long has passed since the first such answer, evals wait for a turn again.
+ */
+const ANSWER_NOW_WITHOUT_TURN_MS = 1;
+let answeringSinceMs = -1; // when answers without a turn of the event loop began; -1: a turn came since
+
+function mayAnswerNow(nowMs: number): boolean {
+  if (answeringSinceMs < 0) {
+    answeringSinceMs = nowMs;
+    setImmediate(loopTurned);
+    return true;
+  }
+  return nowMs - answeringSinceMs < ANSWER_NOW_WITHOUT_TURN_MS;
+}
+
+function loopTurned(): void {
+  answeringSinceMs = -1;
+}
+
+/**
  * A JavaScript sandbox: one QuickJS-ng runtime with its own memory limit, stack limit, time
  * budgets and job queue. Values cross in and out by copy; no host object ever reaches guest code.
  *
@@ -211,34 +233,62 @@ export class Sandbox implements Disposable {
    * Host calls the guest did not await are cut off when the eval ends (their signals fire).
    */
   async eval(code: string, options?: EvalOptions): Promise<unknown> {
-    const report = await this.run(code, options);
+    const started = this.#start(code, options);
+    const report = started instanceof Promise ? await started : started;
     if (!report.ok) throw report.error;
     return report.value;
   }
 
   /** Like {@link Sandbox.eval}, but failures are returned as data with console and stats. */
   async run(code: string, options?: EvalOptions): Promise<EvalReport> {
+    return this.#start(code, options);
+  }
+
+  // Starts an eval at once when nothing is queued or running, else behind the queue: its report,
+  // or a promise of it when it did not end while evalAsync waited for it.
+  #start(code: string, options: EvalOptions | undefined): EvalReport | Promise<EvalReport> {
     const o = validateEvalOptions(code, options);
     if (this.#host.reentered()) return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
-    return this.#enqueue(() => this.#runNow(code, o));
+    if (this.#asyncEvals > 0) return this.#enqueue(() => this.#runNow(code, o));
+    // Admitted before the clock's now() runs: an eval it starts waits for this one.
+    const release = this.#admit();
+    let ran: EvalReport | Promise<EvalReport>;
+    try {
+      ran = this.#runNow(code, o);
+    } catch (err) {
+      release();
+      throw err;
+    }
+    if (ran instanceof Promise) ran.then(release, release);
+    else release();
+    return ran;
   }
 
   // Runs `work` after every queued eval (and queued snapshot) has finished.
-  async #enqueue<T>(work: () => Promise<T>): Promise<T> {
+  async #enqueue<T>(work: () => T | Promise<T>): Promise<T> {
     const previous = this.#queue;
-    let release!: () => void;
-    this.#queue = new Promise((resolve) => (release = resolve));
-    this.#asyncEvals++;
+    const release = this.#admit();
     try {
       await previous;
       return await work();
     } finally {
-      this.#asyncEvals--;
       release();
     }
   }
 
-  async #runNow(code: string, o: EvalOptions): Promise<EvalReport> {
+  // Counts an eval (or snapshot) in and makes later ones wait for it until the returned function
+  // is called.
+  #admit(): () => void {
+    let open!: () => void;
+    this.#queue = new Promise((resolve) => (open = resolve));
+    this.#asyncEvals++;
+    return () => {
+      this.#asyncEvals--;
+      open();
+    };
+  }
+
+  #runNow(code: string, o: EvalOptions): EvalReport | Promise<EvalReport> {
     if (!this.#handle) return this.#report(stubOutcome(NativeStatus.Disposed), 0, o);
     if (this.#broken) return this.#report(stubOutcome(NativeStatus.Broken), 0, o);
     if (o.signal?.aborted) return this.#report(stubOutcome(NativeStatus.Aborted), 0, o);
@@ -248,44 +298,62 @@ export class Sandbox implements Disposable {
     const started = performance.now();
     // Set before the eval starts: an inline eval makes its host calls inside evalAsync.
     this.#host.beginEval(evalId, o.onConsole);
-    const pending = handle.evalAsync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", evalId, o.onConsole !== undefined, o.inline === true);
+    const pending = handle.evalAsync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", evalId, o.onConsole !== undefined, o.inline === true, mayAnswerNow(started));
     if (!pending) {
       this.#host.endEval();
       return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
     }
     const wallMs = o.wallTimeoutMs ?? this.#options.wallTimeoutMs;
+    // It ended while evalAsync waited for it, and sent nothing still being decoded: no budget
+    // timer, no abort listener, no turn of the event loop.
+    if (!(pending instanceof Promise) && !this.#decodes.busy) {
+      this.#host.endEval(true);
+      return this.#decoded(this.#checked(pending), started, o, wallMs);
+    }
+    return this.#outcomeOf(pending, evalId, started, o, wallMs);
+  }
+
+  async #outcomeOf(pending: NativeOutcome | Promise<NativeOutcome>, evalId: number, started: number, o: EvalOptions, wallMs: number): Promise<EvalReport> {
     let raw: NativeOutcome;
     try {
-      raw = await this.#settled(pending, evalId, wallMs, o.signal);
+      raw = pending instanceof Promise ? await this.#settled(pending, evalId, wallMs, o.signal) : this.#checked(pending);
       // Host calls and console lines the guest made before it ended reach the host while the eval is current.
       const drained = this.#decodes.drained();
       if (drained) await drained;
     } finally {
       this.#host.endEval(true);
     }
-    const ranMs = performance.now() - started;
-    let decoded: DecodedOutcome;
-    try {
-      const decoding = decodeOutcome(raw, this.#decodes, o.displayChars);
-      decoded = decoding instanceof Promise ? await decoding : decoding;
-    } catch (err) {
-      // Disposed while the outcome was being decoded: answered as if disposed while running.
-      if ((err as SandboxError).code !== "DISPOSED") throw err;
-      return this.#report(stubOutcome(NativeStatus.Disposed), ranMs, o);
-    }
-    return this.#report(raw, ranMs, o, wallMs, decoded);
+    return this.#decoded(raw, started, o, wallMs);
   }
 
-  // Awaits an executor job under the wall budget `wallMs` and `signal`; a job the watchdog
-  // answered for (stuck in a built-in) leaves the sandbox broken.
+  // The report of an ended eval, once its outcome's bytes are decoded (at once when they are few).
+  #decoded(raw: NativeOutcome, started: number, o: EvalOptions, wallMs: number): EvalReport | Promise<EvalReport> {
+    const ranMs = performance.now() - started;
+    const decoding = decodeOutcome(raw, this.#decodes, o.displayChars);
+    if (!(decoding instanceof Promise)) return this.#report(raw, ranMs, o, wallMs, decoding);
+    return decoding.then(
+      (decoded) => this.#report(raw, ranMs, o, wallMs, decoded),
+      (err: unknown) => {
+        // Disposed while the outcome was being decoded: answered as if disposed while running.
+        if ((err as SandboxError).code !== "DISPOSED") throw err;
+        return this.#report(stubOutcome(NativeStatus.Disposed), ranMs, o);
+      },
+    );
+  }
+
+  // A job the watchdog answered for (stuck in a built-in) leaves the sandbox broken.
+  #checked(raw: NativeOutcome): NativeOutcome {
+    if (raw[0] === NativeStatus.Timeout && raw[2]) this.#broken = true;
+    return raw;
+  }
+
+  // Awaits an executor job under the wall budget `wallMs` and `signal`.
   async #settled(pending: Promise<NativeOutcome>, evalId: number, wallMs: number, signal?: AbortSignal): Promise<NativeOutcome> {
     const timer = setTimeout(() => this.#handle?.stop(NativeStop.WallBudget, evalId), wallMs);
     const onAbort = (): void => this.#handle?.stop(NativeStop.Abort, evalId);
     signal?.addEventListener("abort", onAbort, { once: true });
     try {
-      const raw = await pending;
-      if (raw[0] === NativeStatus.Timeout && raw[2]) this.#broken = true;
-      return raw;
+      return this.#checked(await pending);
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);

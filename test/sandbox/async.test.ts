@@ -365,7 +365,9 @@ describe("queueing and concurrency", () => {
 
   it("does not let evalSync jump ahead of an eval called before it", async () => {
     const sb = sandbox();
-    const first = sb.eval("globalThis.order = (globalThis.order ?? '') + 'async;'; 1");
+    delayed(sb, "pause");
+    // The host call keeps the eval in flight (its answer needs a turn of the event loop).
+    const first = sb.eval("await pause(0, 1); globalThis.order = (globalThis.order ?? '') + 'async;'; 1");
     // evalSync cannot wait for the queued eval, so the only in-order answer is to refuse.
     let second: unknown;
     try {
