@@ -139,7 +139,8 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
       uint32_t sandboxId = expected_.first;
       expected_ = {};
       if (outcomeHere_.load(std::memory_order_relaxed)) {
-        auto first = std::find_if(outbox_.begin(), outbox_.end(), [&](const Message& m) { return m.sandboxId == sandboxId; });
+        auto first = std::find_if(outbox_.begin(), outbox_.end(),
+                                  [&](const Message& m) { return m.sandboxId == sandboxId; });
         if (first != outbox_.end() && first->kind == Message::EvalDone) {
           taken = std::move(first->outcome);
           outbox_.erase(first);
