@@ -64,16 +64,26 @@ void* workerMain(void* arg) {
   auto* st = static_cast<Executor::State*>(arg);
   lowerThreadPriority();
   std::unique_lock<std::mutex> lock(st->mu);
+  int spinMisses = 0;  // idle spins in a row that found no work
+  int spinSkips = 0;   // idle spells that sleep at once (after kSpinMissesBeforeSkips misses)
   while (true) {
-    if (st->queue.empty() && Executor::instance().beginSpin(false)) {
+    if (st->queue.empty() && spinSkips > 0) {
+      spinSkips--;
+    } else if (st->queue.empty() && Executor::instance().beginSpin(false)) {
       // The next eval or host result often comes within microseconds: look again briefly before
-      // sleeping, which saves a futex wake-up.
+      // sleeping, which saves a futex wake-up. When it keeps not coming (the host works between
+      // evals, e.g. an agent's tool call), spinning again would only take a core from the event loop.
       st->idleSpinners.fetch_add(1, std::memory_order_relaxed);
       lock.unlock();
-      spinUntil(Executor::kSpinNs, [st] { return st->pending.load(std::memory_order_acquire); });
+      bool found = spinUntil(Executor::kSpinNs, [st] { return st->pending.load(std::memory_order_acquire); });
       st->idleSpinners.fetch_sub(1, std::memory_order_relaxed);
       Executor::instance().endSpin();
       lock.lock();
+      spinMisses = found ? 0 : spinMisses + 1;
+      if (spinMisses >= Executor::kSpinMissesBeforeSkips) {
+        spinMisses = 0;
+        spinSkips = Executor::kSpinSkipsAfterMisses;
+      }
     }
     auto ready = [&] { return !st->queue.empty(); };
     if (st->threads > st->warmThreads) {
