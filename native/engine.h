@@ -279,7 +279,6 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::vector<HostResult> inbox_;
   std::atomic<bool> inboxReady_{false};  // !inbox_.empty(), readable without mu_ by a slice waiting for a result
   int spinSkips_ = 0;                    // waits for a host result that sleep without spinning first
-  static constexpr int kSpinSkipsAfterMiss = 16;
   struct PendingCall {
     OwnedValue resolve, reject;
   };

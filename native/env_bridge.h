@@ -113,7 +113,7 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   // settled). If it returned to the event loop now, the loop would go to sleep and the answer would
   // have to wake it. Instead it busy-waits up to kReplySpinNs for the answer to be posted, while a
   // core is free beside the running guests; the loop then finds the answer ready without sleeping.
-  // A wait that missed (a long eval, a slow host function) makes the next kSkipsAfterMiss
+  // A wait that missed (a long eval, a slow host function) makes the next kSpinSkipsAfterMiss
   // hand-overs return at once, so a miss costs little CPU overall.
   void awaitReply() {
     spinForReply([this] { return signaled_.load(std::memory_order_acquire); });
@@ -248,7 +248,7 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
       return;
     }
     if (!Executor::instance().mainMaySpin()) return;
-    if (!spinUntil(kReplySpinNs, ready)) replySpinSkips_ = kSkipsAfterMiss;
+    if (!spinUntil(kReplySpinNs, ready)) replySpinSkips_ = kSpinSkipsAfterMiss;
   }
   Napi::Env env_;
   std::thread::id mainThread_;
@@ -259,7 +259,6 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   std::pair<uint32_t, uint64_t> expected_{0, 0};  // (sandbox, eval) of expectOutcome; under mu_
   std::atomic<bool> outcomeHere_{false};          // that outcome is in the outbox
   static constexpr int64_t kReplySpinNs = 30 * 1000;
-  static constexpr int kSkipsAfterMiss = 16;
   int replySpinSkips_ = 0;
   Napi::Reference<Napi::Buffer<uint8_t>> exchange_;
   uint8_t* exchangeData_ = nullptr;

@@ -82,7 +82,7 @@ void* workerMain(void* arg) {
       spinMisses = found ? 0 : spinMisses + 1;
       if (spinMisses >= Executor::kSpinMissesBeforeSkips) {
         spinMisses = 0;
-        spinSkips = Executor::kSpinSkipsAfterMisses;
+        spinSkips = kSpinSkipsAfterMiss;
       }
     }
     auto ready = [&] { return !st->queue.empty(); };

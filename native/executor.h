@@ -11,7 +11,7 @@
 //   worker:  idle (spin up to kSpinNs while a core is free, then sleep) --engine queued--> running
 //            a slice --slice ends--> idle; idle past kIdleExitNs while more than one thread per core
 //            exists --> exits. After kSpinMissesBeforeSkips idle spins in a row that found no
-//            work, the next kSpinSkipsAfterMisses idle spells sleep without spinning.
+//            work, the next kSpinSkipsAfterMiss idle spells sleep without spinning.
 //
 // Spinning: waking a sleeping thread costs tens of microseconds on a VM, more than a whole awaited
 // host call should. A thread that expects work within microseconds (an idle worker, or a slice
@@ -49,9 +49,8 @@ class Executor {
   void endSpin();
   static constexpr int64_t kSpinNs = 50 * 1000;
   // An idle worker whose spins found no work kSpinMissesBeforeSkips times in a row sleeps at once
-  // for the next kSpinSkipsAfterMisses idle spells (a lone miss, e.g. a GC pause, costs nothing).
+  // for the next kSpinSkipsAfterMiss idle spells (a lone miss, e.g. a GC pause, costs nothing).
   static constexpr int kSpinMissesBeforeSkips = 2;
-  static constexpr int kSpinSkipsAfterMisses = 16;
   // True when a core is free for the Node main thread beside the running guest slices, so it may
   // busy-wait for an executor's answer (EnvBridge::spinForReply) without taking CPU from a guest.
   bool mainMaySpin();

@@ -22,6 +22,11 @@ void lowerThreadPriority();
 // hyper-thread and for the core's power than a bare loop, and far cheaper than a system call.
 void cpuRelax();
 
+// How many hand-overs skip their busy-wait after one that missed: a miss means the answer is
+// slow right now (a long eval, a slow host function, a busy host), so spinning again would mostly
+// burn a core the event loop or another guest could use. Every spin in the addon uses this rule.
+constexpr int kSpinSkipsAfterMiss = 16;
+
 // Busy-waits until ready() or `ns` nanoseconds have passed; true when ready() said so. The clock
 // is read only every few dozen pauses.
 template <typename Ready>
