@@ -14,11 +14,13 @@ const ERROR_CTORS: Record<string, ErrorConstructor> = {
 /**
  * Work of a decode, in units of roughly equal host time (0.2 to 0.8 µs here): one per value, one
  * per this many bytes of text or binary data copied, and more for what costs V8 more to make: an
- * object property (the key is interned, a hash table grows), a Date, RegExp, BigInt, ArrayBuffer
- * or view, and most of all an Error (V8 captures a host stack trace for each).
+ * object property (the key is interned, a hash table grows), a Map or Set entry (hashed into a
+ * table that grows), a Date, RegExp, BigInt, ArrayBuffer or view, and most of all an Error (V8
+ * captures a host stack trace for each).
  */
 const BYTES_PER_WORK_UNIT = 128;
 const PROPERTY_WORK = 2;
+const ENTRY_WORK = 3;
 const HOST_OBJECT_WORK = 3;
 const ERROR_WORK = 120;
 /** A longer string or ArrayBuffer is copied this many bytes at a time, so it can span slices. */
@@ -434,6 +436,7 @@ export class ValueDecoder implements ResumableDecode<unknown> {
           if (top.haveKey) {
             top.map.set(top.key, value);
             top.left--;
+            this.work += ENTRY_WORK;
           } else {
             top.key = value;
           }
@@ -442,6 +445,7 @@ export class ValueDecoder implements ResumableDecode<unknown> {
         case Open.Set:
           top.set.add(value);
           top.left--;
+          this.work += ENTRY_WORK;
           return;
         case Open.View:
           this.open.pop();
