@@ -214,18 +214,22 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
 
   static int kind(DispatchKind k) { return static_cast<int>(k); }
 
-  // (code, filename, budgetMs, describe, evalId, streamConsole) of evalSync and evalAsync.
-  static EvalRequest requestOf(const HandleArgs& args) {
+  // (code, filename, budgetMs, describe, evalId, streamConsole) of evalSync and evalAsync, with the
+  // optional copy for display (resultParts, thrownParts, depth) from argument `displayAt` on
+  // (missing: 0, an exact copy).
+  static EvalRequest requestOf(const HandleArgs& args, size_t displayAt) {
     EvalRequest r;
     r.code = args.utf8(0);
     r.filename = args.utf8(1);
     r.executionBudgetMs = args.number(2);
     r.describeUnserializable = args.flag(3);
-    r.streamConsole = args.flag(5);
+    r.streamConsole = displayAt > 5 && args.flag(5);
+    r.resultDisplay = {args.u32(displayAt), args.u32(displayAt + 2)};
+    r.thrownDisplay = {args.u32(displayAt + 1), args.u32(displayAt + 2)};
     return r;
   }
 
-  // evalSync(code, filename, budgetMs, describe) -> outcome array
+  // evalSync(code, filename, budgetMs, describe[, resultParts, thrownParts, depth]) -> outcome array
   // The inline path answers without building an array: the numbers go into the environment's
   // shared stats array and a value that fits into the exchange buffer; only console output, a
   // message or an oversized value come back as JS values, as [value | undefined, message, console].
@@ -237,7 +241,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     // A host function may call evalSync here again (refused as busy): it must leave the outer
     // eval's scope open. Each call closes only the scope its own eval opened.
     PrimitiveScope outer = std::exchange(primitiveScope_, PrimitiveScope());
-    EvalOutcome o = keep->evalSync(requestOf(args));
+    EvalOutcome o = keep->evalSync(requestOf(args, 4));
     closePrimitiveScope();
     primitiveScope_ = outer;
     EnvBridge& b = *bridge_;
@@ -262,15 +266,16 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     return extras;
   }
 
-  // evalAsync(code, filename, budgetMs, describe, evalId, streamConsole, inline, answerNow)
-  //   -> Promise<outcome array>; the outcome array itself when `answerNow` and the eval ended
-  //   within the main thread's short wait for it (EnvBridge::takeOutcome); null when busy
+  // evalAsync(code, filename, budgetMs, describe, evalId, streamConsole, inline, answerNow[,
+  // resultParts, thrownParts, depth]) -> Promise<outcome array>; the outcome array itself when
+  // `answerNow` and the eval ended within the main thread's short wait for it
+  // (EnvBridge::takeOutcome); null when busy
   Napi::Value EvalAsync(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     HandleArgs args(info);
     if (!alive(info) || !args.has(5)) return env.Undefined();
     if (engine_->broken()) return env.Null();
-    return startAsync(env, requestOf(args), args.u64(4), args.flag(6), args.flag(7));
+    return startAsync(env, requestOf(args, 8), args.u64(4), args.flag(6), args.flag(7));
   }
 
   // restoreAsync(body, budgetMs, evalId) -> Promise<outcome array with [status, message, [name, type, ...]]

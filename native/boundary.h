@@ -79,7 +79,10 @@ namespace qjsn {
   X(Placeholder, 0x18) /* string type, string name: a value that was not stored; reading it throws */                 \
   X(Accessor, 0x19)    /* value getter, value setter (each a Function or Undefined): an accessor property */          \
   X(BigIntHex, 0x1a)   /* string payload: "-"? then lower-case hex digits of the magnitude (linear both ways) */      \
-  X(ReportedPlaceholder, 0x1b) /* as Placeholder, carried over from an earlier restore that already reported it */
+  X(ReportedPlaceholder, 0x1b) /* as Placeholder, carried over from an earlier restore that already reported it */    \
+  /* Copies for display only (guest -> host): */                                                                      \
+  X(More, 0x1c) /* u32 entries in all: the last entry of an Object, Map or Set a copy for display cut short, in the \
+                   place of a key (Set: of a value), with no value after it */
 
 // Typed array kinds in the wire format (independent of either engine's enums), in order. X(name)
 #define QJSN_TYPED_KINDS(X) \

@@ -42,6 +42,9 @@ struct EvalRequest {
   std::string filename = "<eval>";
   double executionBudgetMs = 5000;
   bool describeUnserializable = false;
+  // Copies for display of the result and of a thrown value (GuestEncoder; zero parts: exact).
+  DisplayCut resultDisplay;
+  DisplayCut thrownDisplay;
   bool streamConsole = false;  // also hand each console line to the host as it is written (async evals)
   // A restore instead of code: the snapshot body is read on the executor under the eval's budgets,
   // since re-creating functions and classes from source runs guest code.

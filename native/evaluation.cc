@@ -145,7 +145,7 @@ bool Engine::overCopyBudget(const CodecError& e) const {
 void Engine::encodeValueInto(JSValueConst v, bool describe, EvalOutcome* out) {
   WireWriter w;
   WireLimits limits = copyLimits();
-  GuestEncoder enc(ctx_, intrinsics_, w, limits, describe);
+  GuestEncoder enc(ctx_, intrinsics_, w, limits, describe, request_.resultDisplay);
   if (enc.encode(v)) {
     chargeCopy(w.size());
     out->status = EvalStatus::Ok;
@@ -208,7 +208,7 @@ void Engine::classifyException(JSValue exc, EvalOutcome* out) {
   out->status = EvalStatus::GuestError;
   WireWriter w;
   WireLimits limits = copyLimits();
-  GuestEncoder enc(ctx_, intrinsics_, w, limits, true);
+  GuestEncoder enc(ctx_, intrinsics_, w, limits, true, request_.thrownDisplay);
   if (enc.encode(exc)) {
     chargeCopy(w.size());
     out->value = std::move(w.bytes());

@@ -73,6 +73,7 @@ bool GuestEncoder::encodeString(JSValueConst s) { return put(writeString(ctx_, s
 bool GuestEncoder::encodeValue(JSValueConst v, uint32_t depth) {
   if (++nodes_ > limits_.maxNodes)
     return fail(CodecStatus::TooLarge, "the value has more than " + std::to_string(limits_.maxNodes) + " parts");
+  spendPart();
   if (!reserve(16)) return false;  // room for any scalar; strings and buffers reserve their size
   if (writeScalar(v, out_)) return true;
   switch (JS_VALUE_GET_NORM_TAG(v)) {
@@ -143,6 +144,9 @@ bool GuestEncoder::encodeObject(JSValueConst v, uint32_t depth) {
   if (JS_IsWeakMap(v) || JS_IsWeakSet(v) || JS_IsWeakRef(v)) return opaque(OpaqueKind::WeakCollection, "");
 
   ids_.emplace(ptr, nextId_++);
+  // A container a copy for display writes without entries (nested too deep to be shown) keeps its
+  // number, but is not remembered: a later reference, met higher up, writes it in full.
+  if (depth > displayDepth_) ids_.erase(ptr);
   if (JS_IsArray(v)) return encodeArray(v, depth);
   if (JS_IsDate(v)) {
     OwnedValue t(ctx_, JS_Call(ctx_, in_.dateGetTime.get(), v, 0, nullptr));
@@ -187,9 +191,10 @@ bool GuestEncoder::walked(Walk result) {
 
 bool GuestEncoder::encodeArray(JSValueConst v, uint32_t depth) {
   return walked(walkArray(ctx_, v, out_, [&](uint32_t index, const OwnedDescriptor& d) {
-    if (d.isAccessor() ? opaque(OpaqueKind::Accessor, "") : encodeValue(d.desc.value, depth + 1)) return true;
+    if (cutsAt(depth)) return Step::Cut;
+    if (d.isAccessor() ? opaque(OpaqueKind::Accessor, "") : encodeValue(d.desc.value, depth + 1)) return Step::Continue;
     prependPath("[" + std::to_string(index) + "]");
-    return false;
+    return Step::Stop;
   }));
 }
 
@@ -198,10 +203,12 @@ bool GuestEncoder::encodePlain(JSValueConst v, uint32_t depth) {
   out_.tag(Tag::Object);
   out_.u8(JS_IsNull(proto.get()) ? 1 : 0);
   return walked(walkProperties(ctx_, v, out_, [&](JSAtom key, const OwnedDescriptor& d) {
-    if (!put(writeAtomKey(ctx_, key, out_, limits_.maxBytes))) return false;
-    if (d.isAccessor() ? opaque(OpaqueKind::Accessor, "") : encodeValue(d.desc.value, depth + 1)) return true;
+    if (cutsAt(depth)) return Step::Cut;
+    spendPart();
+    if (!put(writeAtomKey(ctx_, key, out_, limits_.maxBytes))) return Step::Stop;
+    if (d.isAccessor() ? opaque(OpaqueKind::Accessor, "") : encodeValue(d.desc.value, depth + 1)) return Step::Continue;
     prependPath("." + atomText(ctx_, key));
-    return false;
+    return Step::Stop;
   }));
 }
 
@@ -248,6 +255,7 @@ bool GuestEncoder::encodeRegExp(JSValueConst v) {
 
 bool GuestEncoder::encodeCollection(JSValueConst v, bool isMap, uint32_t depth) {
   Walk result = walkCollection(ctx_, in_, v, isMap, out_, [&](JSValueConst value, JSValueConst key) {
+    if (cutsAt(depth)) return Step::Cut;
     bool ok = (!isMap || encodeValue(key, depth + 1)) && encodeValue(value, depth + 1);
     return ok ? Step::Continue : Step::Stop;
   });

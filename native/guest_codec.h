@@ -28,11 +28,27 @@ struct CodecError {
   bool overBytes = false;  // TooLarge because of the byte cap (not depth or node count)
 };
 
+// What a copy for display may hold (native/boundary.h, Tag::More). Zero parts: an exact copy.
+struct DisplayCut {
+  uint32_t parts = 0;  // values and keys written, in depth-first order
+  uint32_t depth = 0;  // containers nested deeper than this (the value itself is at 0) get no entries
+};
+
+// With a DisplayCut, the copy is for display only: once its parts are written, every container
+// still open ends there, and containers nested deeper than its depth are written without entries
+// (native/value_walk.h, Step::Cut); each keeps its count. The host then never receives, decodes or
+// holds more of a huge value than a rendering of it can show.
 class GuestEncoder {
  public:
   GuestEncoder(JSContext* ctx, const Intrinsics& intrinsics, WireWriter& out, const WireLimits& limits,
-               bool describeUnserializable)
-      : ctx_(ctx), in_(intrinsics), out_(out), limits_(limits), describe_(describeUnserializable) {}
+               bool describeUnserializable, DisplayCut display = {})
+      : ctx_(ctx),
+        in_(intrinsics),
+        out_(out),
+        limits_(limits),
+        describe_(describeUnserializable),
+        partsLeft_(display.parts == 0 ? UINT64_MAX : display.parts),
+        displayDepth_(display.parts == 0 ? UINT32_MAX : display.depth) {}
 
   bool encode(JSValueConst value);
   // Encodes call arguments as one array value, without building a guest array first.
@@ -61,6 +77,10 @@ class GuestEncoder {
   bool fail(CodecStatus status, std::string message);
   bool guestFailed();
   void prependPath(const std::string& segment);
+  // A copy for display: counts one more part written.
+  void spendPart() { partsLeft_ -= partsLeft_ > 0 && partsLeft_ != UINT64_MAX ? 1 : 0; }
+  // A copy for display: true when a container at `depth` gets no more entries.
+  bool cutsAt(uint32_t depth) const { return partsLeft_ == 0 || depth > displayDepth_; }
   OwnedValue dataProperty(JSValueConst obj, const char* name, bool walkPrototypes);
 
   JSContext* ctx_;
@@ -68,6 +88,8 @@ class GuestEncoder {
   WireWriter& out_;
   const WireLimits& limits_;
   bool describe_;
+  uint64_t partsLeft_;     // UINT64_MAX: an exact copy
+  uint32_t displayDepth_;  // UINT32_MAX: an exact copy
   uint32_t nodes_ = 0;
   uint32_t nextId_ = 0;
   std::unordered_map<void*, uint32_t> ids_;

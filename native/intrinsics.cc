@@ -33,12 +33,15 @@ bool Intrinsics::load(JSContext* ctx) {
   setCtor = globalProp(ctx, "Set");
   setAdd = protoProp(ctx, setCtor.get(), "add");
   setForEach = protoProp(ctx, setCtor.get(), "forEach");
+  sizeGetters[0] = protoGetter(ctx, mapCtor.get(), "size");
+  sizeGetters[1] = protoGetter(ctx, setCtor.get(), "size");
   OwnedValue dateCtor = globalProp(ctx, "Date");
   dateGetTime = protoProp(ctx, dateCtor.get(), "getTime");
   regexpCtor = globalProp(ctx, "RegExp");
   regexpSource = protoGetter(ctx, regexpCtor.get(), "source");
   bool ok = isFn(ctx, mapCtor) && isFn(ctx, mapSet) && isFn(ctx, mapForEach) && isFn(ctx, setCtor) && isFn(ctx, setAdd) &&
             isFn(ctx, setForEach) && isFn(ctx, dateGetTime) && isFn(ctx, regexpCtor) && isFn(ctx, regexpSource);
+  for (auto& getter : sizeGetters) ok = ok && isFn(ctx, getter);
   for (int i = 0; i < 8; i++) {
     regexpFlagGetters[i] = protoGetter(ctx, regexpCtor.get(), kFlagNames[i]);
     ok = ok && isFn(ctx, regexpFlagGetters[i]);
@@ -74,6 +77,7 @@ void Intrinsics::clear() {
                        &dataViewCtor,     &dataViewBuffer, &dataViewByteOffset, &dataViewByteLength,
                        &typedArrayLength, &errorStack};
   for (OwnedValue* v : all) v->reset();
+  for (auto& v : sizeGetters) v.reset();
   for (auto& v : regexpFlagGetters) v.reset();
   for (auto& v : errorCtors) v.reset();
 }

@@ -21,6 +21,7 @@ enum class ErrorCtor : uint8_t {
 struct Intrinsics {
   OwnedValue mapCtor, mapSet, mapForEach;
   OwnedValue setCtor, setAdd, setForEach;
+  OwnedValue sizeGetters[2];  // the `size` getters of Map.prototype and Set.prototype, in that order
   OwnedValue dateGetTime;
   OwnedValue regexpCtor, regexpSource;
   OwnedValue regexpFlagGetters[8];  // in canonical flag order "dgimsuvy"

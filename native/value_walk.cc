@@ -131,6 +131,7 @@ struct CollectionWalk {
   void* data;
   uint32_t count = 0;
   bool stopped = false;  // the pending exception is the walk's stop signal, not the engine's
+  bool cut = false;      // ... because the callback cut the collection short
 };
 
 JSValue collectionStep(JSContext* ctx, JSValueConst, int argc, JSValueConst* argv, int, void* opaque) {
@@ -144,6 +145,7 @@ JSValue collectionStep(JSContext* ctx, JSValueConst, int argc, JSValueConst* arg
   }
   if (step == Step::Propagate && JS_HasException(ctx)) return JS_EXCEPTION;
   walk->stopped = true;
+  walk->cut = step == Step::Cut;
   return JS_ThrowInternalError(ctx, "walk stopped");
 }
 
@@ -162,7 +164,14 @@ Walk walkCollectionWith(JSContext* ctx, const Intrinsics& in, JSValueConst coll,
   if (done.isException()) {
     if (!walk.stopped) return Walk::Raised;
     JS_FreeValue(ctx, JS_GetException(ctx));
-    return Walk::Stopped;
+    if (!walk.cut) return Walk::Stopped;
+    // The size from the captured getter: the guest can replace `size` on the prototype.
+    OwnedValue size(ctx, JS_Call(ctx, in.sizeGetters[isMap ? 0 : 1].get(), coll, 0, nullptr));
+    uint32_t total = 0;
+    if (size.isException() || JS_ToUint32(ctx, &total, size.get()) < 0) return Walk::Raised;
+    out.tag(Tag::More);
+    out.u32(total);
+    walk.count++;
   }
   out.patchU32(countAt, walk.count);
   return Walk::Done;

@@ -35,17 +35,27 @@ Put writeString(JSContext* ctx, JSValueConst s, WireWriter& out, uint64_t maxByt
 // Writes a property name as a string: an integer atom as its decimal text.
 Put writeAtomKey(JSContext* ctx, JSAtom atom, WireWriter& out, uint64_t maxBytes = UINT64_MAX);
 
-// How a walk ended. Stopped: a callback returned false (it recorded why); Raised: the engine
-// raised and its exception is pending.
+// How a walk ended. Stopped: a callback returned false or Step::Stop (it recorded why); Raised:
+// the engine raised and its exception is pending.
 enum class Walk { Done, Stopped, Raised };
+
+// What an entry callback asks for next. Propagate ends the walk with the engine's own pending
+// exception (a stack overflow stays one) instead of the walk's stop signal. Cut (a copy for
+// display that spent its budget) leaves this entry and every later one out: the walk ends as
+// Done, an Object, Map or Set with a Tag::More entry saying how many entries it had in all (an
+// Array's length says it already); a callback answers Cut before writing anything of the entry.
+// A callback may also answer true (Continue) or false (Stop).
+enum class Step { Continue, Stop, Propagate, Cut };
+inline Step stepOf(bool ok) { return ok ? Step::Continue : Step::Stop; }
+inline Step stepOf(Step step) { return step; }
 
 // 1 when `atom` names an array index ("0".."4294967294"), setting `index`; 0 for any other name;
 // -1 when the engine raised.
 int arrayIndexOf(JSContext* ctx, JSAtom atom, uint32_t* index);
 
 // Writes an Array: tag, length and count, then for each own index property in key order its
-// index and whatever `element(index, descriptor)` writes (false stops the walk). Named properties
-// of arrays are not part of the format.
+// index and whatever `element(index, descriptor)` writes (see Step). Named properties of arrays
+// are not part of the format.
 template <class Element>
 Walk walkArray(JSContext* ctx, JSValueConst array, WireWriter& out, Element&& element) {
   int64_t length = 0;
@@ -66,8 +76,14 @@ Walk walkArray(JSContext* ctx, JSValueConst array, WireWriter& out, Element&& el
     int r = d.load(array, keys.atom(i));
     if (r < 0) return Walk::Raised;
     if (r == 0) continue;
+    size_t entryAt = out.size();
     out.u32(index);
-    if (!element(index, d)) return Walk::Stopped;
+    Step step = stepOf(element(index, d));
+    if (step == Step::Cut) {
+      out.truncate(entryAt);
+      break;
+    }
+    if (step != Step::Continue) return Walk::Stopped;
     count++;
   }
   out.patchU32(countAt, count);
@@ -75,7 +91,7 @@ Walk walkArray(JSContext* ctx, JSValueConst array, WireWriter& out, Element&& el
 }
 
 // Writes a u32 count, then for each enumerable own string-keyed property of `obj` whatever
-// `property(atom, descriptor)` writes (its key and value; false stops the walk).
+// `property(atom, descriptor)` writes (its key and value; see Step).
 template <class Property>
 Walk walkProperties(JSContext* ctx, JSValueConst obj, WireWriter& out, Property&& property) {
   OwnedPropertyEnum keys(ctx);
@@ -88,23 +104,27 @@ Walk walkProperties(JSContext* ctx, JSValueConst obj, WireWriter& out, Property&
     int r = d.load(obj, keys.atom(i));
     if (r < 0) return Walk::Raised;
     if (r == 0 || !(d.desc.flags & JS_PROP_ENUMERABLE)) continue;
-    if (!property(keys.atom(i), d)) return Walk::Stopped;
+    Step step = stepOf(property(keys.atom(i), d));
+    if (step == Step::Cut) {
+      // The keys were listed enumerable only, and no guest code ran since: the rest all count.
+      out.tag(Tag::More);
+      out.u32(count + (keys.size() - i));
+      count++;
+      break;
+    }
+    if (step != Step::Continue) return Walk::Stopped;
     count++;
   }
   out.patchU32(countAt, count);
   return Walk::Done;
 }
 
-// What a collection entry callback asks for next. Propagate ends the walk with the engine's own
-// pending exception (a stack overflow stays one) instead of the walk's stop signal.
-enum class Step { Continue, Stop, Propagate };
-
 using EntryFn = Step (*)(void* data, JSValueConst value, JSValueConst key);
 Walk walkCollectionWith(JSContext* ctx, const Intrinsics& in, JSValueConst coll, bool isMap, WireWriter& out,
                         EntryFn entry, void* data);
 
 // Writes a Map or Set: tag and count, then whatever `entry(value, key)` writes for each entry (a
-// Set passes each value as its own key), walked with the captured built-in forEach.
+// Set passes each value as its own key), walked with the captured built-in forEach (see Step).
 template <class Entry>
 Walk walkCollection(JSContext* ctx, const Intrinsics& in, JSValueConst coll, bool isMap, WireWriter& out, Entry&& entry) {
   using E = std::remove_reference_t<Entry>;

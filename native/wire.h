@@ -95,6 +95,8 @@ class WireWriter {
   }
   // Overwrites a u32 written earlier (counts known only after the entries).
   void patchU32(size_t at, uint32_t v) { std::memcpy(&buf_[at], &v, 4); }
+  // Drops what was written from `size` on.
+  void truncate(size_t size) { buf_.resize(size); }
 
  private:
   std::vector<uint8_t> buf_;

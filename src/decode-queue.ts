@@ -9,8 +9,12 @@
 import type { SandboxError } from "./errors.js";
 import type { ResumableDecode } from "./marshal.js";
 
-/** Work units per slice (about 1 ms of host time here; see marshal.ts for the units). */
-export const DECODE_SLICE_WORK = 4096;
+/**
+ * Work units per slice (about half a millisecond of host time here; see src/decoder.ts for the
+ * units): on a busy machine a thread that runs without pause is the one the OS preempts, so the
+ * event loop's turns are kept short.
+ */
+export const DECODE_SLICE_WORK = 2048;
 
 interface Pending {
   decode: ResumableDecode<unknown>;

@@ -14,11 +14,13 @@ const ERROR_CTORS: Record<string, ErrorConstructor> = {
 /**
  * Work of a decode, in units of roughly equal host time (0.2 to 0.8 µs here): one per value, one
  * per this many bytes of text or binary data copied, and more for what costs V8 more to make: an
- * object property (the key is interned, a hash table grows), a Date, RegExp, BigInt, ArrayBuffer
- * or view, and most of all an Error (V8 captures a host stack trace for each).
+ * object property (the key is interned, a hash table grows), a Map or Set entry (hashed into a
+ * table that grows), a Date, RegExp, BigInt, ArrayBuffer or view, and most of all an Error (V8
+ * captures a host stack trace for each).
  */
 const BYTES_PER_WORK_UNIT = 128;
 const PROPERTY_WORK = 2;
+const ENTRY_WORK = 3;
 const HOST_OBJECT_WORK = 3;
 const ERROR_WORK = 120;
 /** A longer string or ArrayBuffer is copied this many bytes at a time, so it can span slices. */
@@ -29,31 +31,32 @@ const CHUNK_BYTES = 256 * 1024;
  * `Object.keys`) walks all of them, even to show the first few: the decoder keeps their keys.
  */
 const MANY_KEYS = 1024;
-const keysOfLargeObjects = new WeakMap<object, KeysAtDecode>();
+const keysOfObjects = new WeakMap<object, KeysAtDecode>();
+const sizesOfCutCollections = new WeakMap<Map<unknown, unknown> | Set<unknown>, number>();
 
-/** What the decoder recorded of an object with many keys. */
+/** What the decoder recorded of an object with many keys, or of one a copy for display cut short. */
 export interface KeysAtDecode {
-  /** Its own keys, in order: all of them, or the first ones of a copy made for display. */
-  readonly keys: readonly string[];
-  /** How many keys the guest's object had. */
+  /** Its own keys, in order, for an object that holds many (undefined for one that holds few). */
+  readonly keys: readonly string[] | undefined;
+  /** How many keys the guest's object had: more than it holds when a copy for display cut it short. */
   readonly count: number;
 }
 
 /**
- * The keys of an object with many keys as the decoder made it (undefined for any other object):
- * for a renderer that shows the first few without listing every key again.
+ * What the decoder recorded of an object's keys (undefined for an object it did not make, or that
+ * holds all its keys and few of them): for a renderer that shows the first few without listing
+ * every key again, and counts the ones a copy for display left out.
  */
 export function keysAtDecode(object: object): KeysAtDecode | undefined {
-  return keysOfLargeObjects.get(object);
+  return keysOfObjects.get(object);
 }
 
 /**
- * Keys a copy made for display keeps per object with many keys: `renderValue(value, maxChars)`
- * charges at least 4 characters per key shown (its `: ` and the smallest value), so it never shows
- * more, and the one after them makes it print `... N more keys`.
+ * How many entries the guest's Map or Set had: more than `collection.size` when a copy for
+ * display cut it short.
  */
-export function keysShownWithin(maxChars: number): number {
-  return Math.floor(Math.max(0, maxChars) / 4) + 2;
+export function sizeAtDecode(collection: Map<unknown, unknown> | Set<unknown>): number {
+  return sizesOfCutCollections.get(collection) ?? collection.size;
 }
 
 function malformed(what = "value"): SandboxError {
@@ -139,7 +142,7 @@ type PartsTag = number;
 /** A value being decoded, on the decoder's stack: a container being filled, or a value waiting for its parts. */
 type OpenValue =
   | { kind: Open.Array; array: unknown[]; length: number; left: number; index: number }
-  | { kind: Open.Object; object: Record<string, unknown>; left: number; count: number; key: string | undefined; keys: string[] | undefined }
+  | { kind: Open.Object; object: Record<string, unknown>; left: number; count: number; cut: boolean; key: string | undefined; keys: string[] | undefined }
   | { kind: Open.Map; map: Map<unknown, unknown>; left: number; key: unknown; haveKey: boolean }
   | { kind: Open.Set; set: Set<unknown>; left: number }
   | { kind: Open.View; viewKind: number; slot: number }
@@ -163,25 +166,22 @@ export interface ResumableDecode<T> {
  * Unfinished values wait on an explicit stack: nesting costs no host stack. The value is the same
  * whatever the budgets: shared references and cycles kept, own `__proto__` keys kept as data.
  *
- * With `displayChars`, the copy is for `renderValue(value, displayChars)` only: an object with
- * many keys keeps just the first {@link keysShownWithin} of them (the rest are read, counted and
- * dropped), so a result of 300,000 keys never becomes a host object of that size, one V8 grows
- * by copying its whole table at once. It renders to the same text as the exact copy.
+ * A copy for display (an eval run with `displayChars`) holds only the head of a large value: the
+ * engine cut its containers short, each ending in a `More` count, recorded here for the renderer
+ * ({@link keysAtDecode}, {@link sizeAtDecode}).
  */
 export class ValueDecoder implements ResumableDecode<unknown> {
   private buf: Buffer;
   private pos = 0;
   private readonly objects: unknown[] = []; // by the number the encoder gave them (back references)
   private readonly open: OpenValue[] = [];
-  private readonly keysKept: number; // per object with many keys
   private done = false;
   private result: unknown;
   /** Work done so far (see {@link BYTES_PER_WORK_UNIT} for the units). */
   work = 0;
 
-  constructor(bytes: Buffer, displayChars?: number) {
+  constructor(bytes: Buffer) {
     this.buf = bytes;
-    this.keysKept = displayChars === undefined ? Infinity : keysShownWithin(displayChars);
   }
 
   get value(): unknown {
@@ -252,17 +252,26 @@ export class ValueDecoder implements ResumableDecode<unknown> {
       case Open.Object:
         if (top.left === 0) {
           this.open.pop();
-          if (top.keys) keysOfLargeObjects.set(top.object, { keys: top.keys, count: top.count });
+          if (top.keys !== undefined || top.cut) keysOfObjects.set(top.object, { keys: top.keys, count: top.count });
           return this.produce(top.object);
         }
-        // A key, then its value; a key a copy for display drops is skipped, never made a string.
-        if (top.key === undefined && top.keys !== undefined && top.keys.length >= this.keysKept) return this.skipKey(top);
+        // A key, then its value; or the count that ends an object a copy for display cut short.
+        if (top.key === undefined && this.buf[this.pos] === Tag.More) {
+          top.count = this.more(top, top.count - 1);
+          top.cut = true;
+          return;
+        }
         return this.begin(top.key === undefined);
       case Open.Map:
       case Open.Set:
         if (top.left === 0) {
           this.open.pop();
           return this.produce(top.kind === Open.Map ? top.map : top.set);
+        }
+        if ((top.kind === Open.Set || !top.haveKey) && this.buf[this.pos] === Tag.More) {
+          const collection = top.kind === Open.Map ? top.map : top.set;
+          sizesOfCutCollections.set(collection, this.more(top, collection.size));
+          return;
         }
         return this.begin(false);
       case Open.Parts:
@@ -290,16 +299,14 @@ export class ValueDecoder implements ResumableDecode<unknown> {
     }
   }
 
-  // Steps over the next key of `object` (its value is still decoded: later references may need it).
-  private skipKey(object: { key: string | undefined }): void {
+  // Reads the `More` count that ends a container cut short (its last entry), holding `held` entries.
+  private more(container: { left: number }, held: number): number {
     this.work++;
-    const tag = this.u8();
-    const n = this.u32();
-    if (tag !== Tag.Latin1 && tag !== Tag.String) throw malformed("string");
-    const bytes = tag === Tag.Latin1 ? n : n * 2;
-    this.need(bytes);
-    this.pos += bytes;
-    object.key = ""; // dropped by produce, which attaches no more keys to this object
+    this.pos++;
+    const count = this.u32();
+    if (container.left !== 1 || count < held) throw malformed();
+    container.left = 0;
+    return count;
   }
 
   // Reads one value (a string when `string`): a scalar is produced at once, anything else opened.
@@ -345,7 +352,7 @@ export class ValueDecoder implements ResumableDecode<unknown> {
         const left = this.u32();
         const object: Record<string, unknown> = nullProto ? Object.create(null) : {};
         this.objects.push(object);
-        this.open.push({ kind: Open.Object, object, left, count: left, key: undefined, keys: left >= MANY_KEYS ? [] : undefined });
+        this.open.push({ kind: Open.Object, object, left, count: left, cut: false, key: undefined, keys: left >= MANY_KEYS ? [] : undefined });
         return;
       }
       case Case.Date: {
@@ -418,12 +425,10 @@ export class ValueDecoder implements ResumableDecode<unknown> {
             top.key = value as string;
             return;
           }
-          if (top.keys === undefined || top.keys.length < this.keysKept) {
-            top.keys?.push(top.key);
-            if (top.key === "__proto__") Object.defineProperty(top.object, top.key, { value, writable: true, enumerable: true, configurable: true });
-            else top.object[top.key] = value;
-            this.work += PROPERTY_WORK;
-          }
+          top.keys?.push(top.key);
+          if (top.key === "__proto__") Object.defineProperty(top.object, top.key, { value, writable: true, enumerable: true, configurable: true });
+          else top.object[top.key] = value;
+          this.work += PROPERTY_WORK;
           top.key = undefined;
           top.left--;
           return;
@@ -431,6 +436,7 @@ export class ValueDecoder implements ResumableDecode<unknown> {
           if (top.haveKey) {
             top.map.set(top.key, value);
             top.left--;
+            this.work += ENTRY_WORK;
           } else {
             top.key = value;
           }
@@ -439,6 +445,7 @@ export class ValueDecoder implements ResumableDecode<unknown> {
         case Open.Set:
           top.set.add(value);
           top.left--;
+          this.work += ENTRY_WORK;
           return;
         case Open.View:
           this.open.pop();
@@ -564,11 +571,11 @@ export function decodeScalarArguments(bytes: Buffer, end: number): unknown[] | u
 }
 
 /**
- * Decodes a value the sandbox sent, in one go (for display only with `displayChars`: see
- * {@link ValueDecoder}). Every failure is a `SandboxError` with a one-line reason.
+ * Decodes a value the sandbox sent, in one go. Every failure is a `SandboxError` with a one-line
+ * reason.
  */
-export function decodeValue(bytes: Buffer, displayChars?: number): unknown {
-  const decoder = new ValueDecoder(bytes, displayChars);
+export function decodeValue(bytes: Buffer): unknown {
+  const decoder = new ValueDecoder(bytes);
   decoder.advance(Infinity);
   return decoder.value;
 }

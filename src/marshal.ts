@@ -11,7 +11,7 @@ export {
   decodeConsole,
   decodeValue,
   keysAtDecode,
-  keysShownWithin,
+  sizeAtDecode,
   type KeysAtDecode,
   type ConsoleRecord,
   type ResumableDecode,

@@ -55,18 +55,27 @@ export type NativeDispatcher = (kind: number, fnId: number, callId: number, argL
  */
 export type NativePrimitiveDispatcher = (a0: unknown, a1: unknown, a2: unknown) => unknown;
 
+/**
+ * What an eval copies of its result and thrown value: with 0 parts all of it; else a copy for
+ * display holding at most that many values and keys, depth first, and no entries of containers
+ * nested deeper than `depth` (native/guest_codec.h DisplayCut).
+ */
+export type DisplayCut = readonly [resultParts: number, thrownParts: number, depth: number];
+
 export interface NativeHandle {
   /**
    * Runs inline. The numbers of the outcome are left in `syncStats` (at the positions of
    * {@link StatsSlot}); what does not fit there comes back as [value, message, console].
    */
-  evalSync(code: string, filename: string, budgetMs: number, describe: boolean): [value: Buffer | undefined, message: string, console: Buffer | undefined] | undefined;
+  evalSync(code: string, filename: string, budgetMs: number, describe: boolean, ...display: DisplayCut | []): [value: Buffer | undefined, message: string, console: Buffer | undefined] | undefined;
   /**
    * Runs on an executor thread, or with `inline` on the calling thread (slices and host-call
    * dispatch in turn). With `answerNow`, an eval that ends while the call briefly waits for it
    * (nothing of its sandbox queued before its outcome) returns the outcome itself, not a promise.
+   * With a {@link DisplayCut}, the result or thrown value may come back as a copy for display, each
+   * container cut short ending in a `More` count.
    */
-  evalAsync(code: string, filename: string, budgetMs: number, describe: boolean, evalId: number, streamConsole: boolean, inline: boolean, answerNow: boolean): Promise<NativeOutcome> | NativeOutcome | null;
+  evalAsync(code: string, filename: string, budgetMs: number, describe: boolean, evalId: number, streamConsole: boolean, inline: boolean, answerNow: boolean, ...display: DisplayCut | []): Promise<NativeOutcome> | NativeOutcome | null;
   stop(reason: number, evalId: number): void;
   settle(callId: number, ok: boolean, result: number | Buffer | [string, string]): void;
   /** Answers the sync host call the dispatcher left unanswered, as the dispatcher would have. */
@@ -200,7 +209,7 @@ export const PrimitiveSlot = numbered("primitiveSlot", ["call", "arg0", "arg1", 
 export const DispatchKind = numbered("dispatchKind", ["SyncCall", "AsyncCall", "Console"]);
 
 /** Wire tags the host encodes and decodes (QJSN_WIRE_TAGS; the format: native/wire.h). */
-export const WireTag = numbered("wireTag", ["Undefined", "Null", "False", "True", "Int32", "Float64", "String", "Array", "Object", "Date", "RegExp", "Map", "Set", "ArrayBuffer", "TypedArray", "Error", "BackRef", "Opaque", "Latin1", "BigIntHex"]);
+export const WireTag = numbered("wireTag", ["Undefined", "Null", "False", "True", "Int32", "Float64", "String", "Array", "Object", "Date", "RegExp", "Map", "Set", "ArrayBuffer", "TypedArray", "Error", "BackRef", "Opaque", "Latin1", "BigIntHex", "More"]);
 
 /** Typed array kinds in the wire format (QJSN_TYPED_KINDS). */
 export const TypedKind = numbered("typedKind", ["Int8", "Uint8", "Uint8Clamped", "Int16", "Uint16", "Int32", "Uint32", "Float32", "Float64", "BigInt64", "BigUint64", "Float16", "DataView"]);

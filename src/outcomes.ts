@@ -6,8 +6,8 @@
 import { SandboxError, type GuestErrorInfo } from "./errors.js";
 import { DECODE_SLICE_WORK, type DecodeQueue } from "./decode-queue.js";
 import { ConsoleDecoder, GuestOpaque, ValueDecoder, decodeConsole, decodeValue, type ConsoleRecord } from "./marshal.js";
-import { CONSOLE_LEVELS, native, NativeStatus, NativeStop, StatsSlot, type NativeError, type NativeOutcome } from "./native.js";
-import { formatConsoleArgs, renderValue } from "./render.js";
+import { CONSOLE_LEVELS, native, NativeStatus, NativeStop, StatsSlot, type DisplayCut, type NativeError, type NativeOutcome } from "./native.js";
+import { formatConsoleArgs, RENDER_OPTIONS, renderValue } from "./render.js";
 import type { ConsoleEntry, EvalOptions, EvalReport, EvalStats, SandboxOptions } from "./types.js";
 
 /** Console levels by the number the engine sends. */
@@ -99,21 +99,32 @@ function carriesValue(status: NativeStatus): boolean {
 }
 
 /** An outcome's bytes decoded at once (inline evals: the caller chose to block). */
-export function decodeAtOnce(raw: NativeOutcome, displayChars?: number): DecodedOutcome {
+export function decodeAtOnce(raw: NativeOutcome): DecodedOutcome {
   const [status, valueBytes, , , consoleBytes] = raw;
   const console = consoleBytes ? decodeConsole(consoleBytes) : [];
   if (!valueBytes || !carriesValue(status)) return { value: undefined, console };
   try {
-    return { value: decodeValue(valueBytes, shownChars(status, displayChars)), console };
+    return { value: decodeValue(valueBytes), console };
   } catch (err) {
     return { value: undefined, failure: err as SandboxError, console };
   }
 }
 
-// What a copy for display must be able to show: a thrown value other than an Error becomes the
-// error's message, rendered within MAX_THROWN_CHARS.
-function shownChars(status: NativeStatus, displayChars: number | undefined): number | undefined {
-  return displayChars === undefined || status === NativeStatus.Ok ? displayChars : Math.max(displayChars, MAX_THROWN_CHARS);
+const EXACT_COPY: DisplayCut = [0, 0, 0];
+
+/**
+ * The copy for display of an eval's result (and of what it threw) that `renderValue(value,
+ * displayChars)` renders to the same text as the exact copy; an exact copy without `displayChars`.
+ * The renderer charges at least 2 characters for every value and key it shows, and shows nothing
+ * nested deeper than RENDER_OPTIONS.depth, so within `displayChars` it never reaches a part past
+ * `displayChars / 2` (one more: the item after the ones shown, whose type `inspect` looks at) or
+ * below that depth. A thrown value other than an Error becomes the error's message, rendered
+ * within MAX_THROWN_CHARS.
+ */
+export function displayCutOf(displayChars: number | undefined): DisplayCut {
+  if (displayChars === undefined) return EXACT_COPY;
+  const parts = (chars: number): number => Math.min(Math.ceil(chars / 2) + 1, 0xffff_ffff); // the addon reads a u32
+  return [parts(displayChars), parts(Math.max(displayChars, MAX_THROWN_CHARS)), RENDER_OPTIONS.depth];
 }
 
 /**
@@ -121,9 +132,9 @@ function shownChars(status: NativeStatus, displayChars: number | undefined): num
  * case (no console output, nothing queued, a value within one slice) is decoded before returning,
  * without a promise. The promise rejects with `DISPOSED` when the queue is cancelled meanwhile.
  */
-export function decodeOutcome(raw: NativeOutcome, queue: DecodeQueue, displayChars?: number): DecodedOutcome | Promise<DecodedOutcome> {
+export function decodeOutcome(raw: NativeOutcome, queue: DecodeQueue): DecodedOutcome | Promise<DecodedOutcome> {
   const [status, valueBytes, , , consoleBytes] = raw;
-  const value = valueBytes && carriesValue(status) ? new ValueDecoder(valueBytes, shownChars(status, displayChars)) : undefined;
+  const value = valueBytes && carriesValue(status) ? new ValueDecoder(valueBytes) : undefined;
   if (!consoleBytes && !queue.busy) {
     try {
       if (!value || value.advance(DECODE_SLICE_WORK)) return { value: value?.value, console: [] };

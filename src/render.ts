@@ -11,7 +11,7 @@
  * `util.inspect` renders them.
  */
 import { formatWithOptions, inspect, type InspectOptions } from "node:util";
-import { GuestOpaque, keysAtDecode } from "./marshal.js";
+import { GuestOpaque, keysAtDecode, sizeAtDecode } from "./marshal.js";
 
 /** How results are shown: `util.inspect` with these options, within a character budget. */
 export const RENDER_OPTIONS = {
@@ -224,30 +224,33 @@ class Pruner {
     });
   }
 
+  // A copy for display may hold fewer entries than the guest's collection had: sizeAtDecode counts them all.
   #map(value: Map<unknown, unknown>, depth: number, beyond: boolean): Map<unknown, unknown> {
     const twin = new Map<unknown, unknown>();
-    if (beyond) return value.size === 0 ? twin : twin.set(undefined, undefined);
+    const size = sizeAtDecode(value);
+    if (beyond) return size === 0 ? twin : twin.set(undefined, undefined);
     return this.#enter(value, twin, () => {
-      const limit = Math.min(value.size, this.#limits.maxArrayLength);
+      const limit = Math.min(size, this.#limits.maxArrayLength);
       for (const [key, item] of value) {
         if (twin.size >= limit || this.#spent) break;
         twin.set(this.copy(key, depth + 1), this.copy(item, depth + 1));
       }
-      const more = value.size - twin.size;
+      const more = size - twin.size;
       if (more > 0) twin.set(new Shown("..."), new Shown(`${more} more entr${more === 1 ? "y" : "ies"}`));
     });
   }
 
   #set(value: Set<unknown>, depth: number, beyond: boolean): Set<unknown> {
     const twin = new Set<unknown>();
-    if (beyond) return value.size === 0 ? twin : twin.add(undefined);
+    const size = sizeAtDecode(value);
+    if (beyond) return size === 0 ? twin : twin.add(undefined);
     return this.#enter(value, twin, () => {
-      const limit = Math.min(value.size, this.#limits.maxArrayLength);
+      const limit = Math.min(size, this.#limits.maxArrayLength);
       for (const item of value) {
         if (twin.size >= limit || this.#spent) break;
         twin.add(this.copy(item, depth + 1));
       }
-      const more = value.size - twin.size;
+      const more = size - twin.size;
       if (more > 0) twin.add(new Shown(`... ${more} more item${more === 1 ? "" : "s"}`));
     });
   }
@@ -255,7 +258,8 @@ class Pruner {
   #plain(value: Record<string, unknown>, depth: number, beyond: boolean): Record<string, unknown> {
     const twin: Record<string, unknown> = Object.getPrototypeOf(value) === null ? Object.create(null) : {};
     // for-in lists every key of an object with many keys before the first one; the decoder kept
-    // the keys of those it made, so the walk can stop where the budget does.
+    // the keys of those it made, so the walk can stop where the budget does, and counted the keys
+    // of objects a copy for display cut short.
     const known = keysAtDecode(value);
     if (beyond) {
       if (known ? known.count > 0 : !ownKeysIn(value).next().done) return Object.assign(twin, { _: undefined });

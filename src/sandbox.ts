@@ -9,7 +9,7 @@ import { HostCalls, removeCode } from "./host-calls.js";
 import { encodeValue } from "./marshal.js";
 import { SANDBOX_LIMITS } from "./options.js";
 import { native, NativeStatus, NativeStop, type NativeHandle, type NativeOutcome } from "./native.js";
-import { decodeAtOnce, decodeOutcome, errorOf, globalValueOf, limitsOf, refusal, reportOf, stubOutcome, syncOutcome, throwIfFailed, type DecodedOutcome } from "./outcomes.js";
+import { decodeAtOnce, decodeOutcome, displayCutOf, errorOf, globalValueOf, limitsOf, refusal, reportOf, stubOutcome, syncOutcome, throwIfFailed, type DecodedOutcome } from "./outcomes.js";
 import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealSnapshotAsync, splitRestoreOptions, takeSnapshot, type NotRestored, type RestoreOptions, type RestoredSandbox, type SnapshotOptions } from "./snapshot.js";
 import type { AsyncHostFunction, EvalOptions, EvalReport, HostFunction, MemoryUsage, SandboxOptions } from "./types.js";
 import { checkFunctionName, checkGlobalName, checkInteger, evalClockMs, invalid, validateEvalOptions, validateOptions, validatePath } from "./validate.js";
@@ -100,7 +100,7 @@ export class Sandbox implements Disposable {
   }
 
   #report(raw: NativeOutcome, wallMs: number, o: EvalOptions, wallBudgetMs?: number, decoded?: DecodedOutcome): EvalReport {
-    return reportOf(raw, wallMs, limitsOf(this.#options, o, wallBudgetMs), decoded ?? decodeAtOnce(raw, o.displayChars));
+    return reportOf(raw, wallMs, limitsOf(this.#options, o, wallBudgetMs), decoded ?? decodeAtOnce(raw));
   }
 
   #live(): NativeHandle {
@@ -219,7 +219,7 @@ export class Sandbox implements Disposable {
     if (this.#asyncEvals > 0) return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
     this.#startClock(handle, o);
     const started = performance.now();
-    const extras = handle.evalSync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe");
+    const extras = handle.evalSync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", ...displayCutOf(o.displayChars));
     return this.#report(syncOutcome(extras), performance.now() - started, o);
   }
 
@@ -298,7 +298,7 @@ export class Sandbox implements Disposable {
     const started = performance.now();
     // Set before the eval starts: an inline eval makes its host calls inside evalAsync.
     this.#host.beginEval(evalId, o.onConsole);
-    const pending = handle.evalAsync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", evalId, o.onConsole !== undefined, o.inline === true, mayAnswerNow(started));
+    const pending = handle.evalAsync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", evalId, o.onConsole !== undefined, o.inline === true, mayAnswerNow(started), ...displayCutOf(o.displayChars));
     if (!pending) {
       this.#host.endEval();
       return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
@@ -329,7 +329,7 @@ export class Sandbox implements Disposable {
   // The report of an ended eval, once its outcome's bytes are decoded (at once when they are few).
   #decoded(raw: NativeOutcome, started: number, o: EvalOptions, wallMs: number): EvalReport | Promise<EvalReport> {
     const ranMs = performance.now() - started;
-    const decoding = decodeOutcome(raw, this.#decodes, o.displayChars);
+    const decoding = decodeOutcome(raw, this.#decodes);
     if (!(decoding instanceof Promise)) return this.#report(raw, ranMs, o, wallMs, decoding);
     return decoding.then(
       (decoded) => this.#report(raw, ranMs, o, wallMs, decoded),

@@ -98,10 +98,11 @@ export interface EvalOptions {
   inline?: boolean;
   /**
    * For a caller that only shows the result (or thrown value), as `renderValue(value, displayChars)`
-   * does: an object with more keys than such a rendering can show is copied with just the first
-   * of them, and renders to the same text as the exact copy (`... N more keys` included). A guest
-   * object of 300,000 keys then never becomes a host object of that size, whose growth would hold
-   * the event loop. Default: unset, the value is an exact copy.
+   * does: the engine copies, on its own thread, only the head of the value such a rendering can
+   * show (about `displayChars / 2` values and keys, depth first); each object, array, Map or Set cut
+   * short keeps its count, and the copy renders to the same text as the exact copy (`... N more
+   * keys` included). A guest object of 300,000 keys then never reaches the Node main thread, which
+   * would spend tens of milliseconds decoding it. Default: unset, the value is an exact copy.
    */
   displayChars?: number;
 }
