@@ -4,7 +4,7 @@
 // call order, console lines before the result, host calls before the result, dispose and abort,
 // and the event loop must still turn during a loop of such evals.
 import { describe, expect, it } from "vitest";
-import { Sandbox, SandboxError } from "../../src/index.js";
+import { Sandbox, type SandboxError } from "../../src/index.js";
 import { sandbox } from "../hostile/harness.js"; // a sandbox disposed after the current test
 
 const outcome = (p: Promise<unknown>): Promise<unknown> => p.then(
