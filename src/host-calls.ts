@@ -13,6 +13,7 @@ import { BOUNDARY_SIZES, DispatchKind, PrimitiveSlot, native, type NativeDispatc
 import { CONSOLE_LEVELS, refusal, throwIfFailed } from "./outcomes.js";
 import { formatConsoleArgs } from "./render.js";
 import type { AsyncHostFunction, ConsoleEntry, HostCallContext, HostFunction } from "./types.js";
+import { perTurnBudget } from "./turn-budget.js";
 import { invalid, validatePath } from "./validate.js";
 
 // Shared with the addon (one per Node environment): host call arguments and results of usual size
@@ -27,24 +28,8 @@ const MAX_PRIMITIVE_CHARS = BOUNDARY_SIZES.maxPrimitiveChars;
 // A guest that awaits host calls in a loop gets each answer within microseconds: the addon then
 // waits for its next call and dispatches it in the same turn of the event loop (up to 1,000 in a
 // row, Node's limit for one thread-safe-function wake-up). Once a turn has handed out results for
-// TURN_BUDGET_MS, the next result waits for the next turn, so timers and I/O run at least that
-// often. One performance.now() per result, one setImmediate per turn that settles any.
-const TURN_BUDGET_MS = 1;
-let turnStartedAt = -1;
-const turnEnded = (): void => {
-  turnStartedAt = -1;
-};
-
-/** False once this turn of the event loop has settled async host calls for TURN_BUDGET_MS. */
-function turnHasRoom(): boolean {
-  const now = performance.now();
-  if (turnStartedAt < 0) {
-    turnStartedAt = now;
-    setImmediate(turnEnded);
-    return true;
-  }
-  return now - turnStartedAt < TURN_BUDGET_MS;
-}
+// 1 ms, the next result waits for the next turn, so timers and I/O run at least that often.
+const turnHasRoom = perTurnBudget(1);
 
 // The numbers of a primitive host call (see NativePrimitiveDispatcher), shared with the addon like
 // `exchange`; the positions as plain constants, which the optimizing compiler folds into the loads.

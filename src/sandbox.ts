@@ -12,6 +12,7 @@ import { native, NativeStatus, NativeStop, type NativeHandle, type NativeOutcome
 import { decodeAtOnce, decodeOutcome, displayCutOf, errorOf, globalValueOf, limitsOf, refusal, reportOf, stubOutcome, syncOutcome, throwIfFailed, type DecodedOutcome } from "./outcomes.js";
 import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealSnapshotAsync, splitRestoreOptions, takeSnapshot, type NotRestored, type RestoreOptions, type RestoredSandbox, type SnapshotOptions } from "./snapshot.js";
 import type { AsyncHostFunction, EvalOptions, EvalReport, HostFunction, MemoryUsage, SandboxOptions } from "./types.js";
+import { perTurnBudget } from "./turn-budget.js";
 import { checkFunctionName, checkGlobalName, checkInteger, evalClockMs, invalid, validateEvalOptions, validateOptions, validatePath } from "./validate.js";
 
 /** Execution budget of the sandbox's own short guest steps (removing a global). */
@@ -21,23 +22,9 @@ const HOST_STEP_BUDGET_MS = 100;
  * How long evals may go on being answered without a turn of the event loop. An eval that ends
  * while the main thread briefly waits for it is answered at once, its promise already settled; in
  * a loop of `await sb.eval(...)` nothing else would then run, no timer and no I/O, until the loop
- * ends. So once this long has passed since the first such answer, evals wait for a turn again.
+ * ends. So once 1 ms has passed since the first such answer, evals wait for a turn again.
  */
-const ANSWER_NOW_WITHOUT_TURN_MS = 1;
-let answeringSinceMs = -1; // when answers without a turn of the event loop began; -1: a turn came since
-
-function mayAnswerNow(nowMs: number): boolean {
-  if (answeringSinceMs < 0) {
-    answeringSinceMs = nowMs;
-    setImmediate(loopTurned);
-    return true;
-  }
-  return nowMs - answeringSinceMs < ANSWER_NOW_WITHOUT_TURN_MS;
-}
-
-function loopTurned(): void {
-  answeringSinceMs = -1;
-}
+const mayAnswerNow = perTurnBudget(1);
 
 /**
  * A JavaScript sandbox: one QuickJS-ng runtime with its own memory limit, stack limit, time
