@@ -224,13 +224,20 @@ class Pruner {
     });
   }
 
+  // inspect shows at most maxArrayLength entries of a Map or Set: a cut one keeps one fewer, so
+  // that inspect also shows the marker that counts the rest (else it would print its own
+  // `... 1 more item` for the marker).
+  #entriesShown(size: number): number {
+    return size > this.#limits.maxArrayLength ? this.#limits.maxArrayLength - 1 : size;
+  }
+
   // A copy for display may hold fewer entries than the guest's collection had: sizeAtDecode counts them all.
   #map(value: Map<unknown, unknown>, depth: number, beyond: boolean): Map<unknown, unknown> {
     const twin = new Map<unknown, unknown>();
     const size = sizeAtDecode(value);
     if (beyond) return size === 0 ? twin : twin.set(undefined, undefined);
     return this.#enter(value, twin, () => {
-      const limit = Math.min(size, this.#limits.maxArrayLength);
+      const limit = this.#entriesShown(size);
       for (const [key, item] of value) {
         if (twin.size >= limit || this.#spent) break;
         twin.set(this.copy(key, depth + 1), this.copy(item, depth + 1));
@@ -245,7 +252,7 @@ class Pruner {
     const size = sizeAtDecode(value);
     if (beyond) return size === 0 ? twin : twin.add(undefined);
     return this.#enter(value, twin, () => {
-      const limit = Math.min(size, this.#limits.maxArrayLength);
+      const limit = this.#entriesShown(size);
       for (const item of value) {
         if (twin.size >= limit || this.#spent) break;
         twin.add(this.copy(item, depth + 1));

@@ -46,6 +46,17 @@ describe("renderValue", () => {
     expect(text.match(/k\d+:/g)).toHaveLength(300_000 - more);
   });
 
+  it.each<[string, Map<number, number> | Set<number>, RegExp]>([
+    ["Set", new Set(Array.from({ length: 1000 }, (_, i) => i)), /\.\.\. (\d+) more items/],
+    ["Map", new Map(Array.from({ length: 1000 }, (_, i) => [i, i])), /\.\.\. => (\d+) more entries/],
+  ])("counts every entry of a %s over maxArrayLength that it does not show", (_kind, collection, marker) => {
+    const text = renderValue(collection, 1_000_000);
+    const shown = text.match(/^ {2}\d+/gm)?.length ?? 0;
+    expect(shown).toBeGreaterThan(100);
+    expect(shown + Number(marker.exec(text)?.[1])).toBe(1000);
+    expect(text).not.toMatch(/\.\.\. 1 more item\b/);
+  });
+
   it("cuts a long string inside a value and says how much is left", () => {
     const text = renderValue({ s: "x".repeat(1_000_000) }, 1000);
     expect(text.length).toBeLessThan(1200);
