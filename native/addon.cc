@@ -15,6 +15,7 @@
 #include "executor.h"
 #include "handle_args.h"
 #include "primitive_call.h"
+#include "reaper.h"
 
 namespace qjsn {
 
@@ -88,12 +89,21 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
 
   void release() {
     if (!engine_) return;
-    if (engine_->dispose()) Executor::instance().schedule(engine_);
+    bool freedOffThread = false;
+    switch (engine_->dispose()) {
+      case Engine::AfterDispose::Schedule: Executor::instance().schedule(engine_); break;
+      case Engine::AfterDispose::Release:
+        // A big heap takes long to free: not on the main thread, which every session shares.
+        freedOffThread = engine_->memoryUsed() > kFreeInPlaceMaxBytes;
+        if (freedOffThread) freeOffThread(std::move(engine_));
+        break;
+      case Engine::AfterDispose::Nothing: break;
+    }
     engine_.reset();
     // After dispose(): the guest waiting for this answer sees its eval stopped when it wakes.
     if (parkedSlot_) EnvBridge::finishSlot(std::exchange(parkedSlot_, nullptr), EnvBridge::closedResult());
     Napi::MemoryManagement::AdjustExternalMemory(Env(), -externalBytes_);
-    bridge_->returnMemoryToSystem(externalBytes_);
+    if (!freedOffThread) bridge_->returnMemoryToSystem(externalBytes_);  // the reaper trims after its frees
     if (deferred_) {
       bridge_->evalEnded();
       deferred_.reset();
@@ -649,6 +659,13 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
                 Napi::Array a = Napi::Array::New(info.Env(), 2);
                 a.Set(0u, Napi::Number::New(info.Env(), c.threads));
                 a.Set(1u, Napi::Number::New(info.Env(), c.maxThreads));
+                return a;
+              }));
+  exports.Set("reaperBytes", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
+                ReaperBytes bytes = reaperBytes();
+                Napi::Array a = Napi::Array::New(info.Env(), 2);
+                a.Set(0u, Napi::Number::New(info.Env(), static_cast<double>(bytes.pending)));
+                a.Set(1u, Napi::Number::New(info.Env(), bytes.freed));
                 return a;
               }));
   exports.Set("engineVersion", Napi::String::New(env, JS_GetVersion()));

@@ -112,13 +112,13 @@ void Engine::teardown() {
   rt_ = nullptr;
 }
 
-bool Engine::dispose() {
+Engine::AfterDispose Engine::dispose() {
   std::lock_guard<std::mutex> lock(mu_);
   if (stop_.exchange(static_cast<int>(StopReason::Dispose)) == 0) stopRequestedNs_ = monotonicNs();
   bool parked = lifecycle_.phase() == Phase::Parked;
-  if (!lifecycle_.apply(Event::DisposeRequested)) return false;
-  if (lifecycle_.phase() == Phase::Closed) teardown();
-  return parked;  // woken: the slice that answers the eval as disposed frees the runtime
+  if (!lifecycle_.apply(Event::DisposeRequested)) return AfterDispose::Nothing;
+  if (lifecycle_.phase() == Phase::Closed) return AfterDispose::Release;
+  return parked ? AfterDispose::Schedule : AfterDispose::Nothing;
 }
 
 }  // namespace qjsn

@@ -176,9 +176,15 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // the engine never runs guest code again. `graceNs` is CPU time burned past the deadline.
   bool abandon(int64_t graceNs);
 
-  // Frees the runtime now if nothing runs it; otherwise the executor frees it when the eval
-  // stops. True when the engine must be scheduled so that happens.
-  bool dispose();
+  // What the caller of dispose() does next.
+  enum class AfterDispose {
+    Nothing,   // freed already, or the eval that runs now frees it when it stops
+    Schedule,  // schedule the engine: the slice that answers its parked eval frees it
+    Release,   // nothing runs it: the runtime is freed with the last reference (~Engine)
+  };
+  // Stops the engine for good. A runtime that nothing runs is left for the caller to free where
+  // it chooses (native/reaper.h); otherwise the executor frees it when the eval stops.
+  AfterDispose dispose();
   bool busy() const { return lifecycle_.busy(); }
   bool broken() const { return lifecycle_.broken(); }
   size_t memoryUsed() const { return memory_.used.load(std::memory_order_relaxed); }

@@ -122,6 +122,11 @@ interface NativeModule {
   threadStackBytes: number;
   /** [executor threads now, their cap]: one thread per runnable async eval, created on demand. */
   executorThreads(): [threads: number, maxThreads: number];
+  /**
+   * [bytes handed over and not freed yet, bytes freed so far] by the addon's reaper thread, which
+   * frees disposed runtimes with big heaps off the main thread (native/reaper.h).
+   */
+  reaperBytes(): [pending: number, freed: number];
   /** The buffer shared with the addon for host call arguments and results. */
   exchange: Buffer;
   /** The numbers of the last inline eval (see {@link NativeHandle.evalSync}). */

@@ -95,6 +95,15 @@ function classes(api, lc) {
           }
         };
       }],
+      ["dispose of a session holding 1,000,000 objects", () => {
+        const sb = new api.Sandbox({ memoryLimitBytes: 512 * KiB * KiB });
+        sb.evalSync("globalThis.big = []; for (let i = 0; i < 1e6; i++) big.push({ i, s: 'x' + i }); 0", { timeoutMs: 120_000 });
+        const mib = Math.round(sb.memoryUsage().usedBytes / (KiB * KiB));
+        return () => {
+          sb.dispose();
+          return `disposed (${mib} MiB heap)`;
+        };
+      }],
       ["repeated 8 MB string as host-call argument ×31", () => {
         const sb = new api.Sandbox();
         sb.defineAsyncFunction("take", () => 1);
