@@ -15,6 +15,24 @@ void Engine::lifecycleFault(EvalOutcome* out) {
   out->message = "internal error: the sandbox lost track of its eval state";
 }
 
+void Engine::snapshotAfterEval(EvalOutcome* out) {
+  switch (out->status) {
+    // A stopped eval may have left the state half-changed: nothing is written of it.
+    case EvalStatus::Timeout:
+    case EvalStatus::OutOfMemory:
+    case EvalStatus::Aborted:
+    case EvalStatus::Disposed:
+    case EvalStatus::Broken:
+    case EvalStatus::Busy: break;
+    default:
+      // After finish(), as a snapshot job queued behind the eval would run: the eval's jobs and
+      // state are cleared, its numbers taken. Writing runs no guest code: no budget applies.
+      out->snapshotOp = true;
+      out->snapshot = writeSnapshot(request_.snapshotExclude, request_.snapshotMaxBytes, &out->snapshotBody);
+  }
+  request_.snapshotExclude.clear();
+}
+
 bool Engine::beginAsync(EvalRequest request, uint64_t evalId) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!ctx_ || !lifecycle_.apply(Event::BeginAsync)) return false;
@@ -74,7 +92,7 @@ bool Engine::runSlice() {
       } else if (request_.takeSnapshot) {
         leaveGuest();  // writing runs no guest code: no execution budget applies
         out.snapshotOp = true;
-        out.snapshot = writeSnapshot(request_.snapshotExclude, request_.snapshotMaxBytes, &out.value);
+        out.snapshot = writeSnapshot(request_.snapshotExclude, request_.snapshotMaxBytes, &out.snapshotBody);
         request_.snapshotExclude.clear();
         done = true;
       } else if (request_.restore) {
@@ -145,6 +163,7 @@ bool Engine::runSlice() {
   if (done && lifecycle_.phase() != Phase::Abandoned) {
     lock.unlock();
     finish(&out);
+    if (request_.snapshotAfter) snapshotAfterEval(&out);
     lock.lock();
   }
   bool again = !done && (!inbox_.empty() || stop_.load() != 0);  // results or a stop arrived meanwhile
