@@ -289,6 +289,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
   int64_t overdueCpuNs_ = -1;
   uint64_t evalId_ = 0;         // the eval whose state is in the runtime
   uint64_t pendingEvalId_ = 0;  // the async eval accepted by beginAsync
+  // Under mu_: the eval has ended and its snapshotAfter write runs. A stop for the eval (its wall
+  // budget, an abort) is too late, and the watchdog leaves the write alone: it runs no guest code.
+  bool writingAfterEval_ = false;
   EvalRequest request_;
   OwnedValue evalPromise_;
   std::vector<HostResult> inbox_;
