@@ -277,15 +277,22 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   }
 
   // evalAsync(code, filename, budgetMs, describe, evalId, streamConsole, inline, answerNow[,
-  // resultParts, thrownParts, depth]) -> Promise<outcome array>; the outcome array itself when
-  // `answerNow` and the eval ended within the main thread's short wait for it
-  // (EnvBridge::takeOutcome); null when busy
+  // resultParts, thrownParts, depth[, excludedNames, maxBytes]]) -> Promise<outcome array>; the
+  // outcome array itself when `answerNow` and the eval ended within the main thread's short wait
+  // for it (EnvBridge::takeOutcome); null when busy. With excludedNames, a snapshot is written
+  // after an eval that was not stopped, as writeSnapshotAsync would, into the outcome's index 10.
   Napi::Value EvalAsync(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     HandleArgs args(info);
     if (!alive(info) || !args.has(5)) return env.Undefined();
     if (engine_->broken()) return env.Null();
-    return startAsync(env, requestOf(args, 8), args.u64(4), args.flag(6), args.flag(7));
+    EvalRequest r = requestOf(args, 8);
+    if (args.has(13) && args.isArray(11)) {
+      r.snapshotAfter = true;
+      r.snapshotExclude = args.utf16Set(11);
+      r.snapshotMaxBytes = args.u64(12);
+    }
+    return startAsync(env, std::move(r), args.u64(4), args.flag(6), args.flag(7));
   }
 
   // restoreAsync(body, budgetMs, evalId) -> Promise<outcome array with [status, message, [name, type, ...]]
@@ -303,8 +310,8 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     return startAsync(env, std::move(r), args.u64(2));
   }
 
-  // writeSnapshotAsync(excludedNames, maxBytes, evalId) -> Promise<outcome array: the body as the
-  // value, [status, message, [name, type, ...]] at index 10>; null when busy.
+  // writeSnapshotAsync(excludedNames, maxBytes, evalId) -> Promise<outcome array with
+  // [status, body | message, [name, type, ...]] at index 10>; null when busy.
   Napi::Value WriteSnapshotAsync(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     HandleArgs args(info);

@@ -15,6 +15,30 @@ void Engine::lifecycleFault(EvalOutcome* out) {
   out->message = "internal error: the sandbox lost track of its eval state";
 }
 
+void Engine::snapshotAfterEval(EvalOutcome* out) {
+  switch (out->status) {
+    // A stopped eval may have left the state half-changed: nothing is written of it.
+    case EvalStatus::Timeout:
+    case EvalStatus::OutOfMemory:
+    case EvalStatus::Aborted:
+    case EvalStatus::Disposed:
+    case EvalStatus::Broken:
+    case EvalStatus::Busy: break;
+    default: {
+      // After finish(), as a snapshot job queued behind the eval would run: the eval's jobs and
+      // state are cleared, its numbers taken. Writing runs no guest code: no budget applies.
+      std::unique_lock<std::mutex> lock(mu_);
+      writingAfterEval_ = true;
+      lock.unlock();
+      out->snapshotOp = true;
+      out->snapshot = writeSnapshot(request_.snapshotExclude, request_.snapshotMaxBytes, &out->snapshotBody);
+      lock.lock();
+      writingAfterEval_ = false;
+    }
+  }
+  request_.snapshotExclude.clear();
+}
+
 bool Engine::beginAsync(EvalRequest request, uint64_t evalId) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!ctx_ || !lifecycle_.apply(Event::BeginAsync)) return false;
@@ -36,7 +60,7 @@ bool Engine::deliver(HostResult result) {
 
 bool Engine::requestStop(StopReason reason, uint64_t evalId) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (evalId != pendingEvalId_) return false;
+  if (evalId != pendingEvalId_ || writingAfterEval_) return false;
   bool parked = lifecycle_.phase() == Phase::Parked;
   if (!lifecycle_.apply(Event::StopRequested)) return false;  // the eval ended
   int expected = 0;
@@ -74,7 +98,7 @@ bool Engine::runSlice() {
       } else if (request_.takeSnapshot) {
         leaveGuest();  // writing runs no guest code: no execution budget applies
         out.snapshotOp = true;
-        out.snapshot = writeSnapshot(request_.snapshotExclude, request_.snapshotMaxBytes, &out.value);
+        out.snapshot = writeSnapshot(request_.snapshotExclude, request_.snapshotMaxBytes, &out.snapshotBody);
         request_.snapshotExclude.clear();
         done = true;
       } else if (request_.restore) {
@@ -145,6 +169,7 @@ bool Engine::runSlice() {
   if (done && lifecycle_.phase() != Phase::Abandoned) {
     lock.unlock();
     finish(&out);
+    if (request_.snapshotAfter) snapshotAfterEval(&out);
     lock.lock();
   }
   bool again = !done && (!inbox_.empty() || stop_.load() != 0);  // results or a stop arrived meanwhile
@@ -174,7 +199,8 @@ bool Engine::runSlice() {
 
 bool Engine::abandon(int64_t graceNs) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (lifecycle_.phase() != Phase::Running) return false;  // only an async slice can be abandoned
+  // Only an async slice can be abandoned, and not while it writes a snapshot after its eval.
+  if (lifecycle_.phase() != Phase::Running || writingAfterEval_) return false;
   // Stuck means "kept burning CPU after it should have stopped": a thread that merely got no CPU
   // (a loaded machine, or a sanitizer build) is not stuck, so everything here is the thread's own
   // CPU time, like the budget itself.

@@ -51,9 +51,12 @@ struct EvalRequest {
   bool restore = false;
   std::vector<uint8_t> snapshotBody;
   // A snapshot write instead of code: its cost grows with the guest's state, so it runs on the
-  // executor too (no guest code runs; the body comes back as the outcome's value).
+  // executor too (no guest code runs; the body comes back as the outcome's snapshotBody).
   bool takeSnapshot = false;
-  std::unordered_set<std::u16string> snapshotExclude;
+  // Code, then a snapshot write in the same job once the eval ended without being stopped: one
+  // executor round trip for a caller that keeps the state after every eval.
+  bool snapshotAfter = false;
+  std::unordered_set<std::u16string> snapshotExclude;  // both writes: names the host owns
   uint64_t snapshotMaxBytes = 0;
 };
 
@@ -69,8 +72,9 @@ struct EvalOutcome {
   size_t memoryUsedBytes = 0;
   size_t peakMemoryBytes = 0;
   uint64_t evalId = 0;
-  bool snapshotOp = false;  // the request was a restore or a snapshot write: `snapshot` holds its result
+  bool snapshotOp = false;  // a restore or a snapshot write ran: `snapshot` holds its result
   SnapshotResult snapshot;
+  std::vector<uint8_t> snapshotBody;  // what a snapshot write wrote
 };
 
 struct HostResult {
@@ -239,6 +243,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   void settleHostCalls(std::vector<HostResult>* results);
   // An outcome for the host when the lifecycle refused a transition its own code guarantees.
   static void lifecycleFault(EvalOutcome* out);
+  // The snapshot write of a request with snapshotAfter, once its eval has finished.
+  void snapshotAfterEval(EvalOutcome* out);
 
   uint32_t id_;
   EngineOptions options_;
@@ -283,6 +289,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
   int64_t overdueCpuNs_ = -1;
   uint64_t evalId_ = 0;         // the eval whose state is in the runtime
   uint64_t pendingEvalId_ = 0;  // the async eval accepted by beginAsync
+  // Under mu_: the eval has ended and its snapshotAfter write runs. A stop for the eval (its wall
+  // budget, an abort) is too late, and the watchdog leaves the write alone: it runs no guest code.
+  bool writingAfterEval_ = false;
   EvalRequest request_;
   OwnedValue evalPromise_;
   std::vector<HostResult> inbox_;

@@ -51,7 +51,8 @@ Napi::Value outcomeToJs(Napi::Env env, EvalOutcome& o) {
   a.Set(at(OutcomeSlot::hostCalls), Napi::Number::New(env, o.hostCalls));
   a.Set(at(OutcomeSlot::memoryUsedBytes), Napi::Number::New(env, static_cast<double>(o.memoryUsedBytes)));
   a.Set(at(OutcomeSlot::peakMemoryBytes), Napi::Number::New(env, static_cast<double>(o.peakMemoryBytes)));
-  if (o.snapshotOp) a.Set(at(OutcomeSlot::snapshot), snapshotResultToJs(env, o.snapshot, env.Undefined()));
+  if (o.snapshotOp)
+    a.Set(at(OutcomeSlot::snapshot), snapshotResultToJs(env, o.snapshot, bufferOrUndefined(env, o.snapshotBody)));
   return a;
 }
 

@@ -23,4 +23,4 @@ export type {
   AsyncHostFunction,
 } from "./types.js";
 export { inspectSnapshot, snapshotBody, resealSnapshot, SNAPSHOT_FORMAT_VERSION } from "./snapshot.js";
-export type { SnapshotOptions, RestoreOptions, ResealOptions, SnapshotSigning, NotRestored, RestoredSandbox, SnapshotInfo } from "./snapshot.js";
+export type { SnapshotOptions, RestoreOptions, ResealOptions, SnapshotSigning, NotRestored, RestoredSandbox, SnapshotInfo, SnapshotAfterRun } from "./snapshot.js";

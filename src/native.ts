@@ -23,7 +23,8 @@ export type NativeOutcome = [
   hostCalls: number,
   memoryUsedBytes: number,
   peakMemoryBytes: number,
-  snapshot?: NativeSnapshotRead,
+  /** The result of a restore (a read) or of a snapshot write, when one ran in the job. */
+  snapshot?: NativeSnapshotRead | NativeSnapshotWrite,
 ];
 
 /** Result of a native snapshot write: [status, body | message, flat [name, type, ...] of placeholders]. */
@@ -62,6 +63,9 @@ export type NativePrimitiveDispatcher = (a0: unknown, a1: unknown, a2: unknown) 
  */
 export type DisplayCut = readonly [resultParts: number, thrownParts: number, depth: number];
 
+/** The arguments of a snapshot write: names the host owns (left out), the cap on the body. */
+export type SnapshotAfter = readonly [excludedNames: string[], maxBodyBytes: number];
+
 export interface NativeHandle {
   /**
    * Runs inline. The numbers of the outcome are left in `syncStats` (at the positions of
@@ -73,9 +77,10 @@ export interface NativeHandle {
    * dispatch in turn). With `answerNow`, an eval that ends while the call briefly waits for it
    * (nothing of its sandbox queued before its outcome) returns the outcome itself, not a promise.
    * With a {@link DisplayCut}, the result or thrown value may come back as a copy for display, each
-   * container cut short ending in a `More` count.
+   * container cut short ending in a `More` count. With `snapshotAfter`, an eval that was not
+   * stopped is followed in the same job by a snapshot write, as `writeSnapshotAsync` does.
    */
-  evalAsync(code: string, filename: string, budgetMs: number, describe: boolean, evalId: number, streamConsole: boolean, inline: boolean, answerNow: boolean, ...display: DisplayCut | []): Promise<NativeOutcome> | NativeOutcome | null;
+  evalAsync(code: string, filename: string, budgetMs: number, describe: boolean, evalId: number, streamConsole: boolean, inline: boolean, answerNow: boolean, ...extra: DisplayCut | [] | [...display: DisplayCut, ...snapshotAfter: SnapshotAfter]): Promise<NativeOutcome> | NativeOutcome | null;
   stop(reason: number, evalId: number): void;
   settle(callId: number, ok: boolean, result: number | Buffer | [string, string]): void;
   /** Answers the sync host call the dispatcher left unanswered, as the dispatcher would have. */
@@ -98,7 +103,7 @@ export interface NativeHandle {
    * the outcome carries the read's result at index 10 when the read ran. Null when busy.
    */
   restoreAsync(body: Uint8Array, budgetMs: number, evalId: number): Promise<NativeOutcome> | null;
-  /** Writes a snapshot body on an executor thread: the body is the outcome's value, the write's result at index 10. Null when busy. */
+  /** Writes a snapshot body on an executor thread: the write's result at index 10. Null when busy. */
   writeSnapshotAsync(excludedNames: string[], maxBodyBytes: number, evalId: number): Promise<NativeOutcome> | null;
   setClock(fixed: boolean, epochMs: number, localTimeUtc: boolean): boolean;
   setRandomSeed(seed: number): boolean;

@@ -25,7 +25,7 @@ import { constants as zlibConstants, deflateRaw, deflateRawSync, inflateRaw, inf
 import { SandboxError } from "./errors.js";
 import { NativeSnapshotStatus, type NativeHandle, type NativeSnapshotRead, type NativeSnapshotWrite } from "./native.js";
 import { refusal } from "./outcomes.js";
-import type { SandboxOptions } from "./types.js";
+import type { EvalReport, SandboxOptions } from "./types.js";
 
 const MAGIC = Buffer.from("QJSNSNAP", "latin1");
 /** Version of the snapshot layout this build writes. It also reads version 1. */
@@ -237,11 +237,10 @@ export function takeSnapshot(handle: NativeHandle, excludedNames: string[], opti
 
 /**
  * Like {@link takeSnapshot} for a body written on an executor thread (`written` is the write's
- * result, `body` the bytes it produced); deflates on the libuv pool.
+ * result); deflates on the libuv pool.
  */
-export async function sealSnapshotAsync(written: NativeSnapshotRead, body: Buffer | undefined, options: ResolvedSnapshotOptions, engineVersion: string): Promise<Uint8Array> {
-  const [status, message, notRestored] = written;
-  const plain = writtenBody([status, status === NativeSnapshotStatus.Ok ? body : message, notRestored], options);
+export async function sealSnapshotAsync(written: NativeSnapshotWrite, options: ResolvedSnapshotOptions, engineVersion: string): Promise<Uint8Array> {
+  const plain = writtenBody(written, options);
   const { out, covered } = framed(options.compress ? await deflateRawAsync(plain, DEFLATE_OPTIONS) : plain, options, engineVersion);
   (await digestInSlices(options.signing, covered)).copy(out, covered.length);
   return new Uint8Array(out.buffer, out.byteOffset, out.length);
@@ -250,6 +249,22 @@ export async function sealSnapshotAsync(written: NativeSnapshotRead, body: Buffe
 const DEFLATE_OPTIONS = { level: zlibConstants.Z_BEST_SPEED };
 const deflateRawAsync = promisify(deflateRaw);
 const inflateRawAsync = promisify(inflateRaw);
+
+/** What {@link Sandbox.runThenSnapshot} resolves with. */
+export interface SnapshotAfterRun {
+  /** The eval's report, as {@link Sandbox.run} gives it. */
+  report: EvalReport;
+  /** The state the eval left, sealed as {@link Sandbox.snapshotAsync} seals it. */
+  snapshot?: Uint8Array;
+  /** Why no snapshot could be taken of an eval that was not stopped. */
+  snapshotError?: SandboxError;
+}
+
+/** A snapshot asked for after an eval: its options, and the write's result once the eval's job ended. */
+export interface SnapshotAfterEval {
+  options: ResolvedSnapshotOptions;
+  written?: NativeSnapshotWrite;
+}
 
 /** The byte cap passed to the native writer: it applies to the plain body. */
 export function maxSnapshotBody(options: ResolvedSnapshotOptions): number {
@@ -393,8 +408,11 @@ export function restoreBody(handle: NativeHandle, body: Buffer, budgetMs: number
   return restoredList(raw);
 }
 
-/** What a native snapshot read (inline or on an executor thread) could not restore; throws for a failed read. */
-export function restoredList(raw: NativeSnapshotRead): NotRestored[] {
+/**
+ * What a native snapshot read (inline or on an executor thread) could not restore; throws for a
+ * failed read. An outcome's index 10 is typed for both kinds of job; a read's carries no body.
+ */
+export function restoredList(raw: NativeSnapshotRead | NativeSnapshotWrite): NotRestored[] {
   const [status, message, notRestored] = raw;
   if (status !== NativeSnapshotStatus.Ok) throw nativeFailure(status, typeof message === "string" ? `the snapshot could not be restored: ${message}` : "the snapshot could not be restored");
   return notRestoredList(notRestored);

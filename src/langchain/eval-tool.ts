@@ -8,7 +8,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { tool, type DynamicStructuredTool } from "@langchain/core/tools";
 import { ToolMessage } from "@langchain/core/messages";
 import type { BaseStore } from "@langchain/langgraph";
-import { SandboxError, type ConsoleEntry, type EvalReport, type HostCallContext, type Sandbox, type SandboxOptions } from "../index.js";
+import { SandboxError, type ConsoleEntry, type EvalOptions, type EvalReport, type HostCallContext, type Sandbox, type SandboxOptions } from "../index.js";
 import { EvalActivity, type ProgressWriter } from "./activity.js";
 import { formatEvalOutput } from "./format.js";
 import { hintFor } from "./hints.js";
@@ -186,7 +186,7 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
     session.state.active = { context, view, activity };
     // Console lines reach the custom stream as the guest writes them, not when the eval ends.
     const onConsole = activity.streaming ? (entry: ConsoleEntry) => activity.console(entry) : undefined;
-    const report = await live.sandbox.run(transformed.code, {
+    const runOptions: EvalOptions = {
       filename: SCRIPT_FILENAME,
       unserializable: "describe",
       // The value is only rendered within maxResultChars: a copy for display is enough.
@@ -196,7 +196,11 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
       ...(onConsole === undefined ? {} : { onConsole }),
       // Reviewed calls in reach: a pinned clock and seed, and a signal that can pause the eval.
       ...review?.start(live.sandbox, view, tasks !== undefined, config.signal, onConsole),
-    });
+    };
+    // The last good state is written by the eval's own job, right after the eval.
+    const { report, snapshot } = deps.persistence.rollsBack
+      ? await live.sandbox.runThenSnapshot(transformed.code, runOptions, deps.persistence.lastGoodOptions)
+      : { report: await live.sandbox.run(transformed.code, runOptions), snapshot: undefined };
     if (review?.paused) return review.park(session);
     // A sandbox the engine gave up on cannot serve the next eval; start that one fresh.
     const broken = !report.ok && (report.error.code === "BROKEN" || report.error.code === "DISPOSED");
@@ -206,7 +210,7 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
       if (!broken) session.discard();
       notices.push(deps.persistence.rollBack(session.state.persistence, report.error.code));
     } else if (!broken && deps.persistence.rollsBack) {
-      await deps.persistence.keepLastGood(session.state.persistence, live.sandbox);
+      deps.persistence.keepLastGood(session.state.persistence, live.sandbox, snapshot);
     }
     const hint = hintFor(report, {
       activity,

@@ -11,15 +11,15 @@
  *   snapshot whose body did not change is not written again.
  * - Before a run (`beforeAgent`), a thread whose live session does not hold that stored turn (a new
  *   process, another replica, an evicted session, time travel) is restored from it on its next eval.
- * - After every eval that completed (returned a value or threw), an unsigned in-memory snapshot is
- *   kept as the last good state; an eval stopped by a timeout, out of memory, the watchdog or an
+ * - After every eval that completed (returned a value or threw), an unsigned in-memory snapshot,
+ *   written by the eval's own executor job, is kept as the last good state; an eval stopped by a timeout, out of memory, the watchdog or an
  *   abort puts it back, so no half-mutated globals survive.
  * Whatever is lost on the way is told to the model in one line, on its next eval.
  */
 import { createHash } from "node:crypto";
 import type { BaseStore } from "@langchain/langgraph";
 import { z } from "zod";
-import { resealSnapshot, Sandbox, SandboxError, snapshotBody, type NotRestored, type RestoreOptions, type SandboxErrorCode, type SandboxOptions } from "../index.js";
+import { resealSnapshot, Sandbox, SandboxError, snapshotBody, type NotRestored, type RestoreOptions, type SandboxErrorCode, type SandboxOptions, type SnapshotOptions } from "../index.js";
 import type { ResolvedOptions } from "./options.js";
 import { PERSISTENCE_TEXT } from "./prompts.js";
 import { ThreadBlobs } from "./thread-blobs.js";
@@ -295,14 +295,20 @@ export class Persistence {
   }
 
   /** After a completed eval: remembers the sandbox's state for rollback (dropped when it cannot be taken). */
-  async keepLastGood(state: PersistenceState, sandbox: Sandbox): Promise<void> {
-    try {
-      state.lastGood = await sandbox.snapshotAsync({ maxSnapshotBytes: this.#options.maxSnapshotBytes });
-      state.lastGoodTurn = undefined;
-      state.lastGoodOf = sandbox;
-    } catch {
+  /** How the last good state is snapshotted (for `Sandbox.runThenSnapshot`). */
+  get lastGoodOptions(): SnapshotOptions {
+    return { maxSnapshotBytes: this.#options.maxSnapshotBytes };
+  }
+
+  /** After a completed eval: `snapshot`, taken of `sandbox` with {@link lastGoodOptions}, is its last good state; none could be taken when undefined. */
+  keepLastGood(state: PersistenceState, sandbox: Sandbox, snapshot: Uint8Array | undefined): void {
+    if (snapshot === undefined) {
       forgetLastGood(state);
+      return;
     }
+    state.lastGood = snapshot;
+    state.lastGoodTurn = undefined;
+    state.lastGoodOf = sandbox;
   }
 
   /** After a stopped eval: the next sandbox starts from the last good state, and the model is told. */

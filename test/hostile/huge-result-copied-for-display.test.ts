@@ -11,7 +11,7 @@
 // the display copy holds at most displayChars / 4 + 1 keys (displayChars / 2 + 1 entries of a Map,
 // Set or array), and renders to the same text as the exact copy, whatever the value's shape.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { Sandbox } from "../../src/index.js";
+import { Sandbox, type EvalReport } from "../../src/index.js";
 import { createCodeInterpreterMiddleware } from "../../src/langchain/index.js";
 import { renderValue } from "../../src/render.js";
 import { sandbox } from "./harness.js";
@@ -172,11 +172,21 @@ describe("the middleware's eval tool", () => {
   it("never makes the full 300,000-key object on the host, and shows its head and the count of the rest", async () => {
     const maxResultChars = 4_000;
     const heldKeys: number[] = [];
+    const hold = (report: EvalReport): void => {
+      if (report.ok && typeof report.value === "object" && report.value !== null) heldKeys.push(Object.keys(report.value).length);
+    };
+    // The eval tool runs its evals with run(), or with runThenSnapshot() when it keeps the state after each.
     const run = Sandbox.prototype.run;
     vi.spyOn(Sandbox.prototype, "run").mockImplementation(async function (this: Sandbox, ...args: Parameters<Sandbox["run"]>) {
       const report = await run.apply(this, args);
-      if (report.ok && typeof report.value === "object" && report.value !== null) heldKeys.push(Object.keys(report.value).length);
+      hold(report);
       return report;
+    });
+    const runThenSnapshot = Sandbox.prototype.runThenSnapshot;
+    vi.spyOn(Sandbox.prototype, "runThenSnapshot").mockImplementation(async function (this: Sandbox, ...args: Parameters<Sandbox["runThenSnapshot"]>) {
+      const result = await runThenSnapshot.apply(this, args);
+      hold(result.report);
+      return result;
     });
     const middleware = createCodeInterpreterMiddleware({ maxResultChars });
     try {
