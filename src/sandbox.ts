@@ -44,6 +44,9 @@ export class Sandbox implements Disposable {
   #evalSeq = 0;
   #asyncEvals = 0; // queued or running eval()/run() calls
   #broken = false;
+  // The clock the engine was last given (fixed, epoch ms, local time UTC): a clock that did not
+  // change since costs no call into the addon.
+  #clockInForce: [boolean, number, boolean] | undefined;
 
   /** Creates a sandbox. Throws `INVALID_ARGUMENT` for bad options. */
   constructor(options?: SandboxOptions) {
@@ -64,7 +67,14 @@ export class Sandbox implements Disposable {
     const ms = o.clockMs ?? evalClockMs(this.#options.clock);
     // A clock.now() is host code: it can dispose this very sandbox.
     if (this.#handle !== handle) throw new SandboxError("DISPOSED", "the sandbox was disposed by its clock.now()");
-    handle.setClock(ms !== undefined, ms ?? 0, o.clockMs !== undefined || this.#options.clock !== "real");
+    const fixed = ms !== undefined;
+    const epochMs = ms ?? 0;
+    const utc = o.clockMs !== undefined || this.#options.clock !== "real";
+    const last = this.#clockInForce;
+    if (!last || last[0] !== fixed || last[1] !== epochMs || last[2] !== utc) {
+      // A busy engine refuses it (and then the eval too): nothing is in force then.
+      this.#clockInForce = handle.setClock(fixed, epochMs, utc) ? [fixed, epochMs, utc] : undefined;
+    }
     if (o.randomSeed !== undefined) handle.setRandomSeed(o.randomSeed);
   }
 
