@@ -113,6 +113,9 @@ export function decodeAtOnce(raw: NativeOutcome): DecodedOutcome {
 /** No display arguments: the addon then copies exactly, and reads no more arguments. */
 const EXACT_COPY: [] = [];
 
+/** An exact copy spelled out, for a call with arguments after the display ones. */
+export const EXACT_DISPLAY_CUT: DisplayCut = [0, 0, 0];
+
 /**
  * The copy for display of an eval's result (and of what it threw) that `renderValue(value,
  * displayChars)` renders to the same text as the exact copy; an exact copy without `displayChars`.

@@ -9,7 +9,7 @@ import { HostCalls, removeCode } from "./host-calls.js";
 import { encodeValue } from "./marshal.js";
 import { SANDBOX_LIMITS } from "./options.js";
 import { native, NativeStatus, NativeStop, type NativeHandle, type NativeOutcome } from "./native.js";
-import { decodeAtOnce, decodeOutcome, displayCutOf, errorOf, globalValueOf, limitsOf, refusal, reportOf, stubOutcome, syncOutcome, throwIfFailed, type DecodedOutcome } from "./outcomes.js";
+import { decodeAtOnce, decodeOutcome, displayCutOf, errorOf, EXACT_DISPLAY_CUT, globalValueOf, limitsOf, refusal, reportOf, stubOutcome, syncOutcome, throwIfFailed, type DecodedOutcome } from "./outcomes.js";
 import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealSnapshotAsync, splitRestoreOptions, takeSnapshot, type NotRestored, type RestoreOptions, type RestoredSandbox, type SnapshotAfterEval, type SnapshotAfterRun, type SnapshotOptions } from "./snapshot.js";
 import type { AsyncHostFunction, EvalOptions, EvalReport, HostFunction, MemoryUsage, SandboxOptions } from "./types.js";
 import { perTurnBudget } from "./turn-budget.js";
@@ -317,7 +317,7 @@ export class Sandbox implements Disposable {
     // Set before the eval starts: an inline eval makes its host calls inside evalAsync.
     this.#host.beginEval(evalId, o.onConsole);
     const display = displayCutOf(o.displayChars);
-    const pending = handle.evalAsync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", evalId, o.onConsole !== undefined, o.inline === true, mayAnswerNow(started), ...(after === undefined ? display : ([...display, this.#hostRoots(), maxSnapshotBody(after.options)] as const)));
+    const pending = handle.evalAsync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", evalId, o.onConsole !== undefined, o.inline === true, mayAnswerNow(started), ...(after === undefined ? display : ([...(display.length === 0 ? EXACT_DISPLAY_CUT : display), this.#hostRoots(), maxSnapshotBody(after.options)] as const)));
     if (!pending) {
       this.#host.endEval();
       return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
