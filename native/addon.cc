@@ -226,7 +226,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
 
   // (code, filename, budgetMs, describe, evalId, streamConsole) of evalSync and evalAsync, with the
   // optional copy for display (resultParts, thrownParts, depth) from argument `displayAt` on
-  // (missing: 0, an exact copy).
+  // (missing: an exact copy, and nothing more to read).
   static EvalRequest requestOf(const HandleArgs& args, size_t displayAt) {
     EvalRequest r;
     r.code = args.utf8(0);
@@ -234,8 +234,11 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     r.executionBudgetMs = args.number(2);
     r.describeUnserializable = args.flag(3);
     r.streamConsole = displayAt > 5 && args.flag(5);
-    r.resultDisplay = {args.u32(displayAt), args.u32(displayAt + 2)};
-    r.thrownDisplay = {args.u32(displayAt + 1), args.u32(displayAt + 2)};
+    if (args.has(displayAt + 3)) {
+      uint32_t depth = args.u32(displayAt + 2);
+      r.resultDisplay = {args.u32(displayAt), depth};
+      r.thrownDisplay = {args.u32(displayAt + 1), depth};
+    }
     return r;
   }
 

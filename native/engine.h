@@ -135,7 +135,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   uint32_t id() const { return id_; }
 
   // --- main thread, while no async eval is active -------------------------------------------
-  EvalOutcome evalSync(const EvalRequest& request);
+  EvalOutcome evalSync(EvalRequest request);
   // Defines a host function at a dotted path ("tools.search"). Nothing on success.
   std::optional<NativeError> defineFunction(const std::string& path, uint32_t fnId, bool async);
   // Installs the async host function `fnId` as a frozen, read-only, non-configurable global `name`

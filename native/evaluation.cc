@@ -1,6 +1,7 @@
 // One eval from code to outcome: compile and start, run jobs, settle the completion value, and
 // turn results, throws and stops into an EvalOutcome. evalSync runs it all on the calling thread.
 #include <string>
+#include <utility>
 
 #include "engine.h"
 
@@ -268,7 +269,7 @@ void Engine::resetEvalCounters(uint64_t evalId) {
   JS_GetRaisedLimitErrors(rt_, &raisedOomAtStart_, &raisedOverflowAtStart_);
 }
 
-EvalOutcome Engine::evalSync(const EvalRequest& request) {
+EvalOutcome Engine::evalSync(EvalRequest request) {
   EvalOutcome out;
   if (lifecycle_.broken()) {
     out.status = EvalStatus::Broken;
@@ -281,13 +282,13 @@ EvalOutcome Engine::evalSync(const EvalRequest& request) {
       return out;
     }
     stop_.store(0);
-    request_ = request;
+    request_ = std::move(request);
   }
   resetEvalCounters(evalId_ + 1);
-  if (!enterGuest(request.executionBudgetMs)) {
+  if (!enterGuest(request_.executionBudgetMs)) {
     out.status = EvalStatus::StackOverflow;
     out.message = stackRefusal();
-  } else if (compileAndStart(request, &out)) {
+  } else if (compileAndStart(request_, &out)) {
     drainJobs();
     if (stop_.load() != 0) {
       classifyException(JS_UNDEFINED, &out);

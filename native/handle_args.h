@@ -1,10 +1,12 @@
 // Typed reads of a method's positional arguments. src/ validates every argument before calling
 // in, so these only keep the process alive: a value of the wrong type reads as that type's zero
-// (NaN for doubles), a missing optional flag as false.
+// (NaN for doubles), a missing optional flag as false. Numbers and flags are read as they are,
+// never coerced: a coercion is a call that could run JS, and costs each eval several of them.
 #pragma once
 
 #include <napi.h>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <unordered_set>
@@ -25,11 +27,26 @@ class HandleArgs {
   bool isNumber(size_t i) const { return info_[i].IsNumber(); }
 
   std::string utf8(size_t i) const { return info_[i].ToString().Utf8Value(); }
-  double number(size_t i) const { return info_[i].ToNumber().DoubleValue(); }
-  uint32_t u32(size_t i) const { return info_[i].ToNumber().Uint32Value(); }
-  int32_t i32(size_t i) const { return info_[i].ToNumber().Int32Value(); }
-  uint64_t u64(size_t i) const { return static_cast<uint64_t>(info_[i].ToNumber().Int64Value()); }
-  bool flag(size_t i) const { return i < info_.Length() && info_[i].ToBoolean().Value(); }
+  double number(size_t i) const {
+    double v;
+    return napi_get_value_double(info_.Env(), info_[i], &v) == napi_ok ? v : std::nan("");
+  }
+  uint32_t u32(size_t i) const {
+    uint32_t v;
+    return napi_get_value_uint32(info_.Env(), info_[i], &v) == napi_ok ? v : 0;
+  }
+  int32_t i32(size_t i) const {
+    int32_t v;
+    return napi_get_value_int32(info_.Env(), info_[i], &v) == napi_ok ? v : 0;
+  }
+  uint64_t u64(size_t i) const {
+    int64_t v;
+    return napi_get_value_int64(info_.Env(), info_[i], &v) == napi_ok ? static_cast<uint64_t>(v) : 0;
+  }
+  bool flag(size_t i) const {
+    bool v;
+    return i < info_.Length() && napi_get_value_bool(info_.Env(), info_[i], &v) == napi_ok && v;
+  }
   std::vector<uint8_t> bytes(size_t i) const { return bytesOf(info_[i]); }
   // The strings of an array argument, as UTF-16 (lone surrogates kept).
   std::unordered_set<std::u16string> utf16Set(size_t i) const {

@@ -27,7 +27,7 @@ export class DecodeQueue {
   readonly #pending: Pending[] = []; // the first is in progress
   readonly #drainWaiters: Array<() => void> = [];
   #scheduled = false;
-  #cancelled: SandboxError | undefined;
+  #cancelled: (() => SandboxError) | undefined;
 
   /** True while a decode is queued or in progress. */
   get busy(): boolean {
@@ -41,7 +41,7 @@ export class DecodeQueue {
    */
   push<T>(decode: ResumableDecode<T>, use: (value: T) => void, fail: (error: SandboxError) => void): boolean {
     if (this.#cancelled) {
-      fail(this.#cancelled);
+      fail(this.#cancelled());
       return true;
     }
     const pending = { decode, use, fail } as Pending;
@@ -71,10 +71,13 @@ export class DecodeQueue {
     return new Promise((resolve) => this.#drainWaiters.push(resolve));
   }
 
-  /** Fails every queued decode, and every later one, with `error` (the sandbox is gone). */
-  cancel(error: SandboxError): void {
-    this.#cancelled = error;
-    for (const pending of this.#pending.splice(0)) pending.fail(error);
+  /**
+   * Fails every queued decode, and every later one, with the error `reason` makes (the sandbox is
+   * gone); made only when a decode fails with it, since an error captures a stack.
+   */
+  cancel(reason: () => SandboxError): void {
+    this.#cancelled = reason;
+    for (const pending of this.#pending.splice(0)) pending.fail(reason());
     this.#drained();
   }
 

@@ -243,12 +243,14 @@ export class HostCalls {
     this.#onConsole = undefined;
     this.#pendingCalls.evalId = 0;
     // Built only when a signal needs it: an error captures a stack, which costs as much as a short eval.
-    if (abortCalls && this.#pendingCalls.size > 0) this.abortPending(evalEndedError());
+    if (abortCalls && this.#pendingCalls.size > 0) this.abortPending(evalEndedError);
   }
 
-  /** Fires the signal of every call in flight that asked for one. */
-  abortPending(reason: SandboxError): void {
-    for (const controller of this.#pendingCalls.values()) controller.abort(reason);
+  /** Fires the signal of every call in flight that asked for one, with the error `reason` makes (made only then). */
+  abortPending(reason: () => SandboxError): void {
+    if (this.#pendingCalls.size === 0) return;
+    const error = reason();
+    for (const controller of this.#pendingCalls.values()) controller.abort(error);
     this.#pendingCalls.clear();
   }
 

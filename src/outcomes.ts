@@ -110,7 +110,11 @@ export function decodeAtOnce(raw: NativeOutcome): DecodedOutcome {
   }
 }
 
-const EXACT_COPY: DisplayCut = [0, 0, 0];
+/** No display arguments: the addon then copies exactly, and reads no more arguments. */
+const EXACT_COPY: [] = [];
+
+/** An exact copy spelled out, for a call with arguments after the display ones. */
+export const EXACT_DISPLAY_CUT: DisplayCut = [0, 0, 0];
 
 /**
  * The copy for display of an eval's result (and of what it threw) that `renderValue(value,
@@ -121,7 +125,7 @@ const EXACT_COPY: DisplayCut = [0, 0, 0];
  * below that depth. A thrown value other than an Error becomes the error's message, rendered
  * within MAX_THROWN_CHARS.
  */
-export function displayCutOf(displayChars: number | undefined): DisplayCut {
+export function displayCutOf(displayChars: number | undefined): DisplayCut | [] {
   if (displayChars === undefined) return EXACT_COPY;
   const parts = (chars: number): number => Math.min(Math.ceil(chars / 2) + 1, 0xffff_ffff); // the addon reads a u32
   return [parts(displayChars), parts(Math.max(displayChars, MAX_THROWN_CHARS)), RENDER_OPTIONS.depth];

@@ -129,6 +129,25 @@ describe("an eval can be pinned to a clock and seed (to run it again exactly)", 
     expect(await sb.eval("Date.now()")).toBeGreaterThan(1_000_000_000_000);
   });
 
+  it("an inline eval pinned to the same clock as the last one, or back on a real clock, sees that clock", () => {
+    const sb = sandbox({ clock: "real" });
+    expect(sb.evalSync("Date.now()", { clockMs: 5 })).toBe(5);
+    expect(sb.evalSync("Date.now()", { clockMs: 5 })).toBe(5);
+    const [now, offset] = sb.evalSync("[Date.now(), new Date().getTimezoneOffset()]") as number[];
+    expect(now).toBeGreaterThan(1_000_000_000_000);
+    expect(offset).toBe(new Date().getTimezoneOffset());
+  });
+
+  it("an eval refused as busy sets no clock: the next eval with that clock still gets it", () => {
+    const sb = sandbox();
+    sb.defineFunction("reenter", () => {
+      const report = sb.runSync("1", { clockMs: 7 });
+      return report.ok ? "ran" : report.error.code;
+    });
+    expect(sb.evalSync("[Date.now(), reenter()]", { clockMs: 3 })).toEqual([3, "BUSY"]);
+    expect(sb.evalSync("Date.now()", { clockMs: 7 })).toBe(7);
+  });
+
   it("rejects a clockMs outside the Date range and a bad randomSeed with INVALID_ARGUMENT", async () => {
     const sb = sandbox();
     await expect(sb.eval("1", { clockMs: 9e15 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });

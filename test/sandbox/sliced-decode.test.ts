@@ -199,7 +199,7 @@ describe("the decode queue", () => {
     const failures: string[] = [];
     const disposed = new SandboxError("DISPOSED", "the sandbox was disposed");
     queue.push(new ValueDecoder(bigBytes), () => failures.push("used"), (err) => failures.push(err.code));
-    queue.cancel(disposed);
+    queue.cancel(() => disposed);
     expect(queue.push(new ValueDecoder(encodeValue(1)), () => failures.push("used"), (err) => failures.push(err.code))).toBe(true);
     await expect(queue.decode(new ValueDecoder(encodeValue(2)))).rejects.toBe(disposed);
     expect(failures).toEqual(["DISPOSED", "DISPOSED"]);
