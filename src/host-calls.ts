@@ -299,7 +299,9 @@ export class HostCalls {
         setImmediate(settle, ok, kept);
         return;
       }
-      handle.settle(callId, ok, result);
+      // The guest's next call, when it comes at once, is dispatched inside this settle: not from
+      // within a host function's async context, which it would inherit (the re-entry check).
+      handle.settle(callId, ok, result, hostCallContext.getStore() === undefined);
     };
     let pending: unknown;
     try {
