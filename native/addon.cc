@@ -428,13 +428,16 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
       r.errorName = a.Get(0u).ToString().Utf8Value();
       r.errorMessage = a.Get(1u).ToString().Utf8Value();
     }
-    if (engine_->deliver(std::move(r))) {
-      run();
-    } else if (!inline_) {  // the guest's executor is still in its slice, waiting
-      std::shared_ptr<EnvBridge> bridge = bridge_;  // a host function may dispose this handle
-      if (!args.flag(3)) bridge->awaitReply();
-      else if (bridge->collectNextCall()) bridge->drain();
+    bool parked = engine_->deliver(std::move(r));
+    if (inline_) {
+      if (parked) runInline();
+      return info.Env().Undefined();
     }
+    // The guest goes on: in the slice still waiting for this result, or in the one queued now.
+    if (parked) Executor::instance().schedule(engine_);
+    std::shared_ptr<EnvBridge> bridge = bridge_;  // a host function may dispose this handle
+    if (!args.flag(3)) bridge->awaitReply();
+    else if (bridge->collectNextCall()) bridge->drain();
     return info.Env().Undefined();
   }
 
