@@ -626,7 +626,7 @@ HostResult EnvBridge::callSync(uint32_t sandboxId, uint32_t fnId, std::vector<ui
 }
 
 void EnvBridge::drain() {
-  std::deque<Message> batch;
+  std::vector<Message> batch = std::move(spareBatch_);  // a nested drain finds none and makes its own
   {
     std::lock_guard<std::mutex> lock(mu_);
     batch.swap(outbox_);
@@ -650,10 +650,13 @@ void EnvBridge::drain() {
     else it->second->completeEval(m.outcome);
   }
   if (outer) draining_ = false;
+  batch.clear();
+  // Kept unless a flood of messages made it large (a message is a few hundred bytes).
+  if (batch.capacity() > spareBatch_.capacity() && batch.capacity() <= kSpareBatchMessages) spareBatch_ = std::move(batch);
 }
 
 void EnvBridge::closeAll() {
-  std::deque<Message> batch;
+  std::vector<Message> batch;
   {
     std::lock_guard<std::mutex> lock(mu_);
     closed_ = true;

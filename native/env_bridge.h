@@ -10,13 +10,13 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "engine.h"
 #include "executor.h"
@@ -293,7 +293,11 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   double* primitiveSlotsData_ = nullptr;
   double* statsData_ = nullptr;
   std::mutex mu_;
-  std::deque<Message> outbox_;
+  // Vectors, not deques: a drain swaps the outbox with the emptied batch of the drain before
+  // (spareBatch_), so that a message costs no allocation of its own on either thread.
+  std::vector<Message> outbox_;
+  std::vector<Message> spareBatch_;  // main thread only
+  static constexpr size_t kSpareBatchMessages = 256;
   bool closed_ = false;
   std::unordered_map<uint32_t, SandboxHandle*> handles_;
   // The sandbox of the last primitive host call: a loop of host calls looks it up once.
