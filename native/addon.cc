@@ -652,7 +652,8 @@ void EnvBridge::drain() {
   if (outer) draining_ = false;
   batch.clear();
   // Kept unless a flood of messages made it large (a message is a few hundred bytes).
-  if (batch.capacity() > spareBatch_.capacity() && batch.capacity() <= kSpareBatchMessages) spareBatch_ = std::move(batch);
+  if (batch.capacity() > spareBatch_.capacity() && batch.capacity() <= kSpareBatchMessages)
+    spareBatch_ = std::move(batch);
 }
 
 void EnvBridge::closeAll() {

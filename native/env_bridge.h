@@ -280,8 +280,8 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   // The loop was woken (or is being woken) for the outbox's messages and has not drained them yet.
   // Written under mu_.
   std::atomic<bool> signaled_{false};
-  std::atomic<bool> hasMail_{false};  // the outbox is not empty; written under mu_
-  bool draining_ = false;             // drain() is on the stack (main thread only)
+  std::atomic<bool> hasMail_{false};              // the outbox is not empty; written under mu_
+  bool draining_ = false;                         // drain() is on the stack (main thread only)
   std::pair<uint32_t, uint64_t> expected_{0, 0};  // (sandbox, eval) of expectOutcome; under mu_
   std::atomic<bool> outcomeHere_{false};          // that outcome is in the outbox
   static constexpr int64_t kReplySpinNs = 30 * 1000;
