@@ -413,7 +413,8 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     return r;
   }
 
-  // settle(callId, ok, bytes | [name, message])
+  // settle(callId, ok, bytes | [name, message], collect): with `collect`, the guest's next host
+  // call is taken and dispatched here when it comes at once (src/host-calls.ts says when it may).
   Napi::Value Settle(const Napi::CallbackInfo& info) {
     HandleArgs args(info);
     if (!alive(info) || !args.has(3)) return info.Env().Undefined();
@@ -427,8 +428,16 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
       r.errorName = a.Get(0u).ToString().Utf8Value();
       r.errorMessage = a.Get(1u).ToString().Utf8Value();
     }
-    if (engine_->deliver(std::move(r))) run();
-    else if (!inline_) bridge_->awaitReply();  // the guest's executor is still in its slice, waiting
+    bool parked = engine_->deliver(std::move(r));
+    if (inline_) {
+      if (parked) runInline();
+      return info.Env().Undefined();
+    }
+    // The guest goes on: in the slice still waiting for this result, or in the one queued now.
+    if (parked) Executor::instance().schedule(engine_);
+    std::shared_ptr<EnvBridge> bridge = bridge_;  // a host function may dispose this handle
+    if (!args.flag(3)) bridge->awaitReply();
+    else if (bridge->collectNextCall()) bridge->drain();
     return info.Env().Undefined();
   }
 
@@ -617,12 +626,16 @@ HostResult EnvBridge::callSync(uint32_t sandboxId, uint32_t fnId, std::vector<ui
 }
 
 void EnvBridge::drain() {
-  std::deque<Message> batch;
+  std::vector<Message> batch = std::move(spareBatch_);  // a nested drain finds none and makes its own
   {
     std::lock_guard<std::mutex> lock(mu_);
     batch.swap(outbox_);
+    hasMail_.store(false, std::memory_order_relaxed);
     signaled_.store(false, std::memory_order_relaxed);
   }
+  // A host function that answers at once settles within this drain: its sandbox's next call must
+  // wait for this batch (call order), and the stack must not grow per call (collectNextCall).
+  bool outer = !std::exchange(draining_, true);
   Napi::HandleScope scope(env_);
   for (Message& m : batch) {
     auto it = handles_.find(m.sandboxId);
@@ -636,14 +649,20 @@ void EnvBridge::drain() {
     else if (m.kind == Message::Console) it->second->consoleLine(m.fnId, m.evalId, m.bytes);
     else it->second->completeEval(m.outcome);
   }
+  if (outer) draining_ = false;
+  batch.clear();
+  // Kept unless a flood of messages made it large (a message is a few hundred bytes).
+  if (batch.capacity() > spareBatch_.capacity() && batch.capacity() <= kSpareBatchMessages)
+    spareBatch_ = std::move(batch);
 }
 
 void EnvBridge::closeAll() {
-  std::deque<Message> batch;
+  std::vector<Message> batch;
   {
     std::lock_guard<std::mutex> lock(mu_);
     closed_ = true;
     batch.swap(outbox_);
+    hasMail_.store(false, std::memory_order_relaxed);
   }
   for (Message& m : batch)
     if (m.slot) finishSlot(m.slot, closedResult());

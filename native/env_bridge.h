@@ -10,13 +10,13 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "engine.h"
 #include "executor.h"
@@ -118,6 +118,28 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   void awaitReply() {
     spinForReply([this] { return signaled_.load(std::memory_order_acquire); });
   }
+  // A host result was just handed to an executor whose guest goes on in the same slice, and usually
+  // makes its next host call within microseconds. Waits for it as awaitReply does, but holds the
+  // loop's wake-up (signaled_) meanwhile, so that the executor posts it without a thread-safe
+  // function call, and the main thread takes it from the outbox itself: one hand-over per awaited
+  // call instead of two. True: messages wait, and the caller must drain() them now.
+  bool collectNextCall() {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (draining_ || signaled_.load(std::memory_order_relaxed)) {  // the loop comes for them
+        lock.unlock();
+        awaitReply();
+        return false;
+      }
+      signaled_.store(true, std::memory_order_relaxed);
+      if (hasMail_.load(std::memory_order_relaxed)) return true;
+    }
+    spinForReply([this] { return hasMail_.load(std::memory_order_acquire); });
+    std::lock_guard<std::mutex> lock(mu_);
+    if (hasMail_.load(std::memory_order_relaxed)) return true;
+    signaled_.store(false, std::memory_order_relaxed);  // nothing came: a later post wakes the loop
+    return false;
+  }
 
   // The eval `evalId` of sandbox `sandboxId` is about to be handed to an executor, and its caller
   // can take the outcome at once (takeOutcome): the outcome is then not announced to the loop.
@@ -144,6 +166,7 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
         if (first != outbox_.end() && first->kind == Message::EvalDone) {
           taken = std::move(first->outcome);
           outbox_.erase(first);
+          hasMail_.store(!outbox_.empty(), std::memory_order_relaxed);
         }
       }
       // An outcome left in the outbox was not announced: the loop must come for it.
@@ -230,6 +253,7 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
       wake = !expected && !signaled_.load(std::memory_order_relaxed) && !onMainThread();
       if (wake) signaled_.store(true, std::memory_order_release);
       outbox_.push_back(std::move(m));
+      hasMail_.store(true, std::memory_order_release);
       if (expected) outcomeHere_.store(true, std::memory_order_release);
     }
     if (wake) wakeLoop();
@@ -256,6 +280,8 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   // The loop was woken (or is being woken) for the outbox's messages and has not drained them yet.
   // Written under mu_.
   std::atomic<bool> signaled_{false};
+  std::atomic<bool> hasMail_{false};              // the outbox is not empty; written under mu_
+  bool draining_ = false;                         // drain() is on the stack (main thread only)
   std::pair<uint32_t, uint64_t> expected_{0, 0};  // (sandbox, eval) of expectOutcome; under mu_
   std::atomic<bool> outcomeHere_{false};          // that outcome is in the outbox
   static constexpr int64_t kReplySpinNs = 30 * 1000;
@@ -267,7 +293,11 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   double* primitiveSlotsData_ = nullptr;
   double* statsData_ = nullptr;
   std::mutex mu_;
-  std::deque<Message> outbox_;
+  // Vectors, not deques: a drain swaps the outbox with the emptied batch of the drain before
+  // (spareBatch_), so that a message costs no allocation of its own on either thread.
+  std::vector<Message> outbox_;
+  std::vector<Message> spareBatch_;  // main thread only
+  static constexpr size_t kSpareBatchMessages = 256;
   bool closed_ = false;
   std::unordered_map<uint32_t, SandboxHandle*> handles_;
   // The sandbox of the last primitive host call: a loop of host calls looks it up once.

@@ -25,10 +25,10 @@ const hostCallContext = new AsyncLocalStorage<ReadonlySet<HostCalls>>();
 
 const MAX_PRIMITIVE_CHARS = BOUNDARY_SIZES.maxPrimitiveChars;
 
-// A guest that awaits host calls in a loop gets each answer within microseconds: the addon then
-// waits for its next call and dispatches it in the same turn of the event loop (up to 1,000 in a
-// row, Node's limit for one thread-safe-function wake-up). Once a turn has handed out results for
-// 1 ms, the next result waits for the next turn, so timers and I/O run at least that often.
+// A guest that awaits host calls in a loop gets each answer within microseconds: the addon's settle
+// then waits briefly for its next call and dispatches it before returning, in the same turn of the
+// event loop. Once a turn has handed out results for 1 ms, the next result waits for the next
+// turn, so timers and I/O run at least that often.
 const turnHasRoom = perTurnBudget(1);
 
 // The numbers of a primitive host call (see NativePrimitiveDispatcher), shared with the addon like
@@ -299,7 +299,9 @@ export class HostCalls {
         setImmediate(settle, ok, kept);
         return;
       }
-      handle.settle(callId, ok, result);
+      // The guest's next call, when it comes at once, is dispatched inside this settle: not from
+      // within a host function's async context, which it would inherit (the re-entry check).
+      handle.settle(callId, ok, result, hostCallContext.getStore() === undefined);
     };
     let pending: unknown;
     try {

@@ -82,7 +82,8 @@ export interface NativeHandle {
    */
   evalAsync(code: string, filename: string, budgetMs: number, describe: boolean, evalId: number, streamConsole: boolean, inline: boolean, answerNow: boolean, ...extra: DisplayCut | [] | [...display: DisplayCut, ...snapshotAfter: SnapshotAfter]): Promise<NativeOutcome> | NativeOutcome | null;
   stop(reason: number, evalId: number): void;
-  settle(callId: number, ok: boolean, result: number | Buffer | [string, string]): void;
+  /** With `collect`, the guest's next host call may be dispatched before this returns. */
+  settle(callId: number, ok: boolean, result: number | Buffer | [string, string], collect?: boolean): void;
   /** Answers the sync host call the dispatcher left unanswered, as the dispatcher would have. */
   answerSync(callId: number, result: number | Buffer | [string, string]): void;
   defineFunction(path: string, fnId: number, async: boolean): NativeError | undefined;
