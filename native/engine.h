@@ -262,15 +262,20 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // wall time, or, when that is less, the CPU time its thread used since the thread's previous
   // reading (a slice that waited for a core is not charged for the wait). Slices that end before a
   // poll are usually short (a poll comes every few thousand operations).
+  // Host calls timed by the coarse wall clock (excludeHostTime) are not taken off the CPU count:
+  // a host call's wall time may be far more than its thread's CPU time (a host function that
+  // blocks, a loaded machine), and taking it off would let a guest that calls one in a loop run
+  // forever. The guest is charged the lesser of its CPU time and its wall time without the host
+  // calls: the budget runs out when both have reached it.
   std::atomic<int> stop_{0};
-  std::atomic<int64_t> sliceWallDeadlineNs_{0};  // start + remaining budget, monotonic; 0 when no guest code runs
+  std::atomic<int64_t> sliceWallDeadlineNs_{0};  // start + remaining budget + host time, monotonic; 0 when no guest code runs
   std::atomic<int64_t> sliceCpuDeadlineNs_{0};   // thread CPU time at which the budget runs out; 0 before the mark
   std::atomic<int64_t> sliceRemainingNs_{0};     // budget left when the slice started
   int64_t sliceStartNs_ = 0;                     // monotonic
   int64_t cpuMarkNs_ = -1;                       // thread CPU time at the mark; -1 before it
   int64_t beforeMarkNs_ = 0;                     // time charged for the slice before the mark
   int64_t nextCpuCheckNs_ = 0;                   // monotonic time before which the deadline cannot have passed
-  int64_t hostNs_ = 0;                           // host time in the slice not yet subtracted (excludeHostTime)
+  int64_t hostNs_ = 0;                           // host calls' wall time in the slice (excludeHostTime)
   double budgetMs_ = 0;
   double executionMs_ = 0;
 

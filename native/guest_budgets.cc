@@ -38,13 +38,19 @@ int Engine::onInterrupt() {
   int64_t cpu = readThreadCpu(&cpuSinceLastRead);
   if (cpuMarkNs_ < 0) {
     cpuMarkNs_ = cpu;
-    beforeMarkNs_ = std::max<int64_t>(std::min(now - sliceStartNs_, cpuSinceLastRead) - hostNs_, 0);
-    hostNs_ = 0;  // counted; host time after the mark moves the CPU deadline instead
+    beforeMarkNs_ = std::min(now - sliceStartNs_, cpuSinceLastRead);
     sliceCpuDeadlineNs_.store(cpu + sliceRemainingNs_.load(std::memory_order_relaxed) - beforeMarkNs_);
   }
   int64_t deadline = sliceCpuDeadlineNs_.load(std::memory_order_relaxed);
   if (cpu < deadline) {
     nextCpuCheckNs_ = now + (deadline - cpu);
+    return 0;
+  }
+  // The CPU count includes the host calls' CPU time: the wall time without them says whether the
+  // guest itself has used its budget.
+  int64_t wallDeadline = sliceWallDeadlineNs_.load(std::memory_order_relaxed);
+  if (now < wallDeadline) {
+    nextCpuCheckNs_ = wallDeadline;
     return 0;
   }
   int expected = 0;
@@ -122,18 +128,19 @@ void Engine::pauseClock() {
   // Not running: a slice that ended the eval leaves the guest again at the end of the slice, and
   // counting it twice doubled the executionMs of async evals stopped in their first slice.
   if (sliceWallDeadlineNs_.load(std::memory_order_relaxed) == 0) return;
+  int64_t wallNs = monotonicNs() - sliceStartNs_;
   int64_t ranNs;
   int64_t cpuSinceLastRead;
   if (cpuMarkNs_ >= 0) {
     ranNs = beforeMarkNs_ + readThreadCpu(&cpuSinceLastRead) - cpuMarkNs_;
   } else {
-    ranNs = monotonicNs() - sliceStartNs_;
+    ranNs = wallNs;
     if (ranNs > kUnpolledCpuCheckNs) {
       readThreadCpu(&cpuSinceLastRead);
       ranNs = std::min(ranNs, cpuSinceLastRead);
     }
   }
-  executionMs_ += static_cast<double>(std::max<int64_t>(ranNs - hostNs_, 0)) / 1e6;
+  executionMs_ += static_cast<double>(std::max<int64_t>(std::min(ranNs, wallNs - hostNs_), 0)) / 1e6;
   hostNs_ = 0;
   sliceWallDeadlineNs_.store(0);
   sliceCpuDeadlineNs_.store(0);
@@ -145,7 +152,6 @@ void Engine::excludeHostTime(int64_t ns) {
   if (ns <= 0) return;
   hostNs_ += ns;
   sliceWallDeadlineNs_.fetch_add(ns, std::memory_order_relaxed);
-  if (cpuMarkNs_ >= 0) sliceCpuDeadlineNs_.fetch_add(ns, std::memory_order_relaxed);
 }
 
 }  // namespace qjsn

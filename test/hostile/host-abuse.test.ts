@@ -117,6 +117,28 @@ describe("call floods", () => {
     await expectHostResponsive();
   }, 180_000);
 
+  // The time of a number-argument host call is read from the coarse wall clock and kept out of
+  // the budget. Taken off the thread's CPU time, a host function that blocks (or a loaded machine)
+  // credited the guest far more than the call's CPU: a guest calling one in a loop never ran out.
+  it.each([
+    ["blocks for 1 ms, between stretches of guest work", "while (true) { host(1); for (let i = 0; i < 20000; i++); }", 1, 20],
+    ["blocks for 0.1 ms, called as often as the guest can", "while (true) host(1);", 0.1, 5],
+  ])("stops a guest that calls a host function that %s at its execution budget", (_what, code, blockMs, budgetMs) => {
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    let calls = 0;
+    const sb = sandbox();
+    sb.defineFunction("host", (n) => {
+      // Far past what the budget allows: the guard keeps a regression from running for ever.
+      if (++calls > 200_000) throw new Error("the guest outlived its budget");
+      Atomics.wait(pause, 0, 0, blockMs);
+      return n;
+    });
+    const report = sb.runSync(code, { timeoutMs: budgetMs });
+    expect(report.ok).toBe(false);
+    expect(!report.ok && report.error.code).toBe("TIMEOUT");
+    expect(report.stats.executionMs).toBeGreaterThanOrEqual(budgetMs);
+  }, 600_000);
+
   it("gives memory back after 5,000 pending async calls are cut off by the wall budget", async () => {
     const other = bystander();
     // Long enough for a loaded machine to start the guest and issue calls before the budget ends.
