@@ -212,7 +212,8 @@ bool Engine::abandon(int64_t graceNs) {
   int64_t wallDeadline = sliceWallDeadlineNs_.load();
   int64_t remainingNs = sliceRemainingNs_.load();
   int64_t nowNs = monotonicNs();
-  bool overdue = (cpuDeadline != 0 ? cpuNs > cpuDeadline && nowNs > wallDeadline : wallDeadline != 0 && nowNs > wallDeadline) ||
+  bool overdue = (cpuDeadline != 0 ? cpuNs > cpuDeadline && nowNs > wallDeadline
+                                   : wallDeadline != 0 && nowNs > wallDeadline) ||
                  (stop_.load() != 0 && stopRequestedNs_ != 0);
   if (!overdue) {
     overdueCpuNs_ = -1;
