@@ -333,7 +333,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
       // No JavaScript runs until this returns, so nothing sees the eval without its promise.
       bridge_->expectOutcome(id_, evalId);
       Executor::instance().schedule(engine_);
-      std::optional<EvalOutcome> outcome = bridge_->takeOutcome();
+      std::optional<EvalOutcome> outcome = bridge_->takeOutcome([this] { return engine_->awaitingSlice(); });
       if (outcome) return outcomeToJs(env, *outcome);
       deferred_.emplace(Napi::Promise::Deferred::New(env));
       bridge_->evalStarted();
