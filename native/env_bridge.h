@@ -161,7 +161,7 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   // every use is a synchronous write-then-read).
   static constexpr size_t kExchangeBytes = boundary::exchangeBytes;
   Napi::Buffer<uint8_t> exchange() { return exchange_.Value(); }
-  // Numbers of the last inline eval (see SandboxHandle::EvalSync), shared with src/sandbox.ts.
+  // Numbers of the last eval answered on the spot (SandboxHandle::answerHere), shared with src/outcomes.ts.
   Napi::Float64Array statsArray() { return stats_.Value(); }
   double& stat(StatsSlot slot) { return statsData_[static_cast<uint32_t>(slot)]; }
   // The numbers of a primitive host call (QJSN_PRIMITIVE_SLOTS), shared with src/host-calls.ts.

@@ -316,20 +316,25 @@ export class Sandbox implements Disposable {
     // Set before the eval starts: an inline eval makes its host calls inside evalAsync.
     this.#host.beginEval(evalId, o.onConsole);
     const display = displayCutOf(o.displayChars);
-    const pending = handle.evalAsync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", evalId, o.onConsole !== undefined, o.inline === true, mayAnswerNow(started), ...(after === undefined ? display : ([...display, this.#hostRoots(), maxSnapshotBody(after.options)] as const)));
-    if (!pending) {
+    // A snapshot written after the eval comes back in the outcome array: such an eval is never answered at once.
+    const pending = handle.evalAsync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", evalId, o.onConsole !== undefined, o.inline === true, after === undefined && mayAnswerNow(started), ...(after === undefined ? display : ([...display, this.#hostRoots(), maxSnapshotBody(after.options)] as const)));
+    if (pending === null) {
       this.#host.endEval();
       return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
     }
     const wallMs = o.wallTimeoutMs ?? this.#options.wallTimeoutMs;
-    // It ended while evalAsync waited for it, and sent nothing still being decoded: no budget
-    // timer, no abort listener, no turn of the event loop.
-    if (!(pending instanceof Promise) && !this.#decodes.busy) {
+    if (pending instanceof Promise) return this.#outcomeOf(pending, evalId, started, o, wallMs, after);
+    // It ended while evalAsync waited for it. Its value is copied out of the exchange buffer
+    // before any host code (an abort listener, a decode slice) can call into the addon.
+    const raw = this.#checked(syncOutcome(pending));
+    if (raw[1]?.buffer === native.exchange.buffer) raw[1] = Buffer.from(raw[1]);
+    // Nothing it sent is still being decoded: no budget timer, no abort listener, no turn of the
+    // event loop.
+    if (!this.#decodes.busy) {
       this.#host.endEval(true);
-      if (after !== undefined) after.written = pending[10];
-      return this.#decoded(this.#checked(pending), started, o, wallMs);
+      return this.#decoded(raw, started, o, wallMs);
     }
-    return this.#outcomeOf(pending, evalId, started, o, wallMs, after);
+    return this.#outcomeOf(raw, evalId, started, o, wallMs);
   }
 
   async #outcomeOf(pending: NativeOutcome | Promise<NativeOutcome>, evalId: number, started: number, o: EvalOptions, wallMs: number, after?: SnapshotAfterEval): Promise<EvalReport> {

@@ -115,6 +115,19 @@ describe("an eval answered before eval() returns", () => {
     expect(fired).toBe(true);
   });
 
+  it("keeps a value answered at once intact while another sandbox's eval runs between its decode slices", async () => {
+    const sb = sandbox();
+    const other = sandbox();
+    for (let i = 0; i < 20; i++) {
+      // Several decode slices (a turn of the loop between them), and small enough to come back
+      // through the exchange buffer that every sandbox's evals and host calls share.
+      const pending = sb.eval("Array.from({ length: 1500 }, (_, i) => ({ a: i, b: 'x' }))");
+      setImmediate(() => other.evalSync("Array.from({ length: 1500 }, (_, i) => ({ c: -i, d: 'y' }))"));
+      const value = (await pending) as Array<{ a: number; b: string }>;
+      expect(value).toEqual(Array.from({ length: 1500 }, (_, i) => ({ a: i, b: "x" })));
+    }
+  });
+
   it("keeps call order when the turn's 1 ms of answers at once runs out between two evals", async () => {
     const sb = sandbox();
     sb.evalSync("globalThis.order = []");
