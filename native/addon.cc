@@ -242,10 +242,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     return r;
   }
 
-  // evalSync(code, filename, budgetMs, describe[, resultParts, thrownParts, depth]) -> outcome array
-  // The inline path answers without building an array: the numbers go into the environment's
-  // shared stats array and a value that fits into the exchange buffer; only console output, a
-  // message or an oversized value come back as JS values, as [value | undefined, message, console].
+  // evalSync(code, filename, budgetMs, describe[, resultParts, thrownParts, depth]) -> answerHere
   Napi::Value EvalSync(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     HandleArgs args(info);
@@ -257,6 +254,14 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     EvalOutcome o = keep->evalSync(requestOf(args, 4));
     closePrimitiveScope();
     primitiveScope_ = outer;
+    return answerHere(env, o);
+  }
+
+  // An eval's outcome for a caller that reads it at once, without building an array: the numbers
+  // go into the environment's shared stats array and a value that fits into the exchange buffer;
+  // only console output, a message or an oversized value come back as JS values, as
+  // [value | undefined, message, console] (src/outcomes.ts syncOutcome reads them).
+  Napi::Value answerHere(Napi::Env env, const EvalOutcome& o) {
     EnvBridge& b = *bridge_;
     b.stat(StatsSlot::status) = static_cast<int>(o.status);
     b.stat(StatsSlot::stop) = static_cast<int>(o.stop);
@@ -280,10 +285,11 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   }
 
   // evalAsync(code, filename, budgetMs, describe, evalId, streamConsole, inline, answerNow[,
-  // resultParts, thrownParts, depth[, excludedNames, maxBytes]]) -> Promise<outcome array>; the
-  // outcome array itself when `answerNow` and the eval ended within the main thread's short wait
-  // for it (EnvBridge::takeOutcome); null when busy. With excludedNames, a snapshot is written
-  // after an eval that was not stopped, as writeSnapshotAsync would, into the outcome's index 10.
+  // resultParts, thrownParts, depth[, excludedNames, maxBytes]]) -> Promise<outcome array>; when
+  // `answerNow` and the eval ended within the main thread's short wait for it
+  // (EnvBridge::takeOutcome), the outcome as evalSync answers it (answerHere); null when busy.
+  // With excludedNames, a snapshot is written after an eval that was not stopped, as
+  // writeSnapshotAsync would, into the outcome's index 10 (never with answerNow).
   Napi::Value EvalAsync(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     HandleArgs args(info);
@@ -336,8 +342,8 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
       // No JavaScript runs until this returns, so nothing sees the eval without its promise.
       bridge_->expectOutcome(id_, evalId);
       Executor::instance().schedule(engine_);
-      std::optional<EvalOutcome> outcome = bridge_->takeOutcome();
-      if (outcome) return outcomeToJs(env, *outcome);
+      std::optional<EvalOutcome> outcome = bridge_->takeOutcome([this] { return engine_->awaitingSlice(); });
+      if (outcome) return answerHere(env, *outcome);
       deferred_.emplace(Napi::Promise::Deferred::New(env));
       bridge_->evalStarted();
       return deferred_->Promise();

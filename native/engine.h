@@ -190,6 +190,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // it chooses (native/reaper.h); otherwise the executor frees it when the eval stops.
   AfterDispose dispose();
   bool busy() const { return lifecycle_.busy(); }
+  // An accepted async eval is still waiting for a thread's first slice.
+  bool awaitingSlice() const { return lifecycle_.phase() == EvalLifecycle::Phase::Starting; }
   bool broken() const { return lifecycle_.broken(); }
   size_t memoryUsed() const { return memory_.used.load(std::memory_order_relaxed); }
   size_t memoryPeak() const { return memory_.peak.load(std::memory_order_relaxed); }

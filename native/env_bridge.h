@@ -116,7 +116,7 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   // A wait that missed (a long eval, a slow host function) makes the next kSpinSkipsAfterMiss
   // hand-overs return at once, so a miss costs little CPU overall.
   void awaitReply() {
-    spinForReply([this] { return signaled_.load(std::memory_order_acquire); });
+    spinForReply([this] { return signaled_.load(std::memory_order_acquire); }, [] { return false; });
   }
   // A host result was just handed to an executor whose guest goes on in the same slice, and usually
   // makes its next host call within microseconds. Waits for it as awaitReply does, but holds the
@@ -151,9 +151,12 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   // Waits for the expected outcome as awaitReply does. Returns it when it came and nothing of its
   // sandbox waits before it in the outbox (console lines, host calls: they are dispatched first,
   // by drain), which spares the answer a wake-up and a turn of the event loop. Otherwise the
-  // outcome reaches its handle through drain, as any message does. Main thread.
-  std::optional<EvalOutcome> takeOutcome() {
-    spinForReply([this] { return outcomeHere_.load(std::memory_order_acquire); });
+  // outcome reaches its handle through drain, as any message does. A wait that ended before any
+  // thread began the eval (`awaitingSlice()`: a sleeping worker's wake-up is slow on a VM) says
+  // nothing about the eval's length and makes the next waits no shorter. Main thread.
+  template <typename AwaitingSlice>
+  std::optional<EvalOutcome> takeOutcome(AwaitingSlice awaitingSlice) {
+    spinForReply([this] { return outcomeHere_.load(std::memory_order_acquire); }, awaitingSlice);
     std::optional<EvalOutcome> taken;
     bool wake;
     {
@@ -181,7 +184,7 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   // every use is a synchronous write-then-read).
   static constexpr size_t kExchangeBytes = boundary::exchangeBytes;
   Napi::Buffer<uint8_t> exchange() { return exchange_.Value(); }
-  // Numbers of the last inline eval (see SandboxHandle::EvalSync), shared with src/sandbox.ts.
+  // Numbers of the last eval answered on the spot (SandboxHandle::answerHere), shared with src/outcomes.ts.
   Napi::Float64Array statsArray() { return stats_.Value(); }
   double& stat(StatsSlot slot) { return statsData_[static_cast<uint32_t>(slot)]; }
   // The numbers of a primitive host call (QJSN_PRIMITIVE_SLOTS), shared with src/host-calls.ts.
@@ -263,16 +266,16 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
     tsfn_.NonBlockingCall([self](Napi::Env, Napi::Function) { self->drain(); });
   }
   // Busy-waits up to kReplySpinNs for `ready`, while a core is free beside the running guests (see
-  // awaitReply).
-  template <typename Ready>
-  void spinForReply(Ready ready) {
+  // awaitReply). A miss makes the next waits return at once unless `excused()` says why it missed.
+  template <typename Ready, typename Excused>
+  void spinForReply(Ready ready, Excused excused) {
     if (ready()) return;
     if (replySpinSkips_ > 0) {
       replySpinSkips_--;
       return;
     }
     if (!Executor::instance().mainMaySpin()) return;
-    if (!spinUntil(kReplySpinNs, ready)) replySpinSkips_ = kSpinSkipsAfterMiss;
+    if (!spinUntil(kReplySpinNs, ready) && !excused()) replySpinSkips_ = kSpinSkipsAfterMiss;
   }
   Napi::Env env_;
   std::thread::id mainThread_;

@@ -66,21 +66,26 @@ export type DisplayCut = readonly [resultParts: number, thrownParts: number, dep
 /** The arguments of a snapshot write: names the host owns (left out), the cap on the body. */
 export type SnapshotAfter = readonly [excludedNames: string[], maxBodyBytes: number];
 
+/**
+ * An eval answered on the spot (`evalSync`, or `evalAsync` with `answerNow`): its numbers are in
+ * `syncStats` (at the positions of {@link StatsSlot}) and a value that fitted in `exchange`; what
+ * did not fit comes back as [value, message, console].
+ */
+export type AnsweredHere = [value: Buffer | undefined, message: string, console: Buffer | undefined] | undefined;
+
 export interface NativeHandle {
-  /**
-   * Runs inline. The numbers of the outcome are left in `syncStats` (at the positions of
-   * {@link StatsSlot}); what does not fit there comes back as [value, message, console].
-   */
-  evalSync(code: string, filename: string, budgetMs: number, describe: boolean, ...display: DisplayCut | []): [value: Buffer | undefined, message: string, console: Buffer | undefined] | undefined;
+  /** Runs inline, answered on the spot ({@link AnsweredHere}). */
+  evalSync(code: string, filename: string, budgetMs: number, describe: boolean, ...display: DisplayCut | []): AnsweredHere;
   /**
    * Runs on an executor thread, or with `inline` on the calling thread (slices and host-call
    * dispatch in turn). With `answerNow`, an eval that ends while the call briefly waits for it
-   * (nothing of its sandbox queued before its outcome) returns the outcome itself, not a promise.
+   * (nothing of its sandbox queued before its outcome) is answered as `evalSync` answers, not
+   * with a promise.
    * With a {@link DisplayCut}, the result or thrown value may come back as a copy for display, each
    * container cut short ending in a `More` count. With `snapshotAfter`, an eval that was not
    * stopped is followed in the same job by a snapshot write, as `writeSnapshotAsync` does.
    */
-  evalAsync(code: string, filename: string, budgetMs: number, describe: boolean, evalId: number, streamConsole: boolean, inline: boolean, answerNow: boolean, ...extra: DisplayCut | [] | [...display: DisplayCut, ...snapshotAfter: SnapshotAfter]): Promise<NativeOutcome> | NativeOutcome | null;
+  evalAsync(code: string, filename: string, budgetMs: number, describe: boolean, evalId: number, streamConsole: boolean, inline: boolean, answerNow: boolean, ...extra: DisplayCut | [] | [...display: DisplayCut, ...snapshotAfter: SnapshotAfter]): Promise<NativeOutcome> | AnsweredHere | null;
   stop(reason: number, evalId: number): void;
   /** With `collect`, the guest's next host call may be dispatched before this returns. */
   settle(callId: number, ok: boolean, result: number | Buffer | [string, string], collect?: boolean): void;
@@ -135,7 +140,7 @@ interface NativeModule {
   reaperBytes(): [pending: number, freed: number];
   /** The buffer shared with the addon for host call arguments and results. */
   exchange: Buffer;
-  /** The numbers of the last inline eval (see {@link NativeHandle.evalSync}). */
+  /** The numbers of the last eval answered on the spot (see {@link AnsweredHere}). */
   syncStats: Float64Array;
   /** The numbers of a primitive host call (see {@link NativePrimitiveDispatcher}). */
   primitiveSlots: Float64Array;

@@ -6,7 +6,7 @@
 import { SandboxError, type GuestErrorInfo } from "./errors.js";
 import { DECODE_SLICE_WORK, type DecodeQueue } from "./decode-queue.js";
 import { ConsoleDecoder, GuestOpaque, ValueDecoder, decodeConsole, decodeValue, type ConsoleRecord } from "./marshal.js";
-import { CONSOLE_LEVELS, native, NativeStatus, NativeStop, StatsSlot, type DisplayCut, type NativeError, type NativeOutcome } from "./native.js";
+import { CONSOLE_LEVELS, native, NativeStatus, NativeStop, StatsSlot, type AnsweredHere, type DisplayCut, type NativeError, type NativeOutcome } from "./native.js";
 import { formatConsoleArgs, RENDER_OPTIONS, renderValue } from "./render.js";
 import type { ConsoleEntry, EvalOptions, EvalReport, EvalStats, SandboxOptions } from "./types.js";
 
@@ -71,10 +71,11 @@ export function limitsOf(options: Required<SandboxOptions>, o: EvalOptions, wall
 }
 
 /**
- * The outcome of an inline eval: its numbers from `native.syncStats`, its value from the exchange
- * buffer when it fitted there, the rest from what `evalSync` returned.
+ * The outcome of an eval answered on the spot: its numbers from `native.syncStats`, its value from
+ * the exchange buffer when it fitted there (a view, valid until the next call into the addon), the
+ * rest from what `evalSync` or `evalAsync` returned.
  */
-export function syncOutcome(extras: [value: Buffer | undefined, message: string, console: Buffer | undefined] | undefined): NativeOutcome {
+export function syncOutcome(extras: AnsweredHere): NativeOutcome {
   const s = native.syncStats;
   const inExchange = s[StatsSlot.valueLength]!;
   const value = inExchange >= 0 ? native.exchange.subarray(0, inExchange) : extras?.[0];

@@ -26,6 +26,11 @@ const HOST_STEP_BUDGET_MS = 100;
  */
 const mayAnswerNow = perTurnBudget(1);
 
+/** Resolves with `value` after a turn of the event loop (timers and I/O callbacks run first). */
+function nextTurn<T>(value: T): Promise<T> {
+  return new Promise((resolve) => setImmediate(resolve, value));
+}
+
 /**
  * A JavaScript sandbox: one QuickJS-ng runtime with its own memory limit, stack limit, time
  * budgets and job queue. Values cross in and out by copy; no host object ever reaches guest code.
@@ -268,6 +273,10 @@ export class Sandbox implements Disposable {
     const o = validateEvalOptions(code, options);
     if (this.#host.reentered()) return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
     if (this.#asyncEvals > 0) return this.#enqueue(() => this.#runNow(code, o, after));
+    // This turn's time for evals answered at once is spent: start after a turn of the event loop
+    // (and so still answered at once), rather than as an eval answered through the loop, which
+    // costs several times more and, answered within the same turn, would not let timers run either.
+    if (o.inline !== true && !mayAnswerNow()) return this.#enqueue(async () => this.#runNow(code, await nextTurn(o), after));
     // Admitted before the clock's now() runs: an eval it starts waits for this one.
     const release = this.#admit();
     let ran: EvalReport | Promise<EvalReport>;
@@ -317,20 +326,25 @@ export class Sandbox implements Disposable {
     // Set before the eval starts: an inline eval makes its host calls inside evalAsync.
     this.#host.beginEval(evalId, o.onConsole);
     const display = displayCutOf(o.displayChars);
-    const pending = handle.evalAsync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", evalId, o.onConsole !== undefined, o.inline === true, mayAnswerNow(started), ...(after === undefined ? display : ([...(display.length === 0 ? EXACT_DISPLAY_CUT : display), this.#hostRoots(), maxSnapshotBody(after.options)] as const)));
-    if (!pending) {
+    // A snapshot written after the eval comes back in the outcome array: such an eval is never answered at once.
+    const pending = handle.evalAsync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", evalId, o.onConsole !== undefined, o.inline === true, after === undefined && mayAnswerNow(started), ...(after === undefined ? display : ([...(display.length === 0 ? EXACT_DISPLAY_CUT : display), this.#hostRoots(), maxSnapshotBody(after.options)] as const)));
+    if (pending === null) {
       this.#host.endEval();
       return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
     }
     const wallMs = o.wallTimeoutMs ?? this.#options.wallTimeoutMs;
-    // It ended while evalAsync waited for it, and sent nothing still being decoded: no budget
-    // timer, no abort listener, no turn of the event loop.
-    if (!(pending instanceof Promise) && !this.#decodes.busy) {
+    if (pending instanceof Promise) return this.#outcomeOf(pending, evalId, started, o, wallMs, after);
+    // It ended while evalAsync waited for it. Its value is copied out of the exchange buffer
+    // before any host code (an abort listener, a decode slice) can call into the addon.
+    const raw = this.#checked(syncOutcome(pending));
+    if (raw[1]?.buffer === native.exchange.buffer) raw[1] = Buffer.from(raw[1]);
+    // Nothing it sent is still being decoded: no budget timer, no abort listener, no turn of the
+    // event loop.
+    if (!this.#decodes.busy) {
       this.#host.endEval(true);
-      if (after !== undefined) after.written = pending[10];
-      return this.#decoded(this.#checked(pending), started, o, wallMs);
+      return this.#decoded(raw, started, o, wallMs);
     }
-    return this.#outcomeOf(pending, evalId, started, o, wallMs, after);
+    return this.#outcomeOf(raw, evalId, started, o, wallMs);
   }
 
   async #outcomeOf(pending: NativeOutcome | Promise<NativeOutcome>, evalId: number, started: number, o: EvalOptions, wallMs: number, after?: SnapshotAfterEval): Promise<EvalReport> {

@@ -114,4 +114,33 @@ describe("an eval answered before eval() returns", () => {
     }
     expect(fired).toBe(true);
   });
+
+  it("keeps a value answered at once intact while another sandbox's eval runs between its decode slices", async () => {
+    const sb = sandbox();
+    const other = sandbox();
+    for (let i = 0; i < 20; i++) {
+      // Several decode slices (a turn of the loop between them), and small enough to come back
+      // through the exchange buffer that every sandbox's evals and host calls share.
+      const pending = sb.eval("Array.from({ length: 1500 }, (_, i) => ({ a: i, b: 'x' }))");
+      setImmediate(() => other.evalSync("Array.from({ length: 1500 }, (_, i) => ({ c: -i, d: 'y' }))"));
+      const value = (await pending) as Array<{ a: number; b: string }>;
+      expect(value).toEqual(Array.from({ length: 1500 }, (_, i) => ({ a: i, b: "x" })));
+    }
+  });
+
+  it("keeps call order when the turn's 1 ms of answers at once runs out between two evals", async () => {
+    const sb = sandbox();
+    sb.evalSync("globalThis.order = []");
+    for (let round = 0; round < 20; round++) {
+      const first = sb.eval(`order.push(${round}); ${round}`);
+      const spentAt = performance.now();
+      while (performance.now() - spentAt < 2) {
+        // the turn's time for answers at once runs out: the next eval waits for a turn of the loop
+      }
+      const later = [sb.eval(`order.push(${100 + round}); "second"`), sb.eval(`order.push(${200 + round}); "third"`)];
+      expect(() => sb.evalSync("0")).toThrow(expect.objectContaining({ code: "BUSY" }));
+      expect(await Promise.all([first, ...later])).toEqual([round, "second", "third"]);
+    }
+    expect(sb.evalSync("order")).toEqual(Array.from({ length: 20 }, (_, i) => [i, 100 + i, 200 + i]).flat());
+  });
 });
