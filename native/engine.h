@@ -271,13 +271,13 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // calls: the budget runs out when both have reached it.
   std::atomic<int> stop_{0};
   std::atomic<int64_t> sliceWallDeadlineNs_{0};  // start + remaining budget + host time, monotonic; 0 when no guest code runs
-  std::atomic<int64_t> sliceCpuDeadlineNs_{0};   // thread CPU time at which the budget runs out; 0 before the mark
-  std::atomic<int64_t> sliceRemainingNs_{0};     // budget left when the slice started
-  int64_t sliceStartNs_ = 0;                     // monotonic
-  int64_t cpuMarkNs_ = -1;                       // thread CPU time at the mark; -1 before it
-  int64_t beforeMarkNs_ = 0;                     // time charged for the slice before the mark
-  int64_t nextCpuCheckNs_ = 0;                   // monotonic time before which the deadline cannot have passed
-  int64_t hostNs_ = 0;                           // host calls' wall time in the slice (excludeHostTime)
+  std::atomic<int64_t> sliceCpuDeadlineNs_{0};  // thread CPU time at which the budget runs out; 0 before the mark
+  std::atomic<int64_t> sliceRemainingNs_{0};    // budget left when the slice started
+  int64_t sliceStartNs_ = 0;                    // monotonic
+  int64_t cpuMarkNs_ = -1;                      // thread CPU time at the mark; -1 before it
+  int64_t beforeMarkNs_ = 0;                    // time charged for the slice before the mark
+  int64_t nextCpuCheckNs_ = 0;                  // monotonic time before which the deadline cannot have passed
+  int64_t hostNs_ = 0;                          // host calls' wall time in the slice (excludeHostTime)
   double budgetMs_ = 0;
   double executionMs_ = 0;
 

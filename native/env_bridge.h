@@ -134,7 +134,7 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
       signaled_.store(true, std::memory_order_relaxed);
       if (hasMail_.load(std::memory_order_relaxed)) return true;
     }
-    spinForReply([this] { return hasMail_.load(std::memory_order_acquire); });
+    spinForReply([this] { return hasMail_.load(std::memory_order_acquire); }, [] { return false; });
     std::lock_guard<std::mutex> lock(mu_);
     if (hasMail_.load(std::memory_order_relaxed)) return true;
     signaled_.store(false, std::memory_order_relaxed);  // nothing came: a later post wakes the loop
@@ -156,7 +156,11 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   // nothing about the eval's length and makes the next waits no shorter. Main thread.
   template <typename AwaitingSlice>
   std::optional<EvalOutcome> takeOutcome(AwaitingSlice awaitingSlice) {
-    spinForReply([this] { return outcomeHere_.load(std::memory_order_acquire); }, awaitingSlice);
+    // Any message ends the wait: one posted before the outcome (a host call, a console line) keeps
+    // it from being taken here anyway, and the loop must come for it.
+    spinForReply(
+        [this] { return outcomeHere_.load(std::memory_order_acquire) || hasMail_.load(std::memory_order_acquire); },
+        [&] { return awaitingSlice() || hasMail_.load(std::memory_order_relaxed); });
     std::optional<EvalOutcome> taken;
     bool wake;
     {
