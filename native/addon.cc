@@ -10,11 +10,11 @@
 #include <unordered_set>
 #include <utility>
 
-#include "contract.h"
 #include "env_bridge.h"
 #include "executor.h"
 #include "handle_args.h"
 #include "primitive_call.h"
+#include "process_facts.h"
 #include "reaper.h"
 
 namespace qjsn {
@@ -174,7 +174,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
       parkedToken_ = token;
       return std::nullopt;
     }
-    return hostResultOf(ret);
+    return bridge_->hostResultOf(ret);
   }
 
   // The fast path of a sync host call on the main thread: primitiveDispatcher(fnId * 4 + argc, ...args)
@@ -398,25 +398,8 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     HandleArgs args(info);
     if (!alive(info) || !args.has(2)) return info.Env().Undefined();
     if (parkedSlot_ && args.u32(0) == parkedToken_)
-      EnvBridge::finishSlot(std::exchange(parkedSlot_, nullptr), hostResultOf(info[1]));
+      EnvBridge::finishSlot(std::exchange(parkedSlot_, nullptr), bridge_->hostResultOf(info[1]));
     return info.Env().Undefined();
-  }
-
-  // A host answer as the dispatcher gives it: a byte count in the exchange buffer, a Buffer of its
-  // own, or [name, message] for an error.
-  HostResult hostResultOf(const Napi::Value& answer) {
-    HostResult r;
-    if (answer.IsNumber() || answer.IsBuffer() || answer.IsTypedArray()) {
-      r.value = bridge_->resultBytes(answer);
-      return r;
-    }
-    r.ok = false;
-    if (answer.IsArray()) {
-      Napi::Array a = answer.As<Napi::Array>();
-      r.errorName = a.Get(0u).ToString().Utf8Value();
-      r.errorMessage = a.Get(1u).ToString().Utf8Value();
-    }
-    return r;
   }
 
   // settle(callId, ok, bytes | [name, message], collect): with `collect`, the guest's next host
@@ -688,23 +671,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("exchange", bridge->exchange());
   exports.Set("syncStats", bridge->statsArray());
   exports.Set("primitiveSlots", bridge->primitiveSlotsArray());
-  exports.Set("threadStackBytes", Napi::Number::New(env, static_cast<double>(Executor::kThreadStackBytes)));
-  exports.Set("executorThreads", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
-                Executor::Counts c = Executor::instance().counts();
-                Napi::Array a = Napi::Array::New(info.Env(), 2);
-                a.Set(0u, Napi::Number::New(info.Env(), c.threads));
-                a.Set(1u, Napi::Number::New(info.Env(), c.maxThreads));
-                return a;
-              }));
-  exports.Set("reaperBytes", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
-                ReaperBytes bytes = reaperBytes();
-                Napi::Array a = Napi::Array::New(info.Env(), 2);
-                a.Set(0u, Napi::Number::New(info.Env(), static_cast<double>(bytes.pending)));
-                a.Set(1u, Napi::Number::New(info.Env(), bytes.freed));
-                return a;
-              }));
-  exports.Set("engineVersion", Napi::String::New(env, JS_GetVersion()));
-  exports.Set("contract", contractObject(env));
+  exportProcessFacts(env, exports);
   return exports;
 }
 

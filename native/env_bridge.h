@@ -207,6 +207,22 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   }
   // Reads a result the dispatcher or `settle` handed back: a byte count in the exchange buffer or
   // a Buffer/Uint8Array of its own.
+  // A host answer as the dispatcher gives it: a byte count in the exchange buffer, a Buffer of its
+  // own, or [name, message] for an error.
+  HostResult hostResultOf(const Napi::Value& answer) {
+    HostResult r;
+    if (answer.IsNumber() || answer.IsBuffer() || answer.IsTypedArray()) {
+      r.value = resultBytes(answer);
+      return r;
+    }
+    r.ok = false;
+    if (answer.IsArray()) {
+      Napi::Array a = answer.As<Napi::Array>();
+      r.errorName = a.Get(0u).ToString().Utf8Value();
+      r.errorMessage = a.Get(1u).ToString().Utf8Value();
+    }
+    return r;
+  }
   std::vector<uint8_t> resultBytes(const Napi::Value& v) {
     if (v.IsNumber()) {
       size_t n = std::min<size_t>(v.As<Napi::Number>().Uint32Value(), kExchangeBytes);
