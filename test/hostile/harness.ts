@@ -2,13 +2,20 @@
 // responsive, fail with a typed SandboxError, give its memory back, and leave other sandboxes
 // exactly as they were.
 import { afterEach, expect } from "vitest";
-import { Sandbox, SandboxError, type SandboxErrorCode, type SandboxOptions } from "../../src/index.js";
+import { Sandbox, SandboxError, type RestoreOptions, type SandboxErrorCode, type SandboxOptions } from "../../src/index.js";
 
 const live: Sandbox[] = [];
 
 /** A sandbox disposed after the current test. */
 export function sandbox(options?: SandboxOptions): Sandbox {
   const sb = new Sandbox(options);
+  live.push(sb);
+  return sb;
+}
+
+/** A sandbox restored from `bytes`, disposed after the current test. */
+export function restored(bytes: Uint8Array, options?: RestoreOptions): Sandbox {
+  const { sandbox: sb } = Sandbox.restore(bytes, options);
   live.push(sb);
   return sb;
 }

@@ -1,25 +1,9 @@
 // runThenSnapshot: the eval's own executor job writes the snapshot right after the eval. It must
 // hold exactly what a snapshotAsync queued behind the eval would, be sealed the same way, and never
 // capture the state a stopped eval left behind.
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Sandbox, snapshotBody } from "../../src/index.js";
-
-const live: Sandbox[] = [];
-afterEach(() => {
-  for (const sb of live.splice(0)) sb.dispose();
-});
-
-function sandbox(): Sandbox {
-  const sb = new Sandbox();
-  live.push(sb);
-  return sb;
-}
-
-function restored(bytes: Uint8Array, options?: Parameters<typeof Sandbox.restore>[1]): Sandbox {
-  const { sandbox: sb } = Sandbox.restore(bytes, options);
-  live.push(sb);
-  return sb;
-}
+import { restored, sandbox } from "../hostile/harness.js"; // sandboxes disposed after the current test
 
 describe("runThenSnapshot writes the state an eval left", () => {
   it("holds the same state as a snapshotAsync taken right after the eval", async () => {
@@ -86,8 +70,7 @@ describe("runThenSnapshot never captures a stopped eval", () => {
   });
 
   it("writes nothing after an eval that ran out of memory", async () => {
-    const sb = new Sandbox({ memoryLimitBytes: 8 * 1024 * 1024 });
-    live.push(sb);
+    const sb = sandbox({ memoryLimitBytes: 8 * 1024 * 1024 });
     const result = await sb.runThenSnapshot("var grow = []; for (;;) grow.push('x'.repeat(1000) + grow.length)");
     expect(result.report.ok || result.report.error.code).toBe("OUT_OF_MEMORY");
     expect(result.snapshot).toBeUndefined();
@@ -96,8 +79,7 @@ describe("runThenSnapshot never captures a stopped eval", () => {
 
 describe("a stop that comes after the eval ended leaves the snapshot write alone", () => {
   it("does not break the sandbox when the eval's wall budget runs out during a long write", async () => {
-    const sb = new Sandbox({ memoryLimitBytes: 256 * 1024 * 1024 });
-    live.push(sb);
+    const sb = sandbox({ memoryLimitBytes: 256 * 1024 * 1024 });
     // About half a second of CPU to write (within the snapshot's 2,000,000-value cap): past the
     // watchdog's grace once the wall budget is over.
     sb.evalSync("var big = Array.from({ length: 1900000 }, (_, i) => i + 0.5); undefined");
