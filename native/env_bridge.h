@@ -205,8 +205,6 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
     *spill = Napi::Buffer<uint8_t>::Copy(env_, bytes.data(), bytes.size());
     return 0;
   }
-  // Reads a result the dispatcher or `settle` handed back: a byte count in the exchange buffer or
-  // a Buffer/Uint8Array of its own.
   // A host answer as the dispatcher gives it: a byte count in the exchange buffer, a Buffer of its
   // own, or [name, message] for an error.
   HostResult hostResultOf(const Napi::Value& answer) {
@@ -223,6 +221,8 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
     }
     return r;
   }
+  // Reads a result the dispatcher or `settle` handed back: a byte count in the exchange buffer or
+  // a Buffer/Uint8Array of its own.
   std::vector<uint8_t> resultBytes(const Napi::Value& v) {
     if (v.IsNumber()) {
       size_t n = std::min<size_t>(v.As<Napi::Number>().Uint32Value(), kExchangeBytes);

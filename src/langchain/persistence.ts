@@ -12,8 +12,9 @@
  * - Before a run (`beforeAgent`), a thread whose live session does not hold that stored turn (a new
  *   process, another replica, an evicted session, time travel) is restored from it on its next eval.
  * - After every eval that completed (returned a value or threw), an unsigned in-memory snapshot,
- *   written by the eval's own executor job, is kept as the last good state; an eval stopped by a timeout, out of memory, the watchdog or an
- *   abort puts it back, so no half-mutated globals survive.
+ *   written by the eval's own executor job, is kept as the last good state; an eval stopped by a
+ *   timeout, out of memory, the watchdog or an abort puts it back, so no half-mutated globals
+ *   survive.
  * Whatever is lost on the way is told to the model in one line, on its next eval.
  */
 import { createHash } from "node:crypto";
