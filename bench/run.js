@@ -6,17 +6,22 @@
 // when QJSN_POSTGRES_URL is set) runs in every run that includes quickjs-native, or alone with
 // `--modes=thread-storage`.
 // `--only=hostile` is a shorthand for the hostile case alone (see below).
+// `--baseline=PATH` also runs the quickjs-native build of another checkout at PATH (built with
+// `npm run build`, e.g. a `git worktree` of an older commit) right after this checkout's, and the
+// report gains a table of this checkout's medians against the baseline's, both from this one run.
 // Installs bench deps if needed, builds the raw-C floor, runs each engine's cases in child
 // processes of their own, then writes bench/RESULTS.md and bench/chart.svg from this one run
 // (a --quick, --engines or --modes run writes them under bench/.work/ instead).
 // Timing never fails the run: an engine or case that cannot run is reported with its reason.
 import { spawn } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ensureBenchDeps } from "./lib/deps.js";
 import { buildCFloor, runCFloor, C_FLOOR_FLAGS } from "./lib/c-floor.js";
 import { currentLoad, describeMachine } from "./lib/machine.js";
 import { ENGINE_IDS } from "./engines/index.js";
+import { BASELINE_ENV } from "./engines/quickjs-native-baseline.js";
 
 const bench = fileURLToPath(new URL("./", import.meta.url));
 const work = `${bench}.work`;
@@ -26,7 +31,8 @@ const engineArg = args.find((a) => a.startsWith("--engines="))?.slice("--engines
 // `--only=hostile`: just the "event loop under hostile outputs" case of quickjs-native, printed
 // and written to bench/.work/hostile.json (RESULTS.md is left alone).
 const only = args.find((a) => a.startsWith("--only="))?.slice("--only=".length);
-const engines = engineArg ? engineArg.split(",") : ENGINE_IDS;
+const baselineArg = args.find((a) => a.startsWith("--baseline="))?.slice("--baseline=".length);
+const engines = withBaseline(engineArg ? engineArg.split(",") : ENGINE_IDS, baselineArg);
 const modeArg = args.find((a) => a.startsWith("--modes="))?.slice("--modes=".length);
 const say = (text) => process.stderr.write(`${text}\n`);
 const started = Date.now();
@@ -98,6 +104,18 @@ async function runEngine(engine, index) {
 }
 
 const THREAD_STORAGE = "thread-storage";
+
+/**
+ * `engines` with the baseline engine right after quickjs-native (so the two run back to back) when
+ * `--baseline=PATH` names a built checkout; its path reaches the children through the environment.
+ */
+function withBaseline(engines, path) {
+  if (path === undefined) return engines;
+  if (!existsSync(`${resolve(path)}/dist/index.js`)) throw new Error(`--baseline=${path}: no built checkout there (dist/index.js missing: run \`npm run build\` in it)`);
+  process.env[BASELINE_ENV] = resolve(path);
+  const at = engines.indexOf("quickjs-native");
+  return [...engines.slice(0, at + 1), "quickjs-native-baseline", ...engines.slice(at + 1)];
+}
 
 /**
  * The "thread storage" case: bench/thread-storage.js in a child of its own, its Markdown kept for

@@ -9,6 +9,9 @@
 //     { evalSync?(code), evalAsync(code, { awaitResult }), setString(name, s), spin(code, ms), dispose(),
 //       snapshot?(), restore?(bytes) }
 //   createEvalTool?()         the engine's LangChain eval tool: { invoke(code), dispose() }
+//
+// "quickjs-native-baseline" (another built checkout of this package) is not in ENGINE_IDS: it runs
+// only when `bench/run.js --baseline=PATH` asks for it.
 
 export const ENGINE_IDS = [
   "quickjs-native",
@@ -21,6 +24,7 @@ export const ENGINE_IDS = [
 
 const modules = {
   "quickjs-native": "./quickjs-native.js",
+  "quickjs-native-baseline": "./quickjs-native-baseline.js",
   "wasm-bellard-sync": "./qjs-emscripten-bellard-sync.js",
   "wasm-ng-sync": "./qjs-emscripten-ng-sync.js",
   "wasm-ng-asyncify": "./qjs-emscripten-ng-asyncify.js",

@@ -4,6 +4,7 @@ import { evaluateGoals } from "./goals.js";
 import { formatOps, formatRatio, formatUs } from "./format.js";
 
 const NATIVE = "quickjs-native";
+const BASELINE = "quickjs-native-baseline";
 const FLOOR = "c-floor";
 const esc = (s) => String(s ?? "").replace(/\|/g, "\\|").replace(/\n/g, " ");
 
@@ -136,6 +137,27 @@ function glanceCell(info, result) {
   return formatUs(r.medianUs);
 }
 
+/** The case's headline number in its own unit (the one glanceCell shows), or NaN when not measured. */
+function headline(info, r) {
+  if (r?.status !== "ok") return Number.NaN;
+  if (info.kind === "once") return r.onceMs;
+  if (info.kind === "memory") return r.perSessionKB;
+  if (info.kind === "eventloop" || info.kind === "latency") return r.p99Ms;
+  return r.medianUs;
+}
+
+/** This checkout against the `--baseline` checkout, case by case, both measured in this run. */
+function baselineSection(run, baseline) {
+  const native = run.results.find((r) => r.engine === NATIVE);
+  const shown = CASES.filter((c) => !(c.fullOnly && run.quick));
+  const rows = shown.map((c) => {
+    const ratio = headline(c, findRow(native, c.id)) / headline(c, findRow(baseline, c.id));
+    const verdict = !Number.isFinite(ratio) ? "" : ratio > 1.05 ? "slower by more than 5%" : ratio < 0.95 ? "faster by more than 5%" : "within 5%";
+    return [`(${c.letter}) ${c.title}`, glanceCell(c, native), glanceCell(c, baseline), formatRatio(ratio), verdict];
+  });
+  return table(["case (median; RSS per session; p99 delay)", "this checkout", baseline.label ?? BASELINE, "this / baseline", ""], rows, "lrrrl");
+}
+
 function atAGlance(run) {
   const shown = CASES.filter((c) => !(c.fullOnly && run.quick));
   const rows = shown.map((c) => [`(${c.letter}) ${c.title}`, ...run.results.map((result) => glanceCell(c, result))]);
@@ -207,6 +229,17 @@ export function renderReport(run) {
     ),
     "",
   );
+
+  const baseline = run.results.find((r) => r.engine === BASELINE);
+  if (baseline) {
+    out.push("## Against the baseline", "");
+    out.push(
+      "`--baseline` ran the quickjs-native build of another checkout right after this one, with the same cases: a ratio above 1× means this checkout is slower. The module load (a) is a single sample per process.",
+      "",
+      baselineSection(run, baseline),
+      "",
+    );
+  }
 
   out.push("## Chart", "", "Median time per operation, log scale (shorter is faster).", "", "![Median time per operation by case and engine, log scale](chart.svg)", "");
   out.push("## At a glance", "", atAGlance(run), "");
