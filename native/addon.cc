@@ -180,8 +180,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   // The fast path of a sync host call on the main thread: primitiveDispatcher(fnId * 4 + argc, ...args)
   // gets the primitives as they are and answers with a primitive, [bytes] (the codec's answer, as
   // dispatcher's) or [name, message].
-  bool syncCallPrimitive(uint32_t fnId, const Primitive* args, int argc, Primitive* result, char16_t* text,
-                         HostResult* fallback) {
+  bool syncCallPrimitive(PrimitiveCall* call) {
     napi_env env = Env();
     // One handle scope for a run of calls rather than one each (opening one allocates): the
     // handles of at most kCallsPerPrimitiveScope calls stay alive. EvalSync closes it when the
@@ -195,10 +194,10 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
       napi_get_undefined(env, &p.undefined);
     }
     if (p.dispatcher == nullptr) {
-      *fallback = EnvBridge::closedResult();
+      call->fallback = EnvBridge::closedResult();
       return false;
     }
-    return callPrimitiveDispatcher(env, {p.dispatcher, p.undefined}, fnId, args, argc, result, text, fallback, *bridge_);
+    return callPrimitiveDispatcher(env, {p.dispatcher, p.undefined}, call, *bridge_);
   }
 
  private:
@@ -586,17 +585,16 @@ HostResult EnvBridge::runSyncCall(uint32_t sandboxId, uint32_t fnId, std::vector
   return *it->second->syncCall(fnId, args, nullptr);
 }
 
-bool EnvBridge::callSyncPrimitive(uint32_t sandboxId, uint32_t fnId, const Primitive* args, int argc, Primitive* result,
-                                  char16_t* text, HostResult* fallback) {
+bool EnvBridge::callSyncPrimitive(uint32_t sandboxId, PrimitiveCall* call) {
   if (lastPrimitiveCaller_.first != sandboxId) {
     auto it = handles_.find(sandboxId);
     if (it == handles_.end()) {
-      *fallback = closedResult();
+      call->fallback = closedResult();
       return false;
     }
     lastPrimitiveCaller_ = *it;
   }
-  return lastPrimitiveCaller_.second->syncCallPrimitive(fnId, args, argc, result, text, fallback);
+  return lastPrimitiveCaller_.second->syncCallPrimitive(call);
 }
 
 HostResult EnvBridge::callSync(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t> args) {

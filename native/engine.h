@@ -99,6 +99,18 @@ struct Primitive {
 constexpr int kMaxPrimitiveArgs = boundary::maxPrimitiveArgs;
 constexpr size_t kMaxPrimitiveChars = boundary::maxPrimitiveChars;
 
+// One sync host call on the fast path: the guest's primitive arguments and the host's answer, in
+// one block that is passed down by a single pointer. Built per call, so nothing but `fallback`
+// (one flag) is initialized.
+struct PrimitiveCall {
+  uint32_t fnId;
+  int argc;
+  Primitive args[kMaxPrimitiveArgs];
+  Primitive result;                       // the answer, when the host answered with a primitive
+  char16_t text[kMaxPrimitiveChars + 1];  // a string answer's units (`result.chars`)
+  std::optional<HostResult> fallback;     // else the answer as callSync's (wire bytes or an error)
+};
+
 // The main-thread side, implemented by the addon.
 class HostBridge {
  public:
@@ -106,10 +118,9 @@ class HostBridge {
   // Runs a synchronous host function; blocks the calling executor thread until it returns.
   virtual HostResult callSync(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t> args) = 0;
   // callSync's fast path, on the main thread only. True when the host answered with a primitive
-  // (in `*result`; a string as Utf16 in `text`, room for kMaxPrimitiveChars + 1 units); false when
-  // `*fallback` holds the answer as callSync's would (wire bytes or an error).
-  virtual bool callSyncPrimitive(uint32_t sandboxId, uint32_t fnId, const Primitive* args, int argc, Primitive* result,
-                                 char16_t* text, HostResult* fallback) = 0;
+  // (`call->result`; a string as Utf16 in `call->text`); false when `call->fallback` holds the
+  // answer as callSync's would (wire bytes or an error).
+  virtual bool callSyncPrimitive(uint32_t sandboxId, PrimitiveCall* call) = 0;
   virtual void postAsyncCall(uint32_t sandboxId, uint64_t evalId, uint32_t callId, uint32_t fnId,
                              std::vector<uint8_t> args) = 0;
   virtual void postEvalDone(uint32_t sandboxId, EvalOutcome outcome) = 0;

@@ -65,8 +65,7 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   }
 
   HostResult callSync(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t> args) override;
-  bool callSyncPrimitive(uint32_t sandboxId, uint32_t fnId, const Primitive* args, int argc, Primitive* result,
-                         char16_t* text, HostResult* fallback) override;
+  bool callSyncPrimitive(uint32_t sandboxId, PrimitiveCall* call) override;
   void postAsyncCall(uint32_t sandboxId, uint64_t evalId, uint32_t callId, uint32_t fnId,
                      std::vector<uint8_t> args) override {
     Message m;

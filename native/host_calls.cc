@@ -11,17 +11,19 @@ using Phase = EvalLifecycle::Phase;
 using Event = EvalLifecycle::Event;
 
 JSValue Engine::hostTrampoline(JSContext* ctx, JSValueConst, int argc, JSValueConst* argv, int magic, JSValueConst* data) {
+  Engine* e = of(ctx);
   bool async = JS_VALUE_GET_BOOL(data[0]);
-  return of(ctx)->callHost(magic, async, argc, argv);
+  // Inline evals run on the main thread: primitives can go straight to the host function. Tested
+  // here, before callHost's frame (a codec's worth of locals) is set up.
+  JSValue fast;
+  if (!async && argc <= kMaxPrimitiveArgs && e->lifecycle_.syncRunning() && e->stop_.load(std::memory_order_relaxed) == 0 &&
+      e->callHostPrimitive(static_cast<uint32_t>(magic), argc, argv, &fast))
+    return fast;
+  return e->callHost(magic, async, argc, argv);
 }
 
 JSValue Engine::callHost(int fnId, bool async, int argc, JSValueConst* argv) {
   if (stop_.load() != 0) return JS_ThrowInternalError(ctx_, "the eval has ended");
-  // Inline evals run on the main thread: primitives can go straight to the host function.
-  JSValue fast;
-  if (!async && lifecycle_.syncRunning() && argc <= kMaxPrimitiveArgs &&
-      callHostPrimitive(static_cast<uint32_t>(fnId), argc, argv, &fast))
-    return fast;
   WireWriter w;
   WireLimits limits = copyLimits();
   GuestEncoder enc(ctx_, intrinsics_, w, limits, false);
@@ -123,11 +125,13 @@ class BorrowedStrings {
 
 // False, having done nothing, when an argument is not a primitive this path carries.
 bool Engine::callHostPrimitive(uint32_t fnId, int argc, JSValueConst* argv, JSValue* out) {
-  Primitive args[kMaxPrimitiveArgs];
+  PrimitiveCall call;
+  call.fnId = fnId;
+  call.argc = argc;
   BorrowedStrings texts(ctx_);
   for (int i = 0; i < argc; i++) {
     JSValueConst v = argv[i];
-    Primitive& a = args[i];
+    Primitive& a = call.args[i];
     switch (JS_VALUE_GET_NORM_TAG(v)) {
       case JS_TAG_UNDEFINED: a.kind = Primitive::Kind::Undefined; break;
       case JS_TAG_NULL: a.kind = Primitive::Kind::Null; break;
@@ -161,20 +165,18 @@ bool Engine::callHostPrimitive(uint32_t fnId, int argc, JSValueConst* argv, JSVa
   // host function runs: only its time is kept out of the budget. These calls are many and short,
   // so that time is read from the coarse clock (unbiased over many calls, nearly free) rather
   // than by pausing and resuming the execution clock (two precise clock reads a call).
-  Primitive result;
-  char16_t text[kMaxPrimitiveChars + 1];
-  HostResult fallback;
   int64_t hostStartNs = coarseMonotonicNs();
-  bool primitive = bridge_->callSyncPrimitive(id_, fnId, args, argc, &result, text, &fallback);
+  bool primitive = bridge_->callSyncPrimitive(id_, &call);
   excludeHostTime(coarseMonotonicNs() - hostStartNs);
-  if (stop_.load() != 0) {
+  if (stop_.load(std::memory_order_relaxed) != 0) {
     *out = JS_ThrowInternalError(ctx_, "the eval has ended");
     return true;
   }
   if (!primitive) {
-    *out = syncResultToGuest(fallback);
+    *out = syncResultToGuest(*call.fallback);
     return true;
   }
+  const Primitive& result = call.result;
   switch (result.kind) {
     case Primitive::Kind::Undefined: *out = JS_UNDEFINED; break;
     case Primitive::Kind::Null: *out = JS_NULL; break;

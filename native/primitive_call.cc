@@ -4,20 +4,20 @@
 
 namespace qjsn {
 
-bool callPrimitiveDispatcher(napi_env env, PrimitiveDispatcher d, uint32_t fnId, const Primitive* args, int argc,
-                             Primitive* result, char16_t* text, HostResult* fallback, EnvBridge& bridge) {
+bool callPrimitiveDispatcher(napi_env env, PrimitiveDispatcher d, PrimitiveCall* call, EnvBridge& bridge) {
   static_assert(kMaxPrimitiveArgs == 3, "argc and the number bits share the call slot with fnId");
   static_assert(static_cast<uint32_t>(PrimitiveSlot::arg2) == static_cast<uint32_t>(PrimitiveSlot::arg0) + 2);
   // Numbers, the common case, cross through the shared slots: making a JS value or reading one
   // costs a Node-API call each. The other arguments are JS values; the dispatcher always gets all
   // three (a call with fewer than the callee declares costs V8 a step on every entry).
+  const int argc = call->argc;
   uint32_t numberBits = 0;
   napi_value argv[kMaxPrimitiveArgs];
   for (int i = 0; i < kMaxPrimitiveArgs; i++) {
     napi_value& v = argv[i];
     v = d.undefined;
     if (i >= argc) continue;
-    const Primitive& a = args[i];
+    const Primitive& a = call->args[i];
     switch (a.kind) {
       case Primitive::Kind::Undefined: break;
       case Primitive::Kind::Null: napi_get_null(env, &v); break;
@@ -32,7 +32,7 @@ bool callPrimitiveDispatcher(napi_env env, PrimitiveDispatcher d, uint32_t fnId,
         break;
     }
   }
-  bridge.primitiveSlot(PrimitiveSlot::call) = static_cast<double>(fnId) * 32 + numberBits * 4 + argc;
+  bridge.primitiveSlot(PrimitiveSlot::call) = static_cast<double>(call->fnId) * 32 + numberBits * 4 + argc;
   double& hasResult = bridge.primitiveSlot(PrimitiveSlot::hasResult);
   hasResult = 0;
   napi_value ret;
@@ -43,10 +43,12 @@ bool callPrimitiveDispatcher(napi_env env, PrimitiveDispatcher d, uint32_t fnId,
       napi_value ignored;
       napi_get_and_clear_last_exception(env, &ignored);
     }
-    fallback->ok = false;
-    fallback->errorMessage = "host function failed";
+    HostResult& failed = call->fallback.emplace();
+    failed.ok = false;
+    failed.errorMessage = "host function failed";
     return false;
   }
+  Primitive* result = &call->result;
   if (hasResult != 0) {  // the usual answer
     hasResult = 0;
     result->kind = Primitive::Kind::Number;
@@ -70,15 +72,16 @@ bool callPrimitiveDispatcher(napi_env env, PrimitiveDispatcher d, uint32_t fnId,
       size_t length = 0;
       napi_get_value_string_utf16(env, ret, nullptr, 0, &length);
       if (length > kMaxPrimitiveChars) break;
-      napi_get_value_string_utf16(env, ret, text, length + 1, &length);  // and the terminator
+      napi_get_value_string_utf16(env, ret, call->text, length + 1, &length);  // and the terminator
       result->kind = Primitive::Kind::Utf16;
-      result->chars = text;
+      result->chars = call->text;
       result->length = length;
       return true;
     }
     default: break;
   }
   Napi::Array a = Napi::Value(env, ret).As<Napi::Array>();
+  HostResult* fallback = &call->fallback.emplace();
   if (a.IsArray() && a.Length() == 1) {
     fallback->value = bridge.resultBytes(a.Get(0u));
     return false;

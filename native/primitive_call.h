@@ -14,13 +14,11 @@ struct PrimitiveDispatcher {
 };
 
 // Calls the dispatcher as dispatcher(a0, a1, a2) with the call and the number arguments in the
-// primitive slots (QJSN_PRIMITIVE_SLOTS). It answers with a primitive (true: `result` holds it; a
-// number comes back in the slots, a string's characters are written to `text`, room for
-// kMaxPrimitiveChars + 1 units), [bytes] (the codec's answer) or [name, message] (false:
-// `fallback` holds it). Raw
-// Node-API calls that create no handle, scope or heap block beyond the arguments and the answer:
-// this path is all overhead.
-bool callPrimitiveDispatcher(napi_env env, PrimitiveDispatcher d, uint32_t fnId, const Primitive* args, int argc,
-                             Primitive* result, char16_t* text, HostResult* fallback, EnvBridge& bridge);
+// primitive slots (QJSN_PRIMITIVE_SLOTS). It answers with a primitive (true: `call->result` holds
+// it; a number comes back in the slots, a string's characters are written to `call->text`), [bytes]
+// (the codec's answer) or [name, message] (false: `call->fallback` holds it). Raw Node-API calls
+// that create no handle, scope or heap block beyond the arguments and the answer: this path is all
+// overhead.
+bool callPrimitiveDispatcher(napi_env env, PrimitiveDispatcher d, PrimitiveCall* call, EnvBridge& bridge);
 
 }  // namespace qjsn
