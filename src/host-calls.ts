@@ -178,18 +178,28 @@ export class HostCalls {
     // Read first: the host function's own host calls (into other sandboxes) reuse the slots.
     const call = primitiveSlots[SLOT_CALL]!;
     const low = call & 31; // an int operation (`%` on a double is a call); exact, as 2 ** 32 is a multiple of 32
-    const argc = low & 3;
     if (low & 4) a0 = primitiveSlots[SLOT_ARG0];
     if (low & 8) a1 = primitiveSlots[SLOT_ARG1];
     if (low & 16) a2 = primitiveSlots[SLOT_ARG2];
     const entry = this.#functions[(call - low) / 32];
     if (!entry) return ["Error", "unknown host function"];
     if (this.#decodes.busy) this.#decodes.flush(); // calls the guest made earlier reach the host first
-    const result = this.#callSync(entry, undefined, argc, a0, a1, a2);
-    if (typeof result !== "number") return result;
-    primitiveSlots[SLOT_RESULT] = result;
-    primitiveSlots[SLOT_HAS_RESULT] = 1;
-    return undefined;
+    this.#inSyncHostCall++;
+    try {
+      const fn = entry.fn as HostFunction;
+      const argc = low & 3;
+      const result = argc === 1 ? fn(a0) : argc === 0 ? fn() : argc === 2 ? fn(a0, a1) : fn(a0, a1, a2);
+      if (typeof result === "number") {
+        primitiveSlots[SLOT_RESULT] = result;
+        primitiveSlots[SLOT_HAS_RESULT] = 1;
+        return undefined;
+      }
+      return passesAsIs(result) ? result : this.#syncAnswer(entry, result, true);
+    } catch (err) {
+      return hostErrorOf(err);
+    } finally {
+      this.#inSyncHostCall--;
+    }
   };
 
   /**
@@ -264,26 +274,28 @@ export class HostCalls {
     }
   }
 
-  // Calls `entry` with `args`, or (the primitive fast path) with the `argc` first of a0..a2; the
-  // fast path gets a primitive result as it is and any other as [bytes], the other the bytes.
-  #callSync(entry: RegisteredFunction, args: unknown[] | undefined, argc = 0, a0?: unknown, a1?: unknown, a2?: unknown): unknown {
+  // Calls `entry` with the decoded `args` and answers with the result's bytes.
+  #callSync(entry: RegisteredFunction, args: unknown[]): unknown {
     this.#inSyncHostCall++;
     try {
       // Re-entry from a sync host function is caught by #inSyncHostCall, so no async context is needed.
-      const fn = entry.fn as HostFunction;
-      const result =
-        args !== undefined ? fn(...args) : argc === 1 ? fn(a0) : argc === 0 ? fn() : argc === 2 ? fn(a0, a1) : fn(a0, a1, a2);
-      if (result instanceof Promise) {
-        result.catch(() => {});
-        return ["TypeError", `host function '${entry.name}' returned a promise; register it with defineAsyncFunction`];
-      }
-      if (args !== undefined) return encodeValueInto(result, exchange);
-      return passesAsIs(result) ? result : [encodeValueInto(result, exchange)];
+      return this.#syncAnswer(entry, (entry.fn as HostFunction)(...args), false);
     } catch (err) {
       return hostErrorOf(err);
     } finally {
       this.#inSyncHostCall--;
     }
+  }
+
+  // A sync host function's result as the addon takes it: its bytes ([bytes] on the primitive fast
+  // path), or [name, message] for a promise. Throws when the result cannot be copied.
+  #syncAnswer(entry: RegisteredFunction, result: unknown, primitivePath: boolean): unknown {
+    if (result instanceof Promise) {
+      result.catch(() => {});
+      return ["TypeError", `host function '${entry.name}' returned a promise; register it with defineAsyncFunction`];
+    }
+    const bytes = encodeValueInto(result, exchange);
+    return primitivePath ? [bytes] : bytes;
   }
 
   #callAsync(entry: RegisteredFunction, args: unknown[], callId: number, evalId: number): void {
