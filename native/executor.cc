@@ -23,6 +23,7 @@ struct Executor::State {
   std::atomic<int> runningSlices{0};             // mirrors running.size() for beginSpin
   std::atomic<int> spinners{0};
   std::atomic<int> idleSpinners{0};  // workers spinning for work (not in a slice)
+  int64_t lastScheduledNs = 0;       // when work was last queued (steady clock)
   int cores = 1;
   int threads = 0;  // workers counted against the cap (a thread stuck in a built-in is not)
   int idle = 0;     // workers looking for work, spinning or asleep
@@ -51,6 +52,65 @@ int maxThreadsFromEnv() {
 
 void* workerMain(void* arg);
 
+int64_t steadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Whether an idle worker spins for work before it sleeps. A spin that finds no work within kSpinNs
+// means the host is slow to hand over right now; after kSpinMissesBeforeSkips such misses in a
+// row the worker sleeps at once for kSpinSkipsAfterMiss idle spells, so a host that works between
+// jobs (an agent's tool call) does not lose a core to it. Two ways out of that run:
+//  - work that comes within kSpinNs of a spell that skipped its spin would have been found by it
+//    (the misses were a passing delay: a GC pause, another process on the core). Waiting out the
+//    run would keep the hand-overs slow, and slow hand-overs keep spins missing, so the next spell
+//    spins at once, as a probe;
+//  - a probe that misses although the work came quickly while sleeping means spinning itself keeps
+//    the host from running (no core is free: other processes use them). The run then cannot end
+//    early and doubles with each missed probe, up to kMaxSkipRun spells, so a loaded machine costs
+//    one wasted spin per up to kMaxSkipRun jobs. Any spin that finds work resets everything.
+class IdleSpinPolicy {
+ public:
+  static constexpr int kMaxSkipRun = 256;
+  // Whether this idle spell spins; `now()` reads the clock for a spell that skips.
+  template <typename Now>
+  bool spinNow(Now now) {
+    skippedAt_ = -1;
+    if (skips_ == 0) return true;
+    skips_--;
+    skippedAt_ = now();
+    return false;
+  }
+  void spun(bool found) {
+    if (found) {
+      misses_ = 0;
+      probing_ = false;
+      runLength_ = kSpinSkipsAfterMiss;
+    } else if (probing_) {
+      skips_ = runLength_;
+      runLength_ = std::min(2 * runLength_, kMaxSkipRun);
+      endsEarly_ = false;
+    } else if (++misses_ >= Executor::kSpinMissesBeforeSkips) {
+      misses_ = 0;
+      skips_ = kSpinSkipsAfterMiss;
+      endsEarly_ = true;
+    }
+  }
+  // Work was found without a spin (after a sleep, or already queued); `queuedNs`: when it was queued.
+  void found(int64_t queuedNs) {
+    if (skippedAt_ < 0 || !endsEarly_ || skips_ == 0 || queuedNs - skippedAt_ >= Executor::kSpinNs) return;
+    skips_ = 0;
+    probing_ = true;
+  }
+
+ private:
+  int misses_ = 0;                       // spins in a row that found no work
+  int skips_ = 0;                        // idle spells left that sleep without spinning
+  bool endsEarly_ = true;                // the current run of skips ends at work that comes quickly
+  bool probing_ = false;                 // the next spin decides alone
+  int runLength_ = kSpinSkipsAfterMiss;  // skips after a missed probe
+  int64_t skippedAt_ = -1;               // when this spell skipped its spin; -1: it did not
+};
+
 // Starts workers while queued engines outnumber idle ones and the cap allows. Holds st->mu.
 void growIfNeeded(Executor::State* st) {
   while (st->queue.size() > static_cast<size_t>(st->idle) && st->threads < st->maxThreads) {
@@ -64,26 +124,20 @@ void* workerMain(void* arg) {
   auto* st = static_cast<Executor::State*>(arg);
   lowerThreadPriority();
   std::unique_lock<std::mutex> lock(st->mu);
-  int spinMisses = 0;  // idle spins in a row that found no work
-  int spinSkips = 0;   // idle spells that sleep at once (after kSpinMissesBeforeSkips misses)
+  IdleSpinPolicy policy;
   while (true) {
-    if (st->queue.empty() && spinSkips > 0) {
-      spinSkips--;
-    } else if (st->queue.empty() && Executor::instance().beginSpin(false)) {
+    bool spun = false;
+    if (st->queue.empty() && policy.spinNow(steadyNowNs) && Executor::instance().beginSpin(false)) {
       // The next eval or host result often comes within microseconds: look again briefly before
-      // sleeping, which saves a futex wake-up. When it keeps not coming (the host works between
-      // evals, e.g. an agent's tool call), spinning again would only take a core from the event loop.
+      // sleeping, which saves a futex wake-up.
       st->idleSpinners.fetch_add(1, std::memory_order_relaxed);
       lock.unlock();
       bool found = spinUntil(Executor::kSpinNs, [st] { return st->pending.load(std::memory_order_acquire); });
       st->idleSpinners.fetch_sub(1, std::memory_order_relaxed);
       Executor::instance().endSpin();
       lock.lock();
-      spinMisses = found ? 0 : spinMisses + 1;
-      if (spinMisses >= Executor::kSpinMissesBeforeSkips) {
-        spinMisses = 0;
-        spinSkips = kSpinSkipsAfterMiss;
-      }
+      policy.spun(found);
+      spun = true;
     }
     auto ready = [&] { return !st->queue.empty(); };
     if (st->threads > st->warmThreads) {
@@ -95,6 +149,7 @@ void* workerMain(void* arg) {
     } else {
       st->wake.wait(lock, ready);
     }
+    if (!spun) policy.found(st->lastScheduledNs);
     std::shared_ptr<Engine> engine = std::move(st->queue.front());
     st->queue.pop_front();
     st->pending.store(!st->queue.empty(), std::memory_order_release);
@@ -166,6 +221,7 @@ void Executor::schedule(std::shared_ptr<Engine> engine) {
   }
   state_->queue.push_back(std::move(engine));
   state_->pending.store(true, std::memory_order_release);
+  state_->lastScheduledNs = steadyNowNs();
   if (state_->queue.size() > static_cast<size_t>(state_->idle) && state_->threads < state_->maxThreads) {
     // The first workers start at once; later ones only for work that keeps waiting (kGrowDelay).
     if (state_->threads < state_->warmThreads) {

@@ -11,7 +11,8 @@
 //   worker:  idle (spin up to kSpinNs while a core is free, then sleep) --engine queued--> running
 //            a slice --slice ends--> idle; idle past kIdleExitNs while more than one thread per core
 //            exists --> exits. After kSpinMissesBeforeSkips idle spins in a row that found no
-//            work, the next kSpinSkipsAfterMiss idle spells sleep without spinning.
+//            work, the next kSpinSkipsAfterMiss idle spells sleep without spinning, unless work
+//            comes back to back again (IdleSpinPolicy in executor.cc).
 //
 // Spinning: waking a sleeping thread costs tens of microseconds on a VM, more than a whole awaited
 // host call should. A thread that expects work within microseconds (an idle worker, or a slice
