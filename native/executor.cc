@@ -64,13 +64,13 @@ int64_t steadyNowNs() {
 //    (the misses were a passing delay: a GC pause, another process on the core). Waiting out the
 //    run would keep the hand-overs slow, and slow hand-overs keep spins missing, so the next spell
 //    spins at once, as a probe;
-//  - a probe that misses although the work came quickly while sleeping means spinning itself keeps
-//    the host from running (no core is free: other processes use them). The run then cannot end
-//    early and doubles with each missed probe, up to kMaxSkipRun spells, so a loaded machine costs
-//    one wasted spin per up to kMaxSkipRun jobs. Any spin that finds work resets everything.
+//  - a probe that misses although the work came quickly while sleeping suggests that spinning
+//    itself keeps the host from running (no core is free: other processes use them). The next run
+//    then cannot end early, and ends in another probe: on a loaded machine one wasted spin per
+//    kSpinSkipsAfterMiss + 1 jobs, fewer than the two per run the misses alone would cost. Any
+//    spin that finds work ends the probing.
 class IdleSpinPolicy {
  public:
-  static constexpr int kMaxSkipRun = 256;
   // Whether this idle spell spins; `now()` reads the clock for a spell that skips.
   template <typename Now>
   bool spinNow(Now now) {
@@ -84,10 +84,8 @@ class IdleSpinPolicy {
     if (found) {
       misses_ = 0;
       probing_ = false;
-      runLength_ = kSpinSkipsAfterMiss;
     } else if (probing_) {
-      skips_ = runLength_;
-      runLength_ = std::min(2 * runLength_, kMaxSkipRun);
+      skips_ = kSpinSkipsAfterMiss;
       endsEarly_ = false;
     } else if (++misses_ >= Executor::kSpinMissesBeforeSkips) {
       misses_ = 0;
@@ -103,12 +101,11 @@ class IdleSpinPolicy {
   }
 
  private:
-  int misses_ = 0;                       // spins in a row that found no work
-  int skips_ = 0;                        // idle spells left that sleep without spinning
-  bool endsEarly_ = true;                // the current run of skips ends at work that comes quickly
-  bool probing_ = false;                 // the next spin decides alone
-  int runLength_ = kSpinSkipsAfterMiss;  // skips after a missed probe
-  int64_t skippedAt_ = -1;               // when this spell skipped its spin; -1: it did not
+  int misses_ = 0;          // spins in a row that found no work
+  int skips_ = 0;           // idle spells left that sleep without spinning
+  bool endsEarly_ = true;   // the current run of skips ends at work that comes quickly
+  bool probing_ = false;    // the next spin decides alone
+  int64_t skippedAt_ = -1;  // when this spell skipped its spin; -1: it did not
 };
 
 // Starts workers while queued engines outnumber idle ones and the cap allows. Holds st->mu.
