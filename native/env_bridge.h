@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <memory>
@@ -157,15 +158,20 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   std::optional<EvalOutcome> takeOutcome(AwaitingSlice awaitingSlice) {
     // Any message ends the wait: one posted before the outcome (a host call, a console line) keeps
     // it from being taken here anyway, and the loop must come for it.
-    spinForReply(
-        [this] { return outcomeHere_.load(std::memory_order_acquire) || hasMail_.load(std::memory_order_acquire); },
-        [&] { return awaitingSlice() || hasMail_.load(std::memory_order_relaxed); });
+    auto arrived = [this] {
+      return outcomeHere_.load(std::memory_order_acquire) || hasMail_.load(std::memory_order_acquire);
+    };
+    bool skipsWait = replySpinSkips_ > 0 && !arrived();
+    spinForReply(arrived, [&] { return awaitingSlice() || hasMail_.load(std::memory_order_relaxed); });
     std::optional<EvalOutcome> taken;
     bool wake;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      uint32_t sandboxId = expected_.first;
+      auto [sandboxId, evalId] = expected_;
       expected_ = {};
+      // Watch the outcome this skipped wait left to the loop (see post).
+      if (skipsWait && !outcomeHere_.load(std::memory_order_relaxed))
+        skippedWait_ = {sandboxId, evalId, std::chrono::steady_clock::now()};
       if (outcomeHere_.load(std::memory_order_relaxed)) {
         auto first = std::find_if(outbox_.begin(), outbox_.end(),
                                   [&](const Message& m) { return m.sandboxId == sandboxId; });
@@ -271,6 +277,15 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
       }
       // The outcome the main thread is waiting for (takeOutcome) needs no wake-up.
       bool expected = m.kind == Message::EvalDone && m.sandboxId == expected_.first && m.outcome.evalId == expected_.second;
+      // An outcome whose wait was skipped (spinForReply) but that came within a wait's length: the
+      // miss that started the skips was a passing delay (a GC pause, a preempted thread). Skipping
+      // on would send evals that end within microseconds through the loop, whose slow hand-overs
+      // also make the executor's spins for the next eval miss.
+      if (m.kind == Message::EvalDone && m.sandboxId == skippedWait_.sandboxId && m.outcome.evalId == skippedWait_.evalId) {
+        if (std::chrono::steady_clock::now() - skippedWait_.at < std::chrono::nanoseconds(kReplySpinNs))
+          waitWouldHaveHit_.store(true, std::memory_order_relaxed);
+        skippedWait_ = {};
+      }
       // The main thread posts only from inline slices, and drains right after each (runInline).
       wake = !expected && !signaled_.load(std::memory_order_relaxed) && !onMainThread();
       if (wake) signaled_.store(true, std::memory_order_release);
@@ -285,16 +300,23 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
     tsfn_.NonBlockingCall([self](Napi::Env, Napi::Function) { self->drain(); });
   }
   // Busy-waits up to kReplySpinNs for `ready`, while a core is free beside the running guests (see
-  // awaitReply). A miss makes the next waits return at once unless `excused()` says why it missed.
+  // awaitReply). A miss makes the next waits return at once unless `excused()` says why it missed,
+  // until an eval answered through the loop meanwhile proves the miss a passing one (post).
   template <typename Ready, typename Excused>
   void spinForReply(Ready ready, Excused excused) {
     if (ready()) return;
     if (replySpinSkips_ > 0) {
-      replySpinSkips_--;
-      return;
+      if (!waitWouldHaveHit_.exchange(false, std::memory_order_relaxed)) {
+        replySpinSkips_--;
+        return;
+      }
+      replySpinSkips_ = 0;
     }
     if (!Executor::instance().mainMaySpin()) return;
-    if (!spinUntil(kReplySpinNs, ready) && !excused()) replySpinSkips_ = kSpinSkipsAfterMiss;
+    if (!spinUntil(kReplySpinNs, ready) && !excused()) {
+      replySpinSkips_ = kSpinSkipsAfterMiss;
+      waitWouldHaveHit_.store(false, std::memory_order_relaxed);
+    }
   }
   Napi::Env env_;
   std::thread::id mainThread_;
@@ -308,6 +330,13 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   std::atomic<bool> outcomeHere_{false};          // that outcome is in the outbox
   static constexpr int64_t kReplySpinNs = 30 * 1000;
   int replySpinSkips_ = 0;
+  // The eval whose outcome a skipped wait left to the loop, and when; under mu_.
+  struct SkippedWait {
+    uint32_t sandboxId = 0;
+    uint64_t evalId = 0;
+    std::chrono::steady_clock::time_point at;
+  } skippedWait_;
+  std::atomic<bool> waitWouldHaveHit_{false};  // that outcome came within kReplySpinNs: end the skips
   Napi::Reference<Napi::Buffer<uint8_t>> exchange_;
   uint8_t* exchangeData_ = nullptr;
   Napi::Reference<Napi::Float64Array> stats_;
