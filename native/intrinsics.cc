@@ -1,5 +1,7 @@
 #include "intrinsics.h"
 
+#include <algorithm>
+
 namespace qjsn {
 
 namespace {
@@ -70,7 +72,28 @@ bool Intrinsics::load(JSContext* ctx) {
   return ok;
 }
 
+void Intrinsics::holdBaselineGlobals(JSContext* ctx, const std::vector<std::string>& names) {
+  atomsCtx_ = ctx;
+  baselineGlobalAtoms.reserve(names.size());
+  for (const std::string& name : names) {
+    JSAtom atom = JS_NewAtomLen(ctx, name.data(), name.size());
+    if (atom == JS_ATOM_NULL) {
+      JS_FreeValue(ctx, JS_GetException(ctx));
+      clearBaselineGlobals();
+      return;
+    }
+    baselineGlobalAtoms.push_back(atom);
+  }
+  std::sort(baselineGlobalAtoms.begin(), baselineGlobalAtoms.end());
+}
+
+void Intrinsics::clearBaselineGlobals() {
+  for (JSAtom atom : baselineGlobalAtoms) JS_FreeAtom(atomsCtx_, atom);
+  baselineGlobalAtoms.clear();
+}
+
 void Intrinsics::clear() {
+  clearBaselineGlobals();
   OwnedValue* all[] = {&mapCtor,          &mapSet,         &mapForEach,         &setCtor,
                        &setAdd,           &setForEach,     &dateGetTime,        &regexpCtor,
                        &regexpSource,     &bigintCtor,     &bigintToString,     &bigintAsIntN,

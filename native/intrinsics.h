@@ -3,6 +3,9 @@
 // prototype, so copying a value cannot be hijacked by guest code.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "qjs_raii.h"
 
 namespace qjsn {
@@ -31,6 +34,10 @@ struct Intrinsics {
   OwnedValue errorCtors[static_cast<int>(ErrorCtor::Count)];
   OwnedValue errorStack;  // Error.prototype's `stack` getter: returns the trace stored at creation
   JSClassID objectClassId = 0;
+  // Atoms of the global names every fresh sandbox has (the snapshot writer's baseline), sorted,
+  // made on the first snapshot (holdBaselineGlobals): the writer skips a built-in global by its
+  // atom instead of copying out its name. Empty until then, or when one could not be made.
+  std::vector<JSAtom> baselineGlobalAtoms;
 
   static constexpr const char* kFlagNames[8] = {"hasIndices", "global",  "ignoreCase",  "multiline",
                                                 "dotAll",     "unicode", "unicodeSets", "sticky"};
@@ -40,8 +47,14 @@ struct Intrinsics {
 
   // Returns false when the context lacks one of them (out of memory at creation).
   bool load(JSContext* ctx);
-  // Frees every captured value; must run before the context is freed.
+  // Makes baselineGlobalAtoms from the names (UTF-8); leaves it empty when an atom cannot be made.
+  void holdBaselineGlobals(JSContext* ctx, const std::vector<std::string>& names);
+  // Frees every captured value and atom; must run before the context is freed.
   void clear();
+
+ private:
+  void clearBaselineGlobals();
+  JSContext* atomsCtx_ = nullptr;  // the context baselineGlobalAtoms belong to
 };
 
 }  // namespace qjsn

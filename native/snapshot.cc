@@ -76,10 +76,15 @@ void takeEngineFailure(JSContext* ctx, SnapshotResult* result) {
 namespace {
 
 // The global names every fresh sandbox has, read once from a throwaway engine, so a snapshot
-// stores only what guest code (or setGlobal) added.
-const std::unordered_set<std::u16string>& baselineGlobals(const EngineOptions& options) {
-  static const std::unordered_set<std::u16string> names = [&options] {
-    std::unordered_set<std::u16string> out;
+// stores only what guest code (or setGlobal) added; in UTF-8 too, to make their atoms.
+struct BaselineGlobals {
+  std::unordered_set<std::u16string> names;
+  std::vector<std::string> utf8;
+};
+
+const BaselineGlobals& baselineGlobals(const EngineOptions& options) {
+  static const BaselineGlobals baseline = [&options] {
+    BaselineGlobals out;
     Engine fresh(0, options, nullptr);
     JSContext* ctx = fresh.context();
     if (!ctx) return out;
@@ -89,11 +94,13 @@ const std::unordered_set<std::u16string>& baselineGlobals(const EngineOptions& o
     for (uint32_t i = 0; i < keys.size(); i++) {
       OwnedValue key(ctx, JS_AtomToValue(ctx, keys.atom(i)));
       GuestUtf16 u(ctx, key.get());
-      if (u.ok()) out.emplace(reinterpret_cast<const char16_t*>(u.data()), u.size());
+      if (!u.ok()) continue;
+      out.names.emplace(reinterpret_cast<const char16_t*>(u.data()), u.size());
+      out.utf8.push_back(utf8Of(ctx, key.get()));
     }
     return out;
   }();
-  return names;
+  return baseline;
 }
 
 }  // namespace
@@ -101,12 +108,13 @@ const std::unordered_set<std::u16string>& baselineGlobals(const EngineOptions& o
 SnapshotResult Engine::writeSnapshot(const std::unordered_set<std::u16string>& exclude, uint64_t maxBytes,
                                      std::vector<uint8_t>* out) {
   if (!ctx_) return {SnapshotStatus::Invalid, "the sandbox is broken or disposed", {}};
-  const auto& baseline = baselineGlobals(options_);
+  const BaselineGlobals& baseline = baselineGlobals(options_);
   if (!clampStack()) return {SnapshotStatus::StackExhausted, stackRefusal(), {}};
+  if (intrinsics_.baselineGlobalAtoms.empty()) intrinsics_.holdBaselineGlobals(ctx_, baseline.utf8);
   WireLimits limits = limits_;
   limits.maxBytes = maxBytes;
   WireWriter w;
-  SnapshotResult r = writeSnapshotBody(ctx_, intrinsics_, limits, baseline, exclude, w);
+  SnapshotResult r = writeSnapshotBody(ctx_, intrinsics_, limits, baseline.names, exclude, w);
   if (r.status == SnapshotStatus::Ok && w.size() > maxBytes) {
     r.status = SnapshotStatus::TooLarge;
     r.message = "the snapshot is larger than " + std::to_string(maxBytes) + " bytes";

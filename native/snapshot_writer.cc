@@ -419,13 +419,22 @@ bool Writer::collect(JSValueConst holder, Binding defaultBinding, const std::uno
                      const std::unordered_set<std::u16string>& exclude, OwnedPropertyEnum& keys,
                      std::vector<Entry>* entries) {
   if (!keys.load(holder, JS_GPN_STRING_MASK)) return false;
+  // Built-in globals are most of the keys: told apart by atom (one name, one atom) when the
+  // atoms could be made, else by name.
+  const std::vector<JSAtom>& baselineAtoms = in_.baselineGlobalAtoms;
+  bool byAtom = !baselineAtoms.empty();
   std::u16string name;
   for (uint32_t i = 0; i < keys.size(); i++) {
-    OwnedValue key(ctx_, JS_AtomToValue(ctx_, keys.atom(i)));
-    GuestUtf16 u(ctx_, key.get());
-    if (!u.ok()) return false;
-    name.assign(reinterpret_cast<const char16_t*>(u.data()), u.size());
-    if (defaultBinding == Binding::GlobalProperty && (baseline.count(name) || exclude.count(name))) continue;
+    if (defaultBinding == Binding::GlobalProperty) {
+      if (byAtom && std::binary_search(baselineAtoms.begin(), baselineAtoms.end(), keys.atom(i))) continue;
+      if (!byAtom || !exclude.empty()) {
+        OwnedValue key(ctx_, JS_AtomToValue(ctx_, keys.atom(i)));
+        GuestUtf16 u(ctx_, key.get());
+        if (!u.ok()) return false;
+        name.assign(reinterpret_cast<const char16_t*>(u.data()), u.size());
+        if ((!byAtom && baseline.count(name)) || exclude.count(name)) continue;
+      }
+    }
     OwnedDescriptor d(ctx_);
     int r = d.load(holder, keys.atom(i));
     if (r < 0) return false;

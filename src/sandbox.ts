@@ -10,7 +10,7 @@ import { encodeValue } from "./marshal.js";
 import { SANDBOX_LIMITS } from "./options.js";
 import { native, NativeStatus, NativeStop, type NativeHandle, type NativeOutcome } from "./native.js";
 import { decodeAtOnce, decodeOutcome, displayCutOf, errorOf, EXACT_DISPLAY_CUT, globalValueOf, limitsOf, refusal, reportOf, stubOutcome, syncOutcome, throwIfFailed, type DecodedOutcome } from "./outcomes.js";
-import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealSnapshotAsync, splitRestoreOptions, takeSnapshot, type NotRestored, type RestoreOptions, type RestoredSandbox, type SnapshotAfterEval, type SnapshotAfterRun, type SnapshotOptions } from "./snapshot.js";
+import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealWrittenSnapshot, splitRestoreOptions, takeSnapshot, type NotRestored, type RestoreOptions, type RestoredSandbox, type SnapshotAfterEval, type SnapshotAfterRun, type SnapshotOptions } from "./snapshot.js";
 import type { AsyncHostFunction, EvalOptions, EvalReport, HostFunction, MemoryUsage, SandboxOptions } from "./types.js";
 import { perTurnBudget } from "./turn-budget.js";
 import { checkFunctionName, checkGlobalName, checkInteger, evalClockMs, invalid, validateEvalOptions, validateOptions, validatePath } from "./validate.js";
@@ -261,7 +261,8 @@ export class Sandbox implements Disposable {
     const report = await this.#start(code, options, after);
     if (after.written === undefined) return { report };
     try {
-      return { report, snapshot: await sealSnapshotAsync(after.written, after.options, native.engineVersion) };
+      const snapshot = sealWrittenSnapshot(after.written, after.options, native.engineVersion);
+      return { report, snapshot: snapshot instanceof Promise ? await snapshot : snapshot };
     } catch (err) {
       return { report, snapshotError: err as SandboxError };
     }
@@ -433,7 +434,7 @@ export class Sandbox implements Disposable {
       const raw = await pending;
       const written = raw[10];
       if (raw[0] !== NativeStatus.Ok || !written) throw errorOf(raw[0], undefined, raw[2], raw[3], limitsOf(this.#options, {}));
-      return sealSnapshotAsync(written, resolved, native.engineVersion);
+      return sealWrittenSnapshot(written, resolved, native.engineVersion);
     });
   }
 

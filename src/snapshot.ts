@@ -237,10 +237,17 @@ export function takeSnapshot(handle: NativeHandle, excludedNames: string[], opti
 
 /**
  * Like {@link takeSnapshot} for a body written on an executor thread (`written` is the write's
- * result); deflates on the libuv pool.
+ * result). A plain body of one digest slice or less is sealed at once, as `takeSnapshot` seals it
+ * (the last good state kept after every eval usually is that small); a larger one is digested a
+ * slice per turn of the event loop, and deflated on the libuv pool.
  */
-export async function sealSnapshotAsync(written: NativeSnapshotWrite, options: ResolvedSnapshotOptions, engineVersion: string): Promise<Uint8Array> {
+export function sealWrittenSnapshot(written: NativeSnapshotWrite, options: ResolvedSnapshotOptions, engineVersion: string): Uint8Array | Promise<Uint8Array> {
   const plain = writtenBody(written, options);
+  if (options.compress !== true && HEADER_BYTES + plain.length <= DIGEST_SLICE_BYTES) return sealed(plain, options, engineVersion);
+  return sealInSlices(plain, options, engineVersion);
+}
+
+async function sealInSlices(plain: Buffer, options: ResolvedSnapshotOptions, engineVersion: string): Promise<Uint8Array> {
   const { out, covered } = framed(options.compress ? await deflateRawAsync(plain, DEFLATE_OPTIONS) : plain, options, engineVersion);
   (await digestInSlices(options.signing, covered)).copy(out, covered.length);
   return new Uint8Array(out.buffer, out.byteOffset, out.length);
