@@ -97,6 +97,11 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
 
   // Main thread only.
   void registerHandle(uint32_t id, SandboxHandle* h) { handles_[id] = h; }
+  // The live (not disposed) handle of sandbox `id`, or null.
+  SandboxHandle* handleOf(uint32_t id) const {
+    auto it = handles_.find(id);
+    return it == handles_.end() ? nullptr : it->second;
+  }
   void unregisterHandle(uint32_t id) {
     handles_.erase(id);
     if (lastPrimitiveCaller_.first == id) lastPrimitiveCaller_ = {};

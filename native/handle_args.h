@@ -18,46 +18,60 @@ namespace qjsn {
 
 class HandleArgs {
  public:
-  explicit HandleArgs(const Napi::CallbackInfo& info) : info_(info) {}
+  // The arguments from `first` on are numbered from 0.
+  explicit HandleArgs(const Napi::CallbackInfo& info, size_t first = 0) : info_(info), first_(first) {}
 
   // True when at least `n` arguments were passed.
-  bool has(size_t n) const { return info_.Length() >= n; }
-  bool isArray(size_t i) const { return info_[i].IsArray(); }
-  bool isFunction(size_t i) const { return info_[i].IsFunction(); }
-  bool isNumber(size_t i) const { return info_[i].IsNumber(); }
+  bool has(size_t n) const { return info_.Length() >= first_ + n; }
+  bool isArray(size_t i) const { return at(i).IsArray(); }
+  bool isFunction(size_t i) const { return at(i).IsFunction(); }
+  bool isNumber(size_t i) const { return at(i).IsNumber(); }
 
-  std::string utf8(size_t i) const { return info_[i].ToString().Utf8Value(); }
+  // Read in one pass when it is short (measuring it first walks it once more).
+  std::string utf8(size_t i) const {
+    char shortText[256];
+    size_t length;
+    if (napi_get_value_string_utf8(info_.Env(), at(i), shortText, sizeof shortText, &length) != napi_ok) return {};
+    // A string cut short stopped before a character of up to 4 bytes that did not fit.
+    if (length + 4 < sizeof shortText - 1) return std::string(shortText, length);
+    napi_get_value_string_utf8(info_.Env(), at(i), nullptr, 0, &length);
+    std::string text(length, '\0');
+    napi_get_value_string_utf8(info_.Env(), at(i), text.data(), length + 1, &length);
+    return text;
+  }
   double number(size_t i) const {
     double v;
-    return napi_get_value_double(info_.Env(), info_[i], &v) == napi_ok ? v : std::nan("");
+    return napi_get_value_double(info_.Env(), at(i), &v) == napi_ok ? v : std::nan("");
   }
   uint32_t u32(size_t i) const {
     uint32_t v;
-    return napi_get_value_uint32(info_.Env(), info_[i], &v) == napi_ok ? v : 0;
+    return napi_get_value_uint32(info_.Env(), at(i), &v) == napi_ok ? v : 0;
   }
   int32_t i32(size_t i) const {
     int32_t v;
-    return napi_get_value_int32(info_.Env(), info_[i], &v) == napi_ok ? v : 0;
+    return napi_get_value_int32(info_.Env(), at(i), &v) == napi_ok ? v : 0;
   }
   uint64_t u64(size_t i) const {
     int64_t v;
-    return napi_get_value_int64(info_.Env(), info_[i], &v) == napi_ok ? static_cast<uint64_t>(v) : 0;
+    return napi_get_value_int64(info_.Env(), at(i), &v) == napi_ok ? static_cast<uint64_t>(v) : 0;
   }
   bool flag(size_t i) const {
     bool v;
-    return i < info_.Length() && napi_get_value_bool(info_.Env(), info_[i], &v) == napi_ok && v;
+    return has(i + 1) && napi_get_value_bool(info_.Env(), at(i), &v) == napi_ok && v;
   }
-  std::vector<uint8_t> bytes(size_t i) const { return bytesOf(info_[i]); }
+  std::vector<uint8_t> bytes(size_t i) const { return bytesOf(at(i)); }
   // The strings of an array argument, as UTF-16 (lone surrogates kept).
   std::unordered_set<std::u16string> utf16Set(size_t i) const {
     std::unordered_set<std::u16string> out;
-    Napi::Array items = info_[i].As<Napi::Array>();
+    Napi::Array items = at(i).As<Napi::Array>();
     for (uint32_t k = 0; k < items.Length(); k++) out.insert(items.Get(k).ToString().Utf16Value());
     return out;
   }
 
  private:
+  Napi::Value at(size_t i) const { return info_[first_ + i]; }
   const Napi::CallbackInfo& info_;
+  size_t first_;
 };
 
 }  // namespace qjsn

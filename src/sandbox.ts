@@ -221,7 +221,7 @@ export class Sandbox implements Disposable {
     if (this.#asyncEvals > 0) return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
     this.#startClock(handle, o);
     const started = performance.now();
-    const extras = handle.evalSync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", ...displayCutOf(o.displayChars));
+    const extras = native.evalSync(handle.id, code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", ...displayCutOf(o.displayChars));
     return this.#report(syncOutcome(extras), performance.now() - started, o);
   }
 

@@ -3,6 +3,7 @@
 // floods, and host code disposing sandboxes in the middle of their evals. Every case must end in
 // a catchable guest error or a typed SandboxError, with the host and other sandboxes unharmed.
 import { describe, expect, it } from "vitest";
+import { Sandbox } from "../../src/index.js";
 import { bystander, codeOf, expectHostResponsive, expectMemoryBack, sandbox, cpuTimed } from "./harness.js";
 
 /** Runs `expr` in the guest and returns what a try/catch around it saw. */
@@ -175,6 +176,23 @@ describe("host code disposing sandboxes mid-eval", () => {
     expect(await caller.eval("killOther(); 'after'")).toBe("after");
     expect(await victimEval).toBe("DISPOSED");
     expect(victim.disposed).toBe(true);
+  });
+
+  it("disposes its own sandbox from a sync host function and drops it: evalSync answers DISPOSED, even after a full GC", async () => {
+    const gc = (globalThis as { gc?: () => void }).gc;
+    const other = bystander();
+    let sb: Sandbox | undefined = new Sandbox();
+    sb.defineFunction("selfDestruct", () => {
+      sb?.dispose();
+      sb = undefined; // nothing references the sandbox's handle now but the running eval
+      gc?.();
+      return 1;
+    });
+    const report = sb.runSync("selfDestruct(); 'after'");
+    expect(!report.ok && report.error.code).toBe("DISPOSED");
+    gc?.();
+    await new Promise((r) => setImmediate(r)); // finalizers run
+    await other.check();
   });
 
   it("ignores an async result that arrives after its sandbox was disposed", async () => {

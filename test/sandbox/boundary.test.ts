@@ -78,7 +78,7 @@ describe("a stop names one async eval", () => {
       const outcome = await h.evalAsync("1", "<async>", 1000, false, lastAsyncId, false, false);
       expect(outcome?.[0]).toBe(NativeStatus.Ok);
       gc?.(); // as one may land here on a loaded machine
-      h.evalSync("poke({}); poke(); let n = 0; for (let i = 0; i < 1e5; i++) n += i; n", "<sync>", 1000, false);
+      native.evalSync(h.id, "poke({}); poke(); let n = 0; for (let i = 0; i < 1e5; i++) n += i; n", "<sync>", 1000, false);
       expect(native.syncStats[StatsSlot.status]).toBe(NativeStatus.Ok);
       expect(decodeValue(native.exchange.subarray(0, native.syncStats[StatsSlot.valueLength]))).toBe(4999950000);
     } finally {

@@ -61,7 +61,7 @@ function digest(bytes: Uint8Array | string): string {
 
 /** Runs `code` inline and returns the bytes of its completion value (or the failure text). */
 function evalBytes(h: NativeHandle, code: string, describe: boolean): Buffer | string {
-  const extras = h.evalSync(code, "<stability>", BUDGET_MS, describe);
+  const extras = native.evalSync(h.id, code, "<stability>", BUDGET_MS, describe);
   const s = native.syncStats;
   // A guest error's value is the thrown value: its text says what failed.
   if (s[0] !== 0) return `status ${s[0]}: ${extras?.[1] ?? ""} ${s[0] === 1 ? String((decodeValue(valueBytes(extras)) as Error).message) : ""}`;
