@@ -3,6 +3,7 @@
  * src/host-calls.ts, and the translation of native outcomes into reports and typed errors in
  * src/outcomes.ts; this file holds the sandbox's lifecycle, its eval queue and its public methods.
  */
+import { performance } from "node:perf_hooks";
 import { DecodeQueue } from "./decode-queue.js";
 import { SandboxError } from "./errors.js";
 import { HostCalls, removeCode } from "./host-calls.js";
@@ -221,7 +222,11 @@ export class Sandbox implements Disposable {
     if (this.#asyncEvals > 0) return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
     this.#startClock(handle, o);
     const started = performance.now();
-    const extras = native.evalSync(handle.id, code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", ...displayCutOf(o.displayChars));
+    const filename = o.filename ?? "<eval>";
+    const budgetMs = o.timeoutMs ?? this.#options.executionTimeoutMs;
+    const describe = o.unserializable === "describe";
+    // Spread only when there is something to spread: a call with a spread costs more.
+    const extras = o.displayChars === undefined ? native.evalSync(handle.id, code, filename, budgetMs, describe) : native.evalSync(handle.id, code, filename, budgetMs, describe, ...displayCutOf(o.displayChars));
     return this.#report(syncOutcome(extras), performance.now() - started, o);
   }
 
