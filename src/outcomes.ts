@@ -70,6 +70,21 @@ export function limitsOf(options: Required<SandboxOptions>, o: EvalOptions, wall
   };
 }
 
+/** Views of the exchange buffer's first bytes, by length, for short values: making a view costs more than decoding a number. */
+const exchangeViews: Buffer[] = [];
+const VIEWED_BYTES = 64;
+
+/** The first `length` bytes of the exchange buffer (a view, valid until the next call into the addon). */
+function exchangeView(length: number): Buffer {
+  if (length > VIEWED_BYTES) return native.exchange.subarray(0, length);
+  let view = exchangeViews[length];
+  if (view === undefined) {
+    view = native.exchange.subarray(0, length);
+    exchangeViews[length] = view;
+  }
+  return view;
+}
+
 /**
  * The outcome of an eval answered on the spot: its numbers from `native.syncStats`, its value from
  * the exchange buffer when it fitted there (a view, valid until the next call into the addon), the
@@ -78,7 +93,7 @@ export function limitsOf(options: Required<SandboxOptions>, o: EvalOptions, wall
 export function syncOutcome(extras: AnsweredHere): NativeOutcome {
   const s = native.syncStats;
   const inExchange = s[StatsSlot.valueLength]!;
-  const value = inExchange >= 0 ? native.exchange.subarray(0, inExchange) : extras?.[0];
+  const value = inExchange >= 0 ? exchangeView(inExchange) : extras?.[0];
   return [s[StatsSlot.status]!, value, extras?.[1] ?? "", s[StatsSlot.stop]!, extras?.[2], s[StatsSlot.consoleTruncated] === 1, s[StatsSlot.executionMs]!, s[StatsSlot.hostCalls]!, s[StatsSlot.memoryUsedBytes]!, s[StatsSlot.peakMemoryBytes]!];
 }
 
