@@ -107,7 +107,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     // After dispose(): the guest waiting for this answer sees its eval stopped when it wakes.
     if (parkedSlot_) EnvBridge::finishSlot(std::exchange(parkedSlot_, nullptr), EnvBridge::closedResult());
     Napi::MemoryManagement::AdjustExternalMemory(Env(), -externalBytes_);
-    if (!freedOffThread) bridge_->returnMemoryToSystem(externalBytes_);  // the reaper trims after its frees
+    if (!freedOffThread) returnMemoryToSystem(externalBytes_);  // the reaper counts what it frees
     if (deferred_) {
       bridge_->evalEnded();
       deferred_.reset();

@@ -22,7 +22,6 @@
 #include "engine.h"
 #include "executor.h"
 #include "js_convert.h"
-#include "platform.h"
 #include "threads.h"
 
 namespace qjsn {
@@ -240,14 +239,6 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
     }
     return bytesOf(v);
   }
-  // Freed runtimes leave many small holes in the C heap; give the pages back now and then so a
-  // server's RSS follows its live sandboxes.
-  void returnMemoryToSystem(int64_t freedBytes) {
-    freedSinceTrim_ += freedBytes;
-    if (freedSinceTrim_ < kTrimEveryBytes) return;
-    freedSinceTrim_ = 0;
-    platform::releaseFreeHeap();
-  }
   // The answer to a sync host call that can no longer reach its sandbox's JavaScript side.
   static HostResult closedResult() {
     HostResult r;
@@ -360,8 +351,6 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   std::pair<uint32_t, SandboxHandle*> lastPrimitiveCaller_{0, nullptr};
   int activeEvals_ = 0;
   uint32_t lastSandboxId_ = 0;
-  int64_t freedSinceTrim_ = 0;
-  static constexpr int64_t kTrimEveryBytes = 64ll << 20;
 };
 
 }  // namespace qjsn

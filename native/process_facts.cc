@@ -28,6 +28,9 @@ void exportProcessFacts(Napi::Env env, Napi::Object exports) {
                 ReaperBytes bytes = reaperBytes();
                 return pair(info.Env(), static_cast<double>(bytes.pending), bytes.freed);
               }));
+  exports.Set("heapTrims", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
+                return Napi::Number::New(info.Env(), heapTrims());
+              }));
   exports.Set("engineVersion", Napi::String::New(env, JS_GetVersion()));
   exports.Set("contract", contractObject(env));
 }

@@ -1,5 +1,6 @@
 #include "reaper.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -13,6 +14,9 @@ namespace {
 
 // Freeing is iterative in QuickJS; the stack only needs room for the allocator.
 constexpr size_t kReaperStackBytes = 1u << 20;
+constexpr int64_t kTrimEveryBytes = 64ll << 20;
+std::atomic<int64_t> freedSinceTrim{0};
+std::atomic<int64_t> trims{0};
 
 struct Reaper {
   std::mutex mu;
@@ -43,16 +47,25 @@ void* reap(void*) {
     lock.lock();
     r.pendingBytes -= bytes;
     r.freedBytes += static_cast<double>(bytes);
-    if (r.queue.empty()) {  // give the freed pages back once a burst of disposals is done
-      lock.unlock();
-      platform::releaseFreeHeap();
-      lock.lock();
-    }
+    lock.unlock();
+    returnMemoryToSystem(static_cast<int64_t>(bytes));
+    lock.lock();
   }
   return nullptr;
 }
 
 }  // namespace
+
+void returnMemoryToSystem(int64_t freedBytes) {
+  int64_t before = freedSinceTrim.fetch_add(freedBytes, std::memory_order_relaxed);
+  if (before + freedBytes < kTrimEveryBytes) return;
+  // One thread wins the reset and trims; frees counted meanwhile count towards the next trim.
+  if (freedSinceTrim.exchange(0, std::memory_order_relaxed) < kTrimEveryBytes) return;
+  platform::releaseFreeHeap();
+  trims.fetch_add(1, std::memory_order_relaxed);
+}
+
+double heapTrims() { return static_cast<double>(trims.load(std::memory_order_relaxed)); }
 
 void freeOffThread(std::shared_ptr<Engine> engine) {
   Reaper& r = reaper();

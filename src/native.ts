@@ -143,6 +143,8 @@ interface NativeModule {
    * frees disposed runtimes with big heaps off the main thread (native/reaper.h).
    */
   reaperBytes(): [pending: number, freed: number];
+  /** How many times the addon has handed the C heap's free pages back (once per 64 MiB of freed runtimes). */
+  heapTrims(): number;
   /** The buffer shared with the addon for host call arguments and results. */
   exchange: Buffer;
   /** The numbers of the last eval answered on the spot (see {@link AnsweredHere}). */
