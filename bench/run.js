@@ -20,8 +20,7 @@ import { fileURLToPath } from "node:url";
 import { ensureBenchDeps } from "./lib/deps.js";
 import { buildCFloor, runCFloor, C_FLOOR_FLAGS } from "./lib/c-floor.js";
 import { currentLoad, describeMachine } from "./lib/machine.js";
-import { ENGINE_IDS } from "./engines/index.js";
-import { BASELINE_ENV } from "./engines/quickjs-native-baseline.js";
+import { BASELINE_ENV, ENGINE_IDS } from "./engines/index.js";
 
 const bench = fileURLToPath(new URL("./", import.meta.url));
 const work = `${bench}.work`;

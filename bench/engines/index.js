@@ -13,6 +13,9 @@
 // "quickjs-native-baseline" (another built checkout of this package) is not in ENGINE_IDS: it runs
 // only when `bench/run.js --baseline=PATH` asks for it.
 
+/** The environment variable through which bench/run.js hands `--baseline`'s path to its children. */
+export const BASELINE_ENV = "QJSN_BENCH_BASELINE";
+
 export const ENGINE_IDS = [
   "quickjs-native",
   "wasm-bellard-sync",

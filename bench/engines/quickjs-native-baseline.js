@@ -3,10 +3,8 @@
 // a reference engine that itself moves between runs.
 import { execFileSync } from "node:child_process";
 import { resolve } from "node:path";
+import { BASELINE_ENV } from "./index.js";
 import { nativeAdapter } from "./quickjs-native.js";
-
-/** The environment variable through which bench/run.js hands the baseline's path to its children. */
-export const BASELINE_ENV = "QJSN_BENCH_BASELINE";
 
 const root = `${resolve(process.env[BASELINE_ENV] ?? ".")}/`;
 

@@ -128,13 +128,13 @@ export function threadStorageSection(run) {
 
 /** One cell of the summary: the case's headline number in its own unit. */
 function glanceCell(info, result) {
-  const r = findRow(result, info.id);
   if (result.engine === FLOOR && !info.cFloor) return "";
-  if (r?.status !== "ok") return "—";
-  if (info.kind === "once") return `${r.onceMs.toFixed(1)} ms`;
-  if (info.kind === "memory") return `${r.perSessionKB.toFixed(0)} KB`;
-  if (info.kind === "eventloop" || info.kind === "latency") return `${r.p99Ms.toFixed(1)} ms`;
-  return formatUs(r.medianUs);
+  const value = headline(info, findRow(result, info.id));
+  if (Number.isNaN(value)) return "—";
+  if (info.kind === "once") return `${value.toFixed(1)} ms`;
+  if (info.kind === "memory") return `${value.toFixed(0)} KB`;
+  if (info.kind === "eventloop" || info.kind === "latency") return `${value.toFixed(1)} ms`;
+  return formatUs(value);
 }
 
 /** The case's headline number in its own unit (the one glanceCell shows), or NaN when not measured. */
