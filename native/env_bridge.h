@@ -1,7 +1,7 @@
 // The main-thread side of every sandbox of one Node environment: the outbox that carries host
 // calls and finished evals from executor threads to the Node event loop, the buffers shared with
 // src/ (exchange, inline-eval stats), and the handles that messages are delivered to
-// (native/addon.cc).
+// (native/sandbox_handle.h; native/env_bridge.cc delivers to them).
 #pragma once
 
 #include <napi.h>

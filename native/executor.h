@@ -20,7 +20,7 @@
 // most kSpinNs, but only while a core is free for it beside the Node main thread: at most one
 // spinner per core beyond the first, and none while guest slices occupy the other cores. Eight
 // spinning guests therefore see no spinner at all. The Node main thread does the same for the
-// executor's answer (EnvBridge::awaitReply in native/addon.cc) while a core is free for it.
+// executor's answer (EnvBridge::awaitReply in native/env_bridge.h) while a core is free for it.
 //
 // A watchdog answers evals stuck in a built-in that cannot be interrupted; the stuck thread stops
 // counting against the cap, so capacity is kept.

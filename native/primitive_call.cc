@@ -1,5 +1,5 @@
 // The fast path of a sync host call on the main thread (SandboxHandle::syncCallPrimitive in
-// native/addon.cc): one call of the primitive dispatcher of src/host-calls.ts.
+// native/sandbox_handle.h): one call of the primitive dispatcher of src/host-calls.ts.
 #include "primitive_call.h"
 
 namespace qjsn {

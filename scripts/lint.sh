@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# npm run lint: Biome over the TypeScript and JavaScript sources (biome.json), then clang-format's
-# check over native/ (.clang-format) when clang-format is installed. Formatting is checked, never applied.
+# npm run lint: Biome over the TypeScript and JavaScript sources (biome.json), the length of every
+# source file, then clang-format's check over native/ (.clang-format) when clang-format is installed.
+# Formatting is checked, never applied.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 node_modules/.bin/biome lint --error-on-warnings
+
+# No source file over 700 lines (issue 17): a file that long holds more than one concept.
+too_long="$(wc -l native/*.cc native/*.h $(find src -name '*.ts') | awk '$2 != "total" && $1 > 700')"
+if [[ -n "$too_long" ]]; then
+  echo "lint: split these files, each over 700 lines:" >&2
+  echo "$too_long" >&2
+  exit 1
+fi
 
 # The layout is clang-format 14's (Debian 12's); other major versions break lines differently.
 if ! command -v clang-format >/dev/null; then

@@ -1,0 +1,487 @@
+// What SandboxHandle (native/sandbox_handle.h) does for each call of src/sandbox.ts.
+#include "sandbox_handle.h"
+
+#include <utility>
+
+#include "executor.h"
+#include "reaper.h"
+
+namespace qjsn {
+
+namespace {
+
+const napi_type_tag kHandleTag = {0x7a1c5e0d2f4b4c11ULL, 0x9e3b6a85d0c2f417ULL};
+
+}  // namespace
+
+Napi::Function SandboxHandle::Define(Napi::Env env) {
+  return DefineClass(env, "SandboxHandle",
+                     {
+                         InstanceMethod("evalAsync", &SandboxHandle::EvalAsync),
+                         InstanceMethod("stop", &SandboxHandle::Stop),
+                         InstanceMethod("settle", &SandboxHandle::Settle),
+                         InstanceMethod("answerSync", &SandboxHandle::AnswerSync),
+                         InstanceMethod("defineFunction", &SandboxHandle::DefineFunction),
+                         InstanceMethod("defineFrozenFunction", &SandboxHandle::DefineFrozenFunction),
+                         InstanceMethod("setGlobal", &SandboxHandle::SetGlobal),
+                         InstanceMethod("getGlobal", &SandboxHandle::GetGlobal),
+                         InstanceMethod("globalNames", &SandboxHandle::GlobalNames),
+                         InstanceMethod("memoryUsage", &SandboxHandle::MemoryUsage),
+                         InstanceMethod("writeSnapshot", &SandboxHandle::WriteSnapshot),
+                         InstanceMethod("readSnapshot", &SandboxHandle::ReadSnapshot),
+                         InstanceMethod("restoreAsync", &SandboxHandle::RestoreAsync),
+                         InstanceMethod("writeSnapshotAsync", &SandboxHandle::WriteSnapshotAsync),
+                         InstanceMethod("dispose", &SandboxHandle::Dispose),
+                         InstanceMethod("setClock", &SandboxHandle::SetClock),
+                         InstanceMethod("setRandomSeed", &SandboxHandle::SetRandomSeed),
+                     });
+}
+
+Napi::Function SandboxHandle::DefineEvalSync(Napi::Env env, EnvBridge* bridge) {
+  return Napi::Function::New(env, EvalSyncOf, "evalSync", bridge);
+}
+
+SandboxHandle::SandboxHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<SandboxHandle>(info) {
+  Napi::Env env = info.Env();
+  bridge_ = env.GetInstanceData<std::shared_ptr<EnvBridge>>()->get()->shared_from_this();
+  HandleArgs args(info);
+  if (!args.has(6) || !args.isFunction(4) || !args.isFunction(5)) {
+    Napi::TypeError::New(env, "SandboxHandle: bad arguments").ThrowAsJavaScriptException();
+    return;
+  }
+  EngineOptions o;
+  o.memoryLimitBytes = static_cast<size_t>(args.u64(0));
+  o.maxStackSizeBytes = static_cast<size_t>(args.u64(1));
+  o.captureConsole = args.flag(2);
+  o.maxConsoleBytes = static_cast<size_t>(args.u64(3));
+  o.copyLimitBytes = args.has(7) ? args.u64(6) : o.memoryLimitBytes;
+  // Weak: the dispatcher closes over the Sandbox that owns this handle, and a strong reference
+  // would keep both alive forever. An eval in flight keeps them alive through its promise.
+  dispatcher_ = Napi::Weak(info[4].As<Napi::Function>());
+  primitiveDispatcher_ = Napi::Weak(info[5].As<Napi::Function>());
+  id_ = bridge_->nextSandboxId();
+  engine_ = std::make_shared<Engine>(id_, o, bridge_);
+  if (!engine_->valid()) {
+    engine_.reset();
+    Napi::Error::New(env, "OUT_OF_MEMORY: could not create the sandbox runtime").ThrowAsJavaScriptException();
+    return;
+  }
+  napi_type_tag_object(env, info.This(), &kHandleTag);
+  info.This().As<Napi::Object>().DefineProperty(Napi::PropertyDescriptor::Value("id", Napi::Number::New(env, id_)));
+  bridge_->registerHandle(id_, this);
+  // V8 sees only a small wrapper object; tell it what the runtime behind it costs so forgotten
+  // (never disposed) sandboxes get collected before thousands pile up.
+  externalBytes_ = static_cast<int64_t>(engine_->memoryUsed()) + kHandleOverheadBytes;
+  Napi::MemoryManagement::AdjustExternalMemory(env, externalBytes_);
+}
+
+void SandboxHandle::release() {
+  if (!engine_) return;
+  bool freedOffThread = false;
+  switch (engine_->dispose()) {
+    case Engine::AfterDispose::Schedule: Executor::instance().schedule(engine_); break;
+    case Engine::AfterDispose::Release:
+      // A big heap takes long to free: not on the main thread, which every session shares.
+      freedOffThread = engine_->memoryUsed() > kFreeInPlaceMaxBytes;
+      if (freedOffThread) freeOffThread(std::move(engine_));
+      break;
+    case Engine::AfterDispose::Nothing: break;
+  }
+  engine_.reset();
+  // After dispose(): the guest waiting for this answer sees its eval stopped when it wakes.
+  if (parkedSlot_) EnvBridge::finishSlot(std::exchange(parkedSlot_, nullptr), EnvBridge::closedResult());
+  Napi::MemoryManagement::AdjustExternalMemory(Env(), -externalBytes_);
+  if (!freedOffThread) returnMemoryToSystem(externalBytes_);  // the reaper counts what it frees
+  if (deferred_) {
+    bridge_->evalEnded();
+    deferred_.reset();
+  }
+  bridge_->unregisterHandle(id_);
+}
+
+void SandboxHandle::completeEval(EvalOutcome& o) {
+  if (!deferred_ || o.evalId != evalId_) return;
+  Napi::Env env = Env();
+  Napi::HandleScope scope(env);
+  auto deferred = std::move(*deferred_);
+  deferred_.reset();
+  bridge_->evalEnded();
+  deferred.Resolve(outcomeToJs(env, o));
+}
+
+void SandboxHandle::hostCall(uint32_t fnId, uint32_t callId, uint64_t evalId, std::vector<uint8_t>& args) {
+  if (!deferred_ || evalId != evalId_) return;  // the eval ended; the call is dropped
+  Napi::Env env = Env();
+  Napi::HandleScope scope(env);
+  if (dispatcher_.Value().IsEmpty()) return;
+  Napi::Value spill;
+  uint32_t argLength = bridge_->stage(args, &spill);
+  dispatcher_.Call({Napi::Number::New(env, kind(DispatchKind::AsyncCall)), Napi::Number::New(env, fnId),
+                    Napi::Number::New(env, callId), Napi::Number::New(env, argLength), spill,
+                    Napi::Number::New(env, static_cast<double>(evalId))});
+  if (env.IsExceptionPending()) env.GetAndClearPendingException();
+}
+
+void SandboxHandle::consoleLine(uint32_t level, uint64_t evalId, std::vector<uint8_t>& args) {
+  if (!deferred_ || evalId != evalId_) return;
+  Napi::Env env = Env();
+  Napi::HandleScope scope(env);
+  if (dispatcher_.Value().IsEmpty()) return;
+  Napi::Value spill;
+  uint32_t argLength = bridge_->stage(args, &spill);
+  dispatcher_.Call({Napi::Number::New(env, kind(DispatchKind::Console)), Napi::Number::New(env, level),
+                    Napi::Number::New(env, 0), Napi::Number::New(env, argLength), spill,
+                    Napi::Number::New(env, static_cast<double>(evalId))});
+  if (env.IsExceptionPending()) env.GetAndClearPendingException();
+}
+
+std::optional<HostResult> SandboxHandle::syncCall(uint32_t fnId, std::vector<uint8_t>& args, EnvBridge::SyncSlot* slot) {
+  Napi::Env env = Env();
+  Napi::HandleScope scope(env);
+  if (dispatcher_.Value().IsEmpty()) return EnvBridge::closedResult();
+  uint32_t token = slot ? ++lastSyncToken_ : 0;
+  Napi::Value spill;
+  uint32_t argLength = bridge_->stage(args, &spill);
+  Napi::Value ret = dispatcher_.Call({Napi::Number::New(env, kind(DispatchKind::SyncCall)),
+                                      Napi::Number::New(env, fnId), Napi::Number::New(env, token),
+                                      Napi::Number::New(env, argLength), spill, Napi::Number::New(env, 0)});
+  if (env.IsExceptionPending()) {
+    Napi::Error e = env.GetAndClearPendingException();
+    HostResult r;
+    r.ok = false;
+    r.errorMessage = "host function failed";
+    return r;
+  }
+  if (slot && ret.IsUndefined() && engine_) {
+    parkedSlot_ = slot;
+    parkedToken_ = token;
+    return std::nullopt;
+  }
+  return bridge_->hostResultOf(ret);
+}
+
+Napi::Value SandboxHandle::busyError(Napi::Env env) {
+  return errorToJs(env, NativeError{ErrorCode::Busy, "an eval is running in this sandbox"});
+}
+
+bool SandboxHandle::alive(const Napi::CallbackInfo& info) {
+  bool tagged = false;
+  napi_check_object_type_tag(info.Env(), info.This(), &kHandleTag, &tagged);
+  if (!tagged || !engine_) {
+    disposedError(info.Env());
+    return false;
+  }
+  return true;
+}
+
+void SandboxHandle::disposedError(Napi::Env env) {
+  Napi::Error::New(env, "DISPOSED: the sandbox is disposed").ThrowAsJavaScriptException();
+}
+
+EvalRequest SandboxHandle::requestOf(const HandleArgs& args, size_t displayAt) {
+  EvalRequest r;
+  r.code = args.utf8(0);
+  r.filename = args.utf8(1);
+  r.executionBudgetMs = args.number(2);
+  r.describeUnserializable = args.flag(3);
+  r.streamConsole = displayAt > 5 && args.flag(5);
+  if (args.has(displayAt + 3)) {
+    uint32_t depth = args.u32(displayAt + 2);
+    r.resultDisplay = {args.u32(displayAt), depth};
+    r.thrownDisplay = {args.u32(displayAt + 1), depth};
+  }
+  return r;
+}
+
+Napi::Value SandboxHandle::EvalSyncOf(const Napi::CallbackInfo& info) {
+  SandboxHandle* handle = static_cast<EnvBridge*>(info.Data())->handleOf(HandleArgs(info).u32(0));
+  if (!handle) {
+    disposedError(info.Env());
+    return info.Env().Undefined();
+  }
+  // Nothing else keeps the handle's wrapper alive while host functions run (they may drop it).
+  handle->Ref();
+  Napi::Value answer = handle->EvalSync(info.Env(), HandleArgs(info, 1));
+  handle->Unref();
+  return answer;
+}
+
+Napi::Value SandboxHandle::EvalSync(Napi::Env env, const HandleArgs& args) {
+  if (!args.has(4)) return env.Undefined();
+  std::shared_ptr<Engine> keep = engine_;
+  // A host function may call evalSync here again (refused as busy): it must leave the outer
+  // eval's scope open. Each call closes only the scope its own eval opened.
+  PrimitiveScope outer = std::exchange(primitiveScope_, PrimitiveScope());
+  EvalOutcome o = keep->evalSync(requestOf(args, 4));
+  closePrimitiveScope();
+  primitiveScope_ = outer;
+  return answerHere(env, o);
+}
+
+Napi::Value SandboxHandle::answerHere(Napi::Env env, const EvalOutcome& o) {
+  EnvBridge& b = *bridge_;
+  b.stat(StatsSlot::status) = static_cast<int>(o.status);
+  b.stat(StatsSlot::stop) = static_cast<int>(o.stop);
+  b.stat(StatsSlot::consoleTruncated) = o.consoleTruncated ? 1 : 0;
+  b.stat(StatsSlot::executionMs) = o.executionMs;
+  b.stat(StatsSlot::hostCalls) = o.hostCalls;
+  b.stat(StatsSlot::memoryUsedBytes) = static_cast<double>(o.memoryUsedBytes);
+  b.stat(StatsSlot::peakMemoryBytes) = static_cast<double>(o.peakMemoryBytes);
+  Napi::Value spill = env.Undefined();
+  double& valueLength = b.stat(StatsSlot::valueLength);
+  bool spilled = o.value.size() > EnvBridge::kExchangeBytes;  // as stage() decides
+  valueLength = o.value.empty() ? -1 : b.stage(o.value, &spill);
+  if (spilled) valueLength = -1;
+  if (!spilled && o.message.empty() && o.console.empty()) return spill;
+  Napi::Array extras = Napi::Array::New(env, 3);
+  extras.Set(0u, spill);
+  extras.Set(1u, Napi::String::New(env, o.message));
+  extras.Set(2u, o.console.empty()
+                     ? env.Undefined()
+                     : Napi::Buffer<uint8_t>::Copy(env, o.console.data(), o.console.size()).As<Napi::Value>());
+  return extras;
+}
+
+Napi::Value SandboxHandle::EvalAsync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  HandleArgs args(info);
+  if (!alive(info) || !args.has(5)) return env.Undefined();
+  if (engine_->broken()) return env.Null();
+  EvalRequest r = requestOf(args, 8);
+  if (args.has(13) && args.isArray(11)) {
+    r.snapshotAfter = true;
+    r.snapshotExclude = args.utf16Set(11);
+    r.snapshotMaxBytes = args.u64(12);
+  }
+  return startAsync(env, std::move(r), args.u64(4), args.flag(6), args.flag(7));
+}
+
+Napi::Value SandboxHandle::RestoreAsync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  HandleArgs args(info);
+  if (!alive(info) || !args.has(3)) return env.Undefined();
+  if (engine_->broken()) return env.Null();
+  EvalRequest r;
+  r.restore = true;
+  r.snapshotBody = args.bytes(0);
+  r.executionBudgetMs = args.number(1);
+  return startAsync(env, std::move(r), args.u64(2));
+}
+
+Napi::Value SandboxHandle::WriteSnapshotAsync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  HandleArgs args(info);
+  if (!alive(info) || !args.has(3) || !args.isArray(0)) return env.Undefined();
+  if (engine_->broken()) return env.Null();
+  EvalRequest r;
+  r.takeSnapshot = true;
+  r.snapshotExclude = args.utf16Set(0);
+  r.snapshotMaxBytes = args.u64(1);
+  return startAsync(env, std::move(r), args.u64(2));
+}
+
+Napi::Value SandboxHandle::startAsync(Napi::Env env, EvalRequest request, uint64_t evalId, bool runInline, bool answerNow) {
+  if (deferred_ || !engine_->beginAsync(std::move(request), evalId)) return env.Null();
+  evalId_ = evalId;
+  inline_ = runInline;
+  if (answerNow && !runInline) {
+    // No JavaScript runs until this returns, so nothing sees the eval without its promise.
+    bridge_->expectOutcome(id_, evalId);
+    Executor::instance().schedule(engine_);
+    std::optional<EvalOutcome> outcome = bridge_->takeOutcome([this] { return engine_->awaitingSlice(); });
+    if (outcome) return answerHere(env, *outcome);
+    deferred_.emplace(Napi::Promise::Deferred::New(env));
+    bridge_->evalStarted();
+    return deferred_->Promise();
+  }
+  deferred_.emplace(Napi::Promise::Deferred::New(env));
+  Napi::Promise promise = deferred_->Promise();
+  bridge_->evalStarted();
+  run();
+  return promise;
+}
+
+void SandboxHandle::run() {
+  if (inline_) {
+    runInline();
+    return;
+  }
+  Executor::instance().schedule(engine_);
+  bridge_->awaitReply();
+}
+
+void SandboxHandle::runInline() {
+  if (inlineRunning_) {
+    inlineAgain_ = true;  // a host result arrived while a slice was being dispatched
+    return;
+  }
+  inlineRunning_ = true;
+  std::shared_ptr<EnvBridge> bridge = bridge_;  // a host function may dispose this handle
+  std::shared_ptr<Engine> engine = engine_;
+  do {
+    inlineAgain_ = engine->runSlice();
+    bridge->drain();
+  } while (inlineAgain_);
+  inlineRunning_ = false;
+}
+
+Napi::Value SandboxHandle::Stop(const Napi::CallbackInfo& info) {
+  HandleArgs args(info);
+  if (!alive(info) || !args.has(2)) return info.Env().Undefined();
+  auto reason = static_cast<StopReason>(args.i32(0));
+  if (reason != StopReason::WallBudget && reason != StopReason::Abort) return info.Env().Undefined();
+  if (engine_->requestStop(reason, args.u64(1))) run();
+  return info.Env().Undefined();
+}
+
+Napi::Value SandboxHandle::AnswerSync(const Napi::CallbackInfo& info) {
+  HandleArgs args(info);
+  if (!alive(info) || !args.has(2)) return info.Env().Undefined();
+  if (parkedSlot_ && args.u32(0) == parkedToken_)
+    EnvBridge::finishSlot(std::exchange(parkedSlot_, nullptr), bridge_->hostResultOf(info[1]));
+  return info.Env().Undefined();
+}
+
+Napi::Value SandboxHandle::Settle(const Napi::CallbackInfo& info) {
+  HandleArgs args(info);
+  if (!alive(info) || !args.has(3)) return info.Env().Undefined();
+  HostResult r;
+  r.callId = args.u32(0);
+  r.ok = args.flag(1);
+  if (r.ok) {
+    r.value = bridge_->resultBytes(info[2]);
+  } else if (info[2].IsArray()) {
+    Napi::Array a = info[2].As<Napi::Array>();
+    r.errorName = a.Get(0u).ToString().Utf8Value();
+    r.errorMessage = a.Get(1u).ToString().Utf8Value();
+  }
+  bool parked = engine_->deliver(std::move(r));
+  if (inline_) {
+    if (parked) runInline();
+    return info.Env().Undefined();
+  }
+  // The guest goes on: in the slice still waiting for this result, or in the one queued now.
+  if (parked) Executor::instance().schedule(engine_);
+  std::shared_ptr<EnvBridge> bridge = bridge_;  // a host function may dispose this handle
+  if (!args.flag(3)) bridge->awaitReply();
+  else if (bridge->collectNextCall()) bridge->drain();
+  return info.Env().Undefined();
+}
+
+Napi::Value SandboxHandle::DefineFunction(const Napi::CallbackInfo& info) {
+  HandleArgs args(info);
+  if (!alive(info) || !args.has(3)) return info.Env().Undefined();
+  if (engine_->busy()) return busyError(info.Env());
+  return errorToJs(info.Env(), engine_->defineFunction(args.utf8(0), args.u32(1), args.flag(2)));
+}
+
+Napi::Value SandboxHandle::DefineFrozenFunction(const Napi::CallbackInfo& info) {
+  HandleArgs args(info);
+  if (!alive(info) || !args.has(2)) return info.Env().Undefined();
+  if (engine_->busy()) return busyError(info.Env());
+  bool installed = false;
+  std::optional<NativeError> error = engine_->defineFrozenFunction(args.utf8(0), args.u32(1), &installed);
+  if (error) return errorToJs(info.Env(), error);
+  return Napi::Boolean::New(info.Env(), installed);
+}
+
+Napi::Value SandboxHandle::SetGlobal(const Napi::CallbackInfo& info) {
+  HandleArgs args(info);
+  if (!alive(info) || !args.has(2)) return info.Env().Undefined();
+  if (engine_->busy()) return busyError(info.Env());
+  std::vector<uint8_t> bytes = args.bytes(1);
+  return errorToJs(info.Env(), engine_->setGlobal(args.utf8(0), bytes.data(), bytes.size()));
+}
+
+Napi::Value SandboxHandle::GetGlobal(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  HandleArgs args(info);
+  if (!alive(info) || !args.has(1)) return env.Undefined();
+  Napi::Array a = Napi::Array::New(env, 2);
+  if (engine_->busy()) {
+    a.Set(0u, Napi::Number::New(env, static_cast<int>(EvalStatus::Busy)));
+    return a;
+  }
+  std::vector<uint8_t> out;
+  EvalStatus status;
+  std::string err = engine_->getGlobal(args.utf8(0), &out, &status);
+  a.Set(0u, Napi::Number::New(env, static_cast<int>(status)));
+  if (err.empty()) a.Set(1u, Napi::Buffer<uint8_t>::Copy(env, out.data(), out.size()));
+  else a.Set(1u, Napi::String::New(env, err));
+  return a;
+}
+
+Napi::Value SandboxHandle::GlobalNames(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  HandleArgs args(info);
+  if (!alive(info) || !args.has(1) || !args.isNumber(0)) return env.Undefined();
+  if (engine_->busy()) return busyError(env);
+  std::vector<std::string> names = engine_->globalNames(args.u32(0));
+  Napi::Array a = Napi::Array::New(env, names.size());
+  for (size_t i = 0; i < names.size(); i++) a.Set(static_cast<uint32_t>(i), Napi::String::New(env, names[i]));
+  return a;
+}
+
+Napi::Value SandboxHandle::WriteSnapshot(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  HandleArgs args(info);
+  if (!alive(info) || !args.has(2) || !args.isArray(0)) return env.Undefined();
+  if (engine_->busy()) return busyError(env);
+  std::vector<uint8_t> body;
+  SnapshotResult r = engine_->writeSnapshot(args.utf16Set(0), args.u64(1), &body);
+  Napi::Value payload = env.Undefined();
+  if (r.status == SnapshotStatus::Ok) payload = Napi::Buffer<uint8_t>::Copy(env, body.data(), body.size());
+  return snapshotResultToJs(env, r, payload);
+}
+
+Napi::Value SandboxHandle::ReadSnapshot(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  HandleArgs args(info);
+  if (!alive(info) || !args.has(2)) return env.Undefined();
+  if (engine_->busy()) return busyError(env);
+  std::vector<uint8_t> body = args.bytes(0);
+  SnapshotResult r = engine_->readSnapshot(body.data(), body.size(), args.number(1));
+  return snapshotResultToJs(env, r, env.Undefined());
+}
+
+Napi::Value SandboxHandle::MemoryUsage(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!alive(info)) return env.Undefined();
+  Napi::Array a = Napi::Array::New(env, 3);
+  a.Set(0u, Napi::Number::New(env, static_cast<double>(engine_->memoryUsed())));
+  a.Set(1u, Napi::Number::New(env, static_cast<double>(engine_->memoryPeak())));
+  a.Set(2u, Napi::Number::New(env, static_cast<double>(engine_->memoryLimit())));
+  return a;
+}
+
+Napi::Value SandboxHandle::SetClock(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  HandleArgs args(info);
+  if (!alive(info) || !args.has(3)) return env.Undefined();
+  return Napi::Boolean::New(env, engine_->setClock(args.flag(0), args.number(1), args.flag(2)));
+}
+
+Napi::Value SandboxHandle::SetRandomSeed(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  HandleArgs args(info);
+  if (!alive(info) || !args.has(1)) return env.Undefined();
+  double seed = args.number(0);
+  if (!(seed >= 0 && seed < 9007199254740992.0)) return Napi::Boolean::New(env, false);
+  return Napi::Boolean::New(env, engine_->setRandomSeed(static_cast<uint64_t>(seed)));
+}
+
+Napi::Value SandboxHandle::Dispose(const Napi::CallbackInfo& info) {
+  if (engine_) {
+    if (deferred_) {
+      // Answer the pending eval now; the executor frees the runtime when the guest stops.
+      EvalOutcome o;
+      o.status = EvalStatus::Disposed;
+      o.evalId = evalId_;
+      completeEval(o);
+    }
+    release();
+  }
+  return info.Env().Undefined();
+}
+
+}  // namespace qjsn

@@ -1,0 +1,196 @@
+// The JS-visible handle of one sandbox (the SandboxHandle class of the addon's exports): the
+// calls of src/sandbox.ts into its Engine, and the delivery of what the engine posted (host calls,
+// console lines, outcomes) back to JavaScript through the Sandbox's dispatchers.
+//
+// The handle is internal: src/sandbox.ts keeps it in a private field and validates every argument
+// before calling in, so the guards here are cheap one-liners that only keep the process alive.
+#pragma once
+
+#include <napi.h>
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "env_bridge.h"
+#include "handle_args.h"
+#include "primitive_call.h"
+
+namespace qjsn {
+
+class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
+ public:
+  static Napi::Function Define(Napi::Env env);
+  // The module's evalSync (EvalSyncOf), finding handles in `bridge`.
+  static Napi::Function DefineEvalSync(Napi::Env env, EnvBridge* bridge);
+
+  // new SandboxHandle(memoryLimit, maxStack, captureConsole, maxConsoleBytes, dispatcher, primitiveDispatcher, copyLimit)
+  SandboxHandle(const Napi::CallbackInfo& info);
+
+  ~SandboxHandle() override { release(); }
+
+  void release();
+
+  void completeEval(EvalOutcome& o);
+
+  void hostCall(uint32_t fnId, uint32_t callId, uint64_t evalId, std::vector<uint8_t>& args);
+
+  // A console line of the running eval, for live progress: dispatcher(2, level, 0, ...).
+  void consoleLine(uint32_t level, uint64_t evalId, std::vector<uint8_t>& args);
+
+  // A sync host call: dispatcher(0, fnId, token, ...). With a slot (the guest waits on an executor
+  // thread) the token is not 0, and the dispatcher may answer undefined, then later through
+  // answerSync(token, result) (src/sandbox.ts decodes large arguments a slice at a time): the slot
+  // is parked here until then, or until the handle is released. Nothing, when parked.
+  std::optional<HostResult> syncCall(uint32_t fnId, std::vector<uint8_t>& args, EnvBridge::SyncSlot* slot);
+
+  // The fast path of a sync host call on the main thread: primitiveDispatcher(fnId * 4 + argc, ...args)
+  // gets the primitives as they are and answers with a primitive, [bytes] (the codec's answer, as
+  // dispatcher's) or [name, message].
+  bool syncCallPrimitive(PrimitiveCall* call) {
+    napi_env env = Env();
+    // One handle scope for a run of calls rather than one each (opening one allocates): the
+    // handles of at most kCallsPerPrimitiveScope calls stay alive. EvalSync closes it when the
+    // eval ends; until then nothing opened after it outlives a call, so scopes still nest.
+    // The dispatcher and `undefined` are looked up once per scope.
+    PrimitiveScope& p = primitiveScope_;
+    if (p.scope == nullptr || ++p.calls == kCallsPerPrimitiveScope) {
+      closePrimitiveScope();
+      napi_open_handle_scope(env, &p.scope);
+      napi_get_reference_value(env, primitiveDispatcher_, &p.dispatcher);
+      napi_get_undefined(env, &p.undefined);
+    }
+    if (p.dispatcher == nullptr) {
+      call->fallback = EnvBridge::closedResult();
+      return false;
+    }
+    return callPrimitiveDispatcher(env, {p.dispatcher, p.undefined}, call, *bridge_);
+  }
+
+ private:
+  void closePrimitiveScope() {
+    if (primitiveScope_.scope != nullptr) napi_close_handle_scope(Env(), primitiveScope_.scope);
+    primitiveScope_ = PrimitiveScope();
+  }
+
+  // What a direct call answers while an eval is active.
+  static Napi::Value busyError(Napi::Env env);
+
+  bool alive(const Napi::CallbackInfo& info);
+  static void disposedError(Napi::Env env);
+
+  static int kind(DispatchKind k) { return static_cast<int>(k); }
+
+  // (code, filename, budgetMs, describe, evalId, streamConsole) of evalSync and evalAsync, with the
+  // optional copy for display (resultParts, thrownParts, depth) from argument `displayAt` on
+  // (missing: an exact copy, and nothing more to read).
+  static EvalRequest requestOf(const HandleArgs& args, size_t displayAt);
+
+  // evalSync(sandboxId, code, filename, budgetMs, describe[, resultParts, thrownParts, depth]) -> answerHere
+  // A function of the module, not a method: the sandbox id finds the handle in one lookup, where
+  // a method pays for unwrapping its receiver and checking its type tag, a tenth of a trivial eval.
+  static Napi::Value EvalSyncOf(const Napi::CallbackInfo& info);
+
+  Napi::Value EvalSync(Napi::Env env, const HandleArgs& args);
+
+  // An eval's outcome for a caller that reads it at once, without building an array: the numbers
+  // go into the environment's shared stats array and a value that fits into the exchange buffer;
+  // only console output, a message or an oversized value come back as JS values, as
+  // [value | undefined, message, console] (src/outcomes.ts syncOutcome reads them).
+  Napi::Value answerHere(Napi::Env env, const EvalOutcome& o);
+
+  // evalAsync(code, filename, budgetMs, describe, evalId, streamConsole, inline, answerNow[,
+  // resultParts, thrownParts, depth[, excludedNames, maxBytes]]) -> Promise<outcome array>; when
+  // `answerNow` and the eval ended within the main thread's short wait for it
+  // (EnvBridge::takeOutcome), the outcome as evalSync answers it (answerHere); null when busy.
+  // With excludedNames, a snapshot is written after an eval that was not stopped, as
+  // writeSnapshotAsync would, into the outcome's index 10 (never with answerNow).
+  Napi::Value EvalAsync(const Napi::CallbackInfo& info);
+
+  // restoreAsync(body, budgetMs, evalId) -> Promise<outcome array with [status, message, [name, type, ...]]
+  // at index 10>; null when busy. Runs on an executor thread like an eval: re-created functions
+  // and classes run guest code, which never runs on the Node main thread this way.
+  Napi::Value RestoreAsync(const Napi::CallbackInfo& info);
+
+  // writeSnapshotAsync(excludedNames, maxBytes, evalId) -> Promise<outcome array with
+  // [status, body | message, [name, type, ...]] at index 10>; null when busy.
+  Napi::Value WriteSnapshotAsync(const Napi::CallbackInfo& info);
+
+  Napi::Value startAsync(Napi::Env env, EvalRequest request, uint64_t evalId, bool runInline = false,
+                         bool answerNow = false);
+
+  // Runs the engine's next slice: on an executor thread, or here for an inline eval.
+  void run();
+
+  // An inline eval's slices run on the main thread, each followed by the dispatch of what it
+  // posted (host calls, console lines, its outcome): a host function that answers at once resumes
+  // the guest within the same loop, with no thread hand-over. The event loop waits meanwhile.
+  void runInline();
+
+  // stop(reason, evalId)
+  Napi::Value Stop(const Napi::CallbackInfo& info);
+
+  // answerSync(token, bytes in the exchange buffer | Buffer | [name, message]): see syncCall.
+  Napi::Value AnswerSync(const Napi::CallbackInfo& info);
+
+  // settle(callId, ok, bytes | [name, message], collect): with `collect`, the guest's next host
+  // call is taken and dispatched here when it comes at once (src/host-calls.ts says when it may).
+  Napi::Value Settle(const Napi::CallbackInfo& info);
+
+  // defineFunction(path, fnId, async) -> undefined | { code, message }
+  Napi::Value DefineFunction(const Napi::CallbackInfo& info);
+
+  // defineFrozenFunction(name, fnId) -> true (installed) | false (the guest keeps its own) | { code, message }
+  Napi::Value DefineFrozenFunction(const Napi::CallbackInfo& info);
+
+  // setGlobal(name, bytes) -> undefined | { code, message }
+  Napi::Value SetGlobal(const Napi::CallbackInfo& info);
+
+  // getGlobal(name) -> [status, bytes | message]
+  Napi::Value GetGlobal(const Napi::CallbackInfo& info);
+
+  // globalNames(limit) -> string[] | { code: "BUSY", message }
+  Napi::Value GlobalNames(const Napi::CallbackInfo& info);
+
+  // writeSnapshot(excludedNames, maxBytes) -> [status, body | message, [name, type, ...]] | { code: "BUSY", message }
+  Napi::Value WriteSnapshot(const Napi::CallbackInfo& info);
+
+  // readSnapshot(body, budgetMs) -> [status, undefined | message, [name, type, ...]] | { code: "BUSY", message }
+  Napi::Value ReadSnapshot(const Napi::CallbackInfo& info);
+
+  Napi::Value MemoryUsage(const Napi::CallbackInfo& info);
+
+  // setClock(fixed, epochMs, localTimeUtc) -> false when busy or refused (native/clock.cc)
+  Napi::Value SetClock(const Napi::CallbackInfo& info);
+
+  // setRandomSeed(seed: integer below 2**53) -> false when busy
+  Napi::Value SetRandomSeed(const Napi::CallbackInfo& info);
+
+  Napi::Value Dispose(const Napi::CallbackInfo& info);
+
+  std::shared_ptr<EnvBridge> bridge_;
+  std::shared_ptr<Engine> engine_;
+  Napi::FunctionReference dispatcher_;
+  Napi::FunctionReference primitiveDispatcher_;
+  uint32_t id_ = 0;
+  uint64_t evalId_ = 0;
+  std::optional<Napi::Promise::Deferred> deferred_;
+  bool inline_ = false;         // the current eval runs on the main thread
+  bool inlineRunning_ = false;  // runInline is on the stack
+  bool inlineAgain_ = false;
+  // The handle scope of syncCallPrimitive, open during an inline eval, and what it holds.
+  struct PrimitiveScope {
+    napi_handle_scope scope = nullptr;
+    napi_value dispatcher = nullptr;  // null if collected
+    napi_value undefined = nullptr;
+    uint32_t calls = 0;
+  } primitiveScope_;
+  static constexpr uint32_t kCallsPerPrimitiveScope = 64;
+  EnvBridge::SyncSlot* parkedSlot_ = nullptr;  // a sync host call answered later (syncCall)
+  uint32_t parkedToken_ = 0;
+  uint32_t lastSyncToken_ = 0;
+  int64_t externalBytes_ = 0;
+  static constexpr int64_t kHandleOverheadBytes = 16 * 1024;
+};
+
+}  // namespace qjsn
