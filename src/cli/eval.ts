@@ -4,7 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { Sandbox } from "../sandbox.js";
+import { Sandbox } from "../index.js";
 import { LIMIT_FLAGS, LIMIT_HELP, UsageError, sandboxOptionsFrom } from "./options.js";
 import { describeError, replayConsole, reportJson, show } from "./output.js";
 

@@ -1,8 +1,8 @@
 /**
  * Command-line flags shared by `repl` and `eval`: the sandbox limits, parsed from human units.
  */
-import { SANDBOX_DEFAULTS } from "../options.js";
-import type { SandboxOptions } from "../types.js";
+import { SANDBOX_DEFAULTS } from "../index.js";
+import type { SandboxOptions } from "../index.js";
 
 /** Flag definitions for node:util parseArgs, limit flags only. */
 export const LIMIT_FLAGS = {

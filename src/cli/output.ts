@@ -3,8 +3,7 @@
  * errors like Node's uncaught errors, and a JSON form for scripts.
  */
 import { inspect } from "node:util";
-import type { SandboxError } from "../errors.js";
-import type { ConsoleEntry, EvalReport, EvalStats } from "../types.js";
+import type { ConsoleEntry, EvalReport, EvalStats, SandboxError } from "../index.js";
 
 /** Renders a value as Node's REPL would. */
 export function show(value: unknown, colors: boolean): string {

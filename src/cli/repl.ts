@@ -4,8 +4,8 @@
  */
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
-import { Sandbox } from "../sandbox.js";
-import type { SandboxOptions } from "../types.js";
+import { Sandbox } from "../index.js";
+import type { SandboxOptions } from "../index.js";
 import { isIncomplete } from "./incomplete.js";
 import { LIMIT_FLAGS, LIMIT_HELP, sandboxOptionsFrom } from "./options.js";
 import { describeError, formatBytes, replayConsole, show, statsLine } from "./output.js";
