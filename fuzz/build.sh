@@ -32,13 +32,16 @@ SAN=(-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-r
 # True when a native header changed after OBJECT was built.
 newer_header() { [[ -n "$(find "$root/native" -name '*.h' -newer "$1" -print -quit)" ]]; }
 
-# compile SOURCE OBJECT COMPILER FLAGS...: skipped when the object is newer than the source
-# the patched engine tree (its .stamp changes whenever the patch set does) and native headers.
+source "$root/fuzz/jobs.sh"
+
+# compile SOURCE OBJECT COMPILER FLAGS...: a background job (fuzz/jobs.sh), skipped when the object
+# is newer than the source, the patched engine tree (its .stamp changes whenever the patch set
+# does) and every native header.
 compile() {
   local src="$1" obj="$2"
   shift 2
   if [[ -f "$obj" && "$obj" -nt "$src" && "$obj" -nt "$qjs/.stamp" ]] && ! newer_header "$obj"; then return; fi
-  "$@" -c "$src" -o "$obj"
+  spawn "$@" -c "$src" -o "$obj"
 }
 
 objs=()
@@ -57,10 +60,14 @@ for src in "$root"/native/*.cc; do
   objs+=("$out/obj/$f.o")
 done
 
+await_all || { echo "fuzz: a compile failed" >&2; exit 1; }
+
 # One binary per fuzz/*_fuzz.cc.
+link_target() {
+  "$CXX" -std=c++17 "${SAN[@]}" -fsanitize=fuzzer -I"$root/native" -I"$qjs" "$1" "${objs[@]}" \
+    -lm -lpthread -o "$out/$2" && echo "fuzz: built fuzz/out/$2" >&2
+}
 for target in "$root"/fuzz/*_fuzz.cc; do
-  name="$(basename "$target" .cc)"
-  "$CXX" -std=c++17 "${SAN[@]}" -fsanitize=fuzzer -I"$root/native" -I"$qjs" "$target" "${objs[@]}" \
-    -lm -lpthread -o "$out/$name"
-  echo "fuzz: built fuzz/out/$name" >&2
+  spawn link_target "$target" "$(basename "$target" .cc)"
 done
+await_all || { echo "fuzz: a link failed" >&2; exit 1; }
