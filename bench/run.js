@@ -9,6 +9,9 @@
 // `--baseline=PATH` also runs the quickjs-native build of another checkout at PATH (built with
 // `npm run build`, e.g. a `git worktree` of an older commit) right after this checkout's, and the
 // report gains a table of this checkout's medians against the baseline's, both from this one run.
+// The timed cases of the two then run in BASELINE_ROUNDS pairs of processes, in alternating order
+// (AB, BA, AB): a single process's median of the eval tool case moves by up to 15% from one process
+// to the next, more than the 5% the table is read against; the table gives the median ratio.
 // Installs bench deps if needed, builds the raw-C floor, runs each engine's cases in child
 // processes of their own, then writes bench/RESULTS.md and bench/chart.svg from this one run
 // (a --quick, --engines or --modes run writes them under bench/.work/ instead).
@@ -103,6 +106,27 @@ async function runEngine(engine, index) {
 }
 
 const THREAD_STORAGE = "thread-storage";
+const BASELINE_ROUNDS = 3;
+
+/**
+ * The timed rows of this checkout and the baseline, a pair per round: the first from the engine
+ * runs already done, the others from further processes, the baseline first in every other round.
+ */
+async function runBaselineRounds(results) {
+  const timedRows = (engine) => results.find((r) => r.engine === engine)?.rows ?? [];
+  const rounds = [{ native: timedRows("quickjs-native"), baseline: timedRows("quickjs-native-baseline") }];
+  for (let round = 2; round <= BASELINE_ROUNDS; round++) {
+    say(`\n[baseline round ${round}/${BASELINE_ROUNDS}] timed cases (${elapsed()})`);
+    const order = round % 2 === 0 ? ["quickjs-native-baseline", "quickjs-native"] : ["quickjs-native", "quickjs-native-baseline"];
+    const pair = {};
+    for (const engine of order) {
+      const out = await runChild(engine, "timed");
+      pair[engine === "quickjs-native" ? "native" : "baseline"] = out.rows ?? [];
+    }
+    rounds.push(pair);
+  }
+  return rounds;
+}
 
 /**
  * `engines` with the baseline engine right after quickjs-native (so the two run back to back) when
@@ -187,8 +211,10 @@ async function main() {
   const results = [];
   for (const [i, engine] of engines.entries()) results.push(await runEngine(engine, i));
   if (floor) results.push(floor);
+  const timedRun = !modeArg || modeArg.split(",").includes("timed");
+  const baselineRounds = baselineArg && timedRun ? (quick ? undefined : await runBaselineRounds(results)) : undefined;
   const threadStorage = engines.includes("quickjs-native") && (!modeArg || modeArg.split(",").includes(THREAD_STORAGE)) ? await runThreadStorage() : undefined;
-  const run = { quick, machine: { ...machine, loadAtEnd: currentLoad() }, durationS: (Date.now() - started) / 1000, results, threadStorage };
+  const run = { quick, machine: { ...machine, loadAtEnd: currentLoad() }, durationS: (Date.now() - started) / 1000, results, threadStorage, baselineRounds };
   writeFileSync(`${work}/results.json`, JSON.stringify(run, null, 2));
   const { renderReport } = await import("./lib/report.js");
   const { renderChart } = await import("./lib/chart.js");

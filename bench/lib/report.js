@@ -146,16 +146,31 @@ function headline(info, r) {
   return r.medianUs;
 }
 
-/** This checkout against the `--baseline` checkout, case by case, both measured in this run. */
+/** The median of finite `values`, or NaN when there are none. */
+function median(values) {
+  const sorted = values.filter(Number.isFinite).sort((a, b) => a - b);
+  if (sorted.length === 0) return Number.NaN;
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/**
+ * This checkout against the `--baseline` checkout, case by case, both measured in this run. A case
+ * measured in every round of `run.baselineRounds` is read by its median ratio over the rounds.
+ */
 function baselineSection(run, baseline) {
   const native = run.results.find((r) => r.engine === NATIVE);
   const shown = CASES.filter((c) => !(c.fullOnly && run.quick));
+  const rounds = run.baselineRounds ?? [];
   const rows = shown.map((c) => {
-    const ratio = headline(c, findRow(native, c.id)) / headline(c, findRow(baseline, c.id));
+    const perRound = rounds.map((r) => headline(c, r.native.find((row) => row.case === c.id)) / headline(c, r.baseline.find((row) => row.case === c.id)));
+    const inRounds = perRound.length > 1 && perRound.every(Number.isFinite);
+    const ratio = inRounds ? median(perRound) : headline(c, findRow(native, c.id)) / headline(c, findRow(baseline, c.id));
     const verdict = !Number.isFinite(ratio) ? "" : ratio > 1.05 ? "slower by more than 5%" : ratio < 0.95 ? "faster by more than 5%" : "within 5%";
-    return [`(${c.letter}) ${c.title}`, glanceCell(c, native), glanceCell(c, baseline), formatRatio(ratio), verdict];
+    const roundCell = inRounds ? perRound.map(formatRatio).join(", ") : "one process each";
+    return [`(${c.letter}) ${c.title}`, glanceCell(c, native), glanceCell(c, baseline), formatRatio(ratio), roundCell, verdict];
   });
-  return table(["case (median; RSS per session; p99 delay)", "this checkout", baseline.label ?? BASELINE, "this / baseline", ""], rows, "lrrrl");
+  return table(["case (median; RSS per session; p99 delay)", "this checkout", baseline.label ?? BASELINE, "this / baseline", "per round", ""], rows, "lrrrll");
 }
 
 function atAGlance(run) {
@@ -234,7 +249,7 @@ export function renderReport(run) {
   if (baseline) {
     out.push("## Against the baseline", "");
     out.push(
-      "`--baseline` ran the quickjs-native build of another checkout right after this one, with the same cases: a ratio above 1× means this checkout is slower. The module load (a) is a single sample per process.",
+      "`--baseline` ran the quickjs-native build of another checkout right after this one, with the same cases: a ratio above 1× means this checkout is slower. The two columns of numbers are the first round's. The timed cases then ran in further pairs of processes, in alternating order (AB, BA, AB), because one process's median moves between processes by more than 5% for some cases (up to 15% for the eval tool): their ratio is the median of the rounds' ratios, each round's shown beside it. The module load (a) is a single sample per process; the other cases (memory, event loop, latency) ran once.",
       "",
       baselineSection(run, baseline),
       "",
