@@ -36,6 +36,8 @@ const only = args.find((a) => a.startsWith("--only="))?.slice("--only=".length);
 const baselineArg = args.find((a) => a.startsWith("--baseline="))?.slice("--baseline=".length);
 const engines = withBaseline(engineArg ? engineArg.split(",") : ENGINE_IDS, baselineArg);
 const modeArg = args.find((a) => a.startsWith("--modes="))?.slice("--modes=".length);
+/** Whether this run includes `mode` (every mode does unless --modes names some). */
+const modeRuns = (mode) => !modeArg || modeArg.split(",").includes(mode);
 const say = (text) => process.stderr.write(`${text}\n`);
 const started = Date.now();
 const elapsed = () => `${((Date.now() - started) / 1000).toFixed(0)}s`;
@@ -211,9 +213,8 @@ async function main() {
   const results = [];
   for (const [i, engine] of engines.entries()) results.push(await runEngine(engine, i));
   if (floor) results.push(floor);
-  const timedRun = !modeArg || modeArg.split(",").includes("timed");
-  const baselineRounds = baselineArg && timedRun ? (quick ? undefined : await runBaselineRounds(results)) : undefined;
-  const threadStorage = engines.includes("quickjs-native") && (!modeArg || modeArg.split(",").includes(THREAD_STORAGE)) ? await runThreadStorage() : undefined;
+  const baselineRounds = baselineArg && !quick && modeRuns("timed") ? await runBaselineRounds(results) : undefined;
+  const threadStorage = engines.includes("quickjs-native") && modeRuns(THREAD_STORAGE) ? await runThreadStorage() : undefined;
   const run = { quick, machine: { ...machine, loadAtEnd: currentLoad() }, durationS: (Date.now() - started) / 1000, results, threadStorage, baselineRounds };
   writeFileSync(`${work}/results.json`, JSON.stringify(run, null, 2));
   const { renderReport } = await import("./lib/report.js");
