@@ -216,13 +216,32 @@ export function encodeValue(value: unknown, limits: CopyLimits = COPY_LIMITS): B
   return w.buf.subarray(0, w.pos);
 }
 
+// Memory owned by one encoding at a time (see encodeValueInto): the outermost object encoding
+// takes it, one that host code starts in the middle of it gets a buffer of its own.
+let spare: Buffer | undefined;
+
 /**
  * Encodes into `target` when the value fits (returns the byte count), else into a new buffer.
- * Host calls use this with a buffer shared with the addon, so small values cost no allocation.
+ * Host calls use this with the exchange buffer every sandbox shares, so small values cost no
+ * allocation. Reading an object can run host code (getters, Proxy traps, iterators) that calls
+ * into another sandbox, which writes into that same buffer: objects are encoded into memory this
+ * call owns and copied into `target` only once nothing can run any more. Other values run no code.
  */
 export function encodeValueInto(value: unknown, target: Buffer, limits: CopyLimits = COPY_LIMITS): number | Buffer {
-  const w = new Writer(limits, target);
-  w.value(value, 0, "");
-  return w.buf === target ? w.pos : w.buf.subarray(0, w.pos);
+  if (typeof value !== "object" || value === null) {
+    const w = new Writer(limits, target);
+    w.value(value, 0, "");
+    return w.buf === target ? w.pos : w.buf.subarray(0, w.pos);
+  }
+  const owned = spare?.length === target.length ? spare : Buffer.allocUnsafe(target.length);
+  spare = undefined;
+  try {
+    const w = new Writer(limits, owned);
+    w.value(value, 0, "");
+    if (w.buf !== owned) return w.buf.subarray(0, w.pos);
+    owned.copy(target, 0, 0, w.pos);
+    return w.pos;
+  } finally {
+    spare = owned;
+  }
 }
-

@@ -90,8 +90,10 @@ export function validateEvalOptions(code: unknown, options: unknown): EvalOption
   if (typeof code !== "string") throw invalid(`code must be a string; got ${typeof code}`);
   if (options === undefined) return {};
   if (typeof options !== "object" || options === null) throw invalid("eval options must be an object");
-  checkKeys("eval", options, EVAL_OPTION_KEYS);
-  const o = options as EvalOptions;
+  // Read once, into plain data: a getter or Proxy trap of the caller's object runs here and never
+  // again, neither between validation and use nor while an outcome waits in the exchange buffer.
+  const o: EvalOptions = { ...options };
+  checkKeys("eval", o, EVAL_OPTION_KEYS);
   if (o.timeoutMs !== undefined) checkTimeout("timeoutMs", o.timeoutMs);
   if (o.wallTimeoutMs !== undefined) checkTimeout("wallTimeoutMs", o.wallTimeoutMs);
   if (o.filename !== undefined && (typeof o.filename !== "string" || o.filename.length > SANDBOX_LIMITS.maxFilenameChars)) {
