@@ -150,10 +150,10 @@ class Writer {
       this.u8(Tag.Error);
       this.string(typeof v.name === "string" ? v.name : "Error");
       this.string(typeof v.message === "string" ? v.message : "");
-      if (typeof v.stack === "string") this.string(v.stack);
-      else this.u8(Tag.Undefined);
-      return;
+      // No stack, as for a thrown host error: the host's holds server paths; the guest makes its own.
+      return this.u8(Tag.Undefined);
     }
+    if (v instanceof SharedArrayBuffer) throw unserializable("a SharedArrayBuffer cannot be copied", path);
     const keys = Object.keys(v);
     this.u8(Tag.Object);
     this.u8(Object.getPrototypeOf(v) === null ? 1 : 0);
@@ -171,7 +171,13 @@ class Writer {
     const kind = VIEW_CTORS.findIndex((c) => c !== undefined && v instanceof c);
     if (kind < 0) throw unserializable("this kind of view cannot be copied", path);
     if (!(v.buffer instanceof ArrayBuffer)) throw unserializable("a view on a SharedArrayBuffer cannot be copied", path);
-    const length = kind === TypedKind.DataView ? v.byteLength : (v as Uint8Array).length;
+    let length: number;
+    try {
+      length = kind === TypedKind.DataView ? v.byteLength : (v as Uint8Array).length;
+    } catch {
+      // A DataView whose resizable buffer shrank past it (or was detached) has no length to read.
+      throw unserializable("a view out of bounds of its buffer (shrunk or detached) cannot be copied", path);
+    }
     this.u8(Tag.TypedArray);
     this.u8(kind);
     const shared = this.ids!.get(v.buffer);

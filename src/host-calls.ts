@@ -332,9 +332,16 @@ export class HostCalls {
       }
       settle(true, bytes);
     };
-    // A plain (non-thenable) result settles at once, without a trip through the microtask queue.
-    if (typeof (pending as { then?: unknown } | null)?.then !== "function") deliver(pending);
-    else Promise.resolve(pending).then(deliver, (err: unknown) => settle(false, hostErrorOf(err)));
+    const fail = (err: unknown): void => settle(false, hostErrorOf(err));
+    try {
+      // A plain (non-thenable) result settles at once, without a trip through the microtask queue.
+      // Reading `then` can throw (a getter, a revoked Proxy), and so can Promise.resolve (a
+      // `constructor` getter): the guest's await then rejects at once, never waits for the wall.
+      if (typeof (pending as { then?: unknown } | null)?.then !== "function") deliver(pending);
+      else Promise.resolve(pending).then(deliver, fail);
+    } catch (err) {
+      fail(err);
+    }
   }
 
   #withSelf(): ReadonlySet<HostCalls> {

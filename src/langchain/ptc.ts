@@ -346,7 +346,12 @@ function toPlainData(value: unknown, seen: Map<object, unknown>): unknown {
   if (source !== value) return toPlainData(source, seen);
   const out: Record<string, unknown> = proto === null ? Object.create(null) : {};
   seen.set(value, out);
-  for (const key of Object.keys(value)) out[key] = toPlainData((value as Record<string, unknown>)[key], seen);
+  for (const key of Object.keys(value)) {
+    const item = toPlainData((value as Record<string, unknown>)[key], seen);
+    // Assigning an own "__proto__" key would set the prototype and lose the key.
+    if (key === "__proto__") Object.defineProperty(out, key, { value: item, writable: true, enumerable: true, configurable: true });
+    else out[key] = item;
+  }
   return out;
 }
 
