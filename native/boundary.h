@@ -9,22 +9,23 @@
 namespace qjsn {
 
 // How an eval (or a direct call) ended. X(name)
-#define QJSN_EVAL_STATUSES(X) \
-  X(Ok)                       \
-  X(GuestError)               \
-  X(SyntaxError)              \
-  X(Timeout)                  \
-  X(OutOfMemory)              \
-  X(StackOverflow)            \
-  X(Aborted)                  \
-  X(Disposed)                 \
-  X(Unserializable)           \
-  X(Broken)                   \
-  X(Busy)                     \
-  X(CopyLimit) /* the eval handed the host more than copyLimitBytes; message says what */
+#define QJSN_EVAL_STATUSES(X)                                                                 \
+  X(Ok)                                                                                       \
+  X(GuestError)                                                                               \
+  X(SyntaxError)                                                                              \
+  X(Timeout)                                                                                  \
+  X(OutOfMemory)                                                                              \
+  X(StackOverflow)                                                                            \
+  X(Aborted)                                                                                  \
+  X(Disposed)                                                                                 \
+  X(Unserializable)                                                                           \
+  X(Broken)                                                                                   \
+  X(Busy)                                                                                     \
+  X(CopyLimit)     /* the eval handed the host more than copyLimitBytes; message says what */ \
+  X(HostCallLimit) /* the eval had more async host calls in flight than maxHostCallsInFlight */
 
 // Why guest code is being stopped. Written by any thread, read by the interrupt handler. X(name)
-#define QJSN_STOP_REASONS(X) X(None) X(ExecutionBudget) X(WallBudget) X(Abort) X(Dispose) X(CopyLimit)
+#define QJSN_STOP_REASONS(X) X(None) X(ExecutionBudget) X(WallBudget) X(Abort) X(Dispose) X(CopyLimit) X(HostCallLimit)
 
 // How a snapshot read or write ended. X(name)
 #define QJSN_SNAPSHOT_STATUSES(X)                                             \
@@ -162,7 +163,8 @@ namespace qjsn {
 #define QJSN_BOUNDARY_SIZES(X)                                                            \
   X(exchangeBytes, 64 * 1024) /* the buffer shared for host call arguments and results */ \
   X(maxPrimitiveArgs, 3)      /* a sync host call with more arguments takes the codec */  \
-  X(maxPrimitiveChars, 256)   /* ... as does one with a longer string argument */
+  X(maxPrimitiveChars, 256)   /* ... as does one with a longer string argument */         \
+  X(hostCallStateBytes, 1024) /* what the host holds per async call in flight, counted against copyLimitBytes */
 
 #define QJSN_ENUMERATOR(name, ...) name,
 #define QJSN_COUNT(...) +1

@@ -35,6 +35,8 @@ struct EngineOptions {
   size_t maxConsoleBytes = 1u << 20;
   // Bytes one eval may hand to the host in all: result, console, thrown value, host-call arguments.
   uint64_t copyLimitBytes = 64u << 20;
+  // Async host calls one eval may have in flight (the default, maxHostCallsInFlight, is src/options.ts's).
+  uint64_t maxHostCallsInFlight = UINT64_MAX;
 };
 
 struct EvalRequest {
@@ -215,7 +217,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   bool callHostPrimitive(uint32_t fnId, int argc, JSValueConst* argv, JSValue* out);
   JSValue syncResultToGuest(const HostResult& r);
   JSValue writeConsole(int level, int argc, JSValueConst* argv);
-  JSValue stopOverCopyLimit();
+  // Ends the eval with `reason` (CopyLimit, HostCallLimit): an uncatchable error, like an interrupt.
+  JSValue stopGuest(StopReason reason);
 
  private:
   // Starts the execution clock and sets the guest's stack budget for this thread. False when the

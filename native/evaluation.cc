@@ -13,6 +13,8 @@ using Event = EvalLifecycle::Event;
 namespace {
 
 // Memory the compiler may use above the limit (see compileAndStart).
+// What a copy limit stop of a running eval counts (src/outcomes.ts says it would take the host past the limit).
+constexpr const char* kHostCallsCopied = "the host-call arguments and the state of calls in flight";
 constexpr size_t kCompileReserveBytes = 256 * 1024;
 
 std::string errorText(JSContext* ctx, JSValueConst v, const char* prop) {
@@ -176,11 +178,12 @@ void Engine::classifyException(JSValue exc, EvalOutcome* out) {
   StopReason reason = static_cast<StopReason>(stop_.load());
   if (reason != StopReason::None) {
     out->stop = reason;
-    out->status = reason == StopReason::Abort       ? EvalStatus::Aborted
-                  : reason == StopReason::Dispose   ? EvalStatus::Disposed
-                  : reason == StopReason::CopyLimit ? EvalStatus::CopyLimit
-                                                    : EvalStatus::Timeout;
-    if (reason == StopReason::CopyLimit) out->message = "the host-call arguments";
+    out->status = reason == StopReason::Abort           ? EvalStatus::Aborted
+                  : reason == StopReason::Dispose       ? EvalStatus::Disposed
+                  : reason == StopReason::CopyLimit     ? EvalStatus::CopyLimit
+                  : reason == StopReason::HostCallLimit ? EvalStatus::HostCallLimit
+                                                        : EvalStatus::Timeout;
+    if (reason == StopReason::CopyLimit) out->message = kHostCallsCopied;
     return;
   }
   // Only limit errors the engine itself raised during this eval count: a guest can throw a
@@ -234,9 +237,9 @@ void Engine::finish(EvalOutcome* out) {
   StopReason reason = static_cast<StopReason>(stop_.load());
   if (reason != StopReason::None && (out->status == EvalStatus::Ok || reason == StopReason::Dispose)) {
     // A stop that raced with completion: honour dispose; otherwise the result stands.
-    if (reason == StopReason::CopyLimit) {
-      out->status = EvalStatus::CopyLimit;
-      out->message = "the host-call arguments";
+    if (reason == StopReason::CopyLimit || reason == StopReason::HostCallLimit) {
+      out->status = reason == StopReason::CopyLimit ? EvalStatus::CopyLimit : EvalStatus::HostCallLimit;
+      if (reason == StopReason::CopyLimit) out->message = kHostCallsCopied;
       out->value.clear();
     } else if (reason == StopReason::Dispose) {
       out->status = EvalStatus::Disposed;

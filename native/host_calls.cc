@@ -30,7 +30,7 @@ JSValue Engine::callHost(int fnId, bool async, int argc, JSValueConst* argv) {
   if (!enc.encodeArguments(argc, argv)) {
     const CodecError& e = enc.error();
     if (e.status == CodecStatus::GuestException) return JS_EXCEPTION;
-    if (overCopyBudget(e)) return stopOverCopyLimit();
+    if (overCopyBudget(e)) return stopGuest(StopReason::CopyLimit);
     std::string msg = "argument" + (e.path.empty() ? std::string() : " " + e.path) + ": " + e.message;
     return JS_ThrowTypeError(ctx_, "%s", msg.c_str());
   }
@@ -40,6 +40,11 @@ JSValue Engine::callHost(int fnId, bool async, int argc, JSValueConst* argv) {
     if (lifecycle_.syncRunning()) {
       return JS_ThrowTypeError(ctx_, "async host functions need eval(); evalSync cannot wait for them");
     }
+    // Each call in flight holds host-side state until it settles: capped in number, and counted
+    // against the copy budget while it lasts.
+    if (pending_.size() >= options_.maxHostCallsInFlight) return stopGuest(StopReason::HostCallLimit);
+    if (copiedBytes_ + (pending_.size() + 1) * boundary::hostCallStateBytes > options_.copyLimitBytes)
+      return stopGuest(StopReason::CopyLimit);
     JSValue funcs[2];
     JSValue promise = JS_NewPromiseCapability(ctx_, funcs);
     if (JS_IsException(promise)) return promise;
@@ -213,19 +218,19 @@ JSValue Engine::syncResultToGuest(const HostResult& r) {
   return v;
 }
 
-// Ends the eval: its host-call arguments would take the host past the eval's copy budget. The
-// error is uncatchable, like an interrupt, so the guest cannot retry smaller pieces forever.
-JSValue Engine::stopOverCopyLimit() {
+// Ends the eval: its host calls would take the host past the eval's copy budget, or past its cap
+// on calls in flight. The error is uncatchable, like an interrupt, so the guest cannot retry
+// smaller pieces forever.
+JSValue Engine::stopGuest(StopReason reason) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     int expected = 0;
-    if (stop_.compare_exchange_strong(expected, static_cast<int>(StopReason::CopyLimit)))
-      stopRequestedNs_ = monotonicNs();
+    if (stop_.compare_exchange_strong(expected, static_cast<int>(reason))) stopRequestedNs_ = monotonicNs();
   }
   JSValue err = JS_NewError(ctx_);
   if (JS_IsException(err)) return err;
-  JS_DefinePropertyValueStr(ctx_, err, "message", JS_NewString(ctx_, "the eval's copy limit ran out"),
-                            JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
+  const char* message = reason == StopReason::CopyLimit ? "the eval's copy limit ran out" : "too many host calls in flight";
+  JS_DefinePropertyValueStr(ctx_, err, "message", JS_NewString(ctx_, message), JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
   JS_SetUncatchableError(ctx_, err);
   return JS_Throw(ctx_, err);
 }

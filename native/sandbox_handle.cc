@@ -55,6 +55,7 @@ SandboxHandle::SandboxHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
   o.captureConsole = args.flag(2);
   o.maxConsoleBytes = static_cast<size_t>(args.u64(3));
   o.copyLimitBytes = args.has(7) ? args.u64(6) : o.memoryLimitBytes;
+  if (args.has(8)) o.maxHostCallsInFlight = args.u64(7);
   // Weak: the dispatcher closes over the Sandbox that owns this handle, and a strong reference
   // would keep both alive forever. An eval in flight keeps them alive through its promise.
   dispatcher_ = Napi::Weak(info[4].As<Napi::Function>());

@@ -11,6 +11,7 @@ export type SandboxErrorCode =
   | "BROKEN"
   | "UNSERIALIZABLE"
   | "COPY_LIMIT"
+  | "HOST_CALL_LIMIT"
   | "INVALID_ARGUMENT"
   | "INVALID_SNAPSHOT";
 

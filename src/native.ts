@@ -129,6 +129,7 @@ interface NativeModule {
     dispatcher: NativeDispatcher,
     primitiveDispatcher: NativePrimitiveDispatcher,
     copyLimitBytes: number,
+    maxHostCallsInFlight: number,
   ) => NativeHandle;
   /**
    * Runs an eval of the handle numbered `sandboxId` inline, answered on the spot ({@link AnsweredHere}).
@@ -213,11 +214,11 @@ function inOrder(group: NumberedGroup, names: readonly string[]): void {
 }
 
 /** Statuses of an eval (native/boundary.h QJSN_EVAL_STATUSES). */
-export const NativeStatus = numbered("evalStatus", ["Ok", "GuestError", "SyntaxError", "Timeout", "OutOfMemory", "StackOverflow", "Aborted", "Disposed", "Unserializable", "Broken", "Busy", "CopyLimit"]);
+export const NativeStatus = numbered("evalStatus", ["Ok", "GuestError", "SyntaxError", "Timeout", "OutOfMemory", "StackOverflow", "Aborted", "Disposed", "Unserializable", "Broken", "Busy", "CopyLimit", "HostCallLimit"]);
 export type NativeStatus = number;
 
 /** Why guest code was stopped (QJSN_STOP_REASONS). */
-export const NativeStop = numbered("stopReason", ["None", "ExecutionBudget", "WallBudget", "Abort", "Dispose", "CopyLimit"]);
+export const NativeStop = numbered("stopReason", ["None", "ExecutionBudget", "WallBudget", "Abort", "Dispose", "CopyLimit", "HostCallLimit"]);
 
 /** How a native snapshot read or write ended (QJSN_SNAPSHOT_STATUSES). */
 export const NativeSnapshotStatus = numbered("snapshotStatus", ["Ok", "TooLarge", "Invalid", "OutOfMemory", "Interrupted", "StackExhausted"]);
@@ -241,7 +242,7 @@ export const TypedKind = numbered("typedKind", ["Int8", "Uint8", "Uint8Clamped",
 export const COPY_LIMITS = numbered("copyLimits", ["maxDepth", "maxNodes", "maxBytes"]);
 
 /** Fixed sizes of the boundary (QJSN_BOUNDARY_SIZES). */
-export const BOUNDARY_SIZES = numbered("sizes", ["exchangeBytes", "maxPrimitiveArgs", "maxPrimitiveChars"]);
+export const BOUNDARY_SIZES = numbered("sizes", ["exchangeBytes", "maxPrimitiveArgs", "maxPrimitiveChars", "hostCallStateBytes"]);
 // NativePrimitiveDispatcher takes exactly this many primitive arguments.
 if (BOUNDARY_SIZES.maxPrimitiveArgs !== 3) throw contractBroken("maxPrimitiveArgs of 3");
 
@@ -254,7 +255,7 @@ export const OPAQUE_KINDS = named<GuestOpaqueKind>("opaqueKinds", { function: tr
 // Every code a direct call's NativeError can carry (QJSN_ERROR_CODES) is a SandboxErrorCode.
 named<SandboxErrorCode>("errorCodes", {
   SYNTAX_ERROR: true, GUEST_ERROR: true, TIMEOUT: true, OUT_OF_MEMORY: true, STACK_OVERFLOW: true, ABORTED: true, DISPOSED: true,
-  BUSY: true, BROKEN: true, UNSERIALIZABLE: true, COPY_LIMIT: true, INVALID_ARGUMENT: true, INVALID_SNAPSHOT: true,
+  BUSY: true, BROKEN: true, UNSERIALIZABLE: true, COPY_LIMIT: true, HOST_CALL_LIMIT: true, INVALID_ARGUMENT: true, INVALID_SNAPSHOT: true,
 });
 
 inOrder("outcomeSlot", ["status", "value", "message", "stop", "console", "consoleTruncated", "executionMs", "hostCalls", "memoryUsedBytes", "peakMemoryBytes", "snapshot"]);

@@ -26,6 +26,8 @@ export const SANDBOX_DEFAULTS = Object.freeze({
   captureConsole: true,
   /** Console text kept per eval: 1 MiB. */
   maxConsoleBytes: 1 * MiB,
+  /** Async host calls one eval may have in flight (made and not yet settled): 10,000. */
+  maxHostCallsInFlight: 10_000,
   /** `Date` reads the time the eval started, constant while it runs. */
   clock: "frozen" as SandboxClock,
 });
@@ -39,6 +41,7 @@ export const SANDBOX_LIMITS = Object.freeze({
   /** Every time budget (execution, wall, restore) is a number of ms above 0 and at most this. */
   maxTimeoutMs: MAX_TIMER_MS,
   maxConsoleBytes: Object.freeze({ min: 0, max: 256 * MiB }),
+  maxHostCallsInFlight: Object.freeze({ min: 1, max: 1_000_000 }),
   /** `Date.now()` must stay inside the `Date` range: a clock reads at most this far from 0, ms. */
   maxClockMs: 8.64e15,
   /** Longest eval `filename`, characters. */

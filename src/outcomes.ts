@@ -23,6 +23,7 @@ export interface OutcomeLimits {
   memoryLimitBytes: number;
   copyLimitBytes: number;
   maxConsoleBytes: number;
+  maxHostCallsInFlight: number;
 }
 
 function guestInfo(thrown: unknown): GuestErrorInfo {
@@ -67,6 +68,7 @@ export function limitsOf(options: Required<SandboxOptions>, o: EvalOptions, wall
     memoryLimitBytes: options.memoryLimitBytes,
     copyLimitBytes: options.copyLimitBytes,
     maxConsoleBytes: options.maxConsoleBytes,
+    maxHostCallsInFlight: options.maxHostCallsInFlight,
   };
 }
 
@@ -226,7 +228,9 @@ export function errorOf(status: NativeStatus, decoded: DecodedOutcome | undefine
     case NativeStatus.Broken:
       return new SandboxError("BROKEN", "the sandbox was stopped while stuck in a built-in that cannot be interrupted; dispose it and create a new one");
     case NativeStatus.CopyLimit:
-      return new SandboxError("COPY_LIMIT", `${message || "the eval's output"} would take the host past this eval's copy limit of ${limits.copyLimitBytes} bytes (copyLimitBytes; the result, console, thrown value and host-call arguments all count)`);
+      return new SandboxError("COPY_LIMIT", `${message || "the eval's output"} would take the host past this eval's copy limit of ${limits.copyLimitBytes} bytes (copyLimitBytes; the result, console, thrown value and host-call arguments all count, and so does the state the host holds for each host call in flight)`);
+    case NativeStatus.HostCallLimit:
+      return new SandboxError("HOST_CALL_LIMIT", `the eval had more than ${limits.maxHostCallsInFlight} host calls in flight at once (maxHostCallsInFlight; await some before making more)`);
     case NativeStatus.Busy:
       return new SandboxError("BUSY", "the sandbox is busy: a host function cannot run code in its own sandbox");
     default:

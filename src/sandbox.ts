@@ -60,7 +60,7 @@ export class Sandbox implements Disposable {
     const o = this.#options;
     this.#host = new HostCalls(() => this.#handle, o.maxConsoleBytes, this.#decodes);
     try {
-      this.#handle = new native.SandboxHandle(o.memoryLimitBytes, o.maxStackSizeBytes, o.captureConsole, o.maxConsoleBytes, this.#host.dispatch, this.#host.dispatchPrimitive, o.copyLimitBytes);
+      this.#handle = new native.SandboxHandle(o.memoryLimitBytes, o.maxStackSizeBytes, o.captureConsole, o.maxConsoleBytes, this.#host.dispatch, this.#host.dispatchPrimitive, o.copyLimitBytes, o.maxHostCallsInFlight);
     } catch (err) {
       throw new SandboxError("OUT_OF_MEMORY", "could not create the sandbox runtime", { cause: err });
     }

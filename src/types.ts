@@ -34,6 +34,12 @@ export interface SandboxOptions {
    */
   copyLimitBytes?: number;
   /**
+   * Cap on the async host calls one eval has in flight (made, not yet settled): past it the eval
+   * fails with `HOST_CALL_LIMIT`. Each call in flight also counts 1 KiB of host-side state against
+   * `copyLimitBytes` while it lasts. Default 10,000 (a `Promise.all` over a few thousand calls fits).
+   */
+  maxHostCallsInFlight?: number;
+  /**
    * What `Date.now()` and `new Date()` return inside the sandbox. Default `"frozen"`.
    * See {@link SandboxClock}.
    */

@@ -45,7 +45,7 @@ export function validateOptions(options: unknown): Required<SandboxOptions> {
   if (typeof options !== "object" || options === null) throw invalid("Sandbox options must be an object");
   checkKeys("Sandbox", options, OPTION_KEYS);
   const o = { ...DEFAULTS, randomSeed: 0, copyLimitBytes: 0, ...(options as SandboxOptions) };
-  const { memoryLimitBytes, copyLimitBytes, maxStackSizeBytes, maxConsoleBytes } = SANDBOX_LIMITS;
+  const { memoryLimitBytes, copyLimitBytes, maxStackSizeBytes, maxConsoleBytes, maxHostCallsInFlight } = SANDBOX_LIMITS;
   checkInteger("memoryLimitBytes", o.memoryLimitBytes, memoryLimitBytes.min, memoryLimitBytes.max);
   if ((options as SandboxOptions).copyLimitBytes === undefined) o.copyLimitBytes = o.memoryLimitBytes;
   else checkInteger("copyLimitBytes", o.copyLimitBytes, copyLimitBytes.min, copyLimitBytes.max);
@@ -55,6 +55,7 @@ export function validateOptions(options: unknown): Required<SandboxOptions> {
   checkTimeout("wallTimeoutMs", o.wallTimeoutMs);
   if (typeof o.captureConsole !== "boolean") throw invalid("captureConsole must be a boolean");
   checkInteger("maxConsoleBytes", o.maxConsoleBytes, maxConsoleBytes.min, maxConsoleBytes.max);
+  checkInteger("maxHostCallsInFlight", o.maxHostCallsInFlight, maxHostCallsInFlight.min, maxHostCallsInFlight.max);
   checkClock(o.clock);
   // A fresh seed comes from the CSPRNG: upstream seeds from the time, which leaks the host clock.
   if ((options as SandboxOptions).randomSeed === undefined) o.randomSeed = randomInt(2 ** 48 - 1);

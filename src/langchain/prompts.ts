@@ -230,6 +230,7 @@ const ERROR_LABELS: Record<SandboxErrorCode, string> = {
   BROKEN: "InterpreterBrokenError",
   UNSERIALIZABLE: "UnserializableResultError",
   COPY_LIMIT: "CopyLimitError",
+  HOST_CALL_LIMIT: "HostCallLimitError",
   INVALID_ARGUMENT: "InvalidArgumentError",
   INVALID_SNAPSHOT: "InvalidSnapshotError",
 };
