@@ -170,29 +170,36 @@ class Writer {
   private view(v: ArrayBufferView, path: string): void {
     const kind = VIEW_CTORS.findIndex((c) => c !== undefined && v instanceof c);
     if (kind < 0) throw unserializable("this kind of view cannot be copied", path);
-    if (!(v.buffer instanceof ArrayBuffer)) throw unserializable("a view on a SharedArrayBuffer cannot be copied", path);
+    const buffer = v.buffer;
+    if (!(buffer instanceof ArrayBuffer)) throw unserializable("a view on a SharedArrayBuffer cannot be copied", path);
+    // Its geometry, read once: a view whose resizable buffer shrank past it (or was detached)
+    // throws on these reads (a DataView) or would read past its buffer's end.
+    let byteOffset: number;
+    let byteLength: number;
     let length: number;
     try {
-      length = kind === TypedKind.DataView ? v.byteLength : (v as Uint8Array).length;
+      byteOffset = v.byteOffset;
+      byteLength = v.byteLength;
+      length = kind === TypedKind.DataView ? byteLength : (v as Uint8Array).length;
     } catch {
-      // A DataView whose resizable buffer shrank past it (or was detached) has no length to read.
-      throw unserializable("a view out of bounds of its buffer (shrunk or detached) cannot be copied", path);
+      byteOffset = byteLength = length = Number.NaN;
     }
+    if (!(byteOffset + byteLength <= buffer.byteLength)) throw unserializable("a view out of bounds of its buffer (shrunk or detached) cannot be copied", path);
     this.u8(Tag.TypedArray);
     this.u8(kind);
-    const shared = this.ids!.get(v.buffer);
+    const shared = this.ids!.get(buffer);
     if (shared !== undefined) {
       this.u8(Tag.BackRef);
       this.u32(shared);
-      this.u32(v.byteOffset);
+      this.u32(byteOffset);
       return this.u32(length);
     }
     this.nextId++;
     this.u8(Tag.ArrayBuffer);
-    this.u32(v.byteLength);
-    this.ensure(v.byteLength);
-    this.buf.set(new Uint8Array(v.buffer, v.byteOffset, v.byteLength), this.pos);
-    this.pos += v.byteLength;
+    this.u32(byteLength);
+    this.ensure(byteLength);
+    this.buf.set(new Uint8Array(buffer, byteOffset, byteLength), this.pos);
+    this.pos += byteLength;
     this.u32(0);
     return this.u32(length);
   }

@@ -332,15 +332,21 @@ export class HostCalls {
       }
       settle(true, bytes);
     };
-    const fail = (err: unknown): void => settle(false, hostErrorOf(err));
+    // Reading `then` can throw (a getter, a revoked Proxy), and so can Promise.resolve (a
+    // `constructor` getter): the guest's await then rejects at once, never waits for the wall.
+    let then: unknown;
     try {
-      // A plain (non-thenable) result settles at once, without a trip through the microtask queue.
-      // Reading `then` can throw (a getter, a revoked Proxy), and so can Promise.resolve (a
-      // `constructor` getter): the guest's await then rejects at once, never waits for the wall.
-      if (typeof (pending as { then?: unknown } | null)?.then !== "function") deliver(pending);
-      else Promise.resolve(pending).then(deliver, fail);
+      then = (pending as { then?: unknown } | null)?.then;
     } catch (err) {
-      fail(err);
+      settle(false, hostErrorOf(err));
+      return;
+    }
+    // A plain (non-thenable) result settles at once, without a trip through the microtask queue.
+    if (typeof then !== "function") return deliver(pending);
+    try {
+      Promise.resolve(pending).then(deliver, (err: unknown) => settle(false, hostErrorOf(err)));
+    } catch (err) {
+      settle(false, hostErrorOf(err));
     }
   }
 

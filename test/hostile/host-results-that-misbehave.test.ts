@@ -125,3 +125,18 @@ describe("a view whose resizable buffer shrank past it fails typed", () => {
     expect(await sb.eval(READ("await giveLater()"))).toEqual([true, true, false]);
   });
 });
+
+describe("a length-tracking typed array whose resizable buffer shrank past its offset", () => {
+  it("crosses as it reads in JavaScript (empty), never as an untyped failure", () => {
+    const shrunk = (): Uint8Array => {
+      const buffer = new ArrayBuffer(8, { maxByteLength: 16 });
+      const view = new Uint8Array(buffer, 4);
+      buffer.resize(2);
+      return view;
+    };
+    const sb = sandbox();
+    sb.setGlobal("given", shrunk());
+    sb.defineFunction("give", shrunk);
+    expect(sb.evalSync("[given.constructor.name, given.length, give().length]")).toEqual(["Uint8Array", 0, 0]);
+  });
+});
