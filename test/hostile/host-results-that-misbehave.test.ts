@@ -100,13 +100,16 @@ describe("a tool result's own '__proto__' key reaches the guest as a key", () =>
   });
 });
 
+/** A view from byte 4 of an 8-byte resizable buffer, made by `make`, after the buffer shrank to 2 bytes. */
+function shrunkPast<V>(make: (buffer: ArrayBuffer) => V): V {
+  const buffer = new ArrayBuffer(8, { maxByteLength: 16 });
+  const view = make(buffer);
+  buffer.resize(2);
+  return view;
+}
+
 describe("a view whose resizable buffer shrank past it fails typed", () => {
-  const shrunk = (): DataView => {
-    const buffer = new ArrayBuffer(8, { maxByteLength: 16 });
-    const view = new DataView(buffer, 4);
-    buffer.resize(2);
-    return view;
-  };
+  const shrunk = (): DataView => shrunkPast((buffer) => new DataView(buffer, 4));
 
   it("from setGlobal, a sync host function and an async one", async () => {
     const sb = sandbox();
@@ -128,12 +131,7 @@ describe("a view whose resizable buffer shrank past it fails typed", () => {
 
 describe("a length-tracking typed array whose resizable buffer shrank past its offset", () => {
   it("crosses as it reads in JavaScript (empty), never as an untyped failure", () => {
-    const shrunk = (): Uint8Array => {
-      const buffer = new ArrayBuffer(8, { maxByteLength: 16 });
-      const view = new Uint8Array(buffer, 4);
-      buffer.resize(2);
-      return view;
-    };
+    const shrunk = (): Uint8Array => shrunkPast((buffer) => new Uint8Array(buffer, 4));
     const sb = sandbox();
     sb.setGlobal("given", shrunk());
     sb.defineFunction("give", shrunk);
