@@ -108,31 +108,31 @@ export function createInterpreter(options: ResolvedOptions, persistence: Persist
 }
 
 /**
- * Makes the sandbox's `tools` namespace match `view`: defines `tools.<camelName>` for each tool not
- * yet defined, and deletes those the model is no longer offered (middleware may filter tools per
- * turn). Each host function looks up the eval running at call time, so one definition serves every
- * later eval.
+ * Makes the sandbox's `tools` namespace match `view`: defines `tools.<name>` for each guest name
+ * (camel-cased, and the tool's own name as an alias) not yet defined, and deletes those the model
+ * is no longer offered (middleware may filter tools per turn). Each host function looks up the eval
+ * running at call time, so one definition serves every later eval.
  */
 async function bindTools(session: Session, live: LiveSandbox, view: PtcToolView): Promise<void> {
-  for (const camelName of [...live.defined]) {
-    if (view.byCamelName.has(camelName)) continue;
+  for (const guestName of [...live.defined]) {
+    if (view.byGuestName.has(guestName)) continue;
     // The guest may have replaced or frozen `tools` (even with a Proxy): whether or not the delete
     // succeeds, the host function refuses calls to a tool this eval is not offered. A disposed
     // sandbox is reported by the eval itself.
-    await live.sandbox.removeGlobal(`tools.${camelName}`).catch(() => false);
-    live.defined.delete(camelName);
+    await live.sandbox.removeGlobal(`tools.${guestName}`).catch(() => false);
+    live.defined.delete(guestName);
   }
-  for (const camelName of view.byCamelName.keys()) {
-    if (live.defined.has(camelName)) continue;
-    live.sandbox.defineAsyncFunction(`tools.${camelName}`, (args: unknown[], { signal }: HostCallContext) => {
+  for (const guestName of view.byGuestName.keys()) {
+    if (live.defined.has(guestName)) continue;
+    live.sandbox.defineAsyncFunction(`tools.${guestName}`, (args: unknown[], { signal }: HostCallContext) => {
       const active = session.state.active;
-      const target = active?.view.byCamelName.get(camelName);
+      const target = active?.view.byGuestName.get(guestName);
       if (active === undefined || target === undefined) {
-        throw new Error(`tools.${camelName} is not available in this eval`);
+        throw new Error(`tools.${guestName} is not available in this eval`);
       }
       return callingSessions.run(withCallingSession(session.key), () => active.context.call(target, args, signal));
     });
-    live.defined.add(camelName);
+    live.defined.add(guestName);
   }
 }
 

@@ -44,6 +44,23 @@ const toolNonObject: Rule = (report, { view }) => {
   return HINT_TEXT.toolNonObject(camelName, inputFields(tool.tool.schema));
 };
 
+/** The engine's message for a call of a missing `tools` member (deps/patches/0008). */
+const NOT_A_TOOL = /^tools\.([\p{ID_Start}$_][\p{ID_Continue}$]*) is not a function$/u;
+/** Longer names get no suggestions: the distance is quadratic in the length, on the main thread. */
+const MAX_SUGGESTED_FROM = 64;
+const MAX_SUGGESTIONS = 3;
+
+const unknownTool: Rule = (report, { view }) => {
+  if (report.ok || report.error.guest?.name !== "TypeError") return undefined;
+  const missing = NOT_A_TOOL.exec(report.error.guest.message)?.[1];
+  if (missing === undefined || missing.length > MAX_SUGGESTED_FROM || view.byGuestName.has(missing) || view.byCamelName.size === 0) return undefined;
+  const key = looseKey(missing);
+  const ranked = [...view.byCamelName.values()]
+    .map((tool) => ({ camelName: tool.camelName, distance: Math.min(editDistance(key, looseKey(tool.camelName)), editDistance(key, looseKey(tool.name))) }))
+    .sort((a, b) => a.distance - b.distance || a.camelName.localeCompare(b.camelName));
+  return HINT_TEXT.unknownTool(missing, ranked.slice(0, MAX_SUGGESTIONS).map((t) => t.camelName));
+};
+
 const NOT_DEFINED = /^([\p{ID_Start}$_][\p{ID_Continue}$]*) is not defined$/u;
 
 const similarName: Rule = (report, { view, globalNames }) => {
@@ -75,7 +92,7 @@ const toolTimeout: Rule = (report, { activity, wallTimeoutMs, view }) => {
   return HINT_TEXT.toolTimeout(names, wallTimeoutMs);
 };
 
-const RULES: readonly Rule[] = [jsonParseObject, unawaitedPromise, toolNonObject, typeArgumentsAsComparisons, similarName, toolTimeout];
+const RULES: readonly Rule[] = [jsonParseObject, unawaitedPromise, toolNonObject, unknownTool, typeArgumentsAsComparisons, similarName, toolTimeout];
 
 /** The hint for the first known mistake `report` shows, if any. */
 export function hintFor(report: EvalReport, context: HintContext): string | undefined {
@@ -89,6 +106,19 @@ export function hintFor(report: EvalReport, context: HintContext): string | unde
 /** Same key for names that differ only in case, `_`, `-` or `$`: `web_search` ~ `webSearch`, `json` ~ `JSON`. */
 function looseKey(name: string): string {
   return name.replace(/[_$-]/g, "").toLowerCase();
+}
+
+/** Levenshtein distance: insertions, deletions and substitutions of one character each cost 1. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
 }
 
 /** Top-level property names of a tool's input schema (Zod or JSON schema), required ones first. */

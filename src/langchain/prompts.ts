@@ -292,6 +292,9 @@ export const HINT_TEXT = Object.freeze({
   /** `tools.x` was called with something other than one object. */
   toolNonObject: (camelName: string, fields: readonly string[]): string =>
     `Call \`tools.${camelName}\` with one object holding its input fields: \`tools.${camelName}({ ${fields.length === 0 ? "..." : fields.map((f) => `${f}: ...`).join(", ")} })\`.`,
+  /** `tools.x` named no tool of this eval: the closest tool names. */
+  unknownTool: (missing: string, closest: readonly string[]): string =>
+    `\`tools.${missing}\` is not a tool. The closest ${closest.length === 1 ? "tool is" : "tools are"} ${closest.map((name) => `\`tools.${name}\``).join(", ")}.`,
   /** A ReferenceError for a name that exists under another spelling. */
   similarName: (missing: string, existing: string): string => `\`${missing}\` does not exist, but \`${existing}\` does: did you mean \`${existing}\`?`,
   /** `f<string>(x)` in otherwise valid JavaScript ran as the comparisons `f < string > (x)`. */

@@ -21,7 +21,16 @@ export interface PtcTool {
 /** The tools exposed for one model turn, by camel-cased name. */
 export interface PtcToolView {
   readonly byCamelName: ReadonlyMap<string, PtcTool>;
+  /**
+   * Every name a tool is reachable by under `tools`: its camel-cased name, and its own name too
+   * when that differs and is a plain identifier (`tools.get_stock`, as the prompt shows it).
+   */
+  readonly byGuestName: ReadonlyMap<string, PtcTool>;
 }
+
+/** An own tool name guest code can reach as `tools.<name>` (a host function path segment). */
+const ALIAS_NAME = /^[A-Za-z_$][\w$]*$/;
+const NOT_ALIASES: ReadonlySet<string> = new Set(["__proto__", "prototype", "constructor"]);
 
 /** One graph-state write requested by a tool's `Command`, as `[channel, value]`. */
 export type StateUpdate = [string, unknown];
@@ -103,7 +112,11 @@ export class PtcResolver {
     assertNoCamelCollisions(chosen.keys());
     const byCamelName = new Map<string, PtcTool>();
     for (const [name, tool] of chosen) byCamelName.set(camelCaseToolName(name), { name, camelName: camelCaseToolName(name), tool });
-    return { byCamelName };
+    const byGuestName = new Map(byCamelName);
+    for (const tool of byCamelName.values()) {
+      if (!byGuestName.has(tool.name) && ALIAS_NAME.test(tool.name) && !NOT_ALIASES.has(tool.name)) byGuestName.set(tool.name, tool);
+    }
+    return { byCamelName, byGuestName };
   }
 }
 

@@ -13,6 +13,7 @@
  * plain JavaScript and never pay for it.
  */
 import { parse, type Options as AcornOptions, type Pattern, type Program } from "acorn";
+import { comparesAgainstTypeNames } from "./transform-type-arguments.js";
 
 /** What `transformCode` (`transform.ts`) produced. */
 export interface TransformResult {
@@ -40,6 +41,12 @@ export interface TransformResult {
    */
   stripping?: "erased" | "transpiled";
   /**
+   * Set on the JavaScript reading when it compares against a TypeScript type name
+   * (`Array.from<number>([1])` reads as `(Array.from < number) > [1]`): the TypeScript reading
+   * runs instead when it parses (see `transform-type-arguments.ts`).
+   */
+  typeArguments?: true;
+  /**
    * Set when the source is not valid JavaScript or TypeScript. {@link code} then throws a
    * `SyntaxError` carrying this message, on the offending line.
    */
@@ -48,24 +55,39 @@ export interface TransformResult {
 
 /**
  * The source as JavaScript, or `undefined` when it does not parse as JavaScript (then it may be
- * TypeScript). JavaScript keeps its JavaScript meaning: `a < b > (c)` is two comparisons, even
- * though it reads like type arguments.
+ * TypeScript). JavaScript keeps its JavaScript meaning (`a < b > (c)` is two comparisons), unless
+ * it compares against a type name: then the result says {@link TransformResult.typeArguments}.
  */
 export function transformJavaScript(source: string): TransformResult | undefined {
   try {
     const program = parseScript(source);
-    return program === undefined ? undefined : { ...rewriteDeclarations(source, program), language: "javascript" };
+    if (program === undefined) return undefined;
+    const result: TransformResult = { ...rewriteDeclarations(source, program), language: "javascript" };
+    if (comparesAgainstTypeNames(source, program)) result.typeArguments = true;
+    return result;
   } catch (error) {
     return nestedTooDeeply(error);
   }
 }
 
+/** Whether the TypeScript reading is needed, given the JavaScript one (`undefined`: not JavaScript). */
+export function needsTypeScript(javascript: TransformResult | undefined): javascript is TransformResult & { typeArguments: true } | undefined {
+  return javascript === undefined || javascript.typeArguments === true;
+}
+
+/** The reading that runs: TypeScript's, unless the code is JavaScript and TypeScript's does not parse. */
+export function chooseReading(javascript: TransformResult | undefined, typescript: TransformResult): TransformResult {
+  return javascript !== undefined && typescript.syntaxError !== undefined ? javascript : typescript;
+}
+
 /**
- * `transformCode`'s result, with `typescript` loaded only when the source is not JavaScript
+ * `transformCode`'s result, with `typescript` loaded only when the source may be TypeScript
  * (and then once per thread).
  */
 export async function transformCodeLazily(source: string): Promise<TransformResult> {
-  return transformJavaScript(source) ?? (await import("./transform.js")).transformTypeScript(source, false);
+  const javascript = transformJavaScript(source);
+  if (!needsTypeScript(javascript)) return javascript;
+  return chooseReading(javascript, (await import("./transform.js")).transformTypeScript(source, false));
 }
 
 /**

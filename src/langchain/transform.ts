@@ -16,7 +16,7 @@
 import { decode, type SourceMapSegment } from "@jridgewell/sourcemap-codec";
 import { blankSourceFile } from "ts-blank-space";
 import ts from "typescript";
-import { failedParse, lineMapOf, nestedTooDeeply, parseScript, rewriteDeclarations, type TransformResult, transformJavaScript } from "./transform-javascript.js";
+import { chooseReading, failedParse, lineMapOf, needsTypeScript, nestedTooDeeply, parseScript, rewriteDeclarations, type TransformResult, transformJavaScript } from "./transform-javascript.js";
 
 /** Options of {@link transformCode}. */
 export interface TransformOptions {
@@ -26,7 +26,9 @@ export interface TransformOptions {
 
 /** Transforms one eval's source. Never throws on bad input: syntax errors surface when the script runs. */
 export function transformCode(source: string, options: TransformOptions = {}): TransformResult {
-  return transformJavaScript(source) ?? transformTypeScript(source, options.exactTypeScript === true);
+  const javascript = transformJavaScript(source);
+  if (!needsTypeScript(javascript)) return javascript;
+  return chooseReading(javascript, transformTypeScript(source, options.exactTypeScript === true));
 }
 
 /** The TypeScript half of {@link transformCode}, for source that does not parse as JavaScript. */

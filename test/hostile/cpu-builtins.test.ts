@@ -32,6 +32,8 @@ const MEMORY_LIMIT = 1024 * MiB;
 // outlast the watchdog's grace, so the sanitizer run uses a smaller string (still far over budget).
 const BIG_STRING_LOG2 = process.env.QJSN_SANITIZED ? 24 : 27;
 const BIG_STRING_MIB = 2 ** BIG_STRING_LOG2 / 2 ** 20;
+// A letter, 2**16 combining marks of class 230 (acute), then 2**16 of class 220 (grave below).
+const CLASS_SORTED_MARKS = "const s = 'a' + '\\u0301'.repeat(2 ** 16) + '\\u0316'.repeat(2 ** 16)";
 
 // Each case is one built-in call that took > 2 s (most: hours) on unpatched QuickJS-ng 0.17.0.
 // Block scopes keep every input unreachable once the eval ends, so memory can be checked after.
@@ -73,6 +75,14 @@ const offenders: [string, string][] = [
   ["JSON.stringify with a replacer array of length 2**32-1", "{ const r = []; r.length = 2 ** 32 - 1; JSON.stringify({ a: 1 }, r) }"],
   ["JSON.stringify of new Array(2**32-1)", "JSON.stringify(new Array(2 ** 32 - 1)).length"],
   ["String.raw with raw.length 2**53-1", "String.raw({ raw: { length: 2 ** 53 - 1 } }).length"],
+  // Unicode (patch 0007): the combining-class sort of normalization is an insertion sort, n*n
+  // moves for n marks of class 230 followed by n of class 220; the conversions are linear.
+  ["String.prototype.normalize of 2**16 marks sorted by combining class", `{ ${CLASS_SORTED_MARKS}; s.normalize('NFD').length }`],
+  ["String.prototype.localeCompare of 2**16 marks sorted by combining class", `{ ${CLASS_SORTED_MARKS}; s.localeCompare(s + 'b') }`],
+  [`String.prototype.normalize of 2**${BIG_STRING_LOG2 - 1} latin1 characters`, `{ const s = 'a'.repeat(2 ** ${BIG_STRING_LOG2 - 1}); s.normalize().length }`],
+  [`String.prototype.normalize('NFKC') of 2**${BIG_STRING_LOG2 - 2} accented letters`, `{ const s = '\u00e9'.repeat(2 ** ${BIG_STRING_LOG2 - 2}); s.normalize('NFKC').length }`],
+  [`String.prototype.localeCompare of 2**${BIG_STRING_LOG2 - 1} latin1 characters`, `{ const s = 'a'.repeat(2 ** ${BIG_STRING_LOG2 - 1}); s.localeCompare(s) }`],
+  [`String.prototype.toUpperCase of 2**${BIG_STRING_LOG2} accented letters`, `{ const s = '\u00e9'.repeat(2 ** ${BIG_STRING_LOG2}); s.toUpperCase().length }`],
 ];
 
 /** Runs `code` on the executor thread: [the error it failed with (or "no error"), the guest's CPU ms]. */
@@ -147,6 +157,7 @@ describe("acceptance: evalSync on the main thread stops at the budget", () => {
     ["Array.prototype.reverse.call({length: 2**53-1})", "Array.prototype.reverse.call({ length: 2 ** 53 - 1 })"],
     ["Array.prototype.join.call({length: 2**32-1})", "Array.prototype.join.call({ length: 2 ** 32 - 1 })"],
     ["new Array(1e9) + ''", "new Array(1e9) + ''"],
+    ["String.prototype.normalize of 2**16 marks sorted by combining class", `{ ${CLASS_SORTED_MARKS}; s.normalize('NFD').length }`],
   ])("%s ends in TIMEOUT within the budget", (_label, code) => {
     expect(existsSync(entry), "dist/index.js is missing: run `npm run build:ts`").toBe(true);
     const script = `

@@ -4,7 +4,7 @@
  * values in. The limit must hold, the error must be typed, and the sandbox must stay usable.
  */
 import { describe, expect, it } from "vitest";
-import { sandbox, syncCodeOf } from "./harness.js";
+import { restored, sandbox, syncCodeOf } from "./harness.js";
 
 const MiB = 1024 * 1024;
 
@@ -71,6 +71,34 @@ describe("guest allocations past the limit", () => {
     sb.defineAsyncFunction("never", () => new Promise(() => {}));
     await expect(sb.eval("{ const big = new Uint8Array(40e6); await never(); }", { wallTimeoutMs: 200 })).rejects.toMatchObject({ code: "TIMEOUT", budget: "wall" });
     expect(await sb.eval("new Uint8Array(40e6).length")).toBe(40e6);
+  });
+});
+
+// Built-ins that allocated through the runtime-level allocator failed without raising anything
+// (patch 0007): guest `catch` received the engine's internal "no exception" value (typeof
+// "unknown"), the host reported GUEST_ERROR "[object]", and a snapshot dropped what was caught.
+describe("an allocation failure inside a built-in is the engine's out-of-memory error", () => {
+  // Under 32 MiB: 3 MB of 'é', its 12 MB UTF-32 copy, then the decomposition (twice as long) fails.
+  const NORMALIZE = "'\\u00e9'.repeat(3e6).normalize('NFD').length";
+  // Every repetition of the group leaves a backtracking point: 4M of them exceed 32 MiB.
+  const REGEXP = "/(?:a|b)*c/.exec('a'.repeat(4e6))";
+
+  it.each([
+    ["String.prototype.normalize", NORMALIZE],
+    ["RegExp.prototype.exec out of backtracking stack", REGEXP],
+  ])("%s: guest catch gets an InternalError, uncaught it is OUT_OF_MEMORY", (_label, code) => {
+    const sb = sandbox({ memoryLimitBytes: 32 * MiB });
+    const caughtInGuest = sb.evalSync(`try { ${code}; 'no error' } catch (e) { typeof e === 'object' && e !== null ? String(e) : typeof e }`);
+    expect(caughtInGuest).toBe("InternalError: out of memory");
+    expect(syncCodeOf(() => sb.evalSync(code))).toBe("OUT_OF_MEMORY");
+    expect(sb.evalSync("1+1")).toBe(2);
+  });
+
+  it("keeps what the guest caught from normalize in a snapshot", () => {
+    const sb = sandbox({ memoryLimitBytes: 32 * MiB });
+    sb.evalSync(`try { ${NORMALIZE} } catch (e) { globalThis.kept = e }`);
+    const copy = restored(sb.snapshot());
+    expect(copy.evalSync("String(kept)")).toBe("InternalError: out of memory");
   });
 });
 

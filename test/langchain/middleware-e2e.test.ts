@@ -206,7 +206,24 @@ describe("createAgent with the code interpreter", () => {
     expect(section(evals[0]!, "result")).toBe("RateLimitError: slow down");
     expect(section(evals[1]!, "result")).toBe("true Received tool input did not match expected schema");
   });
+
+  it("a tool is callable by its own name too (`tools.web_search`, as the prompt shows it)", async () => {
+    const { webSearch, calls } = fakeWebSearch("M");
+    const { evals } = await runEvals([`const r = await tools.web_search({ query: "q" }); typeof r`], { options: { ptc: ["web_search"] }, tools: [webSearch] });
+    expect(statusOf(evals[0]!)).toBe("success");
+    expect(calls).toHaveLength(1);
+  });
+
+  it("a call of a missing `tools` member names it, and the hint names the closest tools", async () => {
+    const { webSearch } = fakeWebSearch("M");
+    const { evals } = await runEvals([`await tools.web_serch({ query: "q" })`], { options: { ptc: ["web_search", "read_file"] }, tools: [webSearch, readFileTool] });
+    expect(section(evals[0]!, "error")).toMatch(/^TypeError: tools\.web_serch is not a function/);
+    expect(section(evals[0]!, "hint")).toBe("`tools.web_serch` is not a tool. The closest tools are `tools.webSearch`, `tools.readFile`.");
+  });
 });
+
+const readFileTool = tool(async () => "text", { name: "read_file", description: "reads a file", schema: z.object({ path: z.string() }) });
+const statusOf = (message: BaseMessage): string | undefined => (message as { status?: string }).status;
 
 describe("eval tool behaviour through an agent", () => {
   it("TypeScript enum and namespace run", async () => {

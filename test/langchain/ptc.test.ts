@@ -73,6 +73,12 @@ describe("which tools guest code may call", () => {
     const dashed = fileTool("read-file");
     expect(() => resolver({ ptc: "all", ptcAcknowledgeUnsafe: true }).resolve([readFile, dashed])).toThrow(/would both be tools\.readFile/);
   });
+
+  it("guest code reaches a tool by its own name too, when that is a plain identifier", () => {
+    const view = resolver({ ptc: [readFile, ls, fileTool("get-page"), fileTool("__proto__")] }).resolve([]);
+    const guestNames = [...view.byGuestName].map(([guestName, t]) => `${guestName}=${t.name}`).sort();
+    expect(guestNames).toEqual(["getPage=get-page", "ls=ls", "proto=__proto__", "readFile=read_file", "read_file=read_file"]);
+  });
 });
 
 function ptcTarget(t: ReturnType<typeof tool>): PtcTool {

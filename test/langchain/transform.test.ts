@@ -93,6 +93,25 @@ describe("transformCode: plain JavaScript takes the fast path", () => {
     expect(await (await session()).run('const items = ["a", "b", "a"]\nnew Set<string>([...items]).size as number')).toBe(2);
   });
 
+  it("reads type arguments on calls as TypeScript where JavaScript would compare against a type name", async () => {
+    expect(transformCode("const arr = Array.from<number>([1, 2])\narr").language).toBe("typescript");
+    expect(await (await session()).run("const arr = Array.from<number>([1, 2])\narr")).toEqual([1, 2]);
+    expect(await (await session()).run('var items = ["a", "b", "a"]\nnew Set<string>(items).size')).toBe(2);
+    expect(await (await session()).run("var pick = (x) => x\npick<string | number>(7)")).toBe(7);
+  });
+
+  it("keeps a comparison with a variable named like a type as JavaScript", async () => {
+    expect(transformCode("var a = 1, number = 2, c = 3\na < number > (c)").language).toBe("javascript");
+    expect(await (await session()).run("var a = 1, number = 2, c = 3\na < number > (c)")).toBe(false);
+  });
+
+  it("keeps the JavaScript reading when the TypeScript reading does not parse", () => {
+    // A legacy octal literal is sloppy-mode JavaScript, and a syntax error to TypeScript.
+    const result = transformCode("var a = 1, c = 2\na < number > (c); 010");
+    expect(result.language).toBe("javascript");
+    expect(result.syntaxError).toBeUndefined();
+  });
+
   it("keeps a parenthesized comparison chain as JavaScript", async () => {
     expect(transformCode("(1 < 2) > 0").language).toBe("javascript");
     expect(await (await session()).run("(1 < 2) > 0")).toBe(true);

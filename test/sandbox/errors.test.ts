@@ -102,6 +102,26 @@ describe("GUEST_ERROR", () => {
   });
 });
 
+describe("calling something that is not a function (deps/patches/0008)", () => {
+  it.each([
+    ["a method", "var o = {}; o.method(1, 2)", "o.method is not a function"],
+    ["a missing tool", "var tools = { getStock() {} }; tools.get_stock({ symbol: 'X' })", "tools.get_stock is not a function"],
+    ["a nested property", "var a = { b: { c: {} } }; a.b.c.d()", "a.b.c.d is not a function"],
+    ["a method of this", "(function () { this.missing() }).call({})", "this.missing is not a function"],
+    ["a global", "var f = 1; f(f)", "f is not a function"],
+    ["a local", "(function () { let g = 3; g(g, g) })()", "g is not a function"],
+    ["a parameter", "(function (x) { x() })(5)", "x is not a function"],
+    ["a method, with method calls among the arguments", "var o = { n() { return 1 } }; o.m(o.n(), o.n())", "o.m is not a function"],
+    // A conditional argument puts a branch between the callee and the call: no name then.
+    ["a method with a conditional argument", "var o = {}; o.m(o.x ? 1 : 2)", "not a function"],
+  ])("names the callee of %s, as Node does", (_label, code, message) => {
+    const err = caught(() => sandbox().evalSync(code));
+    expect(err.code).toBe("GUEST_ERROR");
+    expect(err.guest?.name).toBe("TypeError");
+    expect(err.guest?.message).toBe(message);
+  });
+});
+
 describe("TIMEOUT", () => {
   it("says the execution budget ran out", async () => {
     const err = await rejected(sandbox({ executionTimeoutMs: 200 }).eval("while (true) {}"));
