@@ -59,6 +59,10 @@ const MAX_CHUNK_BYTES = 64 * 1024;
  * depend on the last 32 bytes (the low ones on fewer), so they are the ones tested.
  */
 const BOUNDARY_MASK = 0xfff80000 | 0;
+/** A deflated chunk is at most a little over its raw size; base64 of that, with room to spare. */
+const MAX_CHUNK_BASE64_CHARS = Math.ceil((MAX_CHUNK_BYTES + 1024) / 3) * 4;
+/** Chunks asked of the store in a read's first batch; each next batch asks for twice as many. */
+const FIRST_READ_BATCH = 32;
 const DIGEST_HEX_CHARS = 32;
 const DIGEST_PATTERN = /^[0-9a-f]{32}$/;
 
@@ -111,13 +115,20 @@ interface Manifest {
   chunks: string[];
 }
 
+function overflow(): SandboxError {
+  return refused("the stored state's chunks hold more than its declared length");
+}
+
 function manifestOf(value: unknown, maxBytes: number): Manifest {
   const m = value as Partial<Manifest> | null | undefined;
   if (typeof m !== "object" || m === null) throw refused("the stored state's manifest is not an object");
   if (m.v !== THREAD_BLOBS_FORMAT_VERSION) throw refused(`the stored state's layout version ${String(m.v)} is not supported (this build reads version ${THREAD_BLOBS_FORMAT_VERSION})`);
   if (typeof m.bytes !== "number" || !Number.isSafeInteger(m.bytes) || m.bytes < 0) throw refused("the stored state's manifest has no valid length");
   if (m.bytes > maxBytes) throw refused(`the stored state is ${m.bytes} bytes, over maxSnapshotBytes (${maxBytes})`);
-  if (!Array.isArray(m.chunks) || m.chunks.length > Math.ceil(m.bytes / MIN_CHUNK_BYTES) + 1 || !m.chunks.every((c) => typeof c === "string" && DIGEST_PATTERN.test(c))) {
+  // Every chunk but the last holds MIN_CHUNK_BYTES to MAX_CHUNK_BYTES, the last at least one byte.
+  const count = Array.isArray(m.chunks) ? m.chunks.length : -1;
+  const fits = m.bytes === 0 ? count === 0 : count >= Math.ceil(m.bytes / MAX_CHUNK_BYTES) && (count - 1) * MIN_CHUNK_BYTES + 1 <= m.bytes;
+  if (!Array.isArray(m.chunks) || !fits || !m.chunks.every((c) => typeof c === "string" && DIGEST_PATTERN.test(c))) {
     throw refused("the stored state's manifest lists malformed chunks");
   }
   return m as Manifest;
@@ -197,6 +208,13 @@ export class ThreadBlobs {
   /**
    * The bytes of blob `ref`, every chunk checked against its digest. Throws `INVALID_SNAPSHOT` with
    * the reason when the manifest or a chunk is missing, altered or of an unknown version.
+   *
+   * Stored items are hostile: the manifest is checked against its reference and its chunk count
+   * against its length before any chunk is read, chunks are fetched in order in batches of growing
+   * size and inflated one by one into a buffer of the declared length, and every chunk must fit
+   * what the declared length leaves for it (each chunk but the last holds at least
+   * `MIN_CHUNK_BYTES`). So a manifest listing many large chunks under a small length is refused at
+   * its first chunk that overflows, and no more than the declared length is ever inflated.
    */
   async read(ref: string, maxBytes: number): Promise<Uint8Array> {
     if (!DIGEST_PATTERN.test(ref)) throw refused("the stored state's reference is malformed");
@@ -206,26 +224,63 @@ export class ThreadBlobs {
     if (digestOf(Buffer.from(JSON.stringify({ v: manifest.v, bytes: manifest.bytes, chunks: manifest.chunks }), "utf8")) !== ref) {
       throw refused("the stored state's manifest does not match its reference (altered)");
     }
-    const distinct = [...new Set(manifest.chunks)];
-    const items = await this.#get(distinct.map((digest) => `chunk:${digest}`));
-    const pieces = new Map<string, Buffer>();
-    const inflate = zlibCall(inflateRawSync, inflateRawAsync, manifest.bytes <= SYNC_ZLIB_BYTES);
-    await Promise.all(distinct.map(async (digest, i) => {
-      const value = items[i]?.value as { v?: unknown; z?: unknown } | undefined;
-      if (value === undefined) throw refused(`a chunk of the stored state is missing (${digest})`);
-      if (value.v !== THREAD_BLOBS_FORMAT_VERSION || typeof value.z !== "string") throw refused(`a chunk of the stored state is malformed (${digest})`);
-      let piece: Buffer;
-      try {
-        piece = await inflate(Buffer.from(value.z, "base64"), { maxOutputLength: MAX_CHUNK_BYTES });
-      } catch {
-        throw refused(`a chunk of the stored state does not inflate (${digest})`);
+    const { bytes: declared, chunks } = manifest;
+    const out = Buffer.allocUnsafe(declared);
+    const inflate = zlibCall(inflateRawSync, inflateRawAsync, declared <= SYNC_ZLIB_BYTES);
+    /** Where each chunk already placed sits in `out`: a repeated chunk is copied from there. */
+    const placed = new Map<string, { at: number; length: number }>();
+    let filled = 0;
+    let batch = FIRST_READ_BATCH;
+    for (let next = 0; next < chunks.length; batch *= 2) {
+      // The next chunks in order whose digest was not placed yet, fetched in one store batch.
+      const wanted = new Set<string>();
+      for (let i = next; i < chunks.length && wanted.size < batch; i++) {
+        if (!placed.has(chunks[i]!)) wanted.add(chunks[i]!);
       }
-      if (digestOf(piece) !== digest) throw refused(`a chunk of the stored state does not match its digest (altered or foreign: ${digest})`);
-      pieces.set(digest, piece);
-    }));
-    const out = Buffer.concat(manifest.chunks.map((digest) => pieces.get(digest)!));
-    if (out.length !== manifest.bytes) throw refused("the stored state's chunks do not add up to its length");
+      const items = wanted.size === 0 ? [] : await this.#get([...wanted].map((digest) => `chunk:${digest}`));
+      const fetched = new Map([...wanted].map((digest, i) => [digest, items[i]?.value]));
+      for (; next < chunks.length; next++) {
+        const digest = chunks[next]!;
+        const after = chunks.length - next - 1;
+        // What the declared length leaves for this chunk: every later chunk needs its minimum.
+        const room = declared - filled - (after === 0 ? 0 : (after - 1) * MIN_CHUNK_BYTES + 1);
+        const known = placed.get(digest);
+        let length: number;
+        if (known !== undefined) {
+          length = known.length;
+          if (length > room) throw overflow();
+          out.copy(out, filled, known.at, known.at + length);
+        } else if (fetched.has(digest)) {
+          const piece = await this.#chunk(digest, fetched.get(digest), Math.min(MAX_CHUNK_BYTES, room), inflate);
+          length = piece.length;
+          piece.copy(out, filled);
+          placed.set(digest, { at: filled, length });
+        } else {
+          break; // fetched by the next batch
+        }
+        if (after > 0 ? length < MIN_CHUNK_BYTES : filled + length !== declared) throw refused("the stored state's chunks do not add up to its length");
+        filled += length;
+      }
+    }
+    if (filled !== declared) throw refused("the stored state's chunks do not add up to its length");
     return new Uint8Array(out.buffer, out.byteOffset, out.length);
+  }
+
+  /** Chunk `digest` from its stored `value`, inflated to at most `room` bytes and checked against its digest. */
+  async #chunk(digest: string, value: unknown, room: number, inflate: (b: Uint8Array, o: ZlibOptions) => Promise<Buffer>): Promise<Buffer> {
+    if (value === undefined || value === null) throw refused(`a chunk of the stored state is missing (${digest})`);
+    const { v, z } = value as { v?: unknown; z?: unknown };
+    if (v !== THREAD_BLOBS_FORMAT_VERSION || typeof z !== "string" || z.length > MAX_CHUNK_BASE64_CHARS) throw refused(`a chunk of the stored state is malformed (${digest})`);
+    if (room <= 0) throw overflow();
+    let piece: Buffer;
+    try {
+      piece = await inflate(Buffer.from(z, "base64"), { maxOutputLength: room });
+    } catch (error) {
+      if ((error as { code?: unknown }).code === "ERR_BUFFER_TOO_LARGE") throw overflow();
+      throw refused(`a chunk of the stored state does not inflate (${digest})`);
+    }
+    if (digestOf(piece) !== digest) throw refused(`a chunk of the stored state does not match its digest (altered or foreign: ${digest})`);
+    return piece;
   }
 
   /** The slot's items under `keys`, in one store batch (`null` for a missing one). */
