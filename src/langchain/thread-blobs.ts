@@ -23,8 +23,9 @@
 import { createHash } from "node:crypto";
 import { promisify } from "node:util";
 import { constants as zlibConstants, deflateRaw, deflateRawSync, inflateRaw, inflateRawSync, type ZlibOptions } from "node:zlib";
-import type { BaseStore, GetOperation, Item, PutOperation } from "@langchain/langgraph";
+import type { BaseStore, GetOperation, PutOperation } from "@langchain/langgraph";
 import { SandboxError } from "../index.js";
+import { type CheckpointerBlobs, CheckpointerSpace, isCheckpointerBlobs } from "./checkpointer-blobs.js";
 
 const deflateRawAsync = promisify(deflateRaw);
 const inflateRawAsync = promisify(inflateRaw);
@@ -149,20 +150,58 @@ function keptOf(value: unknown): string[] {
   return Array.isArray(blobs) ? blobs.filter((b): b is string => typeof b === "string" && DIGEST_PATTERN.test(b)) : [];
 }
 
+/** A stored value (`undefined`: none), or a value to store (`null`: delete). */
+type Stored = Record<string, unknown> | undefined;
+
+/**
+ * Where one thread's blobs of one slot live: keys to JSON-shaped values, read and written in
+ * batches. Either a `BaseStore` namespace or private checkpoints of the run's checkpointer
+ * (checkpointer-blobs.ts); everything read back is hostile, and checked here whichever it is.
+ */
+export interface BlobSpace {
+  get(keys: readonly string[]): Promise<Stored[]>;
+  /** Stores each value under its key; `null` deletes. */
+  put(entries: readonly (readonly [string, Record<string, unknown> | null])[]): Promise<void>;
+}
+
+/** A `BaseStore` namespace per thread and slot. */
+class StoreSpace implements BlobSpace {
+  readonly #store: BaseStore;
+  readonly #namespace: string[];
+
+  constructor(store: BaseStore, threadId: string, slot: string) {
+    this.#store = batchingStoreOf(store);
+    // Thread ids are free text; store namespaces may not hold periods, and need not show them.
+    this.#namespace = [...NAMESPACE_ROOT, createHash("sha256").update(threadId, "utf8").digest("hex").slice(0, DIGEST_HEX_CHARS), slot];
+  }
+
+  async get(keys: readonly string[]): Promise<Stored[]> {
+    const items = await this.#store.batch(keys.map((key): GetOperation => ({ namespace: this.#namespace, key })));
+    return items.map((item) => item?.value ?? undefined);
+  }
+
+  async put(entries: readonly (readonly [string, Record<string, unknown> | null])[]): Promise<void> {
+    if (entries.length > 0) await this.#store.batch(entries.map(([key, value]): PutOperation => ({ namespace: this.#namespace, key, value, index: false })));
+  }
+}
+
+/** Where blobs can be kept: the agent's store, or (without one) the run's checkpointer. */
+export type BlobBackend = BaseStore | CheckpointerBlobs;
+
 /**
  * One thread's blobs of one kind (`slot`, e.g. "snapshot" or "journal") in a `BaseStore`. Slots
  * are collected independently: a journal never loses a chunk to a snapshot's collection.
  */
 export class ThreadBlobs {
-  readonly #store: BaseStore;
-  readonly #namespace: string[];
+  readonly #space: BlobSpace;
   readonly #keep: number;
 
-  /** `keep`: how many of the latest blobs (and their chunks) the slot keeps. */
-  constructor(store: BaseStore, threadId: string, slot: string, keep: number) {
-    this.#store = batchingStoreOf(store);
-    // Thread ids are free text; store namespaces may not hold periods, and need not show them.
-    this.#namespace = [...NAMESPACE_ROOT, createHash("sha256").update(threadId, "utf8").digest("hex").slice(0, DIGEST_HEX_CHARS), slot];
+  /**
+   * `keep`: how many of the latest blobs (and their chunks) the slot keeps. `threadId` names the
+   * thread's namespace in a store; a checkpointer keeps them under its own thread id.
+   */
+  constructor(backend: BlobBackend, threadId: string, slot: string, keep: number) {
+    this.#space = isCheckpointerBlobs(backend) ? new CheckpointerSpace(backend, slot) : new StoreSpace(backend, threadId, slot);
     this.#keep = keep;
   }
 
@@ -174,33 +213,33 @@ export class ThreadBlobs {
     const manifest: Manifest = { v: THREAD_BLOBS_FORMAT_VERSION, bytes: bytes.length, chunks };
     const ref = digestOf(Buffer.from(JSON.stringify(manifest), "utf8"));
 
-    const [keptItem] = await this.#get([KEPT_KEY]);
-    const kept = keptOf(keptItem?.value);
+    const [keptValue] = await this.#space.get([KEPT_KEY]);
+    const kept = keptOf(keptValue);
     const keptChunks = await this.#chunksOf(kept);
     const held = new Set(keptChunks.flat());
     const written = new Set<string>();
     const deflate = zlibCall(deflateRawSync, deflateRawAsync, bytes.length <= SYNC_ZLIB_BYTES);
-    const puts: Promise<PutOperation>[] = [];
+    const puts: Promise<[string, Record<string, unknown>]>[] = [];
     for (let i = 0; i < pieces.length; i++) {
       const digest = chunks[i]!;
       if (held.has(digest) || written.has(digest)) continue;
       written.add(digest);
       puts.push(deflate(pieces[i]!, { level: zlibConstants.Z_BEST_SPEED }).then((z) =>
-        this.#put(`chunk:${digest}`, { v: THREAD_BLOBS_FORMAT_VERSION, z: z.toString("base64") })));
+        [`chunk:${digest}`, { v: THREAD_BLOBS_FORMAT_VERSION, z: z.toString("base64") }]));
     }
-    if (puts.length > 0) await this.#store.batch(await Promise.all(puts));
+    await this.#space.put(await Promise.all(puts));
 
     // The manifest goes in after its chunks: a reader never finds a manifest whose chunks are not there yet.
     const next = [...kept.filter((b) => b !== ref), ref];
     const dropped = next.splice(0, Math.max(0, next.length - this.#keep));
-    await this.#store.batch([
-      ...(kept.includes(ref) ? [] : [this.#put(`blob:${ref}`, { ...manifest })]),
-      this.#put(KEPT_KEY, { v: THREAD_BLOBS_FORMAT_VERSION, blobs: next }),
+    await this.#space.put([
+      ...(kept.includes(ref) ? [] : [[`blob:${ref}`, { ...manifest }] as const]),
+      [KEPT_KEY, { v: THREAD_BLOBS_FORMAT_VERSION, blobs: next }],
     ]);
     if (dropped.length > 0) {
       const stillUsed = new Set([...chunks, ...keptChunks.filter((_, i) => next.includes(kept[i]!)).flat()]);
       const garbage = new Set(keptChunks.filter((_, i) => dropped.includes(kept[i]!)).flat().filter((c) => !stillUsed.has(c)));
-      await this.#store.batch([...dropped.map((b) => this.#put(`blob:${b}`, null)), ...[...garbage].map((c) => this.#put(`chunk:${c}`, null))]);
+      await this.#space.put([...dropped.map((b) => [`blob:${b}`, null] as const), ...[...garbage].map((c) => [`chunk:${c}`, null] as const)]);
     }
     return ref;
   }
@@ -218,9 +257,9 @@ export class ThreadBlobs {
    */
   async read(ref: string, maxBytes: number): Promise<Uint8Array> {
     if (!DIGEST_PATTERN.test(ref)) throw refused("the stored state's reference is malformed");
-    const [item] = await this.#get([`blob:${ref}`]);
-    if (item === null || item === undefined) throw refused("the stored state is no longer in the store (collected, or written to another store)");
-    const manifest = manifestOf(item.value, maxBytes);
+    const [value] = await this.#space.get([`blob:${ref}`]);
+    if (value === undefined) throw refused("the stored state is no longer in the store (collected, or written to another store)");
+    const manifest = manifestOf(value, maxBytes);
     if (digestOf(Buffer.from(JSON.stringify({ v: manifest.v, bytes: manifest.bytes, chunks: manifest.chunks }), "utf8")) !== ref) {
       throw refused("the stored state's manifest does not match its reference (altered)");
     }
@@ -237,8 +276,8 @@ export class ThreadBlobs {
       for (let i = next; i < chunks.length && wanted.size < batch; i++) {
         if (!placed.has(chunks[i]!)) wanted.add(chunks[i]!);
       }
-      const items = wanted.size === 0 ? [] : await this.#get([...wanted].map((digest) => `chunk:${digest}`));
-      const fetched = new Map([...wanted].map((digest, i) => [digest, items[i]?.value]));
+      const values = wanted.size === 0 ? [] : await this.#space.get([...wanted].map((digest) => `chunk:${digest}`));
+      const fetched = new Map([...wanted].map((digest, i) => [digest, values[i]]));
       for (; next < chunks.length; next++) {
         const digest = chunks[next]!;
         const after = chunks.length - next - 1;
@@ -283,22 +322,12 @@ export class ThreadBlobs {
     return piece;
   }
 
-  /** The slot's items under `keys`, in one store batch (`null` for a missing one). */
-  async #get(keys: readonly string[]): Promise<(Item | null)[]> {
-    return this.#store.batch(keys.map((key): GetOperation => ({ namespace: this.#namespace, key })));
-  }
-
-  /** A put of `value` (a delete for `null`) under `key` in the slot, unindexed. */
-  #put(key: string, value: Record<string, unknown> | null): PutOperation {
-    return { namespace: this.#namespace, key, value, index: false };
-  }
-
   /** The chunk lists of the given kept blobs (an empty list for one whose manifest is gone). */
   async #chunksOf(blobs: readonly string[]): Promise<string[][]> {
     if (blobs.length === 0) return [];
-    const items = await this.#get(blobs.map((b) => `blob:${b}`));
-    return items.map((item) => {
-      const chunks = (item?.value as { chunks?: unknown } | undefined)?.chunks;
+    const values = await this.#space.get(blobs.map((b) => `blob:${b}`));
+    return values.map((value) => {
+      const chunks = (value as { chunks?: unknown } | undefined)?.chunks;
       return Array.isArray(chunks) ? chunks.filter((c): c is string => typeof c === "string") : [];
     });
   }
