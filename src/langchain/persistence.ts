@@ -6,9 +6,10 @@
  *   When the agent has a `store`, the snapshot goes there as content-addressed chunks
  *   (thread-blobs.ts) and a private key of the middleware's state schema holds only its turn and
  *   reference: checkpointers write every channel at every super-step, so graph state must stay
- *   small, and a turn then stores only the chunks it changed. Without a store the deflated
- *   snapshot itself sits in that key. Either way time travel brings back the matching state. A
- *   snapshot whose body did not change is not written again.
+ *   small, and a turn then stores only the chunks it changed. Without a store the same chunks go
+ *   to the run's checkpointer (checkpointer-blobs.ts), and without either (no checkpointer: nothing
+ *   outlives the run anyway) the deflated snapshot itself sits in that key. Either way time travel
+ *   brings back the matching state. A snapshot whose body did not change is not written again.
  * - Before a run (`beforeAgent`), a thread whose live session does not hold that stored turn (a new
  *   process, another replica, an evicted session, time travel) is restored from it on its next eval.
  * - After every eval that completed (returned a value or threw), an unsigned in-memory snapshot,

@@ -260,7 +260,6 @@ describe("state kept in the checkpointer (no store)", () => {
       added.push(now - before);
       before = now;
     }
-    console.log("interpreter bytes added per turn (SQLite, no store):", added.join(", "), "total", before);
     for (const i of [1, 3, 5]) expect(added[i]).toBeLessThanOrEqual(8 * 1024);
     expect(before).toBeLessThanOrEqual(2 * added[0]!);
     // Another middleware instance (a new process) continues the thread from the checkpointer alone.
