@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Bench case "thread storage" (quickjs-native only, runnable alone):
-//   node bench/thread-storage.js [--postgres=URL] [--runs=N] [--layouts=sqlite,sqlite-inline,postgres] [--embedded]
+//   node bench/thread-storage.js [--postgres=URL] [--runs=N] [--layouts=sqlite,sqlite-inline,postgres,postgres-inline] [--embedded]
 // (the URL may also come from QJSN_POSTGRES_URL; `bash scripts/with-postgres.sh node bench/thread-storage.js`
 // runs it against a throwaway cluster). Needs the package built (`npm run build`) and the root
 // devDependencies (the SQLite and Postgres checkpointers), not bench/node_modules.
@@ -9,8 +9,9 @@
 // each: (1) creates rows = 10,000 records, (2) a read-only reduce, (3) changes one row, then
 // (4..7) alternate read-only and one-row turns. After each run it sums the bytes the checkpointer
 // and the store hold for the thread (SQLite: length of every stored blob; Postgres: octet length
-// of every JSONB and BYTEA value), for three layouts: store chunks on SQLite (SqliteSaver +
-// SqliteStore), state inline in graph state on SQLite (no store), and store chunks on Postgres.
+// of every JSONB and BYTEA value), for four layouts: store chunks on SQLite (SqliteSaver +
+// SqliteStore), no store on SQLite (the chunks in private checkpoints of the thread, a reference in
+// graph state), and the same two on Postgres.
 //
 // Restore: a fresh Node process opens the checkpointer and store and serves another thread for
 // four runs (a process's first runs cost far more CPU than later ones: first use, JIT; later runs
@@ -35,6 +36,8 @@ const args = process.argv.slice(2);
 const arg = (name) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const KEY = "bench-signing-key-0123456789";
 const STATE_KEY = "_codeInterpreterSnapshot";
+/** Namespace prefix of the private checkpoints holding a thread's chunks when the agent has no store. */
+const BLOBS_NS = "__quickjs_native_blobs__";
 const ROWS = `var rows = Array.from({ length: 10000 }, (_, i) => ({ id: i, name: "row-" + i, v: i * 2 })); rows.length`;
 const SMALL = `var config = { region: "north", limit: 10 }; function score(r) { return r.v * 2; } config.limit`;
 const READ = (i) => `rows.reduce((sum, r) => sum + r.v, 0) + ${i}`;
@@ -56,14 +59,14 @@ async function importRoot(specifier) {
 /** The checkpointer, store and byte counter of one layout. */
 async function openBackend(kind, where) {
   const { SqliteSaver } = await import("@langchain/langgraph-checkpoint-sqlite");
-  if (kind === "postgres") {
+  if (kind.startsWith("postgres")) {
     const { PostgresSaver } = await import("@langchain/langgraph-checkpoint-postgres");
     const { PostgresStore } = await import("@langchain/langgraph-checkpoint-postgres/store");
     const pg = (await import("pg")).default;
     const checkpointer = PostgresSaver.fromConnString(where);
     await checkpointer.setup();
-    const store = PostgresStore.fromConnString(where);
-    await store.setup();
+    const store = kind === "postgres" ? PostgresStore.fromConnString(where) : undefined;
+    await store?.setup();
     const pool = new pg.Pool({ connectionString: where, max: 1 });
     const one = async (sql, params) => Number((await pool.query(sql, params)).rows[0].n ?? 0);
     return {
@@ -78,15 +81,17 @@ async function openBackend(kind, where) {
           (await one("SELECT sum(octet_length(blob)) AS n FROM checkpoint_writes WHERE thread_id = $1", [thread]));
         const stored = await one("SELECT sum(octet_length(value::text)) AS n FROM store WHERE namespace_path LIKE $1", [`%${digest}%`]);
         // Postgres keeps object-valued channels in checkpoint_blobs, one row per new version.
+        // Without a store, the chunks are private checkpoints of the thread (namespace BLOBS_NS*).
         const state =
           (await one("SELECT sum(octet_length(blob)) AS n FROM checkpoint_blobs WHERE thread_id = $1 AND channel = $2", [thread, STATE_KEY])) +
-          (await one("SELECT sum(octet_length(blob)) AS n FROM checkpoint_writes WHERE thread_id = $1 AND channel = $2", [thread, STATE_KEY]));
+          (await one("SELECT sum(octet_length(blob)) AS n FROM checkpoint_writes WHERE thread_id = $1 AND channel = $2", [thread, STATE_KEY])) +
+          (await one("SELECT sum(octet_length(checkpoint::text) + octet_length(metadata::text)) AS n FROM checkpoints WHERE thread_id = $1 AND checkpoint_ns LIKE $2", [thread, `${BLOBS_NS}%`]));
         return { checkpoints, state, store: stored };
       },
       async close() {
         await pool.end();
         await checkpointer.end();
-        await store.stop();
+        await store?.stop();
       },
     };
   }
@@ -108,7 +113,11 @@ async function openBackend(kind, where) {
         n("SELECT sum(length(value)) AS n FROM writes WHERE thread_id = ?");
       // SQLite keeps every channel's value inside every checkpoint: measure the interpreter's key in each.
       let state = Number(db.prepare("SELECT sum(length(value)) AS n FROM writes WHERE thread_id = ? AND channel = ?").get(thread, STATE_KEY)?.n ?? 0);
-      for (const row of db.prepare("SELECT checkpoint FROM checkpoints WHERE thread_id = ?").iterate(thread)) {
+      for (const row of db.prepare("SELECT checkpoint_ns, checkpoint, metadata FROM checkpoints WHERE thread_id = ?").iterate(thread)) {
+        if (row.checkpoint_ns.startsWith(BLOBS_NS)) {
+          state += row.checkpoint.length + row.metadata.length; // a chunk kept in the checkpointer (no store)
+          continue;
+        }
         const value = JSON.parse(Buffer.from(row.checkpoint).toString("utf8")).channel_values?.[STATE_KEY];
         if (value !== undefined) state += Buffer.byteLength(JSON.stringify(value));
       }
@@ -266,8 +275,11 @@ async function main() {
   const only = arg("layouts")?.split(",");
   const layouts = [
     { kind: "sqlite", title: "SQLite checkpointer + SqliteStore (chunks)", where: join(dir, "chunks.sqlite") },
-    { kind: "sqlite-inline", title: "SQLite checkpointer, no store (state inline in graph state)", where: join(dir, "inline.sqlite") },
-    ...(postgres ? [{ kind: "postgres", title: "PostgreSQL checkpointer + PostgresStore (chunks)", where: postgres }] : []),
+    { kind: "sqlite-inline", title: "SQLite checkpointer, no store (chunks in the checkpointer)", where: join(dir, "inline.sqlite") },
+    ...(postgres ? [
+      { kind: "postgres", title: "PostgreSQL checkpointer + PostgresStore (chunks)", where: postgres },
+      { kind: "postgres-inline", title: "PostgreSQL checkpointer, no store (chunks in the checkpointer)", where: postgres },
+    ] : []),
   ].filter((layout) => only === undefined || only.includes(layout.kind));
   const { loadavg } = await import("node:os");
   const out = [...(args.includes("--embedded") ? [] : [`## thread storage (10,000-row state, signed, one eval per run)`, ""]), `Load average at start: ${loadavg()[0].toFixed(2)} (1 min).`, ""];

@@ -3,6 +3,7 @@
 // middleware's eval tool or the Sandbox API. Every class is what a model-written script can do to
 // the one event loop that serves every other session. Target: ≤ 20 ms per class.
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { codeArgumentClasses } from "./hostile-code-argument.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const TICK_MS = 5;
@@ -128,7 +129,8 @@ export async function runHostileCase({ quick = false, onProgress = () => {} } = 
   const warm = classes(api, lc);
   // One-time costs (first sandbox, the transform worker, TypeScript) are not what is measured.
   for (const title of ["control", "escape-heavy", "TypeScript at the"]) await warm.cases.find(([t]) => t.startsWith(title))[1]()();
-  for (const [title, prepare] of warm.cases) {
+  const codeArgument = codeArgumentClasses(lc, root);
+  for (const [title, prepare] of [...warm.cases, ...codeArgument.cases]) {
     const gaps = [];
     let sample;
     for (let i = 0; i < runs; i++) {
@@ -141,5 +143,6 @@ export async function runHostileCase({ quick = false, onProgress = () => {} } = 
     onProgress(row);
   }
   warm.dispose();
+  codeArgument.dispose();
   return rows;
 }

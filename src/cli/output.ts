@@ -10,6 +10,35 @@ export function show(value: unknown, colors: boolean): string {
   return inspect(value, { colors, depth: 6, maxArrayLength: 200, maxStringLength: 10_000 });
 }
 
+/** Control characters a terminal acts on (ESC, BEL, CR, C1...): every C0 but tab and newline, DEL and C1. */
+const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/;
+const CONTROLS = new RegExp(CONTROL.source, "g");
+
+function isTerminal(stream: NodeJS.WritableStream): boolean {
+  return (stream as { isTTY?: unknown }).isTTY === true;
+}
+
+/** `text` with every control character written as a visible `\xHH` escape. */
+export function escapeControls(text: string): string {
+  return text.replace(CONTROLS, (c) => `\\x${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`);
+}
+
+/**
+ * `text` as it may reach `stream`: on a terminal, guest-written control characters are escaped, so
+ * console output or an error message cannot move the cursor, retitle the window or ring the bell
+ * (ESC, OSC, BEL sequences); pipes and files get the text unchanged.
+ */
+export function forStream(text: string, stream: NodeJS.WritableStream): string {
+  return isTerminal(stream) ? escapeControls(text) : text;
+}
+
+/** A value as {@link show} renders it for `stream`: colored on a terminal unless guest text would carry control characters there. */
+export function showOn(value: unknown, stream: NodeJS.WritableStream): string {
+  const plain = show(value, false);
+  if (!isTerminal(stream)) return plain;
+  return CONTROL.test(plain) ? escapeControls(plain) : show(value, true);
+}
+
 /** `1.5 KiB`, `64 MiB`. */
 export function formatBytes(n: number): string {
   if (n < 1024) return `${n} B`;
@@ -40,7 +69,10 @@ export function describeError(error: SandboxError): string {
 
 /** Writes guest console output where Node's console would: log/info/debug to stdout, warn/error to stderr. */
 export function replayConsole(entries: readonly ConsoleEntry[], truncated: boolean, out: NodeJS.WritableStream, err: NodeJS.WritableStream): void {
-  for (const entry of entries) (entry.level === "warn" || entry.level === "error" ? err : out).write(`${entry.text}\n`);
+  for (const entry of entries) {
+    const stream = entry.level === "warn" || entry.level === "error" ? err : out;
+    stream.write(`${forStream(entry.text, stream)}\n`);
+  }
   if (truncated) err.write("[console output truncated: maxConsoleBytes reached]\n");
 }
 

@@ -6,9 +6,9 @@ import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { Sandbox } from "../index.js";
 import type { SandboxOptions } from "../index.js";
-import { isIncomplete } from "./incomplete.js";
+import { PendingInput } from "./incomplete.js";
 import { LIMIT_FLAGS, LIMIT_HELP, sandboxOptionsFrom } from "./options.js";
-import { describeError, formatBytes, replayConsole, show, statsLine } from "./output.js";
+import { describeError, formatBytes, forStream, replayConsole, showOn, statsLine } from "./output.js";
 
 export const REPL_HELP = `Usage: quickjs-native repl [options]
 
@@ -43,12 +43,12 @@ export async function replCommand(argv: string[]): Promise<number> {
   out.write(`quickjs-native REPL · memory ${formatBytes(limits.memoryLimitBytes)} · timeout ${limits.executionTimeoutMs} ms · .help for commands\n`);
 
   const rl = createInterface({ input: process.stdin, output: out, terminal: interactive, prompt: "qjs> " });
-  let buffer = "";
+  const pending = new PendingInput();
   let running: AbortController | undefined;
   let ctrlC = false;
   const prompt = (): void => {
     if (interactive) {
-      rl.setPrompt(buffer ? "...  " : "qjs> ");
+      rl.setPrompt(pending.text ? "...  " : "qjs> ");
       rl.prompt();
     }
   };
@@ -58,8 +58,8 @@ export async function replCommand(argv: string[]): Promise<number> {
       running.abort();
       return;
     }
-    if (buffer || rl.line) {
-      buffer = "";
+    if (pending.text || rl.line) {
+      pending.clear();
       ctrlC = false;
       out.write("\n");
       rl.write(null, { ctrl: true, name: "u" }); // clear the half-typed line
@@ -80,8 +80,8 @@ export async function replCommand(argv: string[]): Promise<number> {
     try {
       const report = await sandbox.run(code, { filename: "<repl>", signal: running.signal, unserializable: "describe" });
       replayConsole(report.console, report.consoleTruncated, out, process.stderr);
-      if (report.ok) out.write(`${show(report.value, colors)}\n`);
-      else process.stderr.write(`${describeError(report.error)}\n`);
+      if (report.ok) out.write(`${showOn(report.value, out)}\n`);
+      else process.stderr.write(`${forStream(describeError(report.error), process.stderr)}\n`);
       out.write(`${dim(statsLine(report.stats))}\n`);
       if (!report.ok && report.error.code === "BROKEN") {
         sandbox.dispose();
@@ -96,7 +96,7 @@ export async function replCommand(argv: string[]): Promise<number> {
   prompt();
   for await (const line of rl) {
     ctrlC = false;
-    if (!buffer) {
+    if (!pending.text) {
       const command = line.trim();
       if (command === ".exit") break;
       if (command === ".help") {
@@ -118,19 +118,17 @@ export async function replCommand(argv: string[]): Promise<number> {
         continue;
       }
     }
-    buffer = buffer ? `${buffer}\n${line}` : line;
-    if (buffer.trim() === "" || isIncomplete(buffer)) {
-      if (buffer.trim() === "") buffer = "";
+    if (pending.add(line) || !pending.text) {
       prompt();
       continue;
     }
-    const code = buffer;
-    buffer = "";
+    const code = pending.text;
+    pending.clear();
     await evaluate(code);
     prompt();
   }
   // Input ended inside an unfinished statement: let the engine report what is wrong with it.
-  if (buffer.trim()) await evaluate(buffer);
+  if (pending.text.trim()) await evaluate(pending.text);
   rl.close();
   sandbox.dispose();
   if (interactive) out.write("\n");

@@ -16,7 +16,7 @@ import { keptOutputPath, OutputStore, StateFilesWriter, stateFilesOf } from "./k
 import type { ResolvedOptions } from "./options.js";
 import { outcomeOf, type EvalOutcomeMetadata, type KeptOutput } from "./outcome.js";
 import { EVAL_INPUT_DESCRIPTIONS, OUTPUT_TEXT } from "./prompts.js";
-import { dropRestored, initPersistenceState, isStop, type Persistence, type PersistenceState } from "./persistence.js";
+import { dropRestored, initPersistenceState, isStop, type Persistence, type PersistenceState, runStorageOf } from "./persistence.js";
 import { PtcEvalContext, type EvalRunConfig, type PtcResolver, type PtcToolView, type StateUpdate } from "./ptc.js";
 import { restoreReplayStart, type Approval, type EvalReview, type ReviewedResult } from "./approval.js";
 import { SessionRegistry, type InterpreterSession } from "./sessions.js";
@@ -169,7 +169,7 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
     dropRestored(session.state.persistence);
   }
   if (!session.isOpen && input.reset !== true) deps.persistence.prepareOnEval(session.state.persistence, config.state, deps.interpreter.takeEviction(session.key));
-  if (!session.isOpen) await deps.persistence.load(session.state.persistence, (config as { store?: BaseStore }).store, session.key);
+  if (!session.isOpen) await deps.persistence.load(session.state.persistence, runStorageOf((config as { store?: BaseStore }).store, config.configurable), session.key);
   if (!session.isOpen && session.state.replayStart === undefined) await deps.persistence.restore(session.state.persistence, session.key);
   const view = session.state.view ?? deps.ptc.latest;
   const evalCallId = config.toolCall?.id ?? config.toolCallId ?? `eval-${Date.now()}`;

@@ -8,7 +8,7 @@ import { toJsonSchema } from "@langchain/core/utils/json_schema";
 import { createEvalTool, createInterpreter, sandboxOptions, sessionKeyOf } from "./eval-tool.js";
 import { resolveOptions, type CodeInterpreterMiddlewareOptions, type ResolvedOptions } from "./options.js";
 import { renderPtcSection, renderSystemPrompt, renderTaskSection, renderToolDescription, type JSONSchema, type PromptInput } from "./prompts.js";
-import { Persistence, persistenceStateSchema, SNAPSHOT_STATE_KEY, storedSnapshotOf } from "./persistence.js";
+import { Persistence, persistenceStateSchema, runStorageOf, SNAPSHOT_STATE_KEY, storedSnapshotOf } from "./persistence.js";
 import { PtcResolver, type PtcToolView } from "./ptc.js";
 import { TaskDispatcher, type TaskCatalog } from "./task.js";
 import { Approval } from "./approval.js";
@@ -131,7 +131,7 @@ export function createCodeInterpreterMiddleware(options: CodeInterpreterMiddlewa
         if (!persistence.prepare(session.state.persistence, stored, session.isOpen)) return;
         session.discard();
         // Not awaited: the store read overlaps the model call; the first eval waits for it.
-        void persistence.load(session.state.persistence, runtime.store, session.key);
+        void persistence.load(session.state.persistence, runStorageOf(runtime.store, runtime.configurable), session.key);
       });
       return undefined;
     },
@@ -144,7 +144,7 @@ export function createCodeInterpreterMiddleware(options: CodeInterpreterMiddlewa
         // the main thread) and open it to snapshot.
         if (!session.isOpen && session.state.persistence.pending?.what === "rollback") await persistence.restore(session.state.persistence, session.key);
         return session.isOpen || session.state.persistence.restored !== undefined
-          ? persistence.store(session.state.persistence, session.resource.sandbox, storedSnapshotOf(state), session.key, runtime.store) : undefined;
+          ? persistence.store(session.state.persistence, session.resource.sandbox, storedSnapshotOf(state), session.key, runStorageOf(runtime.store, runtime.configurable)) : undefined;
       });
       return update === undefined ? undefined : { [SNAPSHOT_STATE_KEY]: update };
     },

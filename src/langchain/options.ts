@@ -102,9 +102,9 @@ export interface CodeInterpreterMiddlewareOptions {
   /**
    * How long interpreter state lives: `"thread"` (default) across agent runs on one thread,
    * `"turn"` within one agent run, `"call"` within one eval. With `"thread"`, the sandbox is
-   * snapshotted into graph state (a private key) at the end of each agent run, so a checkpointer
-   * carries it to a restarted process or another replica, which restores it on the thread's next
-   * eval. With `"thread"` and `"turn"`, an eval stopped by a timeout, out of memory, the watchdog
+   * snapshotted at the end of each agent run into the agent's `store`, or without one into the
+   * checkpointer, as chunks written once each, with a reference in graph state (a private key), so
+   * a restarted process or another replica restores it on the thread's next eval. With `"thread"` and `"turn"`, an eval stopped by a timeout, out of memory, the watchdog
    * or an abort is rolled back to the state after the last eval that completed.
    */
   mode?: InterpreterMode;

@@ -6,9 +6,10 @@
  *   When the agent has a `store`, the snapshot goes there as content-addressed chunks
  *   (thread-blobs.ts) and a private key of the middleware's state schema holds only its turn and
  *   reference: checkpointers write every channel at every super-step, so graph state must stay
- *   small, and a turn then stores only the chunks it changed. Without a store the deflated
- *   snapshot itself sits in that key. Either way time travel brings back the matching state. A
- *   snapshot whose body did not change is not written again.
+ *   small, and a turn then stores only the chunks it changed. Without a store the same chunks go
+ *   to the run's checkpointer (checkpointer-blobs.ts), and without either (no checkpointer: nothing
+ *   outlives the run anyway) the deflated snapshot itself sits in that key. Either way time travel
+ *   brings back the matching state. A snapshot whose body did not change is not written again.
  * - Before a run (`beforeAgent`), a thread whose live session does not hold that stored turn (a new
  *   process, another replica, an evicted session, time travel) is restored from it on its next eval.
  * - After every eval that completed (returned a value or threw), an unsigned in-memory snapshot,
@@ -23,7 +24,8 @@ import { z } from "zod";
 import { resealSnapshot, Sandbox, SandboxError, snapshotBody, type NotRestored, type RestoreOptions, type SandboxErrorCode, type SandboxOptions, type SnapshotOptions } from "../index.js";
 import type { ResolvedOptions } from "./options.js";
 import { PERSISTENCE_TEXT } from "./prompts.js";
-import { ThreadBlobs } from "./thread-blobs.js";
+import { type CheckpointerBlobs, checkpointerOf } from "./checkpointer-blobs.js";
+import { type BlobBackend, ThreadBlobs } from "./thread-blobs.js";
 
 /** Graph-state key holding the snapshot; the leading underscore keeps it out of the agent's output. */
 export const SNAPSHOT_STATE_KEY = "_codeInterpreterSnapshot";
@@ -35,6 +37,8 @@ const storedSnapshot = z.object({
   data: z.string().optional(),
   /** Reference of the snapshot in the agent's store (see thread-blobs.ts), when kept there. */
   ref: z.string().optional(),
+  /** Set when `ref` is kept in the run's checkpointer (an agent without a store; checkpointer-blobs.ts), not in the store. */
+  at: z.literal("checkpointer").optional(),
   /** One line for the model when the state could not be stored (read on the next run, in any process). */
   notice: z.string().optional(),
 });
@@ -51,13 +55,26 @@ export const KEPT_SNAPSHOTS_PER_THREAD = 8;
 /** The middleware's state schema: one private key. */
 export const persistenceStateSchema = z.object({ [SNAPSHOT_STATE_KEY]: storedSnapshot.optional() });
 
+/** Where a run can keep blobs: the agent's store, else the run's checkpointer. */
+export interface RunStorage {
+  store: BaseStore | undefined;
+  checkpointer: CheckpointerBlobs | undefined;
+}
+
+/** The run's storage, from what a node or tool is given: `store`, and its config's `configurable`. */
+export function runStorageOf(store: BaseStore | undefined, configurable: Record<string, unknown> | undefined): RunStorage {
+  return { store, checkpointer: checkpointerOf(configurable) };
+}
+
 /** A snapshot waiting to be restored into the session's next sandbox. */
 export interface PendingRestore {
   bytes?: Uint8Array;
-  /** Store reference of a snapshot kept in the store, read by `load`. */
+  /** Store reference of a snapshot kept in the store (or the checkpointer), read by `load`. */
   ref?: string;
-  /** The read under way, and the store it reads from (each agent run hands nodes a store of its own). */
-  reading?: { store: BaseStore; done: Promise<void> };
+  /** True when `ref` is kept in the checkpointer. */
+  inCheckpointer?: boolean;
+  /** The read under way, and the store or checkpointer it reads from (each agent run hands nodes a store of its own). */
+  reading?: { from: object; done: Promise<void> };
   /** Why the read failed; the sandbox opens fresh and says so. */
   unreadable?: unknown;
   turn?: number;
@@ -191,21 +208,23 @@ export class Persistence {
    * collected, a chunk missing or altered) stays pending with the reason: the sandbox then opens
    * fresh and the model is told once.
    */
-  async load(state: PersistenceState, store: BaseStore | undefined, threadId: string): Promise<void> {
+  async load(state: PersistenceState, storage: RunStorage, threadId: string): Promise<void> {
     const pending = state.pending;
     if (pending?.ref === undefined || pending.bytes !== undefined || pending.unreadable !== undefined) return;
-    if (store === undefined) {
-      pending.unreadable = new SandboxError("INVALID_SNAPSHOT", "the state is kept in a store, and this agent was given none");
+    const from = pending.inCheckpointer === true ? storage.checkpointer : storage.store;
+    if (from === undefined) {
+      pending.unreadable = new SandboxError("INVALID_SNAPSHOT", pending.inCheckpointer === true ? "the state is kept in the checkpointer, and this run has none" : "the state is kept in a store, and this agent was given none");
       return;
     }
     // A read started in an earlier run used that run's store, which may have stopped before answering.
-    if (pending.reading?.store !== store) pending.reading = { store, done: this.#read(pending, store, threadId) };
+    const source = "saver" in from ? from.saver : from;
+    if (pending.reading?.from !== source) pending.reading = { from: source, done: this.#read(pending, from, threadId) };
     await pending.reading.done;
   }
 
-  async #read(pending: PendingRestore, store: BaseStore, threadId: string): Promise<void> {
+  async #read(pending: PendingRestore, from: BlobBackend, threadId: string): Promise<void> {
     try {
-      pending.bytes = await new ThreadBlobs(store, threadId, "snapshot", KEPT_SNAPSHOTS_PER_THREAD).read(pending.ref!, this.#options.maxSnapshotBytes);
+      pending.bytes = await new ThreadBlobs(from, threadId, "snapshot", KEPT_SNAPSHOTS_PER_THREAD).read(pending.ref!, this.#options.maxSnapshotBytes);
     } catch (error) {
       pending.unreadable = error;
     }
@@ -223,7 +242,7 @@ export class Persistence {
     forgetLastGood(state); // the live sandbox's, not the stored state's
     state.pending = stored.data !== undefined
       ? { bytes: Buffer.from(stored.data, "base64"), turn: stored.turn, what: "stored" }
-      : { ref: stored.ref!, turn: stored.turn, what: "stored" };
+      : { ref: stored.ref!, turn: stored.turn, what: "stored", ...(stored.at === "checkpointer" ? { inCheckpointer: true } : {}) };
     state.turn = stored.turn;
     state.storedBody = undefined;
     return true;
@@ -249,7 +268,10 @@ export class Persistence {
    * store refused, is not stored; the stored one is cleared so a later restore cannot bring back
    * an outdated state, and the model is told.
    */
-  async store(state: PersistenceState, sandbox: Sandbox | undefined, stored: StoredSnapshot | undefined, threadId: string, store?: BaseStore): Promise<StoredSnapshot | undefined> {
+  async store(state: PersistenceState, sandbox: Sandbox | undefined, stored: StoredSnapshot | undefined, threadId: string, storage: RunStorage = { store: undefined, checkpointer: undefined }): Promise<StoredSnapshot | undefined> {
+    // Without a store, the chunks go to the run's checkpointer; graph state holds the reference either way.
+    const backend: BlobBackend | undefined = storage.store ?? storage.checkpointer;
+    const at = storage.store === undefined ? "checkpointer" : undefined;
     if (sandbox === undefined || sandbox.disposed) return undefined;
     const turn = (stored?.turn ?? 0) + 1;
     const signing = this.#signing(threadId, turn);
@@ -264,7 +286,7 @@ export class Persistence {
     try {
       // Chunks are deflated one by one in the store; graph state is written by every checkpoint, so
       // a snapshot kept there is deflated whole (records of one shape shrink several times).
-      const options = { maxSnapshotBytes: this.#options.maxSnapshotBytes, compress: store === undefined, ...(signing === undefined ? {} : { signing }) };
+      const options = { maxSnapshotBytes: this.#options.maxSnapshotBytes, compress: backend === undefined, ...(signing === undefined ? {} : { signing }) };
       // The state after the run's last eval was already taken for rollback: sealing it for this
       // turn costs a digest and a signature, not another walk of the interpreter.
       const from = state.lastGoodTurn === undefined ? undefined : this.#signing(threadId, state.lastGoodTurn);
@@ -274,7 +296,7 @@ export class Persistence {
     } catch (error) {
       return notStored(error);
     }
-    if (store === undefined) {
+    if (backend === undefined) {
       if (stored?.data !== undefined && sameBody(Buffer.from(stored.data, "base64"), bytes)) {
         state.turn = stored.turn;
         return undefined;
@@ -283,16 +305,16 @@ export class Persistence {
       return { turn, data: Buffer.from(bytes).toString("base64") };
     }
     const body = bodyDigest(bytes);
-    if (stored?.ref !== undefined && state.turn === stored.turn && state.storedBody === body) return undefined;
+    if (stored?.ref !== undefined && stored.at === at && state.turn === stored.turn && state.storedBody === body) return undefined;
     let ref: string;
     try {
-      ref = await new ThreadBlobs(store, threadId, "snapshot", KEPT_SNAPSHOTS_PER_THREAD).write(bytes);
+      ref = await new ThreadBlobs(backend, threadId, "snapshot", KEPT_SNAPSHOTS_PER_THREAD).write(bytes);
     } catch (error) {
       return notStored(error);
     }
     state.turn = turn;
     state.storedBody = body;
-    return { turn, ref };
+    return { turn, ref, ...(at === undefined ? {} : { at }) };
   }
 
   /** After a completed eval: remembers the sandbox's state for rollback (dropped when it cannot be taken). */

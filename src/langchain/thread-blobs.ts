@@ -23,8 +23,9 @@
 import { createHash } from "node:crypto";
 import { promisify } from "node:util";
 import { constants as zlibConstants, deflateRaw, deflateRawSync, inflateRaw, inflateRawSync, type ZlibOptions } from "node:zlib";
-import type { BaseStore, GetOperation, Item, PutOperation } from "@langchain/langgraph";
+import type { BaseStore, GetOperation, PutOperation } from "@langchain/langgraph";
 import { SandboxError } from "../index.js";
+import { type CheckpointerBlobs, CheckpointerSpace, isCheckpointerBlobs } from "./checkpointer-blobs.js";
 
 const deflateRawAsync = promisify(deflateRaw);
 const inflateRawAsync = promisify(inflateRaw);
@@ -59,6 +60,10 @@ const MAX_CHUNK_BYTES = 64 * 1024;
  * depend on the last 32 bytes (the low ones on fewer), so they are the ones tested.
  */
 const BOUNDARY_MASK = 0xfff80000 | 0;
+/** A deflated chunk is at most a little over its raw size; base64 of that, with room to spare. */
+const MAX_CHUNK_BASE64_CHARS = Math.ceil((MAX_CHUNK_BYTES + 1024) / 3) * 4;
+/** Chunks asked of the store in a read's first batch; each next batch asks for twice as many. */
+const FIRST_READ_BATCH = 32;
 const DIGEST_HEX_CHARS = 32;
 const DIGEST_PATTERN = /^[0-9a-f]{32}$/;
 
@@ -111,13 +116,20 @@ interface Manifest {
   chunks: string[];
 }
 
+function overflow(): SandboxError {
+  return refused("the stored state's chunks hold more than its declared length");
+}
+
 function manifestOf(value: unknown, maxBytes: number): Manifest {
   const m = value as Partial<Manifest> | null | undefined;
   if (typeof m !== "object" || m === null) throw refused("the stored state's manifest is not an object");
   if (m.v !== THREAD_BLOBS_FORMAT_VERSION) throw refused(`the stored state's layout version ${String(m.v)} is not supported (this build reads version ${THREAD_BLOBS_FORMAT_VERSION})`);
   if (typeof m.bytes !== "number" || !Number.isSafeInteger(m.bytes) || m.bytes < 0) throw refused("the stored state's manifest has no valid length");
   if (m.bytes > maxBytes) throw refused(`the stored state is ${m.bytes} bytes, over maxSnapshotBytes (${maxBytes})`);
-  if (!Array.isArray(m.chunks) || m.chunks.length > Math.ceil(m.bytes / MIN_CHUNK_BYTES) + 1 || !m.chunks.every((c) => typeof c === "string" && DIGEST_PATTERN.test(c))) {
+  // Every chunk but the last holds MIN_CHUNK_BYTES to MAX_CHUNK_BYTES, the last at least one byte.
+  const count = Array.isArray(m.chunks) ? m.chunks.length : -1;
+  const fits = m.bytes === 0 ? count === 0 : count >= Math.ceil(m.bytes / MAX_CHUNK_BYTES) && (count - 1) * MIN_CHUNK_BYTES + 1 <= m.bytes;
+  if (!Array.isArray(m.chunks) || !fits || !m.chunks.every((c) => typeof c === "string" && DIGEST_PATTERN.test(c))) {
     throw refused("the stored state's manifest lists malformed chunks");
   }
   return m as Manifest;
@@ -138,20 +150,58 @@ function keptOf(value: unknown): string[] {
   return Array.isArray(blobs) ? blobs.filter((b): b is string => typeof b === "string" && DIGEST_PATTERN.test(b)) : [];
 }
 
+/** A stored value (`undefined`: none), or a value to store (`null`: delete). */
+type Stored = Record<string, unknown> | undefined;
+
+/**
+ * Where one thread's blobs of one slot live: keys to JSON-shaped values, read and written in
+ * batches. Either a `BaseStore` namespace or private checkpoints of the run's checkpointer
+ * (checkpointer-blobs.ts); everything read back is hostile, and checked here whichever it is.
+ */
+export interface BlobSpace {
+  get(keys: readonly string[]): Promise<Stored[]>;
+  /** Stores each value under its key; `null` deletes. */
+  put(entries: readonly (readonly [string, Record<string, unknown> | null])[]): Promise<void>;
+}
+
+/** A `BaseStore` namespace per thread and slot. */
+class StoreSpace implements BlobSpace {
+  readonly #store: BaseStore;
+  readonly #namespace: string[];
+
+  constructor(store: BaseStore, threadId: string, slot: string) {
+    this.#store = batchingStoreOf(store);
+    // Thread ids are free text; store namespaces may not hold periods, and need not show them.
+    this.#namespace = [...NAMESPACE_ROOT, createHash("sha256").update(threadId, "utf8").digest("hex").slice(0, DIGEST_HEX_CHARS), slot];
+  }
+
+  async get(keys: readonly string[]): Promise<Stored[]> {
+    const items = await this.#store.batch(keys.map((key): GetOperation => ({ namespace: this.#namespace, key })));
+    return items.map((item) => item?.value ?? undefined);
+  }
+
+  async put(entries: readonly (readonly [string, Record<string, unknown> | null])[]): Promise<void> {
+    if (entries.length > 0) await this.#store.batch(entries.map(([key, value]): PutOperation => ({ namespace: this.#namespace, key, value, index: false })));
+  }
+}
+
+/** Where blobs can be kept: the agent's store, or (without one) the run's checkpointer. */
+export type BlobBackend = BaseStore | CheckpointerBlobs;
+
 /**
  * One thread's blobs of one kind (`slot`, e.g. "snapshot" or "journal") in a `BaseStore`. Slots
  * are collected independently: a journal never loses a chunk to a snapshot's collection.
  */
 export class ThreadBlobs {
-  readonly #store: BaseStore;
-  readonly #namespace: string[];
+  readonly #space: BlobSpace;
   readonly #keep: number;
 
-  /** `keep`: how many of the latest blobs (and their chunks) the slot keeps. */
-  constructor(store: BaseStore, threadId: string, slot: string, keep: number) {
-    this.#store = batchingStoreOf(store);
-    // Thread ids are free text; store namespaces may not hold periods, and need not show them.
-    this.#namespace = [...NAMESPACE_ROOT, createHash("sha256").update(threadId, "utf8").digest("hex").slice(0, DIGEST_HEX_CHARS), slot];
+  /**
+   * `keep`: how many of the latest blobs (and their chunks) the slot keeps. `threadId` names the
+   * thread's namespace in a store; a checkpointer keeps them under its own thread id.
+   */
+  constructor(backend: BlobBackend, threadId: string, slot: string, keep: number) {
+    this.#space = isCheckpointerBlobs(backend) ? new CheckpointerSpace(backend, slot) : new StoreSpace(backend, threadId, slot);
     this.#keep = keep;
   }
 
@@ -163,33 +213,33 @@ export class ThreadBlobs {
     const manifest: Manifest = { v: THREAD_BLOBS_FORMAT_VERSION, bytes: bytes.length, chunks };
     const ref = digestOf(Buffer.from(JSON.stringify(manifest), "utf8"));
 
-    const [keptItem] = await this.#get([KEPT_KEY]);
-    const kept = keptOf(keptItem?.value);
+    const [keptValue] = await this.#space.get([KEPT_KEY]);
+    const kept = keptOf(keptValue);
     const keptChunks = await this.#chunksOf(kept);
     const held = new Set(keptChunks.flat());
     const written = new Set<string>();
     const deflate = zlibCall(deflateRawSync, deflateRawAsync, bytes.length <= SYNC_ZLIB_BYTES);
-    const puts: Promise<PutOperation>[] = [];
+    const puts: Promise<[string, Record<string, unknown>]>[] = [];
     for (let i = 0; i < pieces.length; i++) {
       const digest = chunks[i]!;
       if (held.has(digest) || written.has(digest)) continue;
       written.add(digest);
       puts.push(deflate(pieces[i]!, { level: zlibConstants.Z_BEST_SPEED }).then((z) =>
-        this.#put(`chunk:${digest}`, { v: THREAD_BLOBS_FORMAT_VERSION, z: z.toString("base64") })));
+        [`chunk:${digest}`, { v: THREAD_BLOBS_FORMAT_VERSION, z: z.toString("base64") }]));
     }
-    if (puts.length > 0) await this.#store.batch(await Promise.all(puts));
+    await this.#space.put(await Promise.all(puts));
 
     // The manifest goes in after its chunks: a reader never finds a manifest whose chunks are not there yet.
     const next = [...kept.filter((b) => b !== ref), ref];
     const dropped = next.splice(0, Math.max(0, next.length - this.#keep));
-    await this.#store.batch([
-      ...(kept.includes(ref) ? [] : [this.#put(`blob:${ref}`, { ...manifest })]),
-      this.#put(KEPT_KEY, { v: THREAD_BLOBS_FORMAT_VERSION, blobs: next }),
+    await this.#space.put([
+      ...(kept.includes(ref) ? [] : [[`blob:${ref}`, { ...manifest }] as const]),
+      [KEPT_KEY, { v: THREAD_BLOBS_FORMAT_VERSION, blobs: next }],
     ]);
     if (dropped.length > 0) {
       const stillUsed = new Set([...chunks, ...keptChunks.filter((_, i) => next.includes(kept[i]!)).flat()]);
       const garbage = new Set(keptChunks.filter((_, i) => dropped.includes(kept[i]!)).flat().filter((c) => !stillUsed.has(c)));
-      await this.#store.batch([...dropped.map((b) => this.#put(`blob:${b}`, null)), ...[...garbage].map((c) => this.#put(`chunk:${c}`, null))]);
+      await this.#space.put([...dropped.map((b) => [`blob:${b}`, null] as const), ...[...garbage].map((c) => [`chunk:${c}`, null] as const)]);
     }
     return ref;
   }
@@ -197,53 +247,87 @@ export class ThreadBlobs {
   /**
    * The bytes of blob `ref`, every chunk checked against its digest. Throws `INVALID_SNAPSHOT` with
    * the reason when the manifest or a chunk is missing, altered or of an unknown version.
+   *
+   * Stored items are hostile: the manifest is checked against its reference and its chunk count
+   * against its length before any chunk is read, chunks are fetched in order in batches of growing
+   * size and inflated one by one into a buffer of the declared length, and every chunk must fit
+   * what the declared length leaves for it (each chunk but the last holds at least
+   * `MIN_CHUNK_BYTES`). So a manifest listing many large chunks under a small length is refused at
+   * its first chunk that overflows, and no more than the declared length is ever inflated.
    */
   async read(ref: string, maxBytes: number): Promise<Uint8Array> {
     if (!DIGEST_PATTERN.test(ref)) throw refused("the stored state's reference is malformed");
-    const [item] = await this.#get([`blob:${ref}`]);
-    if (item === null || item === undefined) throw refused("the stored state is no longer in the store (collected, or written to another store)");
-    const manifest = manifestOf(item.value, maxBytes);
+    const [value] = await this.#space.get([`blob:${ref}`]);
+    if (value === undefined) throw refused("the stored state is no longer in the store (collected, or written to another store)");
+    const manifest = manifestOf(value, maxBytes);
     if (digestOf(Buffer.from(JSON.stringify({ v: manifest.v, bytes: manifest.bytes, chunks: manifest.chunks }), "utf8")) !== ref) {
       throw refused("the stored state's manifest does not match its reference (altered)");
     }
-    const distinct = [...new Set(manifest.chunks)];
-    const items = await this.#get(distinct.map((digest) => `chunk:${digest}`));
-    const pieces = new Map<string, Buffer>();
-    const inflate = zlibCall(inflateRawSync, inflateRawAsync, manifest.bytes <= SYNC_ZLIB_BYTES);
-    await Promise.all(distinct.map(async (digest, i) => {
-      const value = items[i]?.value as { v?: unknown; z?: unknown } | undefined;
-      if (value === undefined) throw refused(`a chunk of the stored state is missing (${digest})`);
-      if (value.v !== THREAD_BLOBS_FORMAT_VERSION || typeof value.z !== "string") throw refused(`a chunk of the stored state is malformed (${digest})`);
-      let piece: Buffer;
-      try {
-        piece = await inflate(Buffer.from(value.z, "base64"), { maxOutputLength: MAX_CHUNK_BYTES });
-      } catch {
-        throw refused(`a chunk of the stored state does not inflate (${digest})`);
+    const { bytes: declared, chunks } = manifest;
+    const out = Buffer.allocUnsafe(declared);
+    const inflate = zlibCall(inflateRawSync, inflateRawAsync, declared <= SYNC_ZLIB_BYTES);
+    /** Where each chunk already placed sits in `out`: a repeated chunk is copied from there. */
+    const placed = new Map<string, { at: number; length: number }>();
+    let filled = 0;
+    let batch = FIRST_READ_BATCH;
+    for (let next = 0; next < chunks.length; batch *= 2) {
+      // The next chunks in order whose digest was not placed yet, fetched in one store batch.
+      const wanted = new Set<string>();
+      for (let i = next; i < chunks.length && wanted.size < batch; i++) {
+        if (!placed.has(chunks[i]!)) wanted.add(chunks[i]!);
       }
-      if (digestOf(piece) !== digest) throw refused(`a chunk of the stored state does not match its digest (altered or foreign: ${digest})`);
-      pieces.set(digest, piece);
-    }));
-    const out = Buffer.concat(manifest.chunks.map((digest) => pieces.get(digest)!));
-    if (out.length !== manifest.bytes) throw refused("the stored state's chunks do not add up to its length");
+      const values = wanted.size === 0 ? [] : await this.#space.get([...wanted].map((digest) => `chunk:${digest}`));
+      const fetched = new Map([...wanted].map((digest, i) => [digest, values[i]]));
+      for (; next < chunks.length; next++) {
+        const digest = chunks[next]!;
+        const after = chunks.length - next - 1;
+        // What the declared length leaves for this chunk: every later chunk needs its minimum.
+        const room = declared - filled - (after === 0 ? 0 : (after - 1) * MIN_CHUNK_BYTES + 1);
+        const known = placed.get(digest);
+        let length: number;
+        if (known !== undefined) {
+          length = known.length;
+          if (length > room) throw overflow();
+          out.copy(out, filled, known.at, known.at + length);
+        } else if (fetched.has(digest)) {
+          const piece = await this.#chunk(digest, fetched.get(digest), Math.min(MAX_CHUNK_BYTES, room), inflate);
+          length = piece.length;
+          piece.copy(out, filled);
+          placed.set(digest, { at: filled, length });
+        } else {
+          break; // fetched by the next batch
+        }
+        if (after > 0 ? length < MIN_CHUNK_BYTES : filled + length !== declared) throw refused("the stored state's chunks do not add up to its length");
+        filled += length;
+      }
+    }
+    if (filled !== declared) throw refused("the stored state's chunks do not add up to its length");
     return new Uint8Array(out.buffer, out.byteOffset, out.length);
   }
 
-  /** The slot's items under `keys`, in one store batch (`null` for a missing one). */
-  async #get(keys: readonly string[]): Promise<(Item | null)[]> {
-    return this.#store.batch(keys.map((key): GetOperation => ({ namespace: this.#namespace, key })));
-  }
-
-  /** A put of `value` (a delete for `null`) under `key` in the slot, unindexed. */
-  #put(key: string, value: Record<string, unknown> | null): PutOperation {
-    return { namespace: this.#namespace, key, value, index: false };
+  /** Chunk `digest` from its stored `value`, inflated to at most `room` bytes and checked against its digest. */
+  async #chunk(digest: string, value: unknown, room: number, inflate: (b: Uint8Array, o: ZlibOptions) => Promise<Buffer>): Promise<Buffer> {
+    if (value === undefined || value === null) throw refused(`a chunk of the stored state is missing (${digest})`);
+    const { v, z } = value as { v?: unknown; z?: unknown };
+    if (v !== THREAD_BLOBS_FORMAT_VERSION || typeof z !== "string" || z.length > MAX_CHUNK_BASE64_CHARS) throw refused(`a chunk of the stored state is malformed (${digest})`);
+    if (room <= 0) throw overflow();
+    let piece: Buffer;
+    try {
+      piece = await inflate(Buffer.from(z, "base64"), { maxOutputLength: room });
+    } catch (error) {
+      if ((error as { code?: unknown }).code === "ERR_BUFFER_TOO_LARGE") throw overflow();
+      throw refused(`a chunk of the stored state does not inflate (${digest})`);
+    }
+    if (digestOf(piece) !== digest) throw refused(`a chunk of the stored state does not match its digest (altered or foreign: ${digest})`);
+    return piece;
   }
 
   /** The chunk lists of the given kept blobs (an empty list for one whose manifest is gone). */
   async #chunksOf(blobs: readonly string[]): Promise<string[][]> {
     if (blobs.length === 0) return [];
-    const items = await this.#get(blobs.map((b) => `blob:${b}`));
-    return items.map((item) => {
-      const chunks = (item?.value as { chunks?: unknown } | undefined)?.chunks;
+    const values = await this.#space.get(blobs.map((b) => `blob:${b}`));
+    return values.map((value) => {
+      const chunks = (value as { chunks?: unknown } | undefined)?.chunks;
       return Array.isArray(chunks) ? chunks.filter((c): c is string => typeof c === "string") : [];
     });
   }

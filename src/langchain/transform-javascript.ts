@@ -109,7 +109,7 @@ export function failedParse(message: string, line: number, column: number, langu
 }
 
 /** Maps a generated line through a {@link TransformResult.lineTable}. */
-export function lineMapOf(lines: readonly number[]): (generatedLine: number) => number {
+export function lineMapOf(lines: ArrayLike<number>): (generatedLine: number) => number {
   return (generatedLine) => lines[generatedLine - 1] ?? lines[lines.length - 1] ?? generatedLine;
 }
 

@@ -7,8 +7,8 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
-import { failedParse, lineMapOf, type TransformResult, transformCodeLazily } from "./transform-javascript.js";
-import type { TransformReply, TransformRequest } from "./transform-worker.js";
+import { failedParse, lineMapOf, transformCodeLazily } from "./transform-javascript.js";
+import type { RunnableTransform, TransformReply, TransformRequest } from "./transform-worker.js";
 
 /** Code up to this many characters is transformed inline (well under a millisecond of parsing). */
 export const INLINE_TRANSFORM_CHARS = 4096;
@@ -22,7 +22,7 @@ const WORKER_URL = new URL("./transform-worker.js", import.meta.url);
 const workerAvailable = existsSync(fileURLToPath(WORKER_URL));
 
 interface Pending {
-  resolve: (result: TransformResult) => void;
+  resolve: (result: RunnableTransform) => void;
   timer: NodeJS.Timeout;
 }
 
@@ -55,7 +55,10 @@ function ensureWorker(): Worker {
     clearTimeout(entry.timer);
     if (pending.size === 0) created.unref();
     if (result === undefined) entry.resolve(failedParse(`the code could not be parsed: ${error ?? "unknown failure"}`, 1, 1, "javascript"));
-    else entry.resolve(result.lineTable === undefined ? result : { ...result, lineMap: lineMapOf(result.lineTable) });
+    else {
+      const { lineTable, ...runnable } = result;
+      entry.resolve(lineTable === undefined ? runnable : { ...runnable, lineMap: lineMapOf(lineTable) });
+    }
   });
   created.on("error", (error) => {
     if (worker === created) stopWorker(`the code could not be parsed: ${error.message}`);
@@ -73,7 +76,7 @@ function ensureWorker(): Worker {
  * longer than `timeoutMs` is stopped (the worker is replaced) and the code fails with a
  * `SyntaxError` saying so. Never rejects.
  */
-export function transformOffThread(source: string, timeoutMs: number): Promise<TransformResult> {
+export function transformOffThread(source: string, timeoutMs: number): Promise<RunnableTransform> {
   if (source.length <= INLINE_TRANSFORM_CHARS || !workerAvailable) return transformCodeLazily(source);
   return new Promise((resolve) => {
     const id = nextId++;

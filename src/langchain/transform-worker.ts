@@ -1,6 +1,10 @@
 /**
  * Worker-thread entry of {@link transformOffThread}: transforms one eval's source per message, so
  * parsing and type stripping of large code never run on the Node main thread.
+ *
+ * The reply carries only what the eval runs with, since the main thread decodes every object of it:
+ * the script, how it was made, and its line table as one transferred typed array. Per-declaration
+ * names and sources (tens of thousands of strings for a megabyte of declarations) stay here.
  */
 import { parentPort } from "node:worker_threads";
 import { type TransformResult, transformCodeLazily } from "./transform-javascript.js";
@@ -11,20 +15,26 @@ export interface TransformRequest {
   source: string;
 }
 
-/** The reply: the transform result (its `lineMap` function stays behind; `lineTable` carries it). */
+/** What an eval runs with of a transform result. */
+export type RunnableTransform = Pick<TransformResult, "code" | "language" | "stripping" | "syntaxError" | "lineMap">;
+
+/** The reply: the runnable part of the transform result, its line table (see `TransformResult.lineTable`) as a typed array. */
 export interface TransformReply {
   id: number;
-  result?: Omit<TransformResult, "lineMap">;
+  result?: Omit<RunnableTransform, "lineMap"> & { lineTable?: Uint32Array };
   error?: string;
 }
 
 parentPort?.on("message", async ({ id, source }: TransformRequest) => {
   let reply: TransformReply;
+  const transfer: ArrayBuffer[] = [];
   try {
-    const { lineMap: _lineMap, ...result } = await transformCodeLazily(source);
-    reply = { id, result };
+    const { code, language, stripping, syntaxError, lineTable } = await transformCodeLazily(source);
+    const table = lineTable === undefined ? undefined : Uint32Array.from(lineTable);
+    if (table !== undefined) transfer.push(table.buffer);
+    reply = { id, result: { code, language, ...(stripping === undefined ? {} : { stripping }), ...(syntaxError === undefined ? {} : { syntaxError }), ...(table === undefined ? {} : { lineTable: table }) } };
   } catch (error) {
     reply = { id, error: error instanceof Error ? error.message : String(error) };
   }
-  parentPort?.postMessage(reply);
+  parentPort?.postMessage(reply, transfer);
 });

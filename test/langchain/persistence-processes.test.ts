@@ -2,9 +2,10 @@
  * The acceptance scenario of mode "thread" as a new user meets it: two separate Node processes
  * share one checkpointer and store. Process A defines data, a function, a class, an instance and
  * a Map, then exits; process B continues the same thread and uses all of them. Runs on SQLite
- * (checkpointer and SqliteStore files, no server), on SQLite without a store (state in graph
- * state), and on PostgreSQL when QJSN_POSTGRES_URL is set (scripts/with-postgres.sh starts a
- * throwaway cluster and sets it); without it the Postgres cases are reported as skipped. Runs the
+ * (checkpointer and SqliteStore files, no server), on SQLite without a store (state chunks in the
+ * checkpointer), and on PostgreSQL with and without a store when QJSN_POSTGRES_URL is set
+ * (scripts/with-postgres.sh starts a throwaway cluster and sets it); without it the Postgres
+ * cases are reported as skipped. Runs the
  * compiled package (dist/, `npm run build:ts`) in child processes.
  */
 import { spawnSync } from "node:child_process";
@@ -19,7 +20,7 @@ const script = fileURLToPath(new URL("./support/persistence-process.mjs", import
 const dir = mkdtempSync(join(tmpdir(), "qjsn-persist-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-type Backend = "sqlite" | "sqlite-inline" | "postgres";
+type Backend = "sqlite" | "sqlite-inline" | "postgres" | "postgres-inline";
 const postgresUrl = process.env.QJSN_POSTGRES_URL;
 
 function runProcess(backend: Backend, location: string, threadId: string, runId: string, code: string, key: string): string {
@@ -48,13 +49,14 @@ let cases = 0;
 function location(backend: Backend): { where: string; thread: string } {
   const n = ++cases;
   const thread = `orders-${process.pid}-${Date.now()}-${n}`;
-  return backend === "postgres" ? { where: postgresUrl!, thread } : { where: join(dir, `checkpoints-${n}.sqlite`), thread };
+  return backend.startsWith("postgres") ? { where: postgresUrl!, thread } : { where: join(dir, `checkpoints-${n}.sqlite`), thread };
 }
 
 const backends: { backend: Backend; title: string; skip: boolean }[] = [
   { backend: "sqlite", title: "SQLite checkpointer and SqliteStore (no server)", skip: false },
-  { backend: "sqlite-inline", title: "SQLite checkpointer without a store (state in graph state)", skip: false },
+  { backend: "sqlite-inline", title: "SQLite checkpointer without a store (state chunks in the checkpointer)", skip: false },
   { backend: "postgres", title: postgresUrl === undefined ? "PostgreSQL (skipped: set QJSN_POSTGRES_URL, or run under scripts/with-postgres.sh)" : "PostgreSQL checkpointer and PostgresStore", skip: postgresUrl === undefined },
+  { backend: "postgres-inline", title: postgresUrl === undefined ? "PostgreSQL without a store (skipped: set QJSN_POSTGRES_URL)" : "PostgreSQL checkpointer without a store (state chunks in the checkpointer)", skip: postgresUrl === undefined },
 ];
 
 for (const { backend, title, skip } of backends) describe(`two processes on one ${title}`, () => {

@@ -58,7 +58,8 @@ describe('mode "thread": state in graph state', () => {
     const saver = new MemorySaver();
     const first = await turn(middleware({ snapshotSigningKey: KEY }), saver, "t1", [TURN_ONE]);
     expect(section(first.evals[0]!, "result")).toBe("30");
-    expect(first.stored?.data).toBeTypeOf("string");
+    // No store: the snapshot's chunks are in the checkpointer, graph state holds their reference.
+    expect(first.stored).toMatchObject({ ref: expect.any(String), at: "checkpointer" });
     const second = await turn(middleware({ snapshotSigningKey: KEY }), saver, "t1", [TURN_TWO]);
     expect(section(second.evals[0]!, "result")).toBe("[ 3, 80, 31, true ]");
     expect(notice(second.evals[0]!)).toBe("");
@@ -116,9 +117,9 @@ describe('mode "thread": state in graph state', () => {
     const saver = new MemorySaver();
     const m = middleware({ maxSnapshotBytes: 4096 });
     const small = await turn(m, saver, "t5", ["var small = 1"]);
-    expect(small.stored?.data).toBeTypeOf("string");
+    expect(small.stored?.ref).toBeTypeOf("string");
     const big = await turn(m, saver, "t5", ["var big = 'x'.repeat(20000); big.length"]);
-    expect(big.stored?.data).toBeUndefined();
+    expect(big.stored?.ref).toBeUndefined();
     const next = await turn(m, saver, "t5", ["small"]);
     expect(notice(next.evals[0]!)).toMatch(/^The interpreter state was not saved at the end of the last turn \(INVALID_SNAPSHOT: .*\)/);
     // Another process sees no stale snapshot and is told the same line.
@@ -264,6 +265,13 @@ describe("stored size", () => {
     const saver = new MemorySaver();
     const run = await turn(middleware(), saver, "s1", [`var rows = Array.from({ length: 2000 }, (_, i) => ({ id: i, name: "row" + i, region: ["north", "south"][i % 2] })); JSON.stringify(rows).length`]);
     const jsonChars = Number(section(run.evals[0]!, "result"));
-    expect(run.stored!.data!.length).toBeLessThan(jsonChars / 3);
+    // Kept in the checkpointer as chunks deflated one by one (private checkpoints, value in metadata).
+    const kept = Object.entries(saver.storage["s1"] ?? {})
+      .filter(([ns]) => ns.startsWith("__quickjs_native_blobs__"))
+      .flatMap(([, checkpoints]) => Object.values(checkpoints))
+      .reduce((bytes, [, metadata]) => bytes + metadata.length, 0);
+    expect(run.stored?.at).toBe("checkpointer");
+    expect(kept).toBeGreaterThan(0);
+    expect(kept).toBeLessThan(jsonChars / 3);
   });
 });

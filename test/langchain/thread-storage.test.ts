@@ -11,7 +11,9 @@ import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { createAgent } from "langchain";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
-import { InMemoryStore, MemorySaver, type BaseStore } from "@langchain/langgraph";
+import { InMemoryStore, MemorySaver, type BaseCheckpointSaver, type BaseStore } from "@langchain/langgraph";
+import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import Database from "better-sqlite3";
 import { createCodeInterpreterMiddleware, type CodeInterpreterMiddleware } from "../../src/langchain/index.js";
 import { KEPT_SNAPSHOTS_PER_THREAD, SNAPSHOT_STATE_KEY } from "../../src/langchain/persistence.js";
 import { chunkBoundaries, ThreadBlobs } from "../../src/langchain/thread-blobs.js";
@@ -37,7 +39,7 @@ function middleware(): CodeInterpreterMiddleware {
 let runs = 0;
 
 /** One agent run on `threadId` making one eval; returns the eval's text and the stored graph-state value. */
-async function turn(interpreter: CodeInterpreterMiddleware, checkpointer: MemorySaver, store: BaseStore, threadId: string, code: string) {
+async function turn(interpreter: CodeInterpreterMiddleware, checkpointer: BaseCheckpointSaver, store: BaseStore | undefined, threadId: string, code: string) {
   const run = ++runs;
   const steps = [callTool("eval", { code }, `call-${run}`), reply("done")];
   steps.forEach((step, i) => {
@@ -220,6 +222,64 @@ describe("a stored state that is missing, altered or foreign", () => {
   it("a store that lost the whole state (another store, or collected)", async () => {
     const { saver } = await storedThread();
     await expectRefused(saver, new InMemoryStore(), /no longer in the store/);
+  });
+});
+
+describe("state kept in the checkpointer (no store)", () => {
+  /** Bytes the interpreter state takes in a SQLite checkpointer file for `thread`: its graph-state key in every checkpoint and write, and the private checkpoints of its chunks. */
+  function interpreterBytes(file: string, thread: string): number {
+    const db = new Database(file, { readonly: true });
+    try {
+      let bytes = Number((db.prepare("SELECT sum(length(value)) AS n FROM writes WHERE thread_id = ? AND channel = ?").get(thread, SNAPSHOT_STATE_KEY) as { n: number | null }).n ?? 0);
+      for (const row of db.prepare("SELECT checkpoint_ns, checkpoint, metadata FROM checkpoints WHERE thread_id = ?").iterate(thread) as Iterable<{ checkpoint_ns: string; checkpoint: Buffer; metadata: Buffer }>) {
+        if (row.checkpoint_ns.startsWith("__quickjs_native_blobs__")) {
+          bytes += row.checkpoint.length + row.metadata.length;
+          continue;
+        }
+        const value = (JSON.parse(row.checkpoint.toString("utf8")) as { channel_values?: Record<string, unknown> }).channel_values?.[SNAPSHOT_STATE_KEY];
+        if (value !== undefined) bytes += Buffer.byteLength(JSON.stringify(value));
+      }
+      return bytes;
+    } finally {
+      db.close();
+    }
+  }
+
+  it("a read-only turn of a 10,000-row state adds under 8 KB to a SQLite checkpointer, seven turns under twice the first", async () => {
+    const file = join(dir, "no-store.sqlite");
+    const saver = SqliteSaver.fromConnString(file);
+    const m = middleware();
+    const added: number[] = [];
+    let before = 0;
+    const codes = [ROWS, "rows.length", "rows[10].v = -1; rows[10].v", "rows.length + 1", "rows[20].v = -2; rows[20].v", "rows.length + 2", "rows[30].v = -3; rows[30].v"];
+    for (const code of codes) {
+      const { text, stored } = await turn(m, saver, undefined, "t", code);
+      expect(notice(text)).toBe("");
+      expect(stored).toMatchObject({ ref: expect.any(String), at: "checkpointer" });
+      const now = interpreterBytes(file, "t");
+      added.push(now - before);
+      before = now;
+    }
+    for (const i of [1, 3, 5]) expect(added[i]).toBeLessThanOrEqual(8 * 1024);
+    expect(before).toBeLessThanOrEqual(2 * added[0]!);
+    // Another middleware instance (a new process) continues the thread from the checkpointer alone.
+    const back = await turn(middleware(), saver, undefined, "t", "rows[30].v + rows.length");
+    expect(notice(back.text)).toBe("");
+    expect(result(back.text)).toBe("9997");
+  });
+
+  it("a chunk altered in the checkpointer is refused in one line and the interpreter starts fresh", async () => {
+    const saver = new MemorySaver();
+    await turn(middleware(), saver, undefined, "t", ROWS);
+    const chunks = Object.entries(saver.storage["t"] ?? {}).filter(([ns]) => ns.startsWith("__quickjs_native_blobs__")).flatMap(([ns, checkpoints]) => Object.keys(checkpoints).filter((id) => id.startsWith("chunk:")).map((id) => ({ ns, id })));
+    expect(chunks.length).toBeGreaterThan(1);
+    const { ns, id } = chunks[0]!;
+    const tuple = await saver.getTuple({ configurable: { thread_id: "t", checkpoint_ns: ns, checkpoint_id: id } });
+    const other = (await saver.getTuple({ configurable: { thread_id: "t", checkpoint_ns: ns, checkpoint_id: chunks[1]!.id } }))!.metadata as Record<string, unknown>;
+    await saver.put({ configurable: { thread_id: "t", checkpoint_ns: ns } }, tuple!.checkpoint, { ...tuple!.metadata!, quickjs_native_blob: other["quickjs_native_blob"] } as typeof tuple.metadata & object, {});
+    const back = await turn(middleware(), saver, undefined, "t", "typeof rows");
+    expect(notice(back.text)).toMatch(/^The saved interpreter state from earlier turns could not be restored \(INVALID_SNAPSHOT: a chunk of the stored state does not match its digest/);
+    expect(result(back.text)).toBe("undefined");
   });
 });
 

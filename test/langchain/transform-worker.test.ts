@@ -5,6 +5,7 @@
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
 import { describe, expect, it } from "vitest";
 
 const dist = fileURLToPath(new URL("../../dist/langchain/", import.meta.url));
@@ -21,10 +22,28 @@ describe("transformOffThread", () => {
     const off = await transformOffThread(source, 30_000);
     const inline = transformCode(source);
     expect(off.code).toBe(inline.code);
-    expect(off.declaredNames).toEqual(inline.declaredNames);
     expect(off.stripping).toBe("transpiled");
     expect(inline.lineMap).toBeDefined();
     expect(off.lineMap?.(503)).toBe(inline.lineMap?.(503));
+  });
+
+  it("replies with only what the eval runs: no per-declaration strings for the main thread to decode, the line table transferred", async () => {
+    // A megabyte of declarations made 35,000 names and a 35,000-number array the main thread decoded per eval.
+    const source = `enum Color { Red }\n${lines(5000, (i) => `const v${i}: number = ${i};`)}`;
+    const worker = new Worker(new URL(`file://${dist}transform-worker.js`));
+    try {
+      const reply = await new Promise<{ id: number; result: Record<string, unknown> }>((resolve, reject) => {
+        worker.once("message", resolve);
+        worker.once("error", reject);
+        worker.postMessage({ id: 7, source });
+      });
+      expect(reply.id).toBe(7);
+      expect(Object.keys(reply.result).sort()).toEqual(["code", "language", "lineTable", "stripping"]);
+      expect(reply.result["lineTable"]).toBeInstanceOf(Uint32Array);
+      expect((reply.result["lineTable"] as Uint32Array).length).toBeGreaterThan(5000);
+    } finally {
+      await worker.terminate();
+    }
   });
 
   it("turns code nested too deeply for the parser into a SyntaxError result", async () => {

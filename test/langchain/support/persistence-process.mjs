@@ -1,8 +1,9 @@
 // One agent run in its own process, on a shared checkpointer (and store): what a restarted server
 // or another replica does. Usage: node persistence-process.mjs <backend> <location> <thread id> <run id> <code>
 //   backend "sqlite":        SqliteSaver in <location>, SqliteStore in <location>.store
-//   backend "sqlite-inline": SqliteSaver in <location>, no store (state kept in graph state)
+//   backend "sqlite-inline": SqliteSaver in <location>, no store (state chunks kept in the checkpointer)
 //   backend "postgres":      PostgresSaver and PostgresStore on the connection URL <location>
+//   backend "postgres-inline": PostgresSaver on <location>, no store
 // Prints the eval's ToolMessage text as JSON on stdout. Imports the compiled package (dist/).
 import { createAgent } from "langchain";
 import { HumanMessage } from "@langchain/core/messages";
@@ -12,11 +13,12 @@ import { ScriptedChatModel, callTool, reply } from "../../../dist/langchain/test
 const [backend, location, threadId, runId, code] = process.argv.slice(2);
 
 async function open() {
-  if (backend === "postgres") {
+  if (backend.startsWith("postgres")) {
     const { PostgresSaver } = await import("@langchain/langgraph-checkpoint-postgres");
     const { PostgresStore } = await import("@langchain/langgraph-checkpoint-postgres/store");
     const checkpointer = PostgresSaver.fromConnString(location);
     await checkpointer.setup();
+    if (backend === "postgres-inline") return { checkpointer, store: undefined, close: async () => checkpointer.end() };
     const store = PostgresStore.fromConnString(location);
     await store.setup();
     return { checkpointer, store, close: async () => { await checkpointer.end(); await store.stop(); } };
