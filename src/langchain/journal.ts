@@ -1,38 +1,48 @@
 /**
  * The replay record of a paused eval: its start snapshot, the clock and `Math.random` seed it ran
- * with, and the journal of every host call it made before it paused for review, in call order.
- * Enough for any process to run the eval again exactly to the paused call without running those
- * calls a second time (see approval.ts).
+ * with, and the journal of every host call that completed before it paused for review, whatever
+ * its position, in the order the calls settled. Enough for any process to run the eval again
+ * exactly to the paused call without running those calls a second time (see approval.ts).
  *
  * ```
  * offset size
  *      0    8  magic "QJSNJRNL"
- *      8    2  format version (u16 LE), 1
+ *      8    2  format version (u16 LE), 2
  *     10    2  flags (u16 LE): bit 0 = signed
- *     12    n  payload: v8.serialize of the record (structured clone: Dates, Maps, typed arrays...)
- *   12+n   32  HMAC-SHA256 (signed) or SHA-256 (unsigned) of the domain, thread id, eval call id
- *              and everything before it
+ *     12    …  sections, each a u32 LE length and its bytes:
+ *                the head (v8.serialize of everything but the entries and the snapshot, with the
+ *                entry count), the start snapshot (raw), then one v8.serialize per journal entry
+ *    end-32   32  HMAC-SHA256 (signed) or SHA-256 (unsigned) of the domain, thread id, eval call id,
+ *              storage slot (checkpoint and pause number) and everything before it
  * ```
  * The digest is checked before a byte of the payload is parsed; a signed record is bound to its
- * thread and eval tool call, so it cannot be replayed into another.
+ * thread, its eval tool call and the slot it is stored in, so it cannot be replayed into another
+ * thread or eval, nor moved to another pause. Version 1 records (no slot binding, journal cut at
+ * the paused position) are refused.
+ *
+ * Encoding and decoding yield to the event loop between entries and between slices of the digest
+ * and the base64 text, so a large journal never holds the shared main thread for long.
  *
  * Records are stored as pending writes of the checkpoint the eval's graph task runs on, under a
  * private task id: a task that raises `interrupt()` keeps no other writes (LangGraph discards them),
  * so graph state cannot carry them, while pending writes live wherever the checkpointer keeps its
  * data (SQLite, Postgres, memory) and come back when the task runs again on resume.
  */
-import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac, timingSafeEqual, type Hash, type Hmac } from "node:crypto";
 import { deserialize, serialize } from "node:v8";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { StateUpdate } from "./ptc.js";
 
 const MAGIC = Buffer.from("QJSNJRNL", "latin1");
 /** Version of the replay record layout this build writes and reads. */
-export const JOURNAL_FORMAT_VERSION = 1;
+export const JOURNAL_FORMAT_VERSION = 2;
 const HEADER_BYTES = 12;
+const LENGTH_BYTES = 4;
 const DIGEST_BYTES = 32;
 const FLAG_SIGNED = 1;
-const DOMAIN = "quickjs-native replay journal\0";
+const DOMAIN = "quickjs-native replay journal v2\0";
+/** Bytes hashed or base64-coded between two yields to the event loop (a multiple of 3). */
+const SLICE_BYTES = 3 * 512 * 1024;
 
 /** What guest code called: a tool under `tools`, or a subagent with `task()`. */
 export type HostCallKind = "tool" | "task";
@@ -46,13 +56,18 @@ export interface HostCallRequest {
   args: Record<string, unknown>;
 }
 
+/** A host call at its position in the eval's call order (0 for the first call). */
+export interface PositionedCall extends HostCallRequest {
+  position: number;
+}
+
 /** What a host call gave guest code. */
 export type HostCallOutcome =
   | { ok: true; value: unknown; updates: StateUpdate[] }
   | { ok: false; error: { name: string; message: string } };
 
 /** One completed host call of the journal. */
-export interface JournalEntry extends HostCallRequest {
+export interface JournalEntry extends PositionedCall {
   /** True when the call paused for review: replaying it consumes its recorded decision again. */
   reviewed: boolean;
   outcome: HostCallOutcome;
@@ -68,10 +83,10 @@ export interface ReplayRecord {
   randomSeed: number;
   /** Console lines written before the pause: already streamed, not streamed again. */
   consoleLines: number;
-  /** Completed host calls, in the order guest code made them. */
+  /** Every host call that completed before the pause, at any position, in the order they settled. */
   entries: JournalEntry[];
-  /** The call that paused, at position `entries.length`. */
-  pausedAt: HostCallRequest;
+  /** The call that paused. */
+  pausedAt: PositionedCall;
   /** The sandbox before the eval ran (an unsigned snapshot; this record's digest covers it). */
   startSnapshot: Uint8Array;
 }
@@ -89,46 +104,147 @@ export class ReplayRecordError extends Error {
   override readonly name = "ReplayRecordError";
 }
 
-function digest(binding: RecordBinding, signed: boolean, bytes: Uint8Array): Buffer {
-  const h = signed && binding.key !== undefined ? createHmac("sha256", binding.key) : createHash("sha256");
-  h.update(DOMAIN).update(binding.threadId).update("\0").update(binding.evalCallId).update("\0").update(bytes);
+/** The head section: the record without its entries and snapshot. */
+type RecordHead = Omit<ReplayRecord, "entries" | "startSnapshot"> & { entryCount: number };
+
+const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** Digest of the binding, the storage slot and `parts`, fed in slices with yields between them. */
+async function digest(binding: RecordBinding, slot: string, signed: boolean, parts: readonly Uint8Array[]): Promise<Buffer> {
+  const h: Hash | Hmac = signed && binding.key !== undefined ? createHmac("sha256", binding.key) : createHash("sha256");
+  h.update(DOMAIN).update(binding.threadId).update("\0").update(binding.evalCallId).update("\0").update(slot).update("\0");
+  for (const part of parts) {
+    for (let at = 0; at < part.length; at += SLICE_BYTES) {
+      h.update(part.subarray(at, at + SLICE_BYTES));
+      if (part.length - at > SLICE_BYTES) await yieldToLoop();
+    }
+  }
   return h.digest();
 }
 
-/** Encodes `record` for storage, signed when the binding has a key; throws when it is over `maxBytes` or not cloneable. */
-export function encodeRecord(record: ReplayRecord, binding: RecordBinding, maxBytes: number): string {
-  const payload = serialize(record);
-  const total = HEADER_BYTES + payload.length + DIGEST_BYTES;
-  if (total > maxBytes) throw new ReplayRecordError(`the paused eval's journal and start state take ${total} bytes, over maxSnapshotBytes (${maxBytes})`);
-  const header = Buffer.alloc(HEADER_BYTES);
-  MAGIC.copy(header, 0);
-  header.writeUInt16LE(JOURNAL_FORMAT_VERSION, 8);
-  header.writeUInt16LE(binding.key === undefined ? 0 : FLAG_SIGNED, 10);
-  const body = Buffer.concat([header, payload]);
-  return Buffer.concat([body, digest(binding, binding.key !== undefined, body)]).toString("base64");
+function lengthPrefixed(bytes: Uint8Array): Buffer[] {
+  const length = Buffer.alloc(LENGTH_BYTES);
+  length.writeUInt32LE(bytes.length, 0);
+  return [length, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)];
 }
 
-/** Decodes a stored record, checking size, header and digest (signature with a key) before parsing. */
-export function decodeRecord(text: unknown, binding: RecordBinding, maxBytes: number): ReplayRecord {
+/**
+ * Encodes `record` for storage in `slot` (where it is stored: checkpoint and pause number), signed
+ * when the binding has a key; rejects when it is over `maxBytes` or not cloneable.
+ */
+export async function encodeRecord(record: ReplayRecord, binding: RecordBinding, slot: string, maxBytes: number): Promise<string> {
+  const { entries, startSnapshot, ...rest } = record;
+  const head: RecordHead = { ...rest, entryCount: entries.length };
+  const parts: Buffer[] = [Buffer.alloc(HEADER_BYTES), ...lengthPrefixed(serialize(head)), ...lengthPrefixed(startSnapshot)];
+  MAGIC.copy(parts[0]!, 0);
+  parts[0]!.writeUInt16LE(JOURNAL_FORMAT_VERSION, 8);
+  parts[0]!.writeUInt16LE(binding.key === undefined ? 0 : FLAG_SIGNED, 10);
+  let total = HEADER_BYTES + 2 * LENGTH_BYTES + parts[2]!.length + startSnapshot.length + DIGEST_BYTES;
+  const tooLarge = (): ReplayRecordError => new ReplayRecordError(`the paused eval's journal and start state take ${total} bytes, over maxSnapshotBytes (${maxBytes})`);
+  if (total > maxBytes) throw tooLarge();
+  for (const entry of entries) {
+    // One entry at a time: the cost between two yields is one call's arguments and outcome.
+    await yieldToLoop();
+    const bytes = serialize(entry);
+    total += LENGTH_BYTES + bytes.length;
+    if (total > maxBytes) throw tooLarge();
+    parts.push(...lengthPrefixed(bytes));
+  }
+  parts.push(await digest(binding, slot, binding.key !== undefined, parts));
+  return toBase64(parts);
+}
+
+/** Base64 of the concatenation of `parts`, a slice at a time. */
+async function toBase64(parts: readonly Buffer[]): Promise<string> {
+  const text: string[] = [];
+  let carry = Buffer.alloc(0);
+  for (const part of parts) {
+    let bytes = carry.length === 0 ? part : Buffer.concat([carry, part]);
+    while (bytes.length >= SLICE_BYTES) {
+      text.push(bytes.toString("base64", 0, SLICE_BYTES));
+      bytes = bytes.subarray(SLICE_BYTES);
+      await yieldToLoop();
+    }
+    carry = Buffer.from(bytes);
+  }
+  text.push(carry.toString("base64"));
+  return text.join("");
+}
+
+/** Bytes of base64 `text`, a slice at a time; `undefined` when it is not canonical base64. */
+async function fromBase64(text: string): Promise<Buffer | undefined> {
+  if (text.length % 4 !== 0) return undefined;
+  const chars = (SLICE_BYTES / 3) * 4;
+  const out = Buffer.alloc((text.length / 4) * 3);
+  let written = 0;
+  for (let at = 0; at < text.length; at += chars) {
+    const piece = text.slice(at, at + chars);
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(piece) || (piece.includes("=") && at + chars < text.length)) return undefined;
+    written += out.write(piece, written, "base64");
+    if (at + chars < text.length) await yieldToLoop();
+  }
+  return out.subarray(0, written);
+}
+
+/** Reads the length-prefixed sections after the header; `undefined` when a length runs past the end. */
+function sectionsOf(body: Buffer): Buffer[] | undefined {
+  const sections: Buffer[] = [];
+  let at = HEADER_BYTES;
+  while (at < body.length) {
+    if (body.length - at < LENGTH_BYTES) return undefined;
+    const length = body.readUInt32LE(at);
+    at += LENGTH_BYTES;
+    if (length > body.length - at) return undefined;
+    sections.push(body.subarray(at, at + length));
+    at += length;
+  }
+  return sections;
+}
+
+function isPositionedCall(x: unknown): x is PositionedCall {
+  const c = x as PositionedCall | null;
+  return typeof c === "object" && c !== null && (c.kind === "tool" || c.kind === "task") && typeof c.name === "string" && typeof c.args === "object" && c.args !== null && Number.isSafeInteger(c.position) && c.position >= 0;
+}
+
+function isEntry(x: unknown): x is JournalEntry {
+  const e = x as JournalEntry;
+  return isPositionedCall(x) && typeof e.reviewed === "boolean" && typeof e.outcome === "object" && e.outcome !== null && typeof e.outcome.ok === "boolean";
+}
+
+/**
+ * Decodes a record stored in `slot`, checking size, header, version and digest (signature with a
+ * key) before parsing; throws a {@link ReplayRecordError} saying what is wrong.
+ */
+export async function decodeRecord(text: unknown, binding: RecordBinding, slot: string, maxBytes: number): Promise<ReplayRecord> {
   if (typeof text !== "string") throw new ReplayRecordError("the stored journal is not a string");
   if (text.length > Math.ceil((maxBytes * 4) / 3) + 4) throw new ReplayRecordError(`the stored journal is over maxSnapshotBytes (${maxBytes})`);
-  const bytes = Buffer.from(text, "base64");
-  if (bytes.length < HEADER_BYTES + DIGEST_BYTES || !bytes.subarray(0, 8).equals(MAGIC)) throw new ReplayRecordError("the stored journal is not a replay record");
+  const bytes = await fromBase64(text);
+  if (bytes === undefined || bytes.length < HEADER_BYTES + DIGEST_BYTES || !bytes.subarray(0, 8).equals(MAGIC)) throw new ReplayRecordError("the stored journal is not a replay record");
   const version = bytes.readUInt16LE(8);
   if (version !== JOURNAL_FORMAT_VERSION) throw new ReplayRecordError(`the stored journal has format version ${version}; this build reads ${JOURNAL_FORMAT_VERSION}`);
   const signed = (bytes.readUInt16LE(10) & FLAG_SIGNED) !== 0;
   if (binding.key !== undefined && !signed) throw new ReplayRecordError("the stored journal is not signed, but a signing key is set");
   if (signed && binding.key === undefined) throw new ReplayRecordError("the stored journal is signed, but no signing key is set");
   const body = bytes.subarray(0, bytes.length - DIGEST_BYTES);
-  const expected = digest(binding, signed, body);
+  const expected = await digest(binding, slot, signed, [body]);
   if (!timingSafeEqual(expected, bytes.subarray(bytes.length - DIGEST_BYTES))) {
-    throw new ReplayRecordError(signed ? "the stored journal's signature does not match (altered, or from another thread or eval call)" : "the stored journal is corrupt");
+    throw new ReplayRecordError(signed ? "the stored journal's signature does not match (altered, or from another thread, eval call or pause)" : "the stored journal is corrupt");
   }
-  const record = deserialize(body.subarray(HEADER_BYTES)) as ReplayRecord;
-  if (typeof record !== "object" || record === null || !Array.isArray(record.entries) || !(record.startSnapshot instanceof Uint8Array)) {
-    throw new ReplayRecordError("the stored journal has an unexpected shape");
+  const shapeError = (): ReplayRecordError => new ReplayRecordError("the stored journal has an unexpected shape");
+  const sections = sectionsOf(body);
+  if (sections === undefined || sections.length < 2) throw shapeError();
+  const [headBytes, snapshot, ...entryBytes] = sections as [Buffer, Buffer, ...Buffer[]];
+  const head = deserialize(headBytes) as RecordHead;
+  if (typeof head !== "object" || head === null || head.entryCount !== entryBytes.length || !isPositionedCall(head.pausedAt)) throw shapeError();
+  const entries: JournalEntry[] = [];
+  for (const one of entryBytes) {
+    await yieldToLoop();
+    const entry: unknown = deserialize(one);
+    if (!isEntry(entry)) throw shapeError();
+    entries.push(entry);
   }
-  return record;
+  const { entryCount: _count, ...rest } = head;
+  return { ...rest, entries, startSnapshot: new Uint8Array(snapshot) };
 }
 
 /** SHA-256 of an eval's code, hex. */
@@ -160,7 +276,7 @@ function isSaver(x: unknown): x is PendingWriteSaver {
  * Where the records of one graph task go: the checkpoint it runs on, in its checkpointer. A task's
  * namespace is its graph's namespace plus `node:taskId`; the graph's checkpoint id is in the map.
  */
-function locate(config: RunnableConfig): { saver: PendingWriteSaver; checkpoint: RunnableConfig } | undefined {
+function locate(config: RunnableConfig): { saver: PendingWriteSaver; checkpoint: RunnableConfig; graphNs: string; checkpointId: string } | undefined {
   const conf = (config.configurable ?? {}) as Record<string, unknown>;
   const saver = conf[CHECKPOINTER_KEY];
   const threadId = conf["thread_id"];
@@ -171,12 +287,17 @@ function locate(config: RunnableConfig): { saver: PendingWriteSaver; checkpoint:
   const graphNs = cut < 0 ? "" : taskNs.slice(0, cut);
   const checkpointId = (map as Record<string, unknown>)[graphNs];
   if (typeof checkpointId !== "string") return undefined;
-  return { saver, checkpoint: { configurable: { thread_id: threadId, checkpoint_ns: graphNs, checkpoint_id: checkpointId } } };
+  return { saver, checkpoint: { configurable: { thread_id: threadId, checkpoint_ns: graphNs, checkpoint_id: checkpointId } }, graphNs, checkpointId };
 }
 
 /** The private task id of the record written at a pause: one per pause, since stored writes are never replaced. */
 function recordTaskId(evalCallId: string, pause: number): string {
   return `code-interpreter-replay:${evalCallId}:${pause}`;
+}
+
+/** Everything the storage key of a record says (besides the thread): a record is signed for it. */
+function slotOf(where: { graphNs: string; checkpointId: string }, taskId: string): string {
+  return JSON.stringify([where.graphNs, where.checkpointId, taskId]);
 }
 
 /** Stores and loads replay records through the checkpointer of the running graph. */
@@ -186,19 +307,25 @@ export const checkpointerRecords = {
     return locate(config) !== undefined;
   },
 
-  /** Stores the record written at pause number `pause` (0 for the eval's first pause). */
-  async save(config: RunnableConfig, evalCallId: string, pause: number, data: string): Promise<void> {
+  /**
+   * Stores the record written at pause number `pause` (0 for the eval's first pause); `encode`
+   * gets the slot the record is stored in, to bind the record to it.
+   */
+  async save(config: RunnableConfig, evalCallId: string, pause: number, encode: (slot: string) => Promise<string>): Promise<void> {
     const where = locate(config);
     if (where === undefined) throw new ReplayRecordError("this run has no checkpointer to keep the paused eval in");
-    await where.saver.putWrites(where.checkpoint, [[RECORD_CHANNEL, data]], recordTaskId(evalCallId, pause));
+    const taskId = recordTaskId(evalCallId, pause);
+    const data = await encode(slotOf(where, taskId));
+    await where.saver.putWrites(where.checkpoint, [[RECORD_CHANNEL, data]], taskId);
   },
 
-  /** The record stored at pause number `pause`, or `undefined` when there is none. */
-  async load(config: RunnableConfig, evalCallId: string, pause: number): Promise<unknown> {
+  /** The record stored at pause number `pause` with the slot it was read from, or `undefined` when there is none. */
+  async load(config: RunnableConfig, evalCallId: string, pause: number): Promise<{ data: unknown; slot: string } | undefined> {
     const where = locate(config);
     if (where === undefined) return undefined;
     const tuple = await where.saver.getTuple(where.checkpoint);
     const taskId = recordTaskId(evalCallId, pause);
-    return tuple?.pendingWrites?.find(([task, channel]) => task === taskId && channel === RECORD_CHANNEL)?.[2];
+    const write = tuple?.pendingWrites?.find(([task, channel]) => task === taskId && channel === RECORD_CHANNEL);
+    return write === undefined ? undefined : { data: write[2], slot: slotOf(where, taskId) };
   },
 };
