@@ -258,7 +258,7 @@ export class EvalReview implements HostCallGate {
       try {
         const stored = await checkpointerRecords.load(this.#config, this.#binding.evalCallId, given - 1);
         if (stored === undefined) throw new ReplayRecordError("no journal was stored for this eval call");
-        const record = await decodeRecord(stored.data, this.#binding, stored.slot, this.#options.maxSnapshotBytes);
+        const record = await decodeRecord(stored.pieces, this.#binding, stored.slot, this.#options.maxSnapshotBytes);
         if (record.codeDigest !== codeDigestOf(this.#code)) throw new ReplayRecordError("the journal belongs to other code");
         this.#record = record;
         for (const [turn, entry] of record.entries.entries()) this.#journal.set(entry.position, { entry, turn });

@@ -41,8 +41,12 @@ const LENGTH_BYTES = 4;
 const DIGEST_BYTES = 32;
 const FLAG_SIGNED = 1;
 const DOMAIN = "quickjs-native replay journal v2\0";
-/** Bytes hashed or base64-coded between two yields to the event loop (a multiple of 3). */
+/**
+ * Bytes hashed or base64-coded between two yields to the event loop, and bytes per stored piece
+ * (a multiple of 3, so each piece is base64 of its own, 2 MiB of text).
+ */
 const SLICE_BYTES = 3 * 512 * 1024;
+const PIECE_CHARS = (SLICE_BYTES / 3) * 4;
 
 /** What guest code called: a tool under `tools`, or a subagent with `task()`. */
 export type HostCallKind = "tool" | "task";
@@ -130,9 +134,11 @@ function lengthPrefixed(bytes: Uint8Array): Buffer[] {
 
 /**
  * Encodes `record` for storage in `slot` (where it is stored: checkpoint and pause number), signed
- * when the binding has a key; rejects when it is over `maxBytes` or not cloneable.
+ * when the binding has a key, as base64 pieces of {@link SLICE_BYTES} each (the checkpointer
+ * serializes each stored piece at once, so none is large); rejects when it is over `maxBytes` or
+ * not cloneable.
  */
-export async function encodeRecord(record: ReplayRecord, binding: RecordBinding, slot: string, maxBytes: number): Promise<string> {
+export async function encodeRecord(record: ReplayRecord, binding: RecordBinding, slot: string, maxBytes: number): Promise<string[]> {
   const { entries, startSnapshot, ...rest } = record;
   const head: RecordHead = { ...rest, entryCount: entries.length };
   const parts: Buffer[] = [Buffer.alloc(HEADER_BYTES), ...lengthPrefixed(serialize(head)), ...lengthPrefixed(startSnapshot)];
@@ -151,37 +157,48 @@ export async function encodeRecord(record: ReplayRecord, binding: RecordBinding,
     parts.push(...lengthPrefixed(bytes));
   }
   parts.push(await digest(binding, slot, binding.key !== undefined, parts));
-  return toBase64(parts);
+  return toBase64Pieces(parts);
 }
 
-/** Base64 of the concatenation of `parts`, a slice at a time. */
-async function toBase64(parts: readonly Buffer[]): Promise<string> {
+/** Base64 of the concatenation of `parts`, one piece per slice (each byte copied once, into a slice). */
+async function toBase64Pieces(parts: readonly Buffer[]): Promise<string[]> {
   const text: string[] = [];
-  let carry = Buffer.alloc(0);
+  const slice = Buffer.allocUnsafe(SLICE_BYTES);
+  let filled = 0;
   for (const part of parts) {
-    let bytes = carry.length === 0 ? part : Buffer.concat([carry, part]);
-    while (bytes.length >= SLICE_BYTES) {
-      text.push(bytes.toString("base64", 0, SLICE_BYTES));
-      bytes = bytes.subarray(SLICE_BYTES);
-      await yieldToLoop();
+    for (let at = 0; at < part.length; ) {
+      const copied = part.copy(slice, filled, at, at + SLICE_BYTES - filled);
+      filled += copied;
+      at += copied;
+      if (filled === SLICE_BYTES) {
+        text.push(slice.toString("base64"));
+        filled = 0;
+        await yieldToLoop();
+      }
     }
-    carry = Buffer.from(bytes);
   }
-  text.push(carry.toString("base64"));
-  return text.join("");
+  if (filled > 0 || text.length === 0) text.push(slice.toString("base64", 0, filled));
+  return text;
 }
 
-/** Bytes of base64 `text`, a slice at a time; `undefined` when it is not canonical base64. */
-async function fromBase64(text: string): Promise<Buffer | undefined> {
-  if (text.length % 4 !== 0) return undefined;
-  const chars = (SLICE_BYTES / 3) * 4;
-  const out = Buffer.alloc((text.length / 4) * 3);
+/**
+ * Bytes of base64 `pieces` (every piece but the last a whole slice), a piece at a time;
+ * `undefined` when they are not such pieces. Sizes are checked before anything is allocated.
+ */
+async function fromBase64Pieces(pieces: unknown, maxBytes: number): Promise<Buffer | undefined> {
+  if (!Array.isArray(pieces) || pieces.length === 0 || pieces.length > Math.ceil(maxBytes / SLICE_BYTES) + 1) return undefined;
+  let chars = 0;
+  for (const [i, piece] of pieces.entries()) {
+    if (typeof piece !== "string" || piece.length % 4 !== 0 || (i < pieces.length - 1 && piece.length !== PIECE_CHARS) || piece.length > PIECE_CHARS) return undefined;
+    chars += piece.length;
+  }
+  if ((chars / 4) * 3 > maxBytes + 2) throw new ReplayRecordError(`the stored journal is over maxSnapshotBytes (${maxBytes})`);
+  const out = Buffer.alloc((chars / 4) * 3);
   let written = 0;
-  for (let at = 0; at < text.length; at += chars) {
-    const piece = text.slice(at, at + chars);
-    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(piece) || (piece.includes("=") && at + chars < text.length)) return undefined;
+  for (const [i, piece] of (pieces as string[]).entries()) {
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(piece) || (piece.includes("=") && i < pieces.length - 1)) return undefined;
     written += out.write(piece, written, "base64");
-    if (at + chars < text.length) await yieldToLoop();
+    if (i < pieces.length - 1) await yieldToLoop();
   }
   return out.subarray(0, written);
 }
@@ -215,10 +232,8 @@ function isEntry(x: unknown): x is JournalEntry {
  * Decodes a record stored in `slot`, checking size, header, version and digest (signature with a
  * key) before parsing; throws a {@link ReplayRecordError} saying what is wrong.
  */
-export async function decodeRecord(text: unknown, binding: RecordBinding, slot: string, maxBytes: number): Promise<ReplayRecord> {
-  if (typeof text !== "string") throw new ReplayRecordError("the stored journal is not a string");
-  if (text.length > Math.ceil((maxBytes * 4) / 3) + 4) throw new ReplayRecordError(`the stored journal is over maxSnapshotBytes (${maxBytes})`);
-  const bytes = await fromBase64(text);
+export async function decodeRecord(pieces: unknown, binding: RecordBinding, slot: string, maxBytes: number): Promise<ReplayRecord> {
+  const bytes = await fromBase64Pieces(pieces, maxBytes);
   if (bytes === undefined || bytes.length < HEADER_BYTES + DIGEST_BYTES || !bytes.subarray(0, 8).equals(MAGIC)) throw new ReplayRecordError("the stored journal is not a replay record");
   const version = bytes.readUInt16LE(8);
   if (version !== JOURNAL_FORMAT_VERSION) throw new ReplayRecordError(`the stored journal has format version ${version}; this build reads ${JOURNAL_FORMAT_VERSION}`);
@@ -290,7 +305,10 @@ function locate(config: RunnableConfig): { saver: PendingWriteSaver; checkpoint:
   return { saver, checkpoint: { configurable: { thread_id: threadId, checkpoint_ns: graphNs, checkpoint_id: checkpointId } }, graphNs, checkpointId };
 }
 
-/** The private task id of the record written at a pause: one per pause, since stored writes are never replaced. */
+/**
+ * The private task id of the record written at a pause: one per pause, since stored writes are
+ * never replaced; piece `i` of the record is stored under `<task id>:i`.
+ */
 function recordTaskId(evalCallId: string, pause: number): string {
   return `code-interpreter-replay:${evalCallId}:${pause}`;
 }
@@ -311,21 +329,32 @@ export const checkpointerRecords = {
    * Stores the record written at pause number `pause` (0 for the eval's first pause); `encode`
    * gets the slot the record is stored in, to bind the record to it.
    */
-  async save(config: RunnableConfig, evalCallId: string, pause: number, encode: (slot: string) => Promise<string>): Promise<void> {
+  async save(config: RunnableConfig, evalCallId: string, pause: number, encode: (slot: string) => Promise<string[]>): Promise<void> {
     const where = locate(config);
     if (where === undefined) throw new ReplayRecordError("this run has no checkpointer to keep the paused eval in");
     const taskId = recordTaskId(evalCallId, pause);
-    const data = await encode(slotOf(where, taskId));
-    await where.saver.putWrites(where.checkpoint, [[RECORD_CHANNEL, data]], taskId);
+    const pieces = await encode(slotOf(where, taskId));
+    // One write per piece, a turn of the event loop apart: a checkpointer serializes a write at once.
+    for (const [i, piece] of pieces.entries()) {
+      if (i > 0) await yieldToLoop();
+      await where.saver.putWrites(where.checkpoint, [[RECORD_CHANNEL, piece]], `${taskId}:${i}`);
+    }
   },
 
-  /** The record stored at pause number `pause` with the slot it was read from, or `undefined` when there is none. */
-  async load(config: RunnableConfig, evalCallId: string, pause: number): Promise<{ data: unknown; slot: string } | undefined> {
+  /**
+   * The pieces of the record stored at pause number `pause`, in order, with the slot they were
+   * read from; `undefined` when there are none. Pieces past a missing one are left out (the
+   * record's digest then refuses it).
+   */
+  async load(config: RunnableConfig, evalCallId: string, pause: number): Promise<{ pieces: unknown[]; slot: string } | undefined> {
     const where = locate(config);
     if (where === undefined) return undefined;
     const tuple = await where.saver.getTuple(where.checkpoint);
     const taskId = recordTaskId(evalCallId, pause);
-    const write = tuple?.pendingWrites?.find(([task, channel]) => task === taskId && channel === RECORD_CHANNEL);
-    return write === undefined ? undefined : { data: write[2], slot: slotOf(where, taskId) };
+    const byTask = new Map<string, unknown>();
+    for (const [task, channel, value] of tuple?.pendingWrites ?? []) if (channel === RECORD_CHANNEL && task.startsWith(`${taskId}:`)) byTask.set(task, value);
+    const pieces: unknown[] = [];
+    while (byTask.has(`${taskId}:${pieces.length}`)) pieces.push(byTask.get(`${taskId}:${pieces.length}`));
+    return pieces.length === 0 ? undefined : { pieces, slot: slotOf(where, taskId) };
   },
 };

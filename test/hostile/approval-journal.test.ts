@@ -52,8 +52,8 @@ await tools.sendEmail({ to: "b@example.com" });`;
     expect(sent).toEqual([{ to: "a@example.com" }]);
     // Whoever can write the checkpointer puts the signed record of pause 0 where pause 1's is read.
     const rows = Object.values((saver as unknown as { writes: Writes }).writes).flatMap((byInner) => Object.values(byInner));
-    const pause0 = rows.find(([taskId]) => taskId.endsWith(":eval-1:0"));
-    const pause1 = rows.find(([taskId]) => taskId.endsWith(":eval-1:1"));
+    const pause0 = rows.find(([taskId]) => taskId.endsWith(":eval-1:0:0"));
+    const pause1 = rows.find(([taskId]) => taskId.endsWith(":eval-1:1:0"));
     expect(pause0).toBeDefined();
     expect(pause1).toBeDefined();
     pause1![2] = pause0![2];

@@ -30,9 +30,13 @@ describe("replay records", () => {
     expect(decoded).toEqual(record());
   });
 
-  it("round-trip a journal larger than one slice of the digest and the base64 text", async () => {
+  it("round-trip a journal larger than one slice, stored as several pieces, and refuse it with a piece missing", async () => {
     const big = { ...record(), startSnapshot: new Uint8Array(5 * 1024 * 1024 + 7).fill(9) };
-    const decoded = await decodeRecord(await encodeRecord(big, binding, SLOT, 8 * MAX), binding, SLOT, 8 * MAX);
+    const pieces = await encodeRecord(big, binding, SLOT, 8 * MAX);
+    expect(pieces.length).toBe(4);
+    await expect(decodeRecord(pieces.slice(0, 3), binding, SLOT, 8 * MAX)).rejects.toThrow(/signature does not match/);
+    await expect(decodeRecord(pieces, binding, SLOT, 4 * MAX)).rejects.toThrow(/over maxSnapshotBytes/);
+    const decoded = await decodeRecord(pieces, binding, SLOT, 8 * MAX);
     expect(Buffer.from(decoded.startSnapshot).equals(Buffer.from(big.startSnapshot))).toBe(true);
     expect(decoded.entries).toEqual(big.entries);
   });
@@ -52,11 +56,12 @@ describe("replay records", () => {
   });
 
   it("refuse a tampered byte, a foreign format, and a signed/unsigned mismatch", async () => {
-    const bytes = Buffer.from(await encodeRecord(record(), binding, SLOT, MAX), "base64");
+    const bytes = Buffer.from((await encodeRecord(record(), binding, SLOT, MAX))[0]!, "base64");
     bytes[bytes.length - 40]! ^= 1;
-    await expect(decodeRecord(bytes.toString("base64"), binding, SLOT, MAX)).rejects.toThrow(/signature does not match/);
-    await expect(decodeRecord(Buffer.from("not a record at all, not at all, no").toString("base64"), binding, SLOT, MAX)).rejects.toThrow(/not a replay record/);
-    await expect(decodeRecord("%%%%", binding, SLOT, MAX)).rejects.toThrow(/not a replay record/);
+    await expect(decodeRecord([bytes.toString("base64")], binding, SLOT, MAX)).rejects.toThrow(/signature does not match/);
+    await expect(decodeRecord([Buffer.from("not a record at all, not at all, no").toString("base64")], binding, SLOT, MAX)).rejects.toThrow(/not a replay record/);
+    await expect(decodeRecord(["%%%%"], binding, SLOT, MAX)).rejects.toThrow(/not a replay record/);
+    await expect(decodeRecord("a string, not pieces", binding, SLOT, MAX)).rejects.toThrow(/not a replay record/);
     const unsigned = await encodeRecord(record(), { ...binding, key: undefined }, SLOT, MAX);
     await expect(decodeRecord(unsigned, binding, SLOT, MAX)).rejects.toThrow(/not signed, but a signing key is set/);
     expect((await decodeRecord(unsigned, { ...binding, key: undefined }, SLOT, MAX)).randomSeed).toBe(7);
@@ -70,17 +75,17 @@ describe("replay records", () => {
     header.writeUInt16LE(1, 10);
     const body = Buffer.concat([header, serialize({ ...record(), entries: [] })]);
     const mac = createHmac("sha256", KEY).update("quickjs-native replay journal\0").update(binding.threadId).update("\0").update(binding.evalCallId).update("\0").update(body).digest();
-    const v1 = Buffer.concat([body, mac]).toString("base64");
+    const v1 = [Buffer.concat([body, mac]).toString("base64")];
     await expect(decodeRecord(v1, binding, SLOT, MAX)).rejects.toMatchObject({ name: "ReplayRecordError", message: expect.stringMatching(/format version 1; this build reads 2/) });
   });
 
   it("refuse a signed record whose sections run past its end, before parsing them", async () => {
     const unsignedBinding = { ...binding, key: undefined };
-    const bytes = Buffer.from(await encodeRecord(record(), unsignedBinding, SLOT, MAX), "base64");
+    const bytes = Buffer.from((await encodeRecord(record(), unsignedBinding, SLOT, MAX))[0]!, "base64");
     const body = Buffer.from(bytes.subarray(0, bytes.length - 32));
     body.writeUInt32LE(0xffffffff, 12);
     const h = createHash("sha256").update("quickjs-native replay journal v2\0").update(binding.threadId).update("\0").update(binding.evalCallId).update("\0").update(SLOT).update("\0").update(body).digest();
-    await expect(decodeRecord(Buffer.concat([body, h]).toString("base64"), unsignedBinding, SLOT, MAX)).rejects.toThrow(/unexpected shape/);
+    await expect(decodeRecord([Buffer.concat([body, h]).toString("base64")], unsignedBinding, SLOT, MAX)).rejects.toThrow(/unexpected shape/);
   });
 
   it("refuse to store a record over the size cap, saying so", async () => {
