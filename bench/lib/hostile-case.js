@@ -3,6 +3,7 @@
 // middleware's eval tool or the Sandbox API. Every class is what a model-written script can do to
 // the one event loop that serves every other session. Target: ≤ 20 ms per class.
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { approvalStallCases } from "./approval-stall.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const TICK_MS = 5;
@@ -115,6 +116,7 @@ function classes(api, lc) {
           }
         };
       }],
+      ...approvalStallCases(root),
     ],
   };
 }
@@ -132,7 +134,7 @@ export async function runHostileCase({ quick = false, onProgress = () => {} } = 
     const gaps = [];
     let sample;
     for (let i = 0; i < runs; i++) {
-      const work = prepare();
+      const work = await prepare();
       sample = await longestGap(work);
       gaps.push(sample.gapMs);
     }

@@ -1,16 +1,20 @@
 /**
  * Attacks on human review of calls from code (issue 27, items 3 and 6): a signed journal record
  * moved to another pause by whoever can write the checkpointer, and guest arguments the reviewer
- * would see otherwise than the tool gets them.
+ * would see otherwise than the tool gets them; and approval work whose cost grows with the
+ * interpreter state or the journal, done on the shared main thread (item 5).
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { createAgent } from "langchain";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { tool } from "@langchain/core/tools";
 import { Command, MemorySaver } from "@langchain/langgraph";
 import { z } from "zod";
+import { Sandbox } from "../../src/index.js";
 import { createCodeInterpreterMiddleware, type CodeInterpreterMiddleware } from "../../src/langchain/index.js";
+import { decodeRecord, encodeRecord, type ReplayRecord } from "../../src/langchain/journal.js";
 import { ScriptedChatModel, callTool, contentText, reply, toolMessages } from "../langchain/support/agent.js";
+import { turnsWhile } from "./harness.js";
 
 const live: CodeInterpreterMiddleware[] = [];
 afterEach(() => {
@@ -52,8 +56,9 @@ await tools.sendEmail({ to: "b@example.com" });`;
     expect(sent).toEqual([{ to: "a@example.com" }]);
     // Whoever can write the checkpointer puts the signed record of pause 0 where pause 1's is read.
     const rows = Object.values((saver as unknown as { writes: Writes }).writes).flatMap((byInner) => Object.values(byInner));
-    const pause0 = rows.find(([taskId]) => taskId.endsWith(":eval-1:0:0"));
-    const pause1 = rows.find(([taskId]) => taskId.endsWith(":eval-1:1:0"));
+    // (Records of this size are one piece, `…:<pause>:0`.)
+    const pause0 = rows.find(([taskId]) => /:eval-1:0(:0)?$/.test(taskId));
+    const pause1 = rows.find(([taskId]) => /:eval-1:1(:0)?$/.test(taskId));
     expect(pause0).toBeDefined();
     expect(pause1).toBeDefined();
     pause1![2] = pause0![2];
@@ -104,5 +109,37 @@ out`;
     expect(evalText(resumed)).toContain("sent");
     expect(sent).toEqual([shown.args]);
     expect(JSON.parse(shown.description.slice(shown.description.indexOf("Args: ") + 6))).toEqual(sent[0]);
+  });
+});
+
+describe("approval work on the main thread (issue 27.5)", () => {
+  it("the start snapshot of an eval with a reviewed tool in reach is taken on an executor thread, never inline", async () => {
+    const inline = vi.spyOn(Sandbox.prototype, "snapshot");
+    const offThread = vi.spyOn(Sandbox.prototype, "snapshotAsync");
+    try {
+      const { agent } = mailAgent("globalThis.rows = Array.from({ length: 1000 }, (_, i) => ({ i })); 1 + 1");
+      const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "start-snapshot" } });
+      expect(evalText(result)).toContain("<result>\n2\n</result>");
+      expect(inline).not.toHaveBeenCalled();
+      expect(offThread).toHaveBeenCalled();
+    } finally {
+      inline.mockRestore();
+      offThread.mockRestore();
+    }
+  });
+
+  it("encoding and decoding a large journal let the event loop turn between entries and slices", async () => {
+    const binding = { key: new TextEncoder().encode("a-signing-key-of-at-least-16-bytes"), threadId: "thread:t", evalCallId: "eval-1" };
+    const entries = Array.from({ length: 200 }, (_, position) => ({ kind: "tool" as const, name: "fetch", args: { position }, position, reviewed: false, outcome: { ok: true as const, value: "x".repeat(20_000), updates: [] } }));
+    const record: ReplayRecord = { codeDigest: "c", clockMs: 0, randomSeed: 1, consoleLines: 0, entries, pausedAt: { kind: "tool", name: "send_email", args: {}, position: 200 }, startSnapshot: new Uint8Array(6 * 1024 * 1024) };
+    const max = 64 * 1024 * 1024;
+    const encoded = await turnsWhile(encodeRecord(record, binding, "slot", max));
+    expect(encoded.settled.status).toBe("fulfilled");
+    const pieces = (encoded.settled as PromiseFulfilledResult<string[]>).value;
+    expect(encoded.turns).toBeGreaterThanOrEqual(100);
+    const decoded = await turnsWhile(decodeRecord(pieces, binding, "slot", max));
+    expect(decoded.settled.status).toBe("fulfilled");
+    expect(decoded.turns).toBeGreaterThanOrEqual(100);
+    expect((decoded.settled as PromiseFulfilledResult<ReplayRecord>).value.entries).toHaveLength(200);
   });
 });
