@@ -43,9 +43,10 @@ const FLAG_SIGNED = 1;
 const DOMAIN = "quickjs-native replay journal v2\0";
 /**
  * Bytes hashed or base64-coded between two yields to the event loop, and bytes per stored piece
- * (a multiple of 3, so each piece is base64 of its own, 2 MiB of text).
+ * (a multiple of 3, so each piece is base64 of its own, 512 KiB of text: a checkpointer's
+ * serializer takes a few ms for that much).
  */
-const SLICE_BYTES = 3 * 512 * 1024;
+const SLICE_BYTES = 3 * 128 * 1024;
 const PIECE_CHARS = (SLICE_BYTES / 3) * 4;
 
 /** What guest code called: a tool under `tools`, or a subagent with `task()`. */
@@ -186,13 +187,15 @@ async function toBase64Pieces(parts: readonly Buffer[]): Promise<string[]> {
  * `undefined` when they are not such pieces. Sizes are checked before anything is allocated.
  */
 async function fromBase64Pieces(pieces: unknown, maxBytes: number): Promise<Buffer | undefined> {
-  if (!Array.isArray(pieces) || pieces.length === 0 || pieces.length > Math.ceil(maxBytes / SLICE_BYTES) + 1) return undefined;
+  if (!Array.isArray(pieces) || pieces.length === 0) return undefined;
+  const overCap = (): ReplayRecordError => new ReplayRecordError(`the stored journal is over maxSnapshotBytes (${maxBytes})`);
+  if (pieces.length > Math.ceil(maxBytes / SLICE_BYTES) + 1) throw overCap();
   let chars = 0;
   for (const [i, piece] of pieces.entries()) {
     if (typeof piece !== "string" || piece.length % 4 !== 0 || (i < pieces.length - 1 && piece.length !== PIECE_CHARS) || piece.length > PIECE_CHARS) return undefined;
     chars += piece.length;
   }
-  if ((chars / 4) * 3 > maxBytes + 2) throw new ReplayRecordError(`the stored journal is over maxSnapshotBytes (${maxBytes})`);
+  if ((chars / 4) * 3 > maxBytes + 2) throw overCap();
   const out = Buffer.alloc((chars / 4) * 3);
   let written = 0;
   for (const [i, piece] of (pieces as string[]).entries()) {
