@@ -2,7 +2,9 @@
 // while (a) an eval of `1 + 1` runs with a reviewed tool in reach on a 200,000-row state (the eval
 // takes its start snapshot for a possible pause), and (b) an eval pauses for review, then resumes,
 // with a journal of about 50 MB (500 completed calls of 100 KB each before the pause). Each runs
-// through a real agent with LangGraph's MemorySaver, as a user's would. Target: ≤ 20 ms.
+// through a real agent with LangGraph's MemorySaver and an InMemoryStore, as a user's would; the
+// control row is the same `1 + 1` without a reviewed tool in reach (no start snapshot), so the
+// difference between the first two rows is the approval layer's. Target: ≤ 20 ms.
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 
@@ -25,14 +27,14 @@ export function approvalStallCases(root) {
   ]);
   let thread = 0;
 
-  /** An agent whose model calls the eval tool with `codes` in turn, one per invoke; send_email is reviewed. */
-  async function reviewedAgent(codes) {
+  /** An agent whose model calls the eval tool with `codes` in turn, one per invoke; send_email is reviewed unless `reviewed` is false. */
+  async function reviewedAgent(codes, reviewed = true) {
     const [lc, scripted, { createAgent }, { InMemoryStore, MemorySaver }, { tool }] = await deps;
     const sendEmail = tool(async ({ to }) => `sent to ${to}`, { name: "send_email", description: "Sends an email.", schema: { type: "object", properties: { to: { type: "string" } } } });
     const fetchPage = tool(async ({ n }) => `${n}`.padEnd(RESULT_CHARS, "."), { name: "fetch_page", description: "Fetches a page.", schema: { type: "object", properties: { n: { type: "number" } } } });
     const middleware = lc.createCodeInterpreterMiddleware({
       ptc: [sendEmail, fetchPage],
-      interruptOn: { send_email: true },
+      interruptOn: reviewed ? { send_email: true } : { delete_file: true },
       memoryLimitBytes: 256 * MiB,
       maxSnapshotBytes: 128 * MiB,
       executionTimeoutMs: 30_000,
@@ -51,10 +53,10 @@ export function approvalStallCases(root) {
   };
 
   return [
-    [`eval of 1 + 1 with a reviewed tool in reach, ${ROWS.toLocaleString("en-US")}-row state`, async () => {
+    ...[true, false].map((reviewed) => [`eval of 1 + 1 ${reviewed ? "with a reviewed tool in reach" : "without one (control)"}, ${ROWS.toLocaleString("en-US")}-row state`, async () => {
       const [, , , , , { HumanMessage }] = await deps;
       const rows = `globalThis.rows = Array.from({ length: ${ROWS} }, (_, i) => ({ id: i, name: "row " + i, done: i % 2 === 0 })); rows.length`;
-      const { agent, config, middleware } = await reviewedAgent([rows, "1 + 1"]);
+      const { agent, config, middleware } = await reviewedAgent([rows, "1 + 1"], reviewed);
       await agent.invoke({ messages: [new HumanMessage("fill")] }, config);
       return async () => {
         try {
@@ -63,7 +65,7 @@ export function approvalStallCases(root) {
           middleware.dispose();
         }
       };
-    }],
+    }]),
     ...["pause", "resume"].map((phase) => [`${phase} of a reviewed eval with a ${Math.round((JOURNAL_CALLS * RESULT_CHARS) / MiB)} MB journal`, async () => {
       const [, , , { Command }, , { HumanMessage }] = await deps;
       const code = `

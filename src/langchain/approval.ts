@@ -3,13 +3,16 @@
  * resume in any process.
  *
  * - When guest code calls a reviewed tool (or `task()`), the eval pauses: calls already in flight
- *   settle, the eval is stopped, and a replay record (start snapshot, clock, seed, journal of every
- *   completed host call) is stored in the checkpointer before the eval tool raises LangGraph's
- *   `interrupt()` with the standard HITL request.
+ *   settle, calls not yet started are held (never run), the eval is stopped, and a replay record
+ *   (start snapshot, clock, seed, journal of every host call that settled, at any position, in the
+ *   order they settled) is stored in the checkpointer before the eval tool raises LangGraph's
+ *   `interrupt()` with the standard HITL request. A reviewed call's arguments must be plain JSON
+ *   data, so the reviewer sees exactly what the tool would get (review-args.ts).
  * - On resume LangGraph runs the eval tool again. The eval re-runs from its start snapshot with the
- *   same clock and seed; each host call before the pause is checked against the journal and
- *   answered from it, never run again; the paused call gets the reviewer's decision (approve, edit,
- *   reject); later calls run live, and a later reviewed call pauses again.
+ *   same clock and seed; each journaled call is checked against the journal and answered from it,
+ *   never run again, in the order the calls settled in the run that paused; the paused call gets
+ *   the reviewer's decision (approve, edit, reject); other calls run live, and a later reviewed call
+ *   pauses again.
  * - A replay that calls something else, or with other arguments, at a journaled position stops the
  *   eval with a {@link ReplayDivergenceError}: nothing runs twice.
  *
