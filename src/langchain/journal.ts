@@ -192,7 +192,7 @@ async function fromBase64Pieces(pieces: unknown, maxBytes: number): Promise<Buff
   if (pieces.length > Math.ceil(maxBytes / SLICE_BYTES) + 1) throw overCap();
   let chars = 0;
   for (const [i, piece] of pieces.entries()) {
-    if (typeof piece !== "string" || piece.length % 4 !== 0 || (i < pieces.length - 1 && piece.length !== PIECE_CHARS) || piece.length > PIECE_CHARS) return undefined;
+    if (typeof piece !== "string" || piece.length % 4 !== 0 || (i < pieces.length - 1 && piece.length !== PIECE_CHARS)) return undefined;
     chars += piece.length;
   }
   if ((chars / 4) * 3 > maxBytes + 2) throw overCap();
@@ -358,6 +358,9 @@ export const checkpointerRecords = {
     for (const [task, channel, value] of tuple?.pendingWrites ?? []) if (channel === RECORD_CHANNEL && task.startsWith(`${taskId}:`)) byTask.set(task, value);
     const pieces: unknown[] = [];
     while (byTask.has(`${taskId}:${pieces.length}`)) pieces.push(byTask.get(`${taskId}:${pieces.length}`));
+    // A version 1 record was one write under the task id itself: read, so it is refused by its version.
+    const legacy = pieces.length === 0 ? tuple?.pendingWrites?.find(([task, channel]) => task === taskId && channel === RECORD_CHANNEL) : undefined;
+    if (legacy !== undefined) pieces.push(legacy[2]);
     return pieces.length === 0 ? undefined : { pieces, slot: slotOf(where, taskId) };
   },
 };

@@ -1,7 +1,7 @@
 import { createHash, createHmac } from "node:crypto";
 import { serialize } from "node:v8";
 import { describe, expect, it } from "vitest";
-import { decodeRecord, encodeRecord, type RecordBinding, type ReplayRecord } from "../../src/langchain/journal.js";
+import { checkpointerRecords, decodeRecord, encodeRecord, type RecordBinding, type ReplayRecord } from "../../src/langchain/journal.js";
 
 const KEY = new TextEncoder().encode("a-signing-key-of-at-least-16-bytes");
 const binding: RecordBinding = { key: KEY, threadId: "thread:t1", evalCallId: "call-1" };
@@ -22,6 +22,30 @@ function record(): ReplayRecord {
     pausedAt: { kind: "task", name: "task", args: { description: "d", subagent_type: "general" }, position: 1 },
     startSnapshot: new Uint8Array([1, 2, 3]),
   };
+}
+
+/** A version 1 record: header, v8.serialize of the whole record, HMAC over domain, thread, eval call, body. */
+function versionOneRecord(): string {
+  const header = Buffer.alloc(12);
+  header.write("QJSNJRNL", 0, "latin1");
+  header.writeUInt16LE(1, 8);
+  header.writeUInt16LE(1, 10);
+  const body = Buffer.concat([header, serialize({ ...record(), entries: [] })]);
+  const mac = createHmac("sha256", KEY).update("quickjs-native replay journal\0").update(binding.threadId).update("\0").update(binding.evalCallId).update("\0").update(body).digest();
+  return Buffer.concat([body, mac]).toString("base64");
+}
+
+/** A run config whose checkpointer keeps pending writes in `writes`, as LangGraph hands it to a task. */
+function runConfig(writes: [string, string, unknown][]) {
+  const saver = {
+    async putWrites(_config: unknown, put: [string, unknown][], taskId: string) {
+      for (const [channel, value] of put) writes.push([taskId, channel, value]);
+    },
+    async getTuple() {
+      return { pendingWrites: writes };
+    },
+  };
+  return { configurable: { thread_id: "t1", checkpoint_ns: "tools:abc", checkpoint_map: { "": "checkpoint-1" }, __pregel_checkpointer: saver } };
 }
 
 describe("replay records", () => {
@@ -68,15 +92,21 @@ describe("replay records", () => {
   });
 
   it("refuse a version 1 record (cut at the paused position, not bound to its pause) with a typed error", async () => {
-    // The version 1 layout: header, v8.serialize of the whole record, HMAC over domain, thread, eval call, body.
-    const header = Buffer.alloc(12);
-    header.write("QJSNJRNL", 0, "latin1");
-    header.writeUInt16LE(1, 8);
-    header.writeUInt16LE(1, 10);
-    const body = Buffer.concat([header, serialize({ ...record(), entries: [] })]);
-    const mac = createHmac("sha256", KEY).update("quickjs-native replay journal\0").update(binding.threadId).update("\0").update(binding.evalCallId).update("\0").update(body).digest();
-    const v1 = [Buffer.concat([body, mac]).toString("base64")];
-    await expect(decodeRecord(v1, binding, SLOT, MAX)).rejects.toMatchObject({ name: "ReplayRecordError", message: expect.stringMatching(/format version 1; this build reads 2/) });
+    await expect(decodeRecord([versionOneRecord()], binding, SLOT, MAX)).rejects.toMatchObject({ name: "ReplayRecordError", message: expect.stringMatching(/format version 1; this build reads 2/) });
+  });
+
+  it("are stored in the checkpointer as pieces bound to their slot, and a version 1 row is read back to be refused by its version", async () => {
+    const writes: [string, string, unknown][] = [];
+    const config = runConfig(writes);
+    const big = { ...record(), startSnapshot: new Uint8Array(1024 * 1024).fill(3) };
+    await checkpointerRecords.save(config, "call-1", 0, (slot) => encodeRecord(big, binding, slot, 8 * MAX));
+    expect(writes.map(([task]) => task)).toEqual(["code-interpreter-replay:call-1:0:0", "code-interpreter-replay:call-1:0:1", "code-interpreter-replay:call-1:0:2"]);
+    const stored = await checkpointerRecords.load(config, "call-1", 0);
+    expect((await decodeRecord(stored!.pieces, binding, stored!.slot, 8 * MAX)).entries).toEqual(big.entries);
+    expect(await checkpointerRecords.load(config, "call-1", 1)).toBeUndefined();
+    writes.push(["code-interpreter-replay:call-1:1", "__code_interpreter_replay__", versionOneRecord()]);
+    const legacy = await checkpointerRecords.load(config, "call-1", 1);
+    await expect(decodeRecord(legacy!.pieces, binding, legacy!.slot, 8 * MAX)).rejects.toThrow(/format version 1; this build reads 2/);
   });
 
   it("refuse a signed record whose sections run past its end, before parsing them", async () => {
