@@ -255,10 +255,13 @@ export async function decodeRecord(pieces: unknown, binding: RecordBinding, slot
   const head = deserialize(headBytes) as RecordHead;
   if (typeof head !== "object" || head === null || head.entryCount !== entryBytes.length || !isPositionedCall(head.pausedAt)) throw shapeError();
   const entries: JournalEntry[] = [];
+  // One entry per position, none at the paused one: a replay answers each position once.
+  const positions = new Set([head.pausedAt.position]);
   for (const one of entryBytes) {
     await yieldToLoop();
     const entry: unknown = deserialize(one);
-    if (!isEntry(entry)) throw shapeError();
+    if (!isEntry(entry) || positions.has(entry.position)) throw shapeError();
+    positions.add(entry.position);
     entries.push(entry);
   }
   const { entryCount: _count, ...rest } = head;

@@ -118,6 +118,13 @@ describe("replay records", () => {
     await expect(decodeRecord([Buffer.concat([body, h]).toString("base64")], unsignedBinding, SLOT, MAX)).rejects.toThrow(/unexpected shape/);
   });
 
+  it("refuse a record that answers a position twice, or the paused position", async () => {
+    const twice = { ...record(), entries: [record().entries[0]!, { ...record().entries[1]!, position: 2 }] };
+    await expect(decodeRecord(await encodeRecord(twice, binding, SLOT, MAX), binding, SLOT, MAX)).rejects.toThrow(/unexpected shape/);
+    const paused = { ...record(), entries: [{ ...record().entries[0]!, position: 1 }] };
+    await expect(decodeRecord(await encodeRecord(paused, binding, SLOT, MAX), binding, SLOT, MAX)).rejects.toThrow(/unexpected shape/);
+  });
+
   it("refuse to store a record over the size cap, saying so", async () => {
     await expect(encodeRecord(record(), binding, SLOT, 64)).rejects.toThrow(/over maxSnapshotBytes \(64\)/);
   });
