@@ -34,8 +34,6 @@ import { unfaithfulPartOf } from "./review-args.js";
 import {
   checkpointerRecords,
   codeDigestOf,
-  decodeRecord,
-  encodeRecord,
   ReplayRecordError,
   type HostCallOutcome,
   type HostCallRequest,
@@ -259,9 +257,8 @@ export class EvalReview implements HostCallGate {
     const given = decisionsGiven(this.#config);
     if (given > 0) {
       try {
-        const stored = await checkpointerRecords.load(this.#config, this.#binding.evalCallId, given - 1);
-        if (stored === undefined) throw new ReplayRecordError("no journal was stored for this eval call");
-        const record = await decodeRecord(stored.pieces, this.#binding, stored.slot, this.#options.maxSnapshotBytes);
+        const record = await checkpointerRecords.load(this.#config, this.#binding.evalCallId, given - 1, this.#binding, this.#options.maxSnapshotBytes);
+        if (record === undefined) throw new ReplayRecordError("no journal was stored for this eval call");
         if (record.codeDigest !== codeDigestOf(this.#code)) throw new ReplayRecordError("the journal belongs to other code");
         this.#record = record;
         for (const [turn, entry] of record.entries.entries()) this.#journal.set(entry.position, { entry, turn });
@@ -350,7 +347,7 @@ export class EvalReview implements HostCallGate {
       startSnapshot: this.#startSnapshot!,
     };
     try {
-      await checkpointerRecords.save(this.#config, this.#binding.evalCallId, this.#pauses, (slot) => encodeRecord(record, this.#binding, slot, this.#options.maxSnapshotBytes));
+      await checkpointerRecords.save(this.#config, this.#binding.evalCallId, this.#pauses, record, this.#binding, this.#options.maxSnapshotBytes);
       return undefined;
     } catch (err) {
       return err instanceof Error ? err.message : String(err);

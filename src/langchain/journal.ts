@@ -31,7 +31,9 @@
 import { createHash, createHmac, timingSafeEqual, type Hash, type Hmac } from "node:crypto";
 import { deserialize, serialize } from "node:v8";
 import type { RunnableConfig } from "@langchain/core/runnables";
+import type { BaseStore } from "@langchain/langgraph";
 import type { StateUpdate } from "./ptc.js";
+import { ThreadBlobs } from "./thread-blobs.js";
 
 const MAGIC = Buffer.from("QJSNJRNL", "latin1");
 /** Version of the replay record layout this build writes and reads. */
@@ -140,6 +142,11 @@ function lengthPrefixed(bytes: Uint8Array): Buffer[] {
  * not cloneable.
  */
 export async function encodeRecord(record: ReplayRecord, binding: RecordBinding, slot: string, maxBytes: number): Promise<string[]> {
+  return toBase64Pieces(await encodeRecordParts(record, binding, slot, maxBytes));
+}
+
+/** The bytes of an encoded record, as parts to be concatenated. */
+async function encodeRecordParts(record: ReplayRecord, binding: RecordBinding, slot: string, maxBytes: number): Promise<Buffer[]> {
   const { entries, startSnapshot, ...rest } = record;
   const head: RecordHead = { ...rest, entryCount: entries.length };
   const parts: Buffer[] = [Buffer.alloc(HEADER_BYTES), ...lengthPrefixed(serialize(head)), ...lengthPrefixed(startSnapshot)];
@@ -158,7 +165,20 @@ export async function encodeRecord(record: ReplayRecord, binding: RecordBinding,
     parts.push(...lengthPrefixed(bytes));
   }
   parts.push(await digest(binding, slot, binding.key !== undefined, parts));
-  return toBase64Pieces(parts);
+  return parts;
+}
+
+/** The concatenation of `parts`, copied a slice at a time. */
+async function concatInSlices(parts: readonly Buffer[]): Promise<Buffer> {
+  const out = Buffer.allocUnsafe(parts.reduce((n, part) => n + part.length, 0));
+  let filled = 0;
+  for (const part of parts) {
+    for (let at = 0; at < part.length; at += SLICE_BYTES) {
+      filled += part.copy(out, filled, at, at + SLICE_BYTES);
+      await yieldToLoop();
+    }
+  }
+  return out;
 }
 
 /** Base64 of the concatenation of `parts`, one piece per slice (each byte copied once, into a slice). */
@@ -236,7 +256,11 @@ function isEntry(x: unknown): x is JournalEntry {
  * key) before parsing; throws a {@link ReplayRecordError} saying what is wrong.
  */
 export async function decodeRecord(pieces: unknown, binding: RecordBinding, slot: string, maxBytes: number): Promise<ReplayRecord> {
-  const bytes = await fromBase64Pieces(pieces, maxBytes);
+  return decodeRecordBytes(await fromBase64Pieces(pieces, maxBytes), binding, slot);
+}
+
+/** {@link decodeRecord} of the record's bytes, already within the size cap (`undefined`: not a record). */
+async function decodeRecordBytes(bytes: Buffer | undefined, binding: RecordBinding, slot: string): Promise<ReplayRecord> {
   if (bytes === undefined || bytes.length < HEADER_BYTES + DIGEST_BYTES || !bytes.subarray(0, 8).equals(MAGIC)) throw new ReplayRecordError("the stored journal is not a replay record");
   const version = bytes.readUInt16LE(8);
   if (version !== JOURNAL_FORMAT_VERSION) throw new ReplayRecordError(`the stored journal has format version ${version}; this build reads ${JOURNAL_FORMAT_VERSION}`);
@@ -297,7 +321,7 @@ function isSaver(x: unknown): x is PendingWriteSaver {
  * Where the records of one graph task go: the checkpoint it runs on, in its checkpointer. A task's
  * namespace is its graph's namespace plus `node:taskId`; the graph's checkpoint id is in the map.
  */
-function locate(config: RunnableConfig): { saver: PendingWriteSaver; checkpoint: RunnableConfig; graphNs: string; checkpointId: string } | undefined {
+function locate(config: RunnableConfig): { saver: PendingWriteSaver; checkpoint: RunnableConfig; threadId: string; graphNs: string; checkpointId: string } | undefined {
   const conf = (config.configurable ?? {}) as Record<string, unknown>;
   const saver = conf[CHECKPOINTER_KEY];
   const threadId = conf["thread_id"];
@@ -308,7 +332,7 @@ function locate(config: RunnableConfig): { saver: PendingWriteSaver; checkpoint:
   const graphNs = cut < 0 ? "" : taskNs.slice(0, cut);
   const checkpointId = (map as Record<string, unknown>)[graphNs];
   if (typeof checkpointId !== "string") return undefined;
-  return { saver, checkpoint: { configurable: { thread_id: threadId, checkpoint_ns: graphNs, checkpoint_id: checkpointId } }, graphNs, checkpointId };
+  return { saver, checkpoint: { configurable: { thread_id: threadId, checkpoint_ns: graphNs, checkpoint_id: checkpointId } }, threadId, graphNs, checkpointId };
 }
 
 /**
@@ -324,22 +348,42 @@ function slotOf(where: { graphNs: string; checkpointId: string }, taskId: string
   return JSON.stringify([where.graphNs, where.checkpointId, taskId]);
 }
 
-/** Stores and loads replay records through the checkpointer of the running graph. */
+/** The one stored piece of a record kept in the agent's store: this prefix and the blob's reference. */
+const STORE_PIECE_PREFIX = "store:";
+/** Journals kept per thread in the store (thread-blobs.ts collects older ones). */
+const KEPT_JOURNALS_PER_THREAD = 4;
+
+/** The thread's journal blobs in the run's store (`config.store`, as LangGraph hands it to tools), if it has one. */
+function journalBlobsOf(config: RunnableConfig, threadId: string): ThreadBlobs | undefined {
+  const store = (config as { store?: BaseStore }).store;
+  return typeof store?.batch === "function" ? new ThreadBlobs(store, threadId, "journal", KEPT_JOURNALS_PER_THREAD) : undefined;
+}
+
+function reasonOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * Stores and loads replay records through the checkpointer of the running graph. With a store,
+ * the record's bytes go to the store (thread-blobs.ts) and the checkpointer keeps one short piece
+ * naming them: a checkpointer deserializes every pending write of a checkpoint at once whenever it
+ * is read (LangGraph reads it at each resume), which for a 50 MB journal held the event loop for
+ * seconds. Without a store, the record is kept in the checkpointer as base64 pieces.
+ */
 export const checkpointerRecords = {
   /** True when the run has a checkpointer records can be stored in. */
   available(config: RunnableConfig): boolean {
     return locate(config) !== undefined;
   },
 
-  /**
-   * Stores the record written at pause number `pause` (0 for the eval's first pause); `encode`
-   * gets the slot the record is stored in, to bind the record to it.
-   */
-  async save(config: RunnableConfig, evalCallId: string, pause: number, encode: (slot: string) => Promise<string[]>): Promise<void> {
+  /** Stores `record` as the one written at pause number `pause` (0 for the eval's first pause), bound to where it is stored. */
+  async save(config: RunnableConfig, evalCallId: string, pause: number, record: ReplayRecord, binding: RecordBinding, maxBytes: number): Promise<void> {
     const where = locate(config);
     if (where === undefined) throw new ReplayRecordError("this run has no checkpointer to keep the paused eval in");
     const taskId = recordTaskId(evalCallId, pause);
-    const pieces = await encode(slotOf(where, taskId));
+    const parts = await encodeRecordParts(record, binding, slotOf(where, taskId), maxBytes);
+    const blobs = journalBlobsOf(config, where.threadId);
+    const pieces = blobs === undefined ? await toBase64Pieces(parts) : [`${STORE_PIECE_PREFIX}${await blobs.write(await concatInSlices(parts))}`];
     // One write per piece, a turn of the event loop apart: a checkpointer serializes a write at once.
     for (const [i, piece] of pieces.entries()) {
       if (i > 0) await yieldToLoop();
@@ -348,11 +392,10 @@ export const checkpointerRecords = {
   },
 
   /**
-   * The pieces of the record stored at pause number `pause`, in order, with the slot they were
-   * read from; `undefined` when there are none. Pieces past a missing one are left out (the
-   * record's digest then refuses it).
+   * The record stored at pause number `pause`, checked (see {@link decodeRecord}); `undefined`
+   * when none was stored. Pieces past a missing one are left out (the digest then refuses it).
    */
-  async load(config: RunnableConfig, evalCallId: string, pause: number): Promise<{ pieces: unknown[]; slot: string } | undefined> {
+  async load(config: RunnableConfig, evalCallId: string, pause: number, binding: RecordBinding, maxBytes: number): Promise<ReplayRecord | undefined> {
     const where = locate(config);
     if (where === undefined) return undefined;
     const tuple = await where.saver.getTuple(where.checkpoint);
@@ -364,6 +407,18 @@ export const checkpointerRecords = {
     // A version 1 record was one write under the task id itself: read, so it is refused by its version.
     const legacy = pieces.length === 0 ? tuple?.pendingWrites?.find(([task, channel]) => task === taskId && channel === RECORD_CHANNEL) : undefined;
     if (legacy !== undefined) pieces.push(legacy[2]);
-    return pieces.length === 0 ? undefined : { pieces, slot: slotOf(where, taskId) };
+    if (pieces.length === 0) return undefined;
+    const slot = slotOf(where, taskId);
+    const [first] = pieces;
+    if (pieces.length > 1 || typeof first !== "string" || !first.startsWith(STORE_PIECE_PREFIX)) return decodeRecord(pieces, binding, slot, maxBytes);
+    const blobs = journalBlobsOf(config, where.threadId);
+    if (blobs === undefined) throw new ReplayRecordError("the paused eval's journal is kept in the agent's store, but this run has no store");
+    let bytes: Uint8Array;
+    try {
+      bytes = await blobs.read(first.slice(STORE_PIECE_PREFIX.length), maxBytes);
+    } catch (err) {
+      throw new ReplayRecordError(`the paused eval's journal cannot be read from the store (${reasonOf(err)})`);
+    }
+    return decodeRecordBytes(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length), binding, slot);
   },
 };

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createAgent } from "langchain";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { tool } from "@langchain/core/tools";
-import { Command, MemorySaver } from "@langchain/langgraph";
+import { Command, InMemoryStore, MemorySaver } from "@langchain/langgraph";
 import { z } from "zod";
 import { createCodeInterpreterMiddleware, type CodeInterpreterMiddleware, type CodeInterpreterMiddlewareOptions } from "../../src/langchain/index.js";
 import { ScriptedChatModel, callTool, contentText, reply, toolMessages } from "./support/agent.js";
@@ -45,13 +45,14 @@ function ledgerTools() {
   return { tools: [sendEmail, chargeCard, lookup, slow, fast], runs, ledger, sent };
 }
 
-function agentFor(code: string, options: CodeInterpreterMiddlewareOptions) {
+function agentFor(code: string, options: CodeInterpreterMiddlewareOptions, store?: InMemoryStore) {
   const t = ledgerTools();
   const interpreter = createCodeInterpreterMiddleware({ ptc: ["send_email", "charge_card", "lookup", "slow", "fast"], ...options });
   live.push(interpreter);
   const model = new ScriptedChatModel([callTool("eval", { code }, "eval-1"), reply("done")]);
-  const agent = createAgent({ model, tools: t.tools, middleware: [interpreter], checkpointer: new MemorySaver() });
-  return { agent, ...t };
+  const checkpointer = new MemorySaver();
+  const agent = createAgent({ model, tools: t.tools, middleware: [interpreter], checkpointer, ...(store === undefined ? {} : { store }) });
+  return { agent, checkpointer, ...t };
 }
 
 function interrupted(result: Record<string, unknown>): boolean {
@@ -119,5 +120,22 @@ first`;
     expect(evalText(resumed)).toContain("<result>\nfast\n</result>");
     expect(sent).toEqual(["a@example.com:fast"]);
     expect(runs.sort()).toEqual(["fast", "slow"]);
+  });
+});
+
+describe("with a store, the journal is kept in the store", () => {
+  it("the checkpointer holds one short piece, and the resume answers every finished call from the store's copy", async () => {
+    const code = `(await Promise.all([tools.sendEmail({ to: "a@example.com" }), tools.chargeCard({ amount: 5 })])).join(" | ")`;
+    const { agent, checkpointer, ledger, sent } = agentFor(code, { interruptOn: { send_email: true } }, new InMemoryStore());
+    const config = { configurable: { thread_id: "journal-in-store" } };
+    expect(interrupted(await agent.invoke({ messages: [new HumanMessage("go")] }, config))).toBe(true);
+    const rows = Object.values((checkpointer as unknown as { writes: Record<string, Record<string, [string, string, unknown]>> }).writes).flatMap((w) => Object.values(w));
+    const journal = rows.filter(([task]) => task.startsWith("code-interpreter-replay:"));
+    expect(journal).toHaveLength(1);
+    expect(String(new TextDecoder().decode(journal[0]![2] as Uint8Array))).toMatch(/store:[0-9a-f]{32}/);
+    const resumed = await agent.invoke(approve, config);
+    expect(evalText(resumed)).toContain("sent to a@example.com | charged 5");
+    expect(ledger).toEqual([5]);
+    expect(sent).toEqual(["a@example.com:"]);
   });
 });

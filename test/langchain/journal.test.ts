@@ -1,5 +1,6 @@
 import { createHash, createHmac } from "node:crypto";
 import { serialize } from "node:v8";
+import { InMemoryStore } from "@langchain/langgraph";
 import { describe, expect, it } from "vitest";
 import { checkpointerRecords, decodeRecord, encodeRecord, type RecordBinding, type ReplayRecord } from "../../src/langchain/journal.js";
 
@@ -99,14 +100,27 @@ describe("replay records", () => {
     const writes: [string, string, unknown][] = [];
     const config = runConfig(writes);
     const big = { ...record(), startSnapshot: new Uint8Array(1024 * 1024).fill(3) };
-    await checkpointerRecords.save(config, "call-1", 0, (slot) => encodeRecord(big, binding, slot, 8 * MAX));
+    await checkpointerRecords.save(config, "call-1", 0, big, binding, 8 * MAX);
     expect(writes.map(([task]) => task)).toEqual(["code-interpreter-replay:call-1:0:0", "code-interpreter-replay:call-1:0:1", "code-interpreter-replay:call-1:0:2"]);
-    const stored = await checkpointerRecords.load(config, "call-1", 0);
-    expect((await decodeRecord(stored!.pieces, binding, stored!.slot, 8 * MAX)).entries).toEqual(big.entries);
-    expect(await checkpointerRecords.load(config, "call-1", 1)).toBeUndefined();
+    expect((await checkpointerRecords.load(config, "call-1", 0, binding, 8 * MAX))?.entries).toEqual(big.entries);
+    expect(await checkpointerRecords.load(config, "call-1", 1, binding, 8 * MAX)).toBeUndefined();
     writes.push(["code-interpreter-replay:call-1:1", "__code_interpreter_replay__", versionOneRecord()]);
-    const legacy = await checkpointerRecords.load(config, "call-1", 1);
-    await expect(decodeRecord(legacy!.pieces, binding, legacy!.slot, 8 * MAX)).rejects.toThrow(/format version 1; this build reads 2/);
+    await expect(checkpointerRecords.load(config, "call-1", 1, binding, 8 * MAX)).rejects.toThrow(/format version 1; this build reads 2/);
+  });
+
+  it("with a store, keep the record's bytes there and one short piece in the checkpointer, still bound to its pause (issue 27.5)", async () => {
+    const writes: [string, string, unknown][] = [];
+    const config = { ...runConfig(writes), store: new InMemoryStore() };
+    const big = { ...record(), startSnapshot: new Uint8Array(3 * 1024 * 1024).fill(5) };
+    await checkpointerRecords.save(config, "call-1", 0, big, binding, 8 * MAX);
+    expect(writes).toHaveLength(1);
+    expect(String(writes[0]![2])).toMatch(/^store:[0-9a-f]{32}$/);
+    const loaded = await checkpointerRecords.load(config, "call-1", 0, binding, 8 * MAX);
+    expect(Buffer.from(loaded!.startSnapshot).equals(Buffer.from(big.startSnapshot))).toBe(true);
+    expect(loaded!.entries).toEqual(big.entries);
+    await expect(checkpointerRecords.load(runConfig(writes), "call-1", 0, binding, 8 * MAX)).rejects.toThrow(/kept in the agent's store, but this run has no store/);
+    writes.push(["code-interpreter-replay:call-1:1:0", "__code_interpreter_replay__", writes[0]![2]]);
+    await expect(checkpointerRecords.load(config, "call-1", 1, binding, 8 * MAX)).rejects.toThrow(/signature does not match/);
   });
 
   it("refuse a signed record whose sections run past its end, before parsing them", async () => {
