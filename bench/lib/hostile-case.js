@@ -3,6 +3,7 @@
 // middleware's eval tool or the Sandbox API. Every class is what a model-written script can do to
 // the one event loop that serves every other session. Target: ≤ 20 ms per class.
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { approvalStallCases } from "./approval-stall.js";
 import { codeArgumentClasses } from "./hostile-code-argument.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -116,6 +117,7 @@ function classes(api, lc) {
           }
         };
       }],
+      ...approvalStallCases(root),
     ],
   };
 }
@@ -134,7 +136,7 @@ export async function runHostileCase({ quick = false, onProgress = () => {} } = 
     const gaps = [];
     let sample;
     for (let i = 0; i < runs; i++) {
-      const work = prepare();
+      const work = await prepare();
       sample = await longestGap(work);
       gaps.push(sample.gapMs);
     }

@@ -3,13 +3,16 @@
  * resume in any process.
  *
  * - When guest code calls a reviewed tool (or `task()`), the eval pauses: calls already in flight
- *   settle, the eval is stopped, and a replay record (start snapshot, clock, seed, journal of every
- *   completed host call) is stored in the checkpointer before the eval tool raises LangGraph's
- *   `interrupt()` with the standard HITL request.
+ *   settle, calls not yet started are held (never run), the eval is stopped, and a replay record
+ *   (start snapshot, clock, seed, journal of every host call that settled, at any position, in the
+ *   order they settled) is stored in the checkpointer before the eval tool raises LangGraph's
+ *   `interrupt()` with the standard HITL request. A reviewed call's arguments must be plain JSON
+ *   data, so the reviewer sees exactly what the tool would get (review-args.ts).
  * - On resume LangGraph runs the eval tool again. The eval re-runs from its start snapshot with the
- *   same clock and seed; each host call before the pause is checked against the journal and
- *   answered from it, never run again; the paused call gets the reviewer's decision (approve, edit,
- *   reject); later calls run live, and a later reviewed call pauses again.
+ *   same clock and seed; each journaled call is checked against the journal and answered from it,
+ *   never run again, in the order the calls settled in the run that paused; the paused call gets
+ *   the reviewer's decision (approve, edit, reject); other calls run live, and a later reviewed call
+ *   pauses again.
  * - A replay that calls something else, or with other arguments, at a journaled position stops the
  *   eval with a {@link ReplayDivergenceError}: nothing runs twice.
  *
@@ -19,22 +22,23 @@
  * and {@link EvalReview.drive} raises them.
  */
 import { randomInt, createHash } from "node:crypto";
-import { inspect, isDeepStrictEqual } from "node:util";
+import { isDeepStrictEqual } from "node:util";
+import { deserialize, serialize } from "node:v8";
 import type { Decision, HITLRequest } from "langchain";
 import { Sandbox, type ConsoleEntry, type SandboxOptions } from "../index.js";
 import { APPROVAL_TEXT, PERSISTENCE_TEXT } from "./prompts.js";
 import { dropRestored, type PersistenceState } from "./persistence.js";
 import type { ResolvedOptions, ResolvedReview } from "./options.js";
 import type { EvalRunConfig, PtcToolView, StateUpdate } from "./ptc.js";
+import { unfaithfulPartOf } from "./review-args.js";
 import {
   checkpointerRecords,
   codeDigestOf,
-  decodeRecord,
-  encodeRecord,
   ReplayRecordError,
   type HostCallOutcome,
   type HostCallRequest,
   type JournalEntry,
+  type PositionedCall,
   type RecordBinding,
   type ReplayRecord,
 } from "./journal.js";
@@ -100,11 +104,16 @@ function errorOutcome(err: unknown): HostCallOutcome {
   return { ok: false, error: { name: e.name, message: e.message } };
 }
 
-function argsText(args: unknown): string {
+/**
+ * True when a replayed call is the journaled one: same tool, and the same arguments once they
+ * take the journal's round trip (which gives a null-prototype object `Object.prototype`).
+ */
+function sameCall(expected: HostCallRequest, actual: HostCallRequest): boolean {
+  if (expected.kind !== actual.kind || expected.name !== actual.name) return false;
   try {
-    return JSON.stringify(args, null, 2) ?? "undefined";
+    return isDeepStrictEqual(expected.args, deserialize(serialize(actual.args)));
   } catch {
-    return inspect(args, { depth: 4, breakLength: 100 });
+    return false;
   }
 }
 
@@ -192,7 +201,13 @@ export class EvalReview implements HostCallGate {
   readonly #abort = new AbortController();
   readonly #asks: PendingAsk[] = [];
   readonly #inFlight = new Set<Promise<unknown>>();
-  readonly #completed = new Map<number, JournalEntry>();
+  /** Calls that settled in this run (live, or answered from the journal), in the order they settled. */
+  readonly #settled: JournalEntry[] = [];
+  /** The journal of a resumed eval by call position, with each entry's place in the settle order. */
+  readonly #journal = new Map<number, { entry: JournalEntry; turn: number }>();
+  /** Journaled answers given so far; the next one waits for its turn, so they settle as they did. */
+  #delivered = 0;
+  readonly #turns = new Map<number, () => void>();
   #wake: (() => void) | undefined;
   #order: Promise<unknown> = Promise.resolve();
   #record: ReplayRecord | undefined;
@@ -204,7 +219,7 @@ export class EvalReview implements HostCallGate {
   #next = 0;
   #reachedPause = false;
   #halted = false;
-  #pausedAt: { position: number; request: HostCallRequest } | undefined;
+  #pausedAt: PositionedCall | undefined;
   #diverged: ReplayDivergenceError | undefined;
   #pauses = 0;
 
@@ -242,11 +257,11 @@ export class EvalReview implements HostCallGate {
     const given = decisionsGiven(this.#config);
     if (given > 0) {
       try {
-        const stored = await checkpointerRecords.load(this.#config, this.#binding.evalCallId, given - 1);
-        if (stored === undefined) throw new ReplayRecordError("no journal was stored for this eval call");
-        const record = decodeRecord(stored, this.#binding, this.#options.maxSnapshotBytes);
+        const record = await checkpointerRecords.load(this.#config, this.#binding.evalCallId, given - 1, this.#binding, this.#options.maxSnapshotBytes);
+        if (record === undefined) throw new ReplayRecordError("no journal was stored for this eval call");
         if (record.codeDigest !== codeDigestOf(this.#code)) throw new ReplayRecordError("the journal belongs to other code");
         this.#record = record;
+        for (const [turn, entry] of record.entries.entries()) this.#journal.set(entry.position, { entry, turn });
         this.#pauses = given;
       } catch (err) {
         // Without the journal, running again would repeat every call made before the pause.
@@ -284,7 +299,7 @@ export class EvalReview implements HostCallGate {
           ask.reject(guestError(UNAVAILABLE_ERROR_NAME, APPROVAL_TEXT.unavailable(err instanceof Error ? err.message : String(err))));
           continue;
         }
-        await this.#pause(ask.position, ask.request);
+        await this.#pause({ ...ask.request, position: ask.position });
         const settled = await evaluation;
         if ("error" in settled) throw settled.error;
         // An eval that ended without awaiting the reviewed call is over: that call never ran.
@@ -314,27 +329,25 @@ export class EvalReview implements HostCallGate {
     session.state.replayStart = this.#startSnapshot;
   }
 
-  /** Stores the replay record of this pause; returns why it could not be stored, if it could not. */
+  /**
+   * Stores the replay record of this pause; returns why it could not be stored, if it could not.
+   * Every call that settled before the pause is journaled, at whatever position: calls made after
+   * the paused one may have finished while it waited.
+   */
   async #save(): Promise<string | undefined> {
-    const pausedAt = this.#pausedAt!;
-    const entries: JournalEntry[] = [];
-    for (let i = 0; i < pausedAt.position; i++) {
-      const entry = this.#completed.get(i) ?? this.#record?.entries[i];
-      if (entry === undefined) return `the call at position ${i} did not finish before the pause`;
-      entries.push(entry);
-    }
+    const answered = new Set(this.#settled.map((entry) => entry.position));
     const record: ReplayRecord = {
       codeDigest: codeDigestOf(this.#code),
       clockMs: this.#clockMs,
       randomSeed: this.#randomSeed,
       consoleLines: this.#consoleLines,
-      entries,
-      pausedAt: pausedAt.request,
+      // Journaled answers this run did not reach yet keep their place after the ones it gave.
+      entries: [...this.#settled, ...(this.#record?.entries.filter((entry) => !answered.has(entry.position)) ?? [])],
+      pausedAt: this.#pausedAt!,
       startSnapshot: this.#startSnapshot!,
     };
     try {
-      const data = encodeRecord(record, this.#binding, this.#options.maxSnapshotBytes);
-      await checkpointerRecords.save(this.#config, this.#binding.evalCallId, this.#pauses, data);
+      await checkpointerRecords.save(this.#config, this.#binding.evalCallId, this.#pauses, record, this.#binding, this.#options.maxSnapshotBytes);
       return undefined;
     } catch (err) {
       return err instanceof Error ? err.message : String(err);
@@ -346,7 +359,7 @@ export class EvalReview implements HostCallGate {
    * runs exactly the same; returns the eval options to add. `undefined` when no call of this eval
    * can pause (no reviewed tool in reach, no journal to replay): the eval runs as usual.
    */
-  start(sandbox: Sandbox, view: PtcToolView, taskAvailable: boolean, signal: AbortSignal | undefined, onConsole: ((entry: ConsoleEntry) => void) | undefined): PinnedRun | undefined {
+  async start(sandbox: Sandbox, view: PtcToolView, taskAvailable: boolean, signal: AbortSignal | undefined, onConsole: ((entry: ConsoleEntry) => void) | undefined): Promise<PinnedRun | undefined> {
     const record = this.#record;
     if (record === undefined) {
       const reachable = [...view.byCamelName.values()].some((t) => this.#approval.reviewOf(t.name) !== undefined) || (taskAvailable && this.#approval.reviewOf("task") !== undefined);
@@ -354,7 +367,8 @@ export class EvalReview implements HostCallGate {
       if (!checkpointerRecords.available(this.#config)) this.#cannotPause = "this agent has no checkpointer";
       else {
         try {
-          this.#startSnapshot = sandbox.snapshot({ maxSnapshotBytes: this.#options.maxSnapshotBytes });
+          // On an executor thread: the state may be large, and this eval may be `1 + 1`.
+          this.#startSnapshot = await sandbox.snapshotAsync({ maxSnapshotBytes: this.#options.maxSnapshotBytes });
         } catch (err) {
           this.#cannotPause = `the interpreter state cannot be saved (${err instanceof Error ? err.message : String(err)})`;
         }
@@ -400,23 +414,37 @@ export class EvalReview implements HostCallGate {
     // Paused or diverged: nothing more runs; the eval is about to be stopped.
     if (this.#halted) return new Promise<GuestAnswer>(() => {});
     const record = this.#record;
-    if (record !== undefined && position <= record.entries.length) {
-      const expected = position < record.entries.length ? record.entries[position]! : record.pausedAt;
-      if (expected.kind !== request.kind || expected.name !== request.name || !isDeepStrictEqual(expected.args, request.args)) {
-        this.#diverge(APPROVAL_TEXT.diverged(position, expected, request));
-        throw this.#diverged!;
-      }
-      if (position < record.entries.length) {
-        const entry = record.entries[position]!;
-        // Its decision is asked for again only to keep LangGraph's count of interrupts in step.
-        if (entry.reviewed) await (await this.#queueReview(request, position, true))?.decision;
-        return answerOf(entry.outcome);
-      }
+    const journaled = this.#journal.get(position);
+    const expected = journaled?.entry ?? (position === record?.pausedAt.position ? record.pausedAt : undefined);
+    if (expected === undefined) return answerOf(await this.#run(request, position, live, false));
+    if (!sameCall(expected, request)) {
+      this.#diverge(APPROVAL_TEXT.diverged(position, expected, request));
+      throw this.#diverged!;
+    }
+    if (journaled === undefined) {
       this.#reachedPause = true;
       // The eval paused here: the next decision is this call's, whatever the configuration says now.
       return answerOf(await this.#run(request, position, live, true));
     }
-    return answerOf(await this.#run(request, position, live, false));
+    // Its decision is asked for again only to keep LangGraph's count of interrupts in step.
+    if (journaled.entry.reviewed) await (await this.#queueReview(request, position, true))?.decision;
+    await this.#turn(journaled.turn);
+    this.#settled.push(journaled.entry);
+    return answerOf(journaled.entry.outcome);
+  }
+
+  /**
+   * Waits until every journaled answer that settled before this one (`turn`) was given, then
+   * gives the next one its turn a macrotask later: `Promise.race` over replayed calls settles as
+   * it did in the run that was journaled.
+   */
+  async #turn(turn: number): Promise<void> {
+    if (turn !== this.#delivered) await new Promise<void>((resolve) => this.#turns.set(turn, resolve));
+    const next = ++this.#delivered;
+    setImmediate(() => {
+      this.#turns.get(next)?.();
+      this.#turns.delete(next);
+    });
   }
 
   /**
@@ -432,9 +460,12 @@ export class EvalReview implements HostCallGate {
     const step = this.#order.then(async () => {
       if (!forced && review.when !== undefined && !(await review.when({ toolCall, tool: undefined, state: this.#config.state, runtime: this.#runtime() } as never))) return undefined;
       if (this.#cannotPause !== undefined) throw guestError(UNAVAILABLE_ERROR_NAME, APPROVAL_TEXT.unavailable(this.#cannotPause));
+      // The reviewer must see exactly what the tool would get: arguments JSON cannot show are refused.
+      const unfaithful = unfaithfulPartOf(request.args);
+      if (unfaithful !== undefined) throw guestError("TypeError", APPROVAL_TEXT.unreviewableArgs(request.name, unfaithful));
       const description = typeof review.description === "function"
         ? await review.description(toolCall as never, this.#config.state as never, this.#runtime() as never)
-        : review.description ?? `${this.#options.interruptOn.descriptionPrefix}\n\nTool: ${request.name}\nArgs: ${argsText(request.args)}`;
+        : review.description ?? `${this.#options.interruptOn.descriptionPrefix}\n\nTool: ${request.name}\nArgs: ${JSON.stringify(request.args, null, 2)}`;
       const hitl: HITLRequest = {
         actionRequests: [{ name: request.name, args: request.args, description }],
         reviewConfigs: [{ actionName: request.name, allowedDecisions: [...review.allowedDecisions], ...(review.argsSchema === undefined ? {} : { argsSchema: review.argsSchema }) }],
@@ -458,16 +489,18 @@ export class EvalReview implements HostCallGate {
       const decision = await queued.decision;
       if (decision.type === "reject") {
         const outcome = errorOutcome(guestError(REJECTED_ERROR_NAME, decision.message ?? APPROVAL_TEXT.rejected(request.name)));
-        this.#completed.set(position, { ...request, reviewed: true, outcome });
+        this.#settled.push({ ...request, position, reviewed: true, outcome });
         return outcome;
       }
       if (decision.type === "edit") args = decision.editedAction.args;
     }
+    // Not started when the eval paused meanwhile: held, never run, so never run twice.
+    if (this.#halted) return new Promise<HostCallOutcome>(() => {});
     // Tracked while it runs: a pause waits for it, so its outcome is journaled and never run again.
     const running = live(args)
       .then((answer): HostCallOutcome => ({ ok: true, value: answer.value, updates: answer.updates }), errorOutcome)
       .then((outcome) => {
-        this.#completed.set(position, { ...request, reviewed: queued !== undefined, outcome });
+        this.#settled.push({ ...request, position, reviewed: queued !== undefined, outcome });
         this.#inFlight.delete(running);
         return outcome;
       });
@@ -475,10 +508,10 @@ export class EvalReview implements HostCallGate {
     return running;
   }
 
-  /** Stops at the call at `position`: later calls are held, calls in flight settle (and are journaled), then the eval is stopped. */
-  async #pause(position: number, request: HostCallRequest): Promise<void> {
+  /** Stops at `call`: later calls are held, calls in flight settle (and are journaled), then the eval is stopped. */
+  async #pause(call: PositionedCall): Promise<void> {
     this.#halted = true;
-    this.#pausedAt = { position, request };
+    this.#pausedAt = call;
     while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
     this.#abort.abort(new Error("paused for review"));
   }

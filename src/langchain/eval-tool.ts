@@ -195,7 +195,7 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
       ...(tasks === undefined ? {} : { wallTimeoutMs: tasks.wallTimeoutMs }),
       ...(onConsole === undefined ? {} : { onConsole }),
       // Reviewed calls in reach: a pinned clock and seed, and a signal that can pause the eval.
-      ...review?.start(live.sandbox, view, tasks !== undefined, config.signal, onConsole),
+      ...(await review?.start(live.sandbox, view, tasks !== undefined, config.signal, onConsole)),
     };
     // The last good state is written by the eval's own job, right after the eval.
     const { report, snapshot } = deps.persistence.rollsBack

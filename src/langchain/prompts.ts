@@ -360,6 +360,9 @@ export const APPROVAL_TEXT = Object.freeze({
   /** A resumed eval whose tools this process does not know (no model call yet, tools named in `ptc`). */
   toolsUnknown: (names: readonly string[]): string =>
     `the paused eval called ${names.join(", ")}, which this process does not know yet (tools named in ptc are learned from the agent's model calls); pass those tools as instances in ptc so any process can resume. Nothing ran.`,
+  /** A reviewed call whose arguments the reviewer could not be shown exactly as the tool would get them. */
+  unreviewableArgs: (tool: string, part: string): string =>
+    `${tool} needs human review, and the reviewer sees its arguments as JSON, but ${part}, which JSON cannot show as the tool would get it. Pass plain data (strings, finite numbers, booleans, null, plain objects and arrays; e.g. [...set] for a Set, an ISO string for a Date); the call did not run.`,
   /** Malformed resume values (thrown from the eval tool; the ToolNode reports them). */
   badResume: (tool: string, decisions: unknown): string =>
     `Resume a call to ${tool} from code with { decisions: [one decision] }; got ${Array.isArray(decisions) ? `${decisions.length} decisions` : "no decisions list"}`,

@@ -142,3 +142,18 @@ export async function cpuTimed<T>(fn: () => Promise<T> | T): Promise<[T, number]
   const used = process.cpuUsage(before);
   return [result, (used.user + used.system) / 1000];
 }
+
+/** Counts event-loop turns until `pending` settles: work done inline on the main thread lets none pass. */
+export async function turnsWhile<T>(pending: Promise<T>): Promise<{ turns: number; settled: PromiseSettledResult<T> }> {
+  let done = false;
+  let turns = 0;
+  const tick = (): void => {
+    if (done) return;
+    turns++;
+    setImmediate(tick);
+  };
+  setImmediate(tick);
+  const settled = (await Promise.allSettled([pending]))[0]!;
+  done = true;
+  return { turns, settled };
+}

@@ -5,25 +5,10 @@
 // `snapshotAsync` do that work on an executor thread; the main thread keeps turning meanwhile.
 import { describe, expect, it } from "vitest";
 import { Sandbox, SandboxError } from "../../src/index.js";
-import { sandbox } from "./harness.js";
+import { sandbox, turnsWhile } from "./harness.js";
 
 // Spins only when re-created by a restore (its source then runs from "<snapshot>").
 const TRAP = "class Trap { static { if (new Error().stack.includes('<snapshot>')) for (;;) {} } }";
-
-/** Counts event-loop turns until `pending` settles. */
-async function turnsWhile<T>(pending: Promise<T>): Promise<{ turns: number; settled: PromiseSettledResult<T> }> {
-  let done = false;
-  let turns = 0;
-  const tick = (): void => {
-    if (done) return;
-    turns++;
-    setImmediate(tick);
-  };
-  setImmediate(tick);
-  const settled = (await Promise.allSettled([pending]))[0]!;
-  done = true;
-  return { turns, settled };
-}
 
 describe("restoreAsync runs re-created guest code off the main thread", () => {
   it("stops a spinning static block at the restore budget while the event loop keeps turning", async () => {

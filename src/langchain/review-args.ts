@@ -1,0 +1,57 @@
+/**
+ * What a reviewer is shown of a reviewed call's arguments is their JSON text, so a reviewed call
+ * runs only with arguments JSON shows exactly: plain objects and arrays of strings, booleans, null
+ * and finite numbers. A `Set` shows as `{}`, `NaN` as `null`, `-0` as `0`, an `undefined` field not
+ * at all, yet the tool would get them as they are: such arguments are refused before the review.
+ */
+
+/** Where and what the first part of `args` that JSON cannot show faithfully is, or `undefined` when there is none. */
+export function unfaithfulPartOf(args: Record<string, unknown>): string | undefined {
+  return walk(args, "args", new Set());
+}
+
+function walk(value: unknown, path: string, open: Set<object>): string | undefined {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return undefined;
+    case "number":
+      if (!Number.isFinite(value)) return `${path} is ${value}`;
+      return Object.is(value, -0) ? `${path} is -0` : undefined;
+    case "object":
+      return value === null ? undefined : walkObject(value, path, open);
+    default:
+      return `${path} is ${typeof value === "undefined" ? "undefined" : `a ${typeof value}`}`;
+  }
+}
+
+function walkObject(value: object, path: string, open: Set<object>): string | undefined {
+  if (open.has(value)) return `${path} refers back to itself`;
+  const isArray = Array.isArray(value);
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (!isArray && proto !== Object.prototype && proto !== null) return `${path} is ${kindOf(value)}`;
+  if (isArray && proto !== Array.prototype) return `${path} is ${kindOf(value)}`;
+  if (Object.getOwnPropertySymbols(value).length > 0) return `${path} has symbol keys`;
+  const keys = Object.keys(value);
+  if (isArray && keys.length !== value.length) return `${path} is an array with holes or extra properties`;
+  open.add(value);
+  try {
+    for (const key of keys) {
+      const descriptor = Object.getOwnPropertyDescriptor(value, key)!;
+      const at = isArray ? `${path}[${key}]` : `${path}${/^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`}`;
+      if (!("value" in descriptor)) return `${at} is an accessor`;
+      const problem = walk(descriptor.value, at, open);
+      if (problem !== undefined) return problem;
+    }
+  } finally {
+    open.delete(value);
+  }
+  return undefined;
+}
+
+function kindOf(value: object): string {
+  const tag = Object.prototype.toString.call(value).slice(8, -1);
+  const name = tag === "Object" ? ((value as { constructor?: { name?: unknown } }).constructor?.name ?? "Object") : tag;
+  const noun = typeof name === "string" && name !== "" ? name : "non-plain object";
+  return `${/^[AEIO]/i.test(noun) ? "an" : "a"} ${noun}`;
+}
