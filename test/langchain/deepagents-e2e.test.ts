@@ -46,7 +46,7 @@ describe("createDeepAgent with the code interpreter", () => {
 
   it('"safe" exposes the read-only file tools of deepagents, and the prompt documents them', async () => {
     const { evals, model } = await runDeepAgent([`Object.getOwnPropertyNames(tools).sort().join(",")`], { ptc: "safe" });
-    expect(section(evals[0]!, "result")).toBe("glob,grep,ls,readFile");
+    expect(section(evals[0]!, "result")).toBe("glob,grep,ls,readFile,read_file");
     expect(model.calls[0]!.systemPrompt).toContain("readFile(");
   });
 
