@@ -153,7 +153,6 @@ void startTurn() {
 
 void* workerMain(void* arg) {
   auto* st = static_cast<Executor::State*>(arg);
-  lowerThreadPriority();
   onWorker = true;
   std::unique_lock<std::mutex> lock(st->mu);
   IdleSpinPolicy policy;
@@ -208,10 +207,12 @@ void* workerMain(void* arg) {
   }
 }
 
-// Starts workers for work that keeps waiting, and every kWatchdogPeriod looks for stuck slices.
+// Starts workers for work that keeps waiting, and every kWatchdogPeriod looks for stuck slices and
+// asks the LoopGuard how many guests may run at once.
 void* watchdogMain(void* arg) {
   auto* st = static_cast<Executor::State*>(arg);
   auto nextCheck = std::chrono::steady_clock::now() + kWatchdogPeriod;
+  LoopGuard guard;
   while (true) {
     std::vector<std::shared_ptr<Engine>> running;
     {
@@ -226,6 +227,9 @@ void* watchdogMain(void* arg) {
       }
       nextCheck = std::chrono::steady_clock::now() + kWatchdogPeriod;
       for (const auto& slice : st->running) running.push_back(slice.engine);
+      int64_t runDelayNs = mainThreadRunDelayNs();
+      st->turns.setLimit(guard.allowed(runDelayNs, steadyNowNs(), st->cores, st->turns.demand()));
+      published(st);
     }
     for (auto& engine : running) {
       if (!engine->abandon(Executor::kWatchdogGraceNs)) continue;

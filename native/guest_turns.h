@@ -43,17 +43,24 @@ class GuestTurns {
   };
 
   void setMaxTurns(int n) { maxTurns_ = n; }
-  int maxTurns() const { return maxTurns_; }
+  // Fewer turns for a while (LoopGuard); a higher limit passes the freed turns on at once.
+  void setLimit(int n) {
+    limit_ = n;
+    passOn();
+  }
   int held() const { return held_; }
   size_t queued() const { return queue_.size(); }
   size_t parked() const { return parked_.size(); }
-  // Something waits for a turn while every turn is held: a running guest past its slice hands over.
-  bool contended() const { return held_ >= maxTurns_ && (!queue_.empty() || !parked_.empty()); }
+  // Turns wanted: held, and waited for.
+  int demand() const { return held_ + static_cast<int>(queue_.size() + parked_.size()); }
+  // More turns are held than allowed now, or something waits for one while every turn is held: a
+  // running guest past its slice hands over.
+  bool contended() const { return held_ > cap() || (held_ == cap() && (!queue_.empty() || !parked_.empty())); }
 
   void enqueue(std::shared_ptr<Engine> engine) { queue_.push_back({std::move(engine), nextTicket_++}); }
   // An idle thread may take the queued engine at the head of the line now.
   bool canTake() const {
-    return held_ < maxTurns_ && !queue_.empty() && (parked_.empty() || queue_.front().ticket < parked_.front()->ticket);
+    return held_ < cap() && !queue_.empty() && (parked_.empty() || queue_.front().ticket < parked_.front()->ticket);
   }
   // Takes the head engine and a turn with it (canTake() was true).
   std::shared_ptr<Engine> take() {
@@ -99,7 +106,7 @@ class GuestTurns {
   // Free turns go to parked threads at the head of the line; queued engines there are taken by
   // idle threads (canTake), which the executor wakes.
   void passOn() {
-    while (held_ < maxTurns_ && !parked_.empty() && (queue_.empty() || parked_.front()->ticket < queue_.front().ticket)) {
+    while (held_ < cap() && !parked_.empty() && (queue_.empty() || parked_.front()->ticket < queue_.front().ticket)) {
       Parked* p = parked_.front();
       parked_.pop_front();
       p->granted = true;
@@ -108,11 +115,41 @@ class GuestTurns {
     }
   }
 
+  int cap() const { return limit_ < maxTurns_ ? limit_ : maxTurns_; }
+
   int maxTurns_ = 1;
+  int limit_ = 1 << 30;
   int held_ = 0;
   uint64_t nextTicket_ = 0;
   std::deque<Queued> queue_;
   std::deque<Parked*> parked_;
+};
+
+// The event loop's edge over guests. Executor threads run at the process's own priority: below it
+// (nice 10, as before) every ordinary process on a busy host starves them. The Node main thread is
+// then one thread among the guests' for the kernel, and guests that fill every core can make it wait
+// for one. The watchdog reads how long the main thread waited for a core (its run delay) every
+// period; when that passed kLagNs within one while guests wanted every core, they get one turn
+// fewer than there are cores for kHoldNs, so a core stays free for the loop. A loop that does not
+// wait (the usual case, even with every core busy: a waking thread that slept preempts spinners)
+// costs guests nothing.
+class LoopGuard {
+ public:
+  static constexpr int64_t kLagNs = 2 * 1000000LL;
+  static constexpr int64_t kHoldNs = 1000 * 1000000LL;
+
+  // The turns guests may hold now. `runDelayNs`: the main thread's total run delay so far (-1:
+  // unknown on this platform); `demand`: turns held and waited for.
+  int allowed(int64_t runDelayNs, int64_t nowNs, int cores, int demand) {
+    int64_t lag = runDelayNs >= 0 && lastDelayNs_ >= 0 ? runDelayNs - lastDelayNs_ : 0;
+    lastDelayNs_ = runDelayNs;
+    if (cores > 1 && lag >= kLagNs && demand >= cores) holdUntilNs_ = nowNs + kHoldNs;
+    return nowNs < holdUntilNs_ ? cores - 1 : 1 << 30;
+  }
+
+ private:
+  int64_t lastDelayNs_ = -1;
+  int64_t holdUntilNs_ = 0;
 };
 
 }  // namespace qjsn

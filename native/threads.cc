@@ -1,5 +1,7 @@
 #include "threads.h"
 
+#include <cstdio>
+
 #if defined(_WIN32)
 #ifndef NOMINMAX
 #define NOMINMAX
@@ -14,6 +16,7 @@
 #include <intrin.h>
 #endif
 #if defined(__linux__)
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -78,6 +81,8 @@ void lowerThreadPriority() { SetThreadPriority(GetCurrentThread(), THREAD_PRIORI
 
 int64_t threadCpuNs() { return readThreadTimes(GetCurrentThread()); }
 
+int64_t mainThreadRunDelayNs() { return -1; }
+
 int64_t coarseMonotonicNs() { return static_cast<int64_t>(GetTickCount64()) * 1000000; }
 
 CpuClock CpuClock::ofCurrentThread() {
@@ -127,6 +132,25 @@ void lowerThreadPriority() {
 }
 
 int64_t threadCpuNs() { return readClock(CLOCK_THREAD_CPUTIME_ID); }
+
+int64_t mainThreadRunDelayNs() {
+#if defined(__linux__)
+  // "/proc/self/schedstat" is the main thread's (the thread group leader's): "<on-cpu ns>
+  // <run-delay ns> <slices>". A read costs a few microseconds; the watchdog reads it 40 times a second.
+  int fd = open("/proc/self/schedstat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[128];
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  unsigned long long onCpu = 0, delay = 0;
+  if (std::sscanf(buf, "%llu %llu", &onCpu, &delay) != 2) return -1;
+  return static_cast<int64_t>(delay);
+#else
+  return -1;
+#endif
+}
 
 #if !defined(CLOCK_MONOTONIC_COARSE)  // else inline in threads.h
 int64_t coarseMonotonicNs() {
