@@ -228,7 +228,8 @@ void* watchdogMain(void* arg) {
       nextCheck = std::chrono::steady_clock::now() + kWatchdogPeriod;
       for (const auto& slice : st->running) running.push_back(slice.engine);
       int64_t runDelayNs = mainThreadRunDelayNs();
-      st->turns.setLimit(guard.allowed(runDelayNs, steadyNowNs(), st->cores, st->turns.demand()));
+      st->turns.setLimit(
+          guard.allowed(runDelayNs, steadyNowNs(), st->cores, st->turns.held(), st->turns.demand(), runnableThreads));
       published(st);
     }
     for (auto& engine : running) {

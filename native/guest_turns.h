@@ -129,21 +129,29 @@ class GuestTurns {
 // (nice 10, as before) every ordinary process on a busy host starves them. The Node main thread is
 // then one thread among the guests' for the kernel, and guests that fill every core can make it wait
 // for one. The watchdog reads how long the main thread waited for a core (its run delay) every
-// period; when that passed kLagNs within one while guests wanted every core, they get one turn
-// fewer than there are cores for kHoldNs, so a core stays free for the loop. A loop that does not
-// wait (the usual case, even with every core busy: a waking thread that slept preempts spinners)
-// costs guests nothing.
+// period; when that passed kLagNs within one while guests wanted every core, and the guests are
+// what fills the cores (fewer other threads are ready to run than there are cores), guests get one
+// turn fewer than there are cores for kHoldNs, so a core stays free for the loop. On a host busy
+// with other processes that would only slow guests down: the loop waits there as every process
+// does. A loop that does not wait (the usual case, even with every core busy: a thread that wakes
+// from sleep preempts spinners) costs guests nothing.
 class LoopGuard {
  public:
   static constexpr int64_t kLagNs = 2 * 1000000LL;
   static constexpr int64_t kHoldNs = 1000 * 1000000LL;
 
   // The turns guests may hold now. `runDelayNs`: the main thread's total run delay so far (-1:
-  // unknown on this platform); `demand`: turns held and waited for.
-  int allowed(int64_t runDelayNs, int64_t nowNs, int cores, int demand) {
+  // unknown on this platform); `held`, `demand`: turns held, and held or waited for; `runnable()`:
+  // threads of the machine ready to run now, the caller included (-1: unknown), read only on a lag.
+  template <typename Runnable>
+  int allowed(int64_t runDelayNs, int64_t nowNs, int cores, int held, int demand, Runnable runnable) {
     int64_t lag = runDelayNs >= 0 && lastDelayNs_ >= 0 ? runDelayNs - lastDelayNs_ : 0;
     lastDelayNs_ = runDelayNs;
-    if (cores > 1 && lag >= kLagNs && demand >= cores) holdUntilNs_ = nowNs + kHoldNs;
+    if (cores > 1 && lag >= kLagNs && demand >= cores) {
+      int ready = runnable();
+      // Ready threads other than the running guests and the caller: the loop, other processes.
+      if (ready < 0 || ready - held - 1 < cores) holdUntilNs_ = nowNs + kHoldNs;
+    }
     return nowNs < holdUntilNs_ ? cores - 1 : 1 << 30;
   }
 

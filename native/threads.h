@@ -22,6 +22,9 @@ void lowerThreadPriority();
 // Nanoseconds the process's main thread has spent runnable but waiting for a core, since it
 // started; -1 where the platform does not say (Linux: /proc/self/schedstat's second field).
 int64_t mainThreadRunDelayNs();
+// Threads of the whole machine that are running or ready to run right now, the caller included; -1
+// where the platform does not say (Linux: /proc/loadavg).
+int runnableThreads();
 
 // Tells the CPU the caller is busy-waiting (x86 `pause`, Arm `yield`): cheaper for the sibling
 // hyper-thread and for the core's power than a bare loop, and far cheaper than a system call.
