@@ -71,7 +71,11 @@ function busyLoops(ms) {
   const children = [0, 1].map(() =>
     spawn(process.execPath, ["-e", `const end = Date.now() + ${ms}; while (Date.now() < end) {}`], { stdio: "ignore" }),
   );
-  return { kill: () => children.forEach((c) => c.kill("SIGKILL")) };
+  return {
+    kill() {
+      for (const c of children) c.kill("SIGKILL");
+    },
+  };
 }
 
 async function busyHost(api, rounds) {
