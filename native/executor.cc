@@ -139,16 +139,18 @@ void growIfNeeded(Executor::State* st) {
 
 // The turn of the executor thread running this one (for the time slice), and whether it is one.
 thread_local bool onWorker = false;
-thread_local int64_t turnStartNs = 0;     // steady clock
-thread_local int64_t turnStartCpuNs = 0;  // this thread's CPU clock
+thread_local int64_t turnStartNs = 0;      // steady clock
+thread_local int64_t turnStartCpuNs = -1;  // this thread's CPU clock after a hand-over; -1: the slice's mark
 
 std::vector<Executor::State::Slice>::iterator sliceOf(Executor::State* st, const Engine* engine) {
   return std::find_if(st->running.begin(), st->running.end(), [&](const auto& s) { return s.engine.get() == engine; });
 }
 
-void startTurn() {
+// Reading the thread's CPU clock is a system call: a new slice uses the reading its guest takes at
+// its first interrupt poll (the CPU mark) instead of one of its own.
+void startTurn(bool readCpu) {
   turnStartNs = steadyNowNs();
-  turnStartCpuNs = threadCpuNs();
+  turnStartCpuNs = readCpu ? threadCpuNs() : -1;
 }
 
 void* workerMain(void* arg) {
@@ -186,7 +188,7 @@ void* workerMain(void* arg) {
     st->running.push_back({engine, true});
     published(st);
     lock.unlock();
-    startTurn();
+    startTurn(false);
     bool again = engine->runSlice();
     lock.lock();
     auto slice = sliceOf(st, engine.get());
@@ -290,12 +292,13 @@ void Executor::schedule(std::shared_ptr<Engine> engine) {
     state_->wake.notify_one();
 }
 
-bool Executor::sliceUsedUp() {
+bool Executor::sliceUsedUp(int64_t markCpuNs) {
   if (!onWorker || !state_->contended.load(std::memory_order_relaxed)) return false;
   // CPU time never runs faster than wall time: the cheap clock rules most polls out.
   int64_t wallNs = steadyNowNs() - turnStartNs;
   if (wallNs < GuestTurns::kTimeSliceNs) return false;
-  return wallNs >= GuestTurns::kTurnWallNs || threadCpuNs() - turnStartCpuNs >= GuestTurns::kTimeSliceNs;
+  int64_t startCpuNs = turnStartCpuNs >= 0 ? turnStartCpuNs : markCpuNs;
+  return wallNs >= GuestTurns::kTurnWallNs || threadCpuNs() - startCpuNs >= GuestTurns::kTimeSliceNs;
 }
 
 void Executor::handOver(const Engine* engine, const std::atomic<int>& stop) {
@@ -315,7 +318,7 @@ void Executor::handOver(const Engine* engine, const std::atomic<int>& stop) {
     published(st);
   }
   lock.unlock();
-  startTurn();
+  startTurn(true);
 }
 
 void Executor::stopRequested(const Engine* engine) {

@@ -49,7 +49,8 @@ class Executor {
 
   // Time slices, from a guest's interrupt poll (native/guest_budgets.cc). True when the calling
   // executor thread's guest has used its slice while others wait for a turn; cheap otherwise.
-  bool sliceUsedUp();
+  // `markCpuNs`: the thread's CPU clock at the slice's first poll.
+  bool sliceUsedUp(int64_t markCpuNs);
   // Hands the calling thread's turn over and sleeps until it comes back, or until `stop` (the
   // engine's stop flag) is set: a stopped guest unwinds at once. Returns at once when nobody waits.
   void handOver(const Engine* engine, const std::atomic<int>& stop);

@@ -36,7 +36,7 @@ int Engine::onInterrupt() {
   // first poll) the watchdog does not take the sleep for a stuck built-in.
   if (cpuMarkNs_ >= 0) {
     Executor& executor = Executor::instance();
-    if (executor.sliceUsedUp()) {
+    if (executor.sliceUsedUp(cpuMarkNs_)) {
       executor.handOver(this, stop_);
       if (stop_.load(std::memory_order_relaxed) != 0) return 1;
     }
