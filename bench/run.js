@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Benchmark driver: `node bench/run.js [--quick] [--engines=id,id] [--modes=mode,mode]`.
-// --modes runs only those child modes (timed, memory:100, memory:10000, eventloop, latency), e.g.
+// --modes runs only those child modes (timed, memory:100, memory:10000, eventloop, latency, hostile,
+// scheduler), e.g.
 // `--modes=latency` runs the latency-under-load case alone; like --engines it writes to .work/.
 // The "thread storage" case (bench/thread-storage.js, quickjs-native only, SQLite; PostgreSQL too
 // when QJSN_POSTGRES_URL is set) runs in every run that includes quickjs-native, or alone with
@@ -86,8 +87,9 @@ async function runChild(engine, mode) {
 
 async function runEngine(engine, index) {
   say(`\n[${index + 1}/${engines.length}] ${engine} (${elapsed()})`);
-  const ownOnly = (mode) => mode !== "hostile" || engine === "quickjs-native"; // the hostile case measures this package alone
-  const modes = (modeArg ? modeArg.split(",") : ["timed", "memory:100", ...(quick ? [] : ["memory:10000"]), "eventloop", "latency", "hostile"])
+  // The hostile and scheduler cases measure this package alone.
+  const ownOnly = (mode) => !["hostile", "scheduler"].includes(mode) || engine === "quickjs-native";
+  const modes = (modeArg ? modeArg.split(",") : ["timed", "memory:100", ...(quick ? [] : ["memory:10000"]), "eventloop", "latency", "hostile", "scheduler"])
     .filter((mode) => mode !== THREAD_STORAGE && ownOnly(mode));
   const result = { engine, rows: [], problems: [] };
   for (const mode of modes) {

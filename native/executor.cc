@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "guest_turns.h"
 #include "threads.h"
 
 namespace qjsn {
@@ -17,15 +18,22 @@ namespace qjsn {
 struct Executor::State {
   std::mutex mu;
   std::condition_variable wake;
-  std::deque<std::shared_ptr<Engine>> queue;
-  std::vector<std::shared_ptr<Engine>> running;  // engines a worker is inside right now
-  std::atomic<bool> pending{false};              // mirrors !queue.empty() for spinning workers
-  std::atomic<int> runningSlices{0};             // mirrors running.size() for beginSpin
+  GuestTurns turns;  // queued engines, parked threads, turns held
+  // Slices a worker is inside right now, parked ones too. A slice loses its turn when it parks, or
+  // when the watchdog gives up on it (which passes the turn on for the stuck thread).
+  struct Slice {
+    std::shared_ptr<Engine> engine;
+    bool holdsTurn;
+  };
+  std::vector<Slice> running;
+  std::atomic<bool> pending{false};    // mirrors turns.canTake() for spinning workers
+  std::atomic<int> runningSlices{0};   // mirrors turns.held() for beginSpin
+  std::atomic<bool> contended{false};  // mirrors turns.contended() for guests' interrupt polls
   std::atomic<int> spinners{0};
   std::atomic<int> idleSpinners{0};  // workers spinning for work (not in a slice)
   int64_t lastScheduledNs = 0;       // when work was last queued (steady clock)
   int cores = 1;
-  int threads = 0;  // workers counted against the cap (a thread stuck in a built-in is not)
+  int threads = 0;  // workers (a thread stuck in a built-in is not counted)
   int idle = 0;     // workers looking for work, spinning or asleep
   int maxThreads = 0;
   int warmThreads = 0;  // kept even when idle: one per core
@@ -108,23 +116,51 @@ class IdleSpinPolicy {
   int64_t skippedAt_ = -1;  // when this spell skipped its spin; -1: it did not
 };
 
-// Starts workers while queued engines outnumber idle ones and the cap allows. Holds st->mu.
+// Refreshes the atomics that threads read without the lock, and wakes an idle worker for a queued
+// engine that may run now. Holds st->mu.
+void published(Executor::State* st) {
+  bool canTake = st->turns.canTake();
+  st->pending.store(canTake, std::memory_order_release);
+  st->runningSlices.store(st->turns.held(), std::memory_order_relaxed);
+  st->contended.store(st->turns.contended(), std::memory_order_relaxed);
+  if (canTake && st->idleSpinners.load(std::memory_order_relaxed) == 0) st->wake.notify_one();
+}
+
+// Starts workers while queued engines outnumber idle ones, unless the threads that are not parked
+// already fill every turn (a parked thread holds its guest's stack, not a turn). Holds st->mu.
 void growIfNeeded(Executor::State* st) {
-  while (st->queue.size() > static_cast<size_t>(st->idle) && st->threads < st->maxThreads) {
+  while (st->turns.queued() > static_cast<size_t>(st->idle) &&
+         st->threads - static_cast<int>(st->turns.parked()) < st->maxThreads && st->threads < Executor::kMaxThreads) {
     if (!startThread(workerMain, st, Executor::kThreadStackBytes)) return;  // try again on the next schedule
     st->threads++;
     st->idle++;
   }
 }
 
+// The turn of the executor thread running this one (for the time slice), and whether it is one.
+thread_local bool onWorker = false;
+thread_local int64_t turnStartNs = 0;      // steady clock
+thread_local int64_t turnStartCpuNs = -1;  // this thread's CPU clock after a hand-over; -1: the slice's mark
+
+std::vector<Executor::State::Slice>::iterator sliceOf(Executor::State* st, const Engine* engine) {
+  return std::find_if(st->running.begin(), st->running.end(), [&](const auto& s) { return s.engine.get() == engine; });
+}
+
+// Reading the thread's CPU clock is a system call: a new slice uses the reading its guest takes at
+// its first interrupt poll (the CPU mark) instead of one of its own.
+void startTurn(bool readCpu) {
+  turnStartNs = steadyNowNs();
+  turnStartCpuNs = readCpu ? threadCpuNs() : -1;
+}
+
 void* workerMain(void* arg) {
   auto* st = static_cast<Executor::State*>(arg);
-  lowerThreadPriority();
+  onWorker = true;
   std::unique_lock<std::mutex> lock(st->mu);
   IdleSpinPolicy policy;
   while (true) {
     bool spun = false;
-    if (st->queue.empty() && policy.spinNow(steadyNowNs) && Executor::instance().beginSpin(false)) {
+    if (!st->turns.canTake() && policy.spinNow(steadyNowNs) && Executor::instance().beginSpin(false)) {
       // The next eval or host result often comes within microseconds: look again briefly before
       // sleeping, which saves a futex wake-up.
       st->idleSpinners.fetch_add(1, std::memory_order_relaxed);
@@ -136,7 +172,7 @@ void* workerMain(void* arg) {
       policy.spun(found);
       spun = true;
     }
-    auto ready = [&] { return !st->queue.empty(); };
+    auto ready = [&] { return st->turns.canTake(); };
     if (st->threads > st->warmThreads) {
       if (!st->wake.wait_for(lock, std::chrono::nanoseconds(Executor::kIdleExitNs), ready)) {
         st->threads--;
@@ -147,31 +183,38 @@ void* workerMain(void* arg) {
       st->wake.wait(lock, ready);
     }
     if (!spun) policy.found(st->lastScheduledNs);
-    std::shared_ptr<Engine> engine = std::move(st->queue.front());
-    st->queue.pop_front();
-    st->pending.store(!st->queue.empty(), std::memory_order_release);
+    std::shared_ptr<Engine> engine = st->turns.take();
     st->idle--;
-    st->running.push_back(engine);
-    st->runningSlices.store(static_cast<int>(st->running.size()), std::memory_order_relaxed);
+    st->running.push_back({engine, true});
+    published(st);
     lock.unlock();
+    startTurn(false);
     bool again = engine->runSlice();
     lock.lock();
-    st->running.erase(std::find(st->running.begin(), st->running.end(), engine));
-    st->runningSlices.store(static_cast<int>(st->running.size()), std::memory_order_relaxed);
+    auto slice = sliceOf(st, engine.get());
+    bool holdsTurn = slice->holdsTurn;
+    st->running.erase(slice);
+    if (holdsTurn) st->turns.release();
     // The watchdog gave up on this slice and no longer counts this thread: leave.
-    if (engine->broken()) return nullptr;
+    if (engine->broken()) {
+      published(st);
+      return nullptr;
+    }
     st->idle++;
     if (again) {
-      st->queue.push_back(std::move(engine));
-      st->pending.store(true, std::memory_order_release);
+      st->turns.enqueue(std::move(engine));
+      st->lastScheduledNs = steadyNowNs();
     }
+    published(st);
   }
 }
 
-// Starts workers for work that keeps waiting, and every kWatchdogPeriod looks for stuck slices.
+// Starts workers for work that keeps waiting, and every kWatchdogPeriod looks for stuck slices and
+// asks the LoopGuard how many guests may run at once.
 void* watchdogMain(void* arg) {
   auto* st = static_cast<Executor::State*>(arg);
   auto nextCheck = std::chrono::steady_clock::now() + kWatchdogPeriod;
+  LoopGuard guard;
   while (true) {
     std::vector<std::shared_ptr<Engine>> running;
     {
@@ -185,13 +228,23 @@ void* watchdogMain(void* arg) {
         continue;
       }
       nextCheck = std::chrono::steady_clock::now() + kWatchdogPeriod;
-      running = st->running;
+      for (const auto& slice : st->running) running.push_back(slice.engine);
+      int64_t runDelayNs = mainThreadRunDelayNs();
+      st->turns.setLimit(
+          guard.allowed(runDelayNs, steadyNowNs(), st->cores, st->turns.held(), st->turns.demand(), runnableThreads));
+      published(st);
     }
     for (auto& engine : running) {
       if (!engine->abandon(Executor::kWatchdogGraceNs)) continue;
       std::lock_guard<std::mutex> lock(st->mu);
       st->threads--;
+      auto slice = sliceOf(st, engine.get());
+      if (slice != st->running.end() && slice->holdsTurn) {
+        slice->holdsTurn = false;
+        st->turns.release();
+      }
       growIfNeeded(st);
+      published(st);
     }
   }
   return nullptr;
@@ -214,12 +267,15 @@ void Executor::schedule(std::shared_ptr<Engine> engine) {
     state_->maxThreads = maxThreadsFromEnv();
     state_->cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     state_->warmThreads = std::min(state_->maxThreads, state_->cores);
+    state_->turns.setMaxTurns(state_->maxThreads);
     startThread(watchdogMain, state_, 256u << 10);
   }
-  state_->queue.push_back(std::move(engine));
-  state_->pending.store(true, std::memory_order_release);
+  state_->turns.enqueue(std::move(engine));
+  state_->pending.store(state_->turns.canTake(), std::memory_order_release);
+  state_->contended.store(state_->turns.contended(), std::memory_order_relaxed);
   state_->lastScheduledNs = steadyNowNs();
-  if (state_->queue.size() > static_cast<size_t>(state_->idle) && state_->threads < state_->maxThreads) {
+  if (state_->turns.queued() > static_cast<size_t>(state_->idle) &&
+      state_->threads - static_cast<int>(state_->turns.parked()) < state_->maxThreads) {
     // The first workers start at once; later ones only for work that keeps waiting (kGrowDelay).
     if (state_->threads < state_->warmThreads) {
       growIfNeeded(state_);
@@ -231,8 +287,43 @@ void Executor::schedule(std::shared_ptr<Engine> engine) {
   // A spinning worker takes queued work within microseconds: waking a sleeping one for it too would
   // cost a system call here and hand the engine to whichever gets the lock first. (A spinner that
   // gives up re-checks the queue under the lock before it sleeps.)
-  if (state_->queue.size() > static_cast<size_t>(state_->idleSpinners.load(std::memory_order_relaxed)))
+  if (state_->turns.canTake() &&
+      state_->turns.queued() > static_cast<size_t>(state_->idleSpinners.load(std::memory_order_relaxed)))
     state_->wake.notify_one();
+}
+
+bool Executor::sliceUsedUp(int64_t markCpuNs) {
+  if (!onWorker || !state_->contended.load(std::memory_order_relaxed)) return false;
+  // CPU time never runs faster than wall time: the cheap clock rules most polls out.
+  int64_t wallNs = steadyNowNs() - turnStartNs;
+  if (wallNs < GuestTurns::kTimeSliceNs) return false;
+  int64_t startCpuNs = turnStartCpuNs >= 0 ? turnStartCpuNs : markCpuNs;
+  return wallNs >= GuestTurns::kTurnWallNs || threadCpuNs() - startCpuNs >= GuestTurns::kTimeSliceNs;
+}
+
+void Executor::handOver(const Engine* engine, const std::atomic<int>& stop) {
+  State* st = state_;
+  std::unique_lock<std::mutex> lock(st->mu);
+  auto slice = sliceOf(st, engine);
+  if (st->turns.contended() && slice != st->running.end() && slice->holdsTurn) {
+    GuestTurns::Parked parked;
+    parked.engine = engine;
+    slice->holdsTurn = false;
+    st->turns.park(&parked);
+    growIfNeeded(st);
+    published(st);
+    parked.cv.wait(lock, [&] { return parked.granted || stop.load(std::memory_order_relaxed) != 0; });
+    if (!parked.granted) st->turns.unpark(&parked);
+    sliceOf(st, engine)->holdsTurn = true;  // `running` may have moved meanwhile
+    published(st);
+  }
+  lock.unlock();
+  startTurn(true);
+}
+
+void Executor::stopRequested(const Engine* engine) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (GuestTurns::Parked* p = state_->turns.parkedOf(engine)) p->cv.notify_one();
 }
 
 bool Executor::beginSpin(bool inSlice) {
@@ -253,7 +344,7 @@ void Executor::endSpin() { state_->spinners.fetch_sub(1, std::memory_order_acq_r
 
 Executor::Counts Executor::counts() {
   std::lock_guard<std::mutex> lock(state_->mu);
-  return {state_->threads, state_->maxThreads != 0 ? state_->maxThreads : maxThreadsFromEnv()};
+  return {state_->turns.held(), state_->maxThreads != 0 ? state_->maxThreads : maxThreadsFromEnv()};
 }
 
 }  // namespace qjsn

@@ -2,11 +2,14 @@
 // I/O. Each engine is entered by one thread at a time.
 //
 // Fairness: QuickJS cannot set aside a running guest's C stack, so the unit the system can preempt
-// is a thread. Every runnable eval gets a thread of its own, created on demand up to a cap
-// (kDefaultMaxThreads, or QJSN_EXECUTOR_THREADS), and the OS time-slices them: a guest spinning
-// in `while (true) {}` cannot hold back a ready eval of another session. Budgets count the
-// thread's own CPU time (native/threads.h), so waiting for a core never uses up a budget. Past the
-// cap, evals wait in call order. Threads run at a lower priority than the Node event loop.
+// is a thread. Every runnable eval gets a thread of its own, created on demand, and up to a cap
+// (kDefaultMaxThreads, or QJSN_EXECUTOR_THREADS) of them run guest code at once, which the OS
+// time-slices: a guest spinning in `while (true) {}` cannot hold back a ready eval of another
+// session. Past the cap, a guest that has used a time slice of its own CPU while others wait hands
+// its turn over and its thread sleeps, keeping the guest's stack, until the turn comes back
+// (native/guest_turns.h: the line, the slice, the diagram). Budgets count the thread's own CPU
+// time (native/threads.h), so waiting for a core or a turn never uses up a budget. Threads run at
+// the process's own priority (see threads.h for how the event loop keeps its edge).
 //
 //   worker:  idle (spin up to kSpinNs while a core is free, then sleep) --engine queued--> running
 //            a slice --slice ends--> idle; idle past kIdleExitNs while more than one thread per core
@@ -39,10 +42,20 @@ class Executor {
   void schedule(std::shared_ptr<Engine> engine);
 
   struct Counts {
-    int threads;     // executor threads that count against the cap
-    int maxThreads;  // the cap
+    int threads;     // executor threads running guest code (holding a turn) now
+    int maxThreads;  // the cap on those
   };
   Counts counts();
+
+  // Time slices, from a guest's interrupt poll (native/guest_budgets.cc). True when the calling
+  // executor thread's guest has used its slice while others wait for a turn; cheap otherwise.
+  // `markCpuNs`: the thread's CPU clock at the slice's first poll.
+  bool sliceUsedUp(int64_t markCpuNs);
+  // Hands the calling thread's turn over and sleeps until it comes back, or until `stop` (the
+  // engine's stop flag) is set: a stopped guest unwinds at once. Returns at once when nobody waits.
+  void handOver(const Engine* engine, const std::atomic<int>& stop);
+  // A stop was requested for `engine`: wakes its thread if it sleeps in handOver.
+  void stopRequested(const Engine* engine);
 
   // A spin slot for a thread about to busy-wait (see above). `inSlice`: the caller runs a slice
   // itself (it counts as a running slice). False: sleep instead. True: call endSpin() after.
@@ -59,8 +72,11 @@ class Executor {
   // Bytes of stack each executor thread gets (address space; pages are committed as used);
   // maxStackSizeBytes must stay well below it.
   static constexpr size_t kThreadStackBytes = 16u << 20;
-  // At most this many executor threads unless QJSN_EXECUTOR_THREADS says otherwise (1..1024).
+  // At most this many executor threads run guest code at once unless QJSN_EXECUTOR_THREADS says
+  // otherwise (1..1024).
   static constexpr int kDefaultMaxThreads = 64;
+  // Threads in all, parked ones included: past this, queued evals wait for a slice to end.
+  static constexpr int kMaxThreads = 1024;
   // Threads beyond one per core exit after this long without work.
   static constexpr int64_t kIdleExitNs = 10 * 1000000000LL;
   // CPU time a slice may keep burning past its deadline (or a stop request) before the watchdog

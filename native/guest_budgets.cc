@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine.h"
+#include "executor.h"
 #include "platform.h"
 
 namespace qjsn {
@@ -30,6 +31,16 @@ constexpr int64_t kUnpolledCpuCheckNs = 1000000;
 int Engine::onInterrupt() {
   if (stop_.load(std::memory_order_relaxed) != 0) return 1;
   if (sliceWallDeadlineNs_.load(std::memory_order_relaxed) == 0) return 0;
+  // Past the executor's cap, a guest that used its time slice lets the next in line run. It sleeps
+  // in wall time, not CPU: its budget does not shrink, and once the slice has its CPU mark (the
+  // first poll) the watchdog does not take the sleep for a stuck built-in.
+  if (cpuMarkNs_ >= 0) {
+    Executor& executor = Executor::instance();
+    if (executor.sliceUsedUp(cpuMarkNs_)) {
+      executor.handOver(this, stop_);
+      if (stop_.load(std::memory_order_relaxed) != 0) return 1;
+    }
+  }
   // CPU time never runs faster than wall time: until enough wall time has passed the deadline
   // cannot have been reached, and the monotonic clock is cheap.
   int64_t now = monotonicNs();

@@ -79,7 +79,9 @@ SandboxHandle::SandboxHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
 void SandboxHandle::release() {
   if (!engine_) return;
   bool freedOffThread = false;
-  switch (engine_->dispose()) {
+  Engine::AfterDispose after = engine_->dispose();
+  Executor::instance().stopRequested(engine_.get());
+  switch (after) {
     case Engine::AfterDispose::Schedule: Executor::instance().schedule(engine_); break;
     case Engine::AfterDispose::Release:
       // A big heap takes long to free: not on the main thread, which every session shares.
@@ -332,6 +334,7 @@ Napi::Value SandboxHandle::Stop(const Napi::CallbackInfo& info) {
   auto reason = static_cast<StopReason>(args.i32(0));
   if (reason != StopReason::WallBudget && reason != StopReason::Abort) return info.Env().Undefined();
   if (engine_->requestStop(reason, args.u64(1))) run();
+  Executor::instance().stopRequested(engine_.get());
   return info.Env().Undefined();
 }
 

@@ -1,5 +1,7 @@
 #include "threads.h"
 
+#include <cstdio>
+
 #if defined(_WIN32)
 #ifndef NOMINMAX
 #define NOMINMAX
@@ -14,6 +16,7 @@
 #include <intrin.h>
 #endif
 #if defined(__linux__)
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -78,6 +81,10 @@ void lowerThreadPriority() { SetThreadPriority(GetCurrentThread(), THREAD_PRIORI
 
 int64_t threadCpuNs() { return readThreadTimes(GetCurrentThread()); }
 
+int64_t mainThreadRunDelayNs() { return -1; }
+
+int runnableThreads() { return -1; }
+
 int64_t coarseMonotonicNs() { return static_cast<int64_t>(GetTickCount64()) * 1000000; }
 
 CpuClock CpuClock::ofCurrentThread() {
@@ -127,6 +134,39 @@ void lowerThreadPriority() {
 }
 
 int64_t threadCpuNs() { return readClock(CLOCK_THREAD_CPUTIME_ID); }
+
+namespace {
+
+// Two numbers of a small /proc file, as `format` finds them; false when it cannot be read.
+bool readProcNumbers(const char* path, const char* format, unsigned long long* a, unsigned long long* b) {
+#if defined(__linux__)
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[256];
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  return std::sscanf(buf, format, a, b) == 2;
+#else
+  (void)path, (void)format, (void)a, (void)b;
+  return false;
+#endif
+}
+
+}  // namespace
+
+int64_t mainThreadRunDelayNs() {
+  // The thread group leader's: "<on-cpu ns> <run-delay ns> <slices>". A few microseconds a read.
+  unsigned long long onCpu = 0, delay = 0;
+  return readProcNumbers("/proc/self/schedstat", "%llu %llu", &onCpu, &delay) ? static_cast<int64_t>(delay) : -1;
+}
+
+int runnableThreads() {
+  // "<load 1> <load 5> <load 15> <runnable>/<threads> <last pid>"
+  unsigned long long runnable = 0, all = 0;
+  return readProcNumbers("/proc/loadavg", "%*s %*s %*s %llu/%llu", &runnable, &all) ? static_cast<int>(runnable) : -1;
+}
 
 #if !defined(CLOCK_MONOTONIC_COARSE)  // else inline in threads.h
 int64_t coarseMonotonicNs() {

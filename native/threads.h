@@ -14,9 +14,17 @@ namespace qjsn {
 // refuses (out of threads or address space).
 bool startThread(void* (*body)(void*), void* arg, size_t stackBytes);
 
-// Lowers the calling thread's priority: guest code is batch work and the Node event loop must win
-// a contested core.
+// Lowers the calling thread's priority, for batch work no caller waits for (the reaper's frees).
+// Executor threads keep the process's priority: below it, every ordinary process on a busy host
+// would starve guests (an eval of 1.4 s of CPU took 12-16 s at nice 10 beside two busy loops).
 void lowerThreadPriority();
+
+// Nanoseconds the process's main thread has spent runnable but waiting for a core, since it
+// started; -1 where the platform does not say (Linux: /proc/self/schedstat's second field).
+int64_t mainThreadRunDelayNs();
+// Threads of the whole machine that are running or ready to run right now, the caller included; -1
+// where the platform does not say (Linux: /proc/loadavg).
+int runnableThreads();
 
 // Tells the CPU the caller is busy-waiting (x86 `pause`, Arm `yield`): cheaper for the sibling
 // hyper-thread and for the core's power than a bare loop, and far cheaper than a system call.

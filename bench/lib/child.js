@@ -1,5 +1,5 @@
 // One engine's cases in a process of their own: `node --expose-gc lib/child.js ENGINE MODE OUT
-// [--quick]`, MODE = timed | memory:N | eventloop | latency | hostile. Writes a JSON result to OUT; progress to stderr.
+// [--quick]`, MODE = timed | memory:N | eventloop | latency | hostile | scheduler. Writes a JSON result to OUT; progress to stderr.
 import { writeFileSync } from "node:fs";
 import { loadAdapter } from "../engines/index.js";
 import { runTimedCases } from "./timed-cases.js";
@@ -7,11 +7,15 @@ import { runMemoryCase } from "./memory-case.js";
 import { runEventLoopCase } from "./event-loop-case.js";
 import { runLatencyCases } from "./latency-case.js";
 import { runHostileCase } from "./hostile-case.js";
+import { formatSchedulerRow, runSchedulerCase } from "./scheduler-case.js";
 import { formatRow } from "./format.js";
 
 const [engineId, mode, outPath, ...flags] = process.argv.slice(2);
 const quick = flags.includes("--quick");
 const say = (text) => process.stderr.write(`  ${engineId.padEnd(18)} ${text}\n`);
+// The scheduler case measures evals past the executor's cap: a small cap keeps that cheap. The cap
+// is read at the first async eval, so it is set before anything loads.
+if (mode === "scheduler") process.env.QJSN_EXECUTOR_THREADS ??= "4";
 
 async function main() {
   const adapter = await loadAdapter(engineId);
@@ -43,6 +47,8 @@ async function main() {
     out.rows.push(...(await runLatencyCases(adapter, { spinMs: quick ? 250 : 2000, hostMs: quick ? 250 : 2000, onProgress: (row) => say(formatRow(row)) })));
   } else if (mode === "hostile") {
     out.rows.push(...(await runHostileCase({ quick, onProgress: (row) => say(`${row.title}: longest gap ${row.medianGapMs.toFixed(1)} ms (worst ${row.maxGapMs.toFixed(1)} ms)`) })));
+  } else if (mode === "scheduler") {
+    out.rows.push(...(await runSchedulerCase({ quick, onProgress: (row) => say(formatSchedulerRow(row)) })));
   } else {
     throw new Error(`unknown mode ${mode}`);
   }

@@ -115,6 +115,49 @@ export function hostileSection(run) {
   return table(["hostile class, at its cap", "longest gap (median of 3; 1 in a quick run)", "worst", "≤ 20 ms", "outcome"], rows, "lrrll");
 }
 
+/** Case "scheduler" of quickjs-native (bench/lib/scheduler-case.js): one table per row. */
+export function schedulerSection(run) {
+  const rows = run.results.find((r) => r.engine === NATIVE)?.rows ?? [];
+  const spread = rows.find((r) => r.case === "batch-spread");
+  const pastCap = rows.find((r) => r.case === "past-cap");
+  const busy = rows.find((r) => r.case === "busy-host");
+  if (!spread && !pastCap && !busy) return "Not measured in this run.";
+  const out = [];
+  const us = (x) => `${x.toFixed(1)} µs`;
+  if (spread) {
+    const line = (title, x) => [title, us(x.minUs), us(x.medianUs), us(x.maxUs), x.maxUs <= 15 ? "met" : "missed"];
+    out.push(
+      `\`await eval("1+1")\` in ${spread.fresh.batches} consecutive batches of 200 per phase, one fresh process: the spread of the batch medians.`,
+      "",
+      table(["phase", "lowest batch median", "median", "highest", "every batch ≤ 15 µs"], [line("fresh process", spread.fresh), line("after 8 spinners ended", spread.afterSpinners)], "lrrrl"),
+      "",
+    );
+  }
+  if (pastCap) {
+    out.push(
+      `A trivial eval's wait while ${pastCap.spinners} sessions spin with the executor's cap at ${pastCap.cap} (more spinners than threads may run guest code), ${pastCap.samples} evals 1 ms apart.`,
+      "",
+      table(["p50", "p99", "max", "no wait over 50 ms"], [[`${pastCap.p50Ms.toFixed(2)} ms`, `${pastCap.p99Ms.toFixed(1)} ms`, `${pastCap.maxMs.toFixed(1)} ms`, pastCap.maxMs <= 50 ? "met" : "missed"]], "rrrl"),
+      "",
+    );
+  }
+  if (busy) {
+    out.push(
+      `Busy host: an eval of a CPU-bound loop, wall time off-thread (\`eval\`) and on the main thread (\`evalSync\`) while two busy-loop processes of ordinary priority run (median of ${busy.rounds} alternating rounds), and before they start.`,
+      "",
+      table(
+        ["", "off-thread", "main thread", "off-thread / main", "≤ 1.5×"],
+        [
+          ["2 busy loops", `${busy.offThreadMs.toFixed(0)} ms`, `${busy.syncMs.toFixed(0)} ms`, formatRatio(busy.ratio), busy.ratio <= 1.5 ? "met" : "missed"],
+          ["before the busy loops", `${busy.quietOffThreadMs.toFixed(0)} ms`, `${busy.quietSyncMs.toFixed(0)} ms`, formatRatio(busy.quietOffThreadMs / busy.quietSyncMs), ""],
+        ],
+        "lrrrl",
+      ),
+    );
+  }
+  return out.join("\n").trim();
+}
+
 /**
  * Case "thread storage" (bench/thread-storage.js): bytes a thread's interpreter state adds to the
  * checkpointer and store per turn, and the restore in a fresh process.
@@ -275,6 +318,10 @@ export function renderReport(run) {
   out.push("## Event loop under hostile outputs (quickjs-native)", "");
   out.push("The longest gap of a 5 ms timer on the Node main thread while each hostile class runs at its cap through the middleware's eval tool or the Sandbox API (`bench/lib/hostile-case.js`; alone: `node bench/run.js --only=hostile`).", "");
   out.push(hostileSection(run), "");
+
+  out.push("## Scheduler (quickjs-native)", "");
+  out.push("What the executor's scheduling costs a session: hand-overs batch by batch, evals past the thread cap, and a host busy with other processes (`bench/lib/scheduler-case.js`, a process of its own with `QJSN_EXECUTOR_THREADS=4`; alone: `node bench/run.js --engines=quickjs-native --modes=scheduler`).", "");
+  out.push(schedulerSection(run), "");
 
   out.push("## Thread storage (quickjs-native)", "");
   out.push(threadStorageSection(run), "");

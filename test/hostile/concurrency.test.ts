@@ -7,7 +7,7 @@ import { expectHostResponsive } from "./harness.js";
 
 const MiB = 1024 * 1024;
 const SANITIZED = process.env.QJSN_SANITIZED === "1";
-// A crowd's guests share the machine's cores at nice 10: under the ASan build on a loaded machine
+// A crowd's guests share the machine's cores: under the ASan build on a loaded machine (at nice 10)
 // the 200-session and 50-spinner tests took 26-31 s, half of the 60 s they had (less than the
 // 120 s the sanitizer run gives every other test).
 const CROWD_TIMEOUT_MS = 180_000;

@@ -1,0 +1,163 @@
+// Who runs guest code next: the executor's turns and time slices (the scheduler's policy; the
+// executor in native/executor.cc owns the threads and calls this under its lock).
+//
+// A turn is the right to run guest code on an executor thread; at most `maxTurns` are held at once
+// (QJSN_EXECUTOR_THREADS). Everything that wants one waits in a single line, in arrival order:
+// engines queued for a slice (no thread yet), and threads whose guest used up its time slice while
+// others waited. QuickJS cannot set a running guest's C stack aside, so such a thread keeps it and
+// sleeps until its turn comes back ("parked").
+//
+//   engine queued --turn free, thread idle--> running --slice ends--> turn passes to the line's head
+//   running --kTimeSliceNs of its own CPU (or kTurnWallNs) used while the line is not empty--> parked
+//   parked --turn passed to it (or a stop for its eval: it only unwinds)--> running
+//
+// So past the cap no eval waits behind more than one time slice of each session ahead of it in
+// the line, whatever the number of sessions, and a spinning guest still gets its whole budget.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+
+namespace qjsn {
+
+class Engine;
+
+class GuestTurns {
+ public:
+  // CPU time a guest may run while others wait for a turn before it hands its own over. Short
+  // enough that a trivial eval behind a few spinners answers within tens of milliseconds; long
+  // enough that a hand-over (a futex wake-up, tens of microseconds) costs under 1%.
+  static constexpr int64_t kTimeSliceNs = 5 * 1000000LL;
+  // Wall time after which a turn ends anyway while others wait: on a loaded machine a guest's
+  // thread may get a small share of a core, and those waiting should not pay for that.
+  static constexpr int64_t kTurnWallNs = 20 * 1000000LL;
+
+  // A thread whose guest waits mid-slice for its turn to come back.
+  struct Parked {
+    const Engine* engine;
+    uint64_t ticket = 0;
+    bool granted = false;
+    std::condition_variable cv;
+  };
+
+  void setMaxTurns(int n) { maxTurns_ = n; }
+  // Fewer turns for a while (LoopGuard); a higher limit passes the freed turns on at once.
+  void setLimit(int n) {
+    limit_ = n;
+    passOn();
+  }
+  int held() const { return held_; }
+  size_t queued() const { return queue_.size(); }
+  size_t parked() const { return parked_.size(); }
+  // Turns wanted: held, and waited for.
+  int demand() const { return held_ + static_cast<int>(queue_.size() + parked_.size()); }
+  // More turns are held than allowed now, or something waits for one while every turn is held: a
+  // running guest past its slice hands over.
+  bool contended() const { return held_ > cap() || (held_ == cap() && (!queue_.empty() || !parked_.empty())); }
+
+  void enqueue(std::shared_ptr<Engine> engine) { queue_.push_back({std::move(engine), nextTicket_++}); }
+  // An idle thread may take the queued engine at the head of the line now.
+  bool canTake() const {
+    return held_ < cap() && !queue_.empty() && (parked_.empty() || queue_.front().ticket < parked_.front()->ticket);
+  }
+  // Takes the head engine and a turn with it (canTake() was true).
+  std::shared_ptr<Engine> take() {
+    std::shared_ptr<Engine> engine = std::move(queue_.front().engine);
+    queue_.pop_front();
+    held_++;
+    return engine;
+  }
+  // A slice ended (or the watchdog gave up on one): its turn passes on.
+  void release() {
+    held_--;
+    passOn();
+  }
+  // The running guest of `p` hands its turn over and joins the line's tail.
+  void park(Parked* p) {
+    p->ticket = nextTicket_++;
+    parked_.push_back(p);
+    held_--;
+    passOn();
+  }
+  // A parked thread leaves the line without its turn coming (a stop for its eval: it unwinds,
+  // briefly over the cap).
+  void unpark(Parked* p) {
+    for (auto it = parked_.begin(); it != parked_.end(); ++it) {
+      if (*it != p) continue;
+      parked_.erase(it);
+      held_++;
+      return;
+    }
+  }
+  // The parked thread of `engine`, if any, to wake for a stop.
+  Parked* parkedOf(const Engine* engine) const {
+    for (Parked* p : parked_)
+      if (p->engine == engine) return p;
+    return nullptr;
+  }
+
+ private:
+  struct Queued {
+    std::shared_ptr<Engine> engine;
+    uint64_t ticket;
+  };
+  // Free turns go to parked threads at the head of the line; queued engines there are taken by
+  // idle threads (canTake), which the executor wakes.
+  void passOn() {
+    while (held_ < cap() && !parked_.empty() && (queue_.empty() || parked_.front()->ticket < queue_.front().ticket)) {
+      Parked* p = parked_.front();
+      parked_.pop_front();
+      p->granted = true;
+      held_++;
+      p->cv.notify_one();
+    }
+  }
+
+  int cap() const { return limit_ < maxTurns_ ? limit_ : maxTurns_; }
+
+  int maxTurns_ = 1;
+  int limit_ = 1 << 30;
+  int held_ = 0;
+  uint64_t nextTicket_ = 0;
+  std::deque<Queued> queue_;
+  std::deque<Parked*> parked_;
+};
+
+// The event loop's edge over guests. Executor threads run at the process's own priority: below it
+// (nice 10, as before) every ordinary process on a busy host starves them. The Node main thread is
+// then one thread among the guests' for the kernel, and guests that fill every core can make it wait
+// for one. The watchdog reads how long the main thread waited for a core (its run delay) every
+// period; when that passed kLagNs within one while guests wanted every core, and the guests are
+// what fills the cores (fewer other threads are ready to run than there are cores), guests get one
+// turn fewer than there are cores for kHoldNs, so a core stays free for the loop. On a host busy
+// with other processes that would only slow guests down: the loop waits there as every process
+// does. A loop that does not wait (the usual case, even with every core busy: a thread that wakes
+// from sleep preempts spinners) costs guests nothing.
+class LoopGuard {
+ public:
+  static constexpr int64_t kLagNs = 2 * 1000000LL;
+  static constexpr int64_t kHoldNs = 1000 * 1000000LL;
+
+  // The turns guests may hold now. `runDelayNs`: the main thread's total run delay so far (-1:
+  // unknown on this platform); `held`, `demand`: turns held, and held or waited for; `runnable()`:
+  // threads of the machine ready to run now, the caller included (-1: unknown), read only on a lag.
+  template <typename Runnable>
+  int allowed(int64_t runDelayNs, int64_t nowNs, int cores, int held, int demand, Runnable runnable) {
+    int64_t lag = runDelayNs >= 0 && lastDelayNs_ >= 0 ? runDelayNs - lastDelayNs_ : 0;
+    lastDelayNs_ = runDelayNs;
+    if (cores > 1 && lag >= kLagNs && demand >= cores) {
+      int ready = runnable();
+      // Ready threads other than the running guests and the caller: the loop, other processes.
+      if (ready < 0 || ready - held - 1 < cores) holdUntilNs_ = nowNs + kHoldNs;
+    }
+    return nowNs < holdUntilNs_ ? cores - 1 : 1 << 30;
+  }
+
+ private:
+  int64_t lastDelayNs_ = -1;
+  int64_t holdUntilNs_ = 0;
+};
+
+}  // namespace qjsn
