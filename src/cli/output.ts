@@ -3,11 +3,17 @@
  * errors like Node's uncaught errors, and a JSON form for scripts.
  */
 import { inspect } from "node:util";
-import type { ConsoleEntry, EvalReport, EvalStats, SandboxError } from "../index.js";
+import { renderValue, type ConsoleEntry, type EvalReport, type EvalStats, type SandboxError } from "../index.js";
 
-/** Renders a value as Node's REPL would. */
+/** A value shows in at most about this many characters (the renderer's work is bounded by it). */
+const SHOWN_CHARS = 200_000;
+
+/**
+ * Renders a value as Node's REPL would (errors as `TypeError: bad\n    at ...`, class instances
+ * as `P { x: 1 }`), within {@link SHOWN_CHARS}.
+ */
 export function show(value: unknown, colors: boolean): string {
-  return inspect(value, { colors, depth: 6, maxArrayLength: 200, maxStringLength: 10_000 });
+  return renderValue(value, SHOWN_CHARS, { colors });
 }
 
 /** `1.5 KiB`, `64 MiB`. */

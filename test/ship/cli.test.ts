@@ -41,6 +41,14 @@ describe("quickjs-native eval", () => {
     expect(r).toEqual({ code: 0, stdout: "[ 2, 4, 6 ]\n", stderr: "" });
   });
 
+  it("prints a returned Error as node does, name and message first, and a class instance with its class name", async () => {
+    const error = await run(["eval", "({ err: new TypeError('bad thing') })"]);
+    expect(error.code).toBe(0);
+    expect(error.stdout).toMatch(/^\{\n {2}err: TypeError: bad thing\n {6}at <eval> \(<eval>:1:\d+\)\n\}\n$/);
+    const instance = await run(["eval", "class P { constructor() { this.x = 1; } }; new P()"]);
+    expect(instance).toEqual({ code: 0, stdout: "P { x: 1 }\n", stderr: "" });
+  });
+
   it("prints strings quoted and nested objects expanded, like the node REPL", async () => {
     const r = await run(["eval", "({ name: 'q', tags: new Set(['a']), big: 2n ** 70n })"]);
     expect(r.stdout).toBe("{ name: 'q', tags: Set(1) { 'a' }, big: 1180591620717411303424n }\n");
