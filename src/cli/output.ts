@@ -82,9 +82,15 @@ export function isJsonExact(value: unknown, ancestors: Set<object> = new Set()):
   }
 }
 
+function roundMs(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}
+
 /** Machine-readable form of one eval: `value` only when JSON holds it exactly, `inspect` always. */
 export function reportJson(report: EvalReport): string {
-  const common = { console: report.console, consoleTruncated: report.consoleTruncated, stats: report.stats };
+  // Measurements to the microsecond: more digits are noise, and read as precision.
+  const stats = { ...report.stats, executionMs: roundMs(report.stats.executionMs), wallMs: roundMs(report.stats.wallMs) };
+  const common = { console: report.console, consoleTruncated: report.consoleTruncated, stats };
   if (report.ok) {
     const exact = isJsonExact(report.value);
     return JSON.stringify({ ok: true, ...(exact ? { value: report.value } : {}), inspect: show(report.value, false), ...common });

@@ -139,6 +139,19 @@ describe("quickjs-native eval", () => {
     });
   });
 
+  it("exits 2 with a usage error, not a stack trace, on limit flags out of the engine's range", async () => {
+    for (const args of [["eval", "--memory-limit", "100", "1"], ["eval", "--timeout", "99999999999", "1"], ["eval", "--stack-size", "1k", "1"], ["eval", "--wall-timeout", "99999999999", "1"], ["repl", "--memory-limit", "64GiB"]]) {
+      const r = await run(args);
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stderr, args.join(" ")).toMatch(/^quickjs-native: --[a-z-]+: \S+ is out of range \(.*\)\nRun `quickjs-native --help` for usage\.\n$/);
+    }
+  });
+
+  it("--json rounds the measured times to the microsecond", async () => {
+    const parsed = JSON.parse((await run(["eval", "--json", "1"])).stdout) as { stats: { wallMs: number; executionMs: number } };
+    for (const ms of [parsed.stats.wallMs, parsed.stats.executionMs]) expect(Math.round(ms * 1000) / 1000).toBe(ms);
+  });
+
   it("exits 2 with usage text on unknown flags, bad sizes and missing code", async () => {
     for (const args of [["eval", "--bogus", "1"], ["eval", "--memory-limit", "lots", "1"], ["eval"], ["frobnicate"]]) {
       const r = await run(args);
