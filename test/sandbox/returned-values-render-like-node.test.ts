@@ -3,7 +3,9 @@
 // `util.inspect` prints `stack`), an instance of a guest class with its class name.
 import { inspect } from "node:util";
 import { describe, expect, it } from "vitest";
-import { renderValue } from "../../src/index.js";
+import { renderValue, SandboxError } from "../../src/index.js";
+import { decodeValue } from "../../src/marshal.js";
+import { Tag } from "../../src/wire.js";
 import { formatEvalOutput } from "../../src/langchain/format.js";
 import { RENDER_OPTIONS } from "../../src/render.js";
 import { sandbox } from "../hostile/harness.js";
@@ -86,6 +88,23 @@ describe("an instance of a guest class renders with its class name", () => {
   it("a class name longer than 256 characters is left out", () => {
     const value = sandbox().evalSync("const C = class {}; Object.defineProperty(C, 'name', { value: 'N'.repeat(300) }); new C()");
     expect(renderValue(value)).toBe("{}");
+  });
+});
+
+describe("the class name on the wire is bounded", () => {
+  it("refuses forged object data whose class name is longer than the engine writes", () => {
+    const object = (nameLength: number): Buffer => {
+      const bytes = Buffer.alloc(11 + nameLength, 0x41);
+      bytes.writeUInt8(Tag.Object, 0);
+      bytes.writeUInt8(2, 1); // a class name follows
+      bytes.writeUInt8(Tag.Latin1, 2);
+      bytes.writeUInt32LE(nameLength, 3);
+      bytes.writeUInt32LE(0, 7 + nameLength); // no keys
+      return bytes;
+    };
+    expect(renderValue(decodeValue(object(3)))).toBe("AAA {}");
+    expect(() => decodeValue(object(257))).toThrow(/malformed class name/);
+    expect(() => decodeValue(object(3).subarray(0, 8))).toThrow(SandboxError);
   });
 });
 
