@@ -49,7 +49,11 @@ describe("npm run demo", () => {
     const readme = readFileSync(join(root, "README.md"), "utf8");
     const quoted = /only the (\d+)-byte answer enters its context; ([\d.]+) KiB of tool results/.exec(readme);
     expect(quoted, "the README's demo sentence").not.toBeNull();
-    expect(run.stdout).toContain(`tool output the model read: ${quoted![1]} B`);
+    // The answer ends with the eval's own timings ("6 ms execution, 64 ms wall"), whose digits vary
+    // from run to run: the README's figure holds to within those digits.
+    const read = /tool output the model read: (\d+) B/.exec(run.stdout);
+    expect(read, run.stdout).not.toBeNull();
+    expect(Math.abs(Number(read![1]) - Number(quoted![1]))).toBeLessThanOrEqual(4);
     expect(run.stdout).toMatch(new RegExp(`kept inside the sandbox: +${quoted![2]!.replace(".", "\\.")} KiB`));
   });
 
