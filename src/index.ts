@@ -7,6 +7,7 @@ export { SandboxError, isSandboxError } from "./errors.js";
 export type { SandboxErrorCode, GuestErrorInfo, TimeoutBudget } from "./errors.js";
 export { GuestOpaque } from "./marshal.js";
 export { renderValue } from "./render.js";
+export { WallHold } from "./wall-hold.js";
 export { SANDBOX_DEFAULTS, SANDBOX_LIMITS, INTERPRETER_DEFAULTS, INTERPRETER_LIMITS } from "./options.js";
 export type { GuestOpaqueKind } from "./marshal.js";
 export type {
