@@ -106,6 +106,15 @@ describe("a resume in the process where the eval paused", () => {
     expect(sent).toEqual(["a@example.com"]);
   });
 
+  it("a paused eval whose session is evicted is stopped with it, and its resume replays; nothing runs twice", async () => {
+    const { agent, sent } = counterAgent(2, { maxLiveSessions: 1 });
+    await pause(agent, "evicted");
+    // A second thread over maxLiveSessions 1 evicts the first thread's idle session, sandbox and paused eval.
+    await pause(agent, "evicting");
+    expect(await resume(agent, "evicted")).toContain(REPLAYED);
+    expect(sent).toEqual(["a@example.com"]);
+  });
+
   it(`past ${MAX_LIVE_PAUSED_EVALS} paused evals kept alive, the oldest is stopped and its resume replays`, async () => {
     const threads = MAX_LIVE_PAUSED_EVALS + 1;
     const { agent, sent } = counterAgent(threads);
