@@ -9,6 +9,8 @@
 // (`agent.invoke(new Command({ resume: { decisions: [{ type: "approve" }] } }))`), i.e. loading and
 // checking the journal, restoring the start snapshot, replaying N calls from the journal, sending
 // the email and formatting the result, plus LangGraph's own resume and the scripted final reply.
+// The resume runs in a second middleware sharing the checkpointer, as another process would: in the
+// process where it paused, the paused eval is kept alive and a resume replays nothing.
 import { performance } from "node:perf_hooks";
 import { createAgent, tool } from "langchain";
 import { HumanMessage } from "@langchain/core/messages";
@@ -42,9 +44,13 @@ function median(xs) {
 
 async function measure(n, thread) {
   const code = `let last; for (let i = 0; i < ${n}; i++) last = await tools.lookup({ name: "u" + i }); await tools.sendEmail({ to: "a@example.com", body: String(last?.score) })`;
-  const interpreter = createCodeInterpreterMiddleware({ ptc: [lookup, sendEmail], interruptOn: { send_email: true }, maxPtcCalls: null });
-  const model = new ScriptedChatModel([callTool("eval", { code }, "eval-1"), reply("done")]);
-  const agent = createAgent({ model, tools: [lookup, sendEmail], middleware: [interpreter], checkpointer: new MemorySaver() });
+  const checkpointer = new MemorySaver();
+  const agentOf = (script) => {
+    const interpreter = createCodeInterpreterMiddleware({ ptc: [lookup, sendEmail], interruptOn: { send_email: true }, maxPtcCalls: null });
+    return { interpreter, agent: createAgent({ model: new ScriptedChatModel(script), tools: [lookup, sendEmail], middleware: [interpreter], checkpointer }) };
+  };
+  const { agent, interpreter } = agentOf([callTool("eval", { code }, "eval-1")]);
+  const elsewhere = agentOf([reply("done")]);
   const config = { configurable: { thread_id: thread } };
   let t = performance.now();
   const first = await agent.invoke({ messages: [new HumanMessage("go")] }, config);
@@ -52,10 +58,11 @@ async function measure(n, thread) {
   if (first.__interrupt__ === undefined) throw new Error("the eval did not pause");
   const before = sent;
   t = performance.now();
-  await agent.invoke(new Command({ resume: { decisions: [{ type: "approve" }] } }), config);
+  await elsewhere.agent.invoke(new Command({ resume: { decisions: [{ type: "approve" }] } }), config);
   const resumeMs = performance.now() - t;
   if (sent !== before + 1) throw new Error("the email was not sent exactly once");
   interpreter.dispose();
+  elsewhere.interpreter.dispose();
   return { firstMs, resumeMs };
 }
 

@@ -15,6 +15,7 @@ import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, res
 import { type ArgumentsSchema, checkedAsyncFunction, checkedFunction } from "./host-schema.js";
 import type { AsyncHostFunction, EvalOptions, EvalReport, HostCallContext, HostFunction, MemoryUsage, SandboxOptions } from "./types.js";
 import { perTurnBudget } from "./turn-budget.js";
+import { wallTimer, type WallHold } from "./wall-hold.js";
 import { checkFunctionName, checkGlobalName, checkInteger, evalClockMs, invalid, validateEvalOptions, validateOptions, validatePath } from "./validate.js";
 
 /** Execution budget of the sandbox's own short guest steps (removing a global). */
@@ -368,7 +369,7 @@ export class Sandbox implements Disposable {
   async #outcomeOf(pending: NativeOutcome | Promise<NativeOutcome>, evalId: number, started: number, o: EvalOptions, wallMs: number, after?: SnapshotAfterEval): Promise<EvalReport> {
     let raw: NativeOutcome;
     try {
-      raw = pending instanceof Promise ? await this.#settled(pending, evalId, wallMs, o.signal) : this.#checked(pending);
+      raw = pending instanceof Promise ? await this.#settled(pending, evalId, wallMs, o.signal, o.wallHold) : this.#checked(pending);
       if (after !== undefined) after.written = raw[10];
       // Host calls and console lines the guest made before it ended reach the host while the eval is current.
       const drained = this.#decodes.drained();
@@ -400,15 +401,15 @@ export class Sandbox implements Disposable {
     return raw;
   }
 
-  // Awaits an executor job under the wall budget `wallMs` and `signal`.
-  async #settled(pending: Promise<NativeOutcome>, evalId: number, wallMs: number, signal?: AbortSignal): Promise<NativeOutcome> {
-    const timer = setTimeout(() => this.#handle?.stop(NativeStop.WallBudget, evalId), wallMs);
+  // Awaits an executor job under the wall budget `wallMs` (suspended while `hold` is held) and `signal`.
+  async #settled(pending: Promise<NativeOutcome>, evalId: number, wallMs: number, signal?: AbortSignal, hold?: WallHold): Promise<NativeOutcome> {
+    const cancel = wallTimer(wallMs, () => this.#handle?.stop(NativeStop.WallBudget, evalId), hold);
     const onAbort = (): void => this.#handle?.stop(NativeStop.Abort, evalId);
     signal?.addEventListener("abort", onAbort, { once: true });
     try {
       return this.#checked(await pending);
     } finally {
-      clearTimeout(timer);
+      cancel();
       signal?.removeEventListener("abort", onAbort);
     }
   }

@@ -1,3 +1,5 @@
+import type { WallHold } from "./wall-hold.js";
+
 /**
  * Public types of the engine API. Everything here is plain data: no native object ever
  * reaches a caller or guest code.
@@ -73,6 +75,8 @@ export interface EvalOptions {
   filename?: string;
   /** Aborts the eval: it rejects with `ABORTED`, guest code is interrupted and pending host calls' signals fire. */
   signal?: AbortSignal;
+  /** Suspends the wall budget while held (async `eval`/`run` only); see {@link WallHold}. */
+  wallHold?: WallHold;
   /**
    * What to do with values that cannot be copied (functions, symbols, accessors, Proxies, promises...).
    * `"throw"` (default) fails the eval with `UNSERIALIZABLE`; `"describe"` replaces each with a

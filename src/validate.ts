@@ -8,6 +8,7 @@ import { SandboxError } from "./errors.js";
 import { native } from "./native.js";
 import { SANDBOX_DEFAULTS, SANDBOX_LIMITS } from "./options.js";
 import type { EvalOptions, SandboxClock, SandboxOptions } from "./types.js";
+import { WallHold } from "./wall-hold.js";
 
 const DEFAULTS: Required<Omit<SandboxOptions, "randomSeed" | "copyLimitBytes">> = SANDBOX_DEFAULTS;
 const OPTION_KEYS = [...Object.keys(DEFAULTS), "randomSeed", "copyLimitBytes"];
@@ -85,7 +86,7 @@ export function evalClockMs(clock: SandboxClock): number | undefined {
   return ms;
 }
 
-const EVAL_OPTION_KEYS = ["timeoutMs", "wallTimeoutMs", "filename", "signal", "unserializable", "onConsole", "clockMs", "randomSeed", "inline", "displayChars"] as const;
+const EVAL_OPTION_KEYS = ["timeoutMs", "wallTimeoutMs", "filename", "signal", "unserializable", "onConsole", "clockMs", "randomSeed", "inline", "displayChars", "wallHold"] as const;
 
 export function validateEvalOptions(code: unknown, options: unknown): EvalOptions {
   if (typeof code !== "string") throw invalid(`code must be a string; got ${typeof code}`);
@@ -101,6 +102,7 @@ export function validateEvalOptions(code: unknown, options: unknown): EvalOption
     throw invalid(`filename must be a string of at most ${SANDBOX_LIMITS.maxFilenameChars} characters`);
   }
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw invalid("signal must be an AbortSignal");
+  if (o.wallHold !== undefined && !(o.wallHold instanceof WallHold)) throw invalid("wallHold must be a WallHold");
   if (o.unserializable !== undefined && o.unserializable !== "throw" && o.unserializable !== "describe") throw invalid('unserializable must be "throw" or "describe"');
   if (o.onConsole !== undefined && typeof o.onConsole !== "function") throw invalid("onConsole must be a function");
   if (o.clockMs !== undefined && (typeof o.clockMs !== "number" || !Number.isFinite(o.clockMs) || Math.abs(o.clockMs) > MAX_TIME_MS)) {

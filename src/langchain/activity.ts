@@ -43,7 +43,7 @@ export interface ToolCallHandle {
 /** Counts and events of one eval. */
 export class EvalActivity {
   readonly evalCallId: string;
-  readonly #writer: ProgressWriter | undefined;
+  #writer: ProgressWriter | undefined;
   readonly #now: () => number;
   readonly #perTool = new Map<string, number>();
   readonly #inFlight = new Map<number, string>();
@@ -107,6 +107,11 @@ export class EvalActivity {
   /** Counts one subagent started from this eval. */
   countSubagentCall(): void {
     this.#subagentCalls++;
+  }
+
+  /** Later events go to `writer`: a paused eval was taken over by the run that resumed it. */
+  rebind(writer: ProgressWriter | undefined): void {
+    this.#writer = writer;
   }
 
   /** True when someone listens on the custom stream (then console lines are streamed live). */

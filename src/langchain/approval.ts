@@ -15,6 +15,11 @@
  *   pauses again.
  * - A replay that calls something else, or with other arguments, at a journaled position stops the
  *   eval with a {@link ReplayDivergenceError}: nothing runs twice.
+ * - In the process where it paused, the paused eval is kept alive (its wall budget held, its calls
+ *   not yet started held too) until its resume comes to the same session: the resume then gives the
+ *   decision to the waiting call and the same eval goes on, closures and promises intact, nothing
+ *   replayed. Any other eval of the thread stops it first, and so do eviction, disposal and the cap
+ *   {@link MAX_LIVE_PAUSED_EVALS}; its resume then replays as above.
  *
  * LangGraph hands decisions back in the order `interrupt()` was called within the task, so every
  * reviewed call, journaled or not, calls `interrupt()` in call order; only the eval tool's own async
@@ -25,7 +30,7 @@ import { randomInt, createHash } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 import { deserialize, serialize } from "node:v8";
 import type { Decision, HITLRequest } from "langchain";
-import { Sandbox, type ConsoleEntry, type SandboxOptions } from "../index.js";
+import { Sandbox, WallHold, type ConsoleEntry, type SandboxOptions } from "../index.js";
 import { APPROVAL_TEXT, PERSISTENCE_TEXT } from "./prompts.js";
 import { dropRestored, type PersistenceState } from "./persistence.js";
 import type { ResolvedOptions, ResolvedReview } from "./options.js";
@@ -118,10 +123,19 @@ function sameCall(expected: HostCallRequest, actual: HostCallRequest): boolean {
 }
 
 let langgraph: Promise<typeof import("@langchain/langgraph")> | undefined;
+type LangGraph = typeof import("@langchain/langgraph");
+
+/**
+ * Most paused evals one middleware instance keeps alive (each holds its sandbox); when one more
+ * pauses, the oldest is stopped, and its resume replays from the journal.
+ */
+export const MAX_LIVE_PAUSED_EVALS = 8;
 
 /** Reviews of one middleware instance: which calls pause, and the per-eval driver. */
 export class Approval {
   readonly #options: ResolvedOptions;
+  /** Paused evals kept alive, oldest first. */
+  readonly #live = new Set<EvalReview>();
 
   constructor(options: ResolvedOptions) {
     this.#options = options;
@@ -135,6 +149,20 @@ export class Approval {
   /** The review of calls to `name`, if they are reviewed. */
   reviewOf(name: string): ResolvedReview | undefined {
     return this.#options.interruptOn.tools.get(name);
+  }
+
+  /** Keeps `review` alive while paused; stops the oldest one over {@link MAX_LIVE_PAUSED_EVALS}. */
+  keep(review: EvalReview): void {
+    this.#live.add(review);
+    if (this.#live.size <= MAX_LIVE_PAUSED_EVALS) return;
+    const oldest = this.#live.values().next().value!;
+    this.#live.delete(oldest);
+    void oldest.stop();
+  }
+
+  /** `review` is no longer a paused eval kept alive (taken over, or ended). */
+  forget(review: EvalReview): void {
+    this.#live.delete(review);
   }
 
   /** The driver of one eval tool call, or `undefined` when `interruptOn` lists nothing or the call has no tool call id. */
@@ -175,6 +203,8 @@ interface PendingAsk {
 export interface ReplayStartHolder {
   /** A snapshot the session's next sandbox is restored from (the start of a paused eval). */
   replayStart: Uint8Array | undefined;
+  /** The eval of this session that paused and is kept alive for its resume, if any. */
+  pausedEval: EvalReview | undefined;
 }
 
 /** A session as the driver sees it. */
@@ -188,6 +218,7 @@ export interface PinnedRun {
   clockMs?: number;
   randomSeed: number;
   signal: AbortSignal;
+  wallHold: WallHold;
   onConsole: (entry: ConsoleEntry) => void;
 }
 
@@ -195,7 +226,7 @@ export interface PinnedRun {
 export class EvalReview implements HostCallGate {
   readonly #approval: Approval;
   readonly #options: ResolvedOptions;
-  readonly #config: EvalRunConfig;
+  #config: EvalRunConfig;
   readonly #code: string;
   readonly #binding: RecordBinding;
   readonly #abort = new AbortController();
@@ -222,6 +253,17 @@ export class EvalReview implements HostCallGate {
   #pausedAt: PositionedCall | undefined;
   #diverged: ReplayDivergenceError | undefined;
   #pauses = 0;
+  /** The running eval, as `drive` awaits it; it outlives a run that paused when kept alive. */
+  #evaluation: Promise<{ result: unknown } | { error: unknown }> | undefined;
+  #ended = false;
+  /** The review raised when the eval paused, raised again by the run that takes it over. */
+  #pausedAsk: PendingAsk | undefined;
+  /** Released when a kept-alive eval is taken over: calls made while it was paused wait for it. */
+  #held: { until: Promise<void>; release: () => void } | undefined;
+  /** Suspends the eval's wall budget while a human decides. */
+  readonly #wall = new WallHold();
+  #unforward: (() => void) | undefined;
+  readonly #resumers: ((config: EvalRunConfig) => void)[] = [];
 
   constructor(approval: Approval, options: ResolvedOptions, config: EvalRunConfig, code: string, binding: RecordBinding) {
     this.#approval = approval;
@@ -253,8 +295,9 @@ export class EvalReview implements HostCallGate {
     fail: (text: string) => T,
   ): Promise<T> {
     langgraph ??= import("@langchain/langgraph");
-    const { interrupt, isGraphInterrupt } = await langgraph;
+    const lg = await langgraph;
     const given = decisionsGiven(this.#config);
+    const kept = session.state.pausedEval;
     if (given > 0) {
       try {
         const record = await checkpointerRecords.load(this.#config, this.#binding.evalCallId, given - 1, this.#binding, this.#options.maxSnapshotBytes);
@@ -264,16 +307,40 @@ export class EvalReview implements HostCallGate {
         for (const [turn, entry] of record.entries.entries()) this.#journal.set(entry.position, { entry, turn });
         this.#pauses = given;
       } catch (err) {
+        await kept?.stop();
         // Without the journal, running again would repeat every call made before the pause.
         return fail(APPROVAL_TEXT.noJournal(err instanceof Error ? err.message : String(err)));
       }
+      if (kept?.resumableBy(this.#binding, given, this.#record) === true) return kept.#takeOver(session, this.#config, given, this.#record, fail, lg);
+      await kept?.stop();
       session.discard();
       session.state.replayStart = this.#record.startSnapshot;
-    }
+    } else await kept?.stop();
     const evaluation = run(this).then(
       (result) => ({ result }),
       (error: unknown) => ({ error }),
     );
+    this.#evaluation = evaluation;
+    void evaluation.then(() => {
+      this.#ended = true;
+      this.#unforward?.();
+      this.#approval.forget(this);
+      if (session.state.pausedEval === this) session.state.pausedEval = undefined;
+    });
+    return this.#loop(session, evaluation as Promise<{ result: ReviewedResult<T> } | { error: unknown }>, fail, lg);
+  }
+
+  /**
+   * Raises the eval's reviews as they come, in the eval tool's async context (LangGraph's
+   * `interrupt()` reads the run from it); returns the eval's outcome, or throws the interrupt of
+   * a pause once it is stored.
+   */
+  async #loop<T extends { ok: boolean; text: string }>(
+    session: ReviewedSession,
+    evaluation: Promise<{ result: ReviewedResult<T> } | { error: unknown }>,
+    fail: (text: string) => T,
+    { interrupt, isGraphInterrupt }: LangGraph,
+  ): Promise<T> {
     for (;;) {
       const ask = this.#asks.shift();
       if (ask === undefined) {
@@ -300,11 +367,23 @@ export class EvalReview implements HostCallGate {
           continue;
         }
         await this.#pause({ ...ask.request, position: ask.position });
+        let notSaved: string | undefined | null = null;
+        if (!this.#ended) {
+          notSaved = await this.#save();
+          if (notSaved === undefined && !this.#ended) {
+            // Kept alive for its resume in this process; stored, so a resume anywhere else replays it.
+            this.#pausedAsk = ask;
+            session.state.pausedEval = this;
+            this.#approval.keep(this);
+            throw err;
+          }
+        }
+        this.#abort.abort(new Error("paused for review"));
         const settled = await evaluation;
         if ("error" in settled) throw settled.error;
         // An eval that ended without awaiting the reviewed call is over: that call never ran.
         if (settled.result !== "paused") return this.#finish(session, settled.result, fail);
-        const notSaved = await this.#save();
+        notSaved ??= await this.#save();
         if (notSaved !== undefined) return fail(APPROVAL_TEXT.notPaused(notSaved));
         throw err;
       }
@@ -385,10 +464,12 @@ export class EvalReview implements HostCallGate {
       if (missing.length > 0) this.#diverge(APPROVAL_TEXT.toolsUnknown(missing));
     }
     const skip = record?.consoleLines ?? 0;
+    this.#forward(signal);
     return {
       ...(this.#clockMs === undefined ? {} : { clockMs: this.#clockMs }),
       randomSeed: this.#randomSeed,
-      signal: signal === undefined ? this.#abort.signal : AbortSignal.any([signal, this.#abort.signal]),
+      signal: this.#abort.signal,
+      wallHold: this.#wall,
       // Lines written before the pause were streamed then: the replay writes them again, unstreamed.
       onConsole: (entry) => {
         if (++this.#consoleLines > skip) onConsole?.(entry);
@@ -411,8 +492,8 @@ export class EvalReview implements HostCallGate {
 
   async call(request: HostCallRequest, live: (args: Record<string, unknown>) => Promise<GuestAnswer>): Promise<GuestAnswer> {
     const position = this.#next++;
-    // Paused or diverged: nothing more runs; the eval is about to be stopped.
-    if (this.#halted) return new Promise<GuestAnswer>(() => {});
+    // Paused: held until the eval is taken over (or forever, when it is stopped or diverged).
+    while (this.#halted) await this.#whileHalted();
     const record = this.#record;
     const journaled = this.#journal.get(position);
     const expected = journaled?.entry ?? (position === record?.pausedAt.position ? record.pausedAt : undefined);
@@ -494,8 +575,8 @@ export class EvalReview implements HostCallGate {
       }
       if (decision.type === "edit") args = decision.editedAction.args;
     }
-    // Not started when the eval paused meanwhile: held, never run, so never run twice.
-    if (this.#halted) return new Promise<HostCallOutcome>(() => {});
+    // Not started when the eval paused meanwhile: held, never run while paused, so never run twice.
+    while (this.#halted) await this.#whileHalted();
     // Tracked while it runs: a pause waits for it, so its outcome is journaled and never run again.
     const running = live(args)
       .then((answer): HostCallOutcome => ({ ok: true, value: answer.value, updates: answer.updates }), errorOutcome)
@@ -512,8 +593,76 @@ export class EvalReview implements HostCallGate {
   async #pause(call: PositionedCall): Promise<void> {
     this.#halted = true;
     this.#pausedAt = call;
+    let release!: () => void;
+    const until = new Promise<void>((resolve) => (release = resolve));
+    this.#held = { until, release };
     while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
-    this.#abort.abort(new Error("paused for review"));
+    // From here on the eval waits for a human: not the run's to abort, nor the wall budget's to stop.
+    this.#wall.hold();
+    this.#unforward?.();
+    this.#unforward = undefined;
+  }
+
+  /** Until a takeover releases a paused eval; forever for a stopped or diverged one. */
+  #whileHalted(): Promise<void> {
+    return this.#held?.until ?? new Promise<void>(() => {});
+  }
+
+  /** Aborts the eval when `signal` (the run's) aborts, until the eval pauses. */
+  #forward(signal: AbortSignal | undefined): void {
+    this.#unforward?.();
+    this.#unforward = undefined;
+    if (signal === undefined) return;
+    const onAbort = (): void => this.#abort.abort(signal.reason);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    this.#unforward = () => signal.removeEventListener("abort", onAbort);
+  }
+
+  /** Called with the run config of the run that takes the paused eval over, for what it bound to the first run. */
+  onTakeover(listener: (config: EvalRunConfig) => void): void {
+    this.#resumers.push(listener);
+  }
+
+  /** Stops this eval, paused and kept alive (its resume then replays); resolves once it ended. */
+  async stop(): Promise<void> {
+    this.#abort.abort(new Error("the paused eval was stopped"));
+    await this.#evaluation;
+  }
+
+  /** True when the resume of `binding` that gives decision `given` (its stored `record` verified) is this kept-alive eval's. */
+  resumableBy(binding: RecordBinding, given: number, record: ReplayRecord): boolean {
+    const alive = !this.#ended && !this.#abort.signal.aborted && this.#pausedAsk !== undefined;
+    const same = binding.threadId === this.#binding.threadId && binding.evalCallId === this.#binding.evalCallId && given - 1 === this.#pauses;
+    const stored = record.codeDigest === codeDigestOf(this.#code) && record.randomSeed === this.#randomSeed && record.clockMs === this.#clockMs;
+    return alive && same && stored && record.pausedAt.position === this.#pausedAt?.position && record.pausedAt.name === this.#pausedAt.name;
+  }
+
+  /**
+   * Goes on with this paused eval in the run that resumed it: the waiting call gets the decision
+   * (raised again, so LangGraph answers it), held calls go on, nothing is replayed.
+   */
+  #takeOver<T extends { ok: boolean; text: string }>(session: ReviewedSession, config: EvalRunConfig, given: number, record: ReplayRecord, fail: (text: string) => T, lg: LangGraph): Promise<T> {
+    this.#approval.forget(this);
+    session.state.pausedEval = undefined;
+    this.#config = config;
+    this.#record = record;
+    this.#reachedPause = true;
+    this.#pauses = given;
+    this.#forward(config.signal);
+    for (const resume of this.#resumers) resume(config);
+    const ask = this.#pausedAsk!;
+    this.#pausedAsk = undefined;
+    // LangGraph counts interrupt() calls per run of the task: the decisions given before this one
+    // were this eval's earlier pauses', already used by the calls that waited for them.
+    for (let i = 1; i < given; i++) lg.interrupt(ask.hitl);
+    this.#asks.unshift(ask);
+    this.#pausedAt = undefined;
+    this.#halted = false;
+    this.#held?.release();
+    this.#held = undefined;
+    this.#wall.release();
+    return this.#loop(session, this.#evaluation as Promise<{ result: ReviewedResult<T> } | { error: unknown }>, fail, lg);
   }
 
   /** The reviewer's decision in `resume`; throws a `TypeError` saying what is wrong. */

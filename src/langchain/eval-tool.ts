@@ -58,6 +58,8 @@ export interface SessionState {
   persistence: PersistenceState;
   /** Start state of an eval paused for review: the next sandbox is restored from it (approval.ts). */
   replayStart: Uint8Array | undefined;
+  /** An eval paused for review and kept alive for its resume (approval.ts). */
+  pausedEval: EvalReview | undefined;
 }
 
 export type Interpreter = SessionRegistry<LiveSandbox, SessionState>;
@@ -103,7 +105,7 @@ export function createInterpreter(options: ResolvedOptions, persistence: Persist
       return { sandbox, defined: new Set() };
     },
     close: (live) => live.sandbox.dispose(),
-    initState: () => ({ view: undefined, active: undefined, outputs: new OutputStore(options.maxKeptOutputChars), persistence: initPersistenceState(), replayStart: undefined }),
+    initState: () => ({ view: undefined, active: undefined, outputs: new OutputStore(options.maxKeptOutputChars), persistence: initPersistenceState(), replayStart: undefined, pausedEval: undefined }),
   });
 }
 
@@ -160,8 +162,10 @@ function globalNamesOf(sandbox: Sandbox): readonly string[] {
   }
 }
 
-async function evaluate(session: Session, input: EvalToolInput, config: EvalRunConfig, deps: EvalToolDeps, review?: EvalReview): Promise<ReviewedResult<EvalOutcome>> {
+async function evaluate(session: Session, input: EvalToolInput, firstConfig: EvalRunConfig, deps: EvalToolDeps, review?: EvalReview): Promise<ReviewedResult<EvalOutcome>> {
   const { options } = deps;
+  // A paused eval taken over by the run that resumed it ends under that run's config.
+  let config = firstConfig;
   if (input.reset === true) {
     session.discard();
     session.state.persistence.pending = undefined;
@@ -185,7 +189,13 @@ async function evaluate(session: Session, input: EvalToolInput, config: EvalRunC
     const transformed = await transformOffThread(input.code, options.executionTimeoutMs);
     session.state.active = { context, view, activity };
     // Console lines reach the custom stream as the guest writes them, not when the eval ends.
-    const onConsole = activity.streaming ? (entry: ConsoleEntry) => activity.console(entry) : undefined;
+    const onConsole = activity.streaming || review !== undefined ? (entry: ConsoleEntry) => activity.console(entry) : undefined;
+    review?.onTakeover((next) => {
+      config = next;
+      context.rebind(next);
+      activity.rebind(writerOf(next));
+      tasks?.rebind(next);
+    });
     const runOptions: EvalOptions = {
       filename: SCRIPT_FILENAME,
       unserializable: "describe",
@@ -360,9 +370,12 @@ function buildEvalTool(deps: EvalToolDeps, description: string): DynamicStructur
     async (input: EvalToolInput, config: EvalRunConfig) => {
       const key = sessionKeyOf(config.configurable?.thread_id);
       const review = deps.approval?.forCall(config, input.code, key);
-      const outcome = await interpreter.run(key, (session) =>
-        review === undefined ? (evaluate(session, input, config, deps) as Promise<EvalOutcome>) : review.drive(session, (gate) => evaluate(session, input, config, deps, gate), failedOutcome),
-      );
+      const outcome = await interpreter.run(key, async (session) => {
+        if (review !== undefined) return review.drive(session, (gate) => evaluate(session, input, config, deps, gate), failedOutcome);
+        // An eval paused for review and kept alive stops before another eval of the thread runs.
+        await session.state.pausedEval?.stop();
+        return evaluate(session, input, config, deps) as Promise<EvalOutcome>;
+      });
       return toToolOutput(outcome, config, options.toolName);
     },
     {

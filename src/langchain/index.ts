@@ -15,7 +15,7 @@ import { Approval } from "./approval.js";
 
 export type { CodeInterpreterMiddlewareOptions, InterpreterMode, InterruptOnTools, PtcEntry, PtcPreset, SystemPromptOption } from "./options.js";
 export { PTCCallBudgetExceededError } from "./ptc.js";
-export { ReplayDivergenceError } from "./approval.js";
+export { ReplayDivergenceError, MAX_LIVE_PAUSED_EVALS } from "./approval.js";
 export type { SubagentProgressEvent } from "./task.js";
 export type { EvalProgressEvent } from "./activity.js";
 export type { EvalOutcomeMetadata, EvalStatus, KeptOutput } from "./outcome.js";

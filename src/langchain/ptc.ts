@@ -126,7 +126,7 @@ function sameItems(a: readonly unknown[], b: readonly unknown[]): boolean {
 
 /** Everything PTC calls of one eval share: budgets, the eval's run config, collected state updates. */
 export class PtcEvalContext {
-  readonly #config: EvalRunConfig;
+  #config: EvalRunConfig;
   readonly #maxCalls: number | null;
   readonly #quotas: ReadonlyMap<string, number>;
   readonly #perTool = new Map<string, number>();
@@ -145,6 +145,15 @@ export class PtcEvalContext {
     this.#quotas = limits.ptcQuotas;
     this.#state = config.state;
     this.#evalCallId = config.toolCall?.id ?? config.toolCallId ?? "eval";
+  }
+
+  /**
+   * Later calls run under `config` (a paused eval taken over by the run that resumed it), on its
+   * graph state with the updates this eval's calls requested so far.
+   */
+  rebind(config: EvalRunConfig): void {
+    this.#config = config;
+    this.#state = applyToStateView(config.state, this.#updates);
   }
 
   /** Calls made so far, over all tools. */

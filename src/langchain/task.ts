@@ -263,7 +263,7 @@ export class InFlightLimiter {
 
 /** Everything `task()` calls of one eval share: its run config, catalog, limiter and activity. */
 class TaskEvalScope {
-  readonly #config: EvalRunConfig;
+  #config: EvalRunConfig;
   readonly #catalog: TaskCatalog;
   readonly #limiter: InFlightLimiter;
   readonly #timeoutMs: number;
@@ -280,6 +280,11 @@ class TaskEvalScope {
     this.#timeoutMs = timeoutMs;
     this.#evalCallId = config.toolCall?.id ?? config.toolCallId ?? "eval";
     this.#sink = sink;
+  }
+
+  /** Later calls run under `config`: a paused eval was taken over by the run that resumed it. */
+  rebind(config: EvalRunConfig): void {
+    this.#config = config;
   }
 
   async dispatch(args: readonly unknown[], signal: AbortSignal): Promise<unknown> {
@@ -428,8 +433,9 @@ export class TaskDispatcher {
   /**
    * Prepares an eval: installs `task` in the sandbox (once) and routes its calls to this eval
    * (through `gate` when calls are reviewed and journaled).
-   * Returns the eval's wall budget, extended by the subagent budget, and `end` to call when the
-   * eval is over; `undefined` when `task()` is not available.
+   * Returns the eval's wall budget, extended by the subagent budget, `end` to call when the eval is
+   * over and `rebind` to run later calls under another run config; `undefined` when `task()` is
+   * not available.
    */
   begin(
     session: SessionKey,
@@ -438,7 +444,7 @@ export class TaskDispatcher {
     wallTimeoutMs: number,
     activity: SubagentActivitySink,
     gate?: HostCallGate,
-  ): { wallTimeoutMs: number; end: () => void } | undefined {
+  ): { wallTimeoutMs: number; end: () => void; rebind: (config: EvalRunConfig) => void } | undefined {
     const catalog = this.catalogFor(session);
     if (catalog === undefined) return undefined;
     this.#install(session, sandbox);
@@ -451,6 +457,7 @@ export class TaskDispatcher {
     this.#active.set(session, scope);
     return {
       wallTimeoutMs: wallTimeoutMs + this.#timeoutMs,
+      rebind: (next) => scope.rebind(next),
       end: () => {
         if (this.#active.get(session) === scope) this.#active.delete(session);
       },

@@ -1,8 +1,8 @@
 /**
  * Human review of `tools.*` calls made from code (`interruptOn`), in one process with LangGraph's
  * MemorySaver: the eval pauses with the standard HITL request, resumes with
- * `Command({ resume: { decisions } })`, replays its earlier calls from the journal, and never runs a
- * call twice. The two-process version is approval-processes.test.ts.
+ * `Command({ resume: { decisions } })`, goes on (the same eval, or a replay of its earlier calls from
+ * the journal), and never runs a call twice. The two-process version is approval-processes.test.ts.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { createAgent } from "langchain";
@@ -42,11 +42,17 @@ const receipt = await tools.sendEmail({ to: who.email, body: "hello" });
 
 function agentFor(code: string, options: CodeInterpreterMiddlewareOptions, extraTools: Parameters<typeof createAgent>[0]["tools"] = []) {
   const { lookup, sendEmail, lookups, sent } = mailTools();
-  const interpreter = createCodeInterpreterMiddleware({ ptc: ["lookup", "send_email"], ...options });
-  live.push(interpreter);
-  const model = new ScriptedChatModel([callTool("eval", { code }, "eval-1"), reply("done")]);
-  const agent = createAgent({ model, tools: [lookup, sendEmail, ...(extraTools ?? [])], middleware: [interpreter], checkpointer: new MemorySaver() });
-  return { agent, lookups, sent, interpreter };
+  const checkpointer = new MemorySaver();
+  const build = (script: ConstructorParameters<typeof ScriptedChatModel>[0], ptc: CodeInterpreterMiddlewareOptions["ptc"]) => {
+    const interpreter = createCodeInterpreterMiddleware({ ptc, ...options });
+    live.push(interpreter);
+    const agent = createAgent({ model: new ScriptedChatModel(script), tools: [lookup, sendEmail, ...(extraTools ?? [])], middleware: [interpreter], checkpointer });
+    return { agent, interpreter };
+  };
+  const { agent, interpreter } = build([callTool("eval", { code }, "eval-1"), reply("done")], ["lookup", "send_email"]);
+  /** The agent as another process runs it: its own middleware, the same checkpointer; no paused eval is alive there, so a resume replays. */
+  const elsewhere = () => build([reply("done")], [lookup, sendEmail]).agent;
+  return { agent, lookups, sent, interpreter, elsewhere };
 }
 
 interface InterruptValue {
@@ -183,11 +189,12 @@ await tools.sendEmail({ to: "x@example.com", body: String(r) + "/" + t });
     const code = `
 await tools.lookup({ name: "t" + Date.now() });
 await tools.sendEmail({ to: "z@example.com", body: "b" });`;
-    const { agent, lookups, sent } = agentFor(code, { interruptOn: { send_email: true }, clock: "real" });
+    const { agent, lookups, sent, elsewhere } = agentFor(code, { interruptOn: { send_email: true }, clock: "real" });
     const config = { configurable: { thread_id: "diverge" } };
     await agent.invoke({ messages: [new HumanMessage("go")] }, config);
     await new Promise((resolve) => setTimeout(resolve, 5));
-    const resumed = await agent.invoke(new Command({ resume: { decisions: [{ type: "approve" }] } }), config);
+    // Resumed where the paused eval is not alive: it replays, and the replay's lookup differs.
+    const resumed = await elsewhere().invoke(new Command({ resume: { decisions: [{ type: "approve" }] } }), config);
     expect(evalText(resumed)).toMatch(/^ReplayDivergenceError: the resumed eval did not repeat its first run: call #1 was lookup\(\{"name":"t\d+"\}\) but the first run called lookup/);
     expect(lookups).toHaveLength(1);
     expect(sent).toEqual([]);

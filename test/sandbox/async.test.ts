@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Sandbox, type SandboxError, type HostCallContext } from "../../src/index.js";
+import { Sandbox, WallHold, type SandboxError, type HostCallContext } from "../../src/index.js";
 import { sandbox, rejected } from "../hostile/harness.js";
 
 
@@ -170,6 +170,23 @@ describe("two budgets: execution and wall", () => {
     delayed(sb, "slowHost");
     const err = await rejected(sb.eval("await slowHost(1, 2000)"));
     expect(err.budget).toBe("wall");
+  });
+
+  it("does not count the time a WallHold is held: a 1.5 s host wait under wallTimeoutMs 500 ends ok, and the budget runs again on release", async () => {
+    const sb = sandbox({ executionTimeoutMs: 500, wallTimeoutMs: 500 });
+    const hold = new WallHold();
+    sb.defineAsyncFunction("waitForHuman", async () => {
+      hold.hold();
+      await sleep(1500);
+      hold.release();
+      return "decided";
+    });
+    delayed(sb, "slowHost");
+    expect(await sb.eval("await waitForHuman()", { wallHold: hold })).toBe("decided");
+    // Released, the budget runs again: what is left of it still stops a long wait.
+    const err = await rejected(sb.eval("await waitForHuman(); await slowHost(1, 20000)", { wallHold: hold }));
+    expect(err.budget).toBe("wall");
+    await expect(sb.eval("1", { wallHold: {} as WallHold })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
   });
 
   it("counts only guest execution across awaits", async () => {
