@@ -57,7 +57,7 @@ namespace qjsn {
                       decimal conversion is quadratic, so writers use BigIntHex */ \
   X(String, 0x07)      /* string */                                                                                   \
   X(Array, 0x08)       /* u32 length, u32 count, count * (u32 index, value) */                                        \
-  X(Object, 0x09)      /* u8 flags (1 = null prototype), u32 count, count * (string key, value) */                    \
+  X(Object, 0x09)      /* u8 flags (1 = null prototype, 2 = class name), [string], u32 count, count * (key, value) */ \
   X(Date, 0x0a)        /* f64 time value */                                                                           \
   X(RegExp, 0x0b)      /* string source, string flags */                                                              \
   X(Map, 0x0c)         /* u32 count, count * (key, value) */                                                          \

@@ -198,10 +198,47 @@ bool GuestEncoder::encodeArray(JSValueConst v, uint32_t depth) {
   }));
 }
 
+// Longest class name written; a longer one is left out (the object copies as a plain one).
+constexpr int32_t kMaxClassNameUnits = 256;
+
+OwnedValue GuestEncoder::className(JSValueConst proto) {
+  OwnedValue none(ctx_, JS_UNDEFINED);
+  if (!JS_IsObject(proto) || JS_VALUE_GET_PTR(proto) == JS_VALUE_GET_PTR(in_.objectProto.get())) return none;
+  // The first own `constructor` up the chain, read by descriptor: no getter or Proxy trap runs.
+  OwnedAtom atom(ctx_, JS_NewAtom(ctx_, "constructor"));
+  OwnedValue cur = OwnedValue::dup(ctx_, proto);
+  for (int hops = 0; hops < 64 && JS_IsObject(cur.get()) && !JS_IsProxy(cur.get()); hops++) {
+    OwnedDescriptor d(ctx_);
+    int r = d.load(cur.get(), atom.get());
+    if (r < 0) JS_FreeValue(ctx_, JS_GetException(ctx_));
+    if (r < 0 || (r == 1 && (d.isAccessor() || !JS_IsFunction(ctx_, d.desc.value)))) return none;
+    if (r == 1) {
+      OwnedValue name = dataProperty(d.desc.value, "name", false);
+      if (!JS_IsString(name.get())) return none;
+      // A string's length is read without copying it (and runs no guest code).
+      OwnedValue length(ctx_, JS_GetPropertyStr(ctx_, name.get(), "length"));
+      int32_t units = JS_VALUE_GET_TAG(length.get()) == JS_TAG_INT ? JS_VALUE_GET_INT(length.get()) : 0;
+      if (units == 0 || units > kMaxClassNameUnits) return none;
+      GuestUtf16 text(ctx_, name.get());
+      static const uint16_t kObject[] = {'O', 'b', 'j', 'e', 'c', 't'};
+      if (!text.ok() || (text.size() == 6 && std::memcmp(text.data(), kObject, sizeof kObject) == 0)) {
+        if (!text.ok()) JS_FreeValue(ctx_, JS_GetException(ctx_));
+        return none;
+      }
+      return name;
+    }
+    cur = OwnedValue(ctx_, JS_GetPrototype(ctx_, cur.get()));
+  }
+  return none;
+}
+
 bool GuestEncoder::encodePlain(JSValueConst v, uint32_t depth) {
   OwnedValue proto(ctx_, JS_GetPrototype(ctx_, v));
+  OwnedValue name = className(proto.get());
+  bool named = JS_IsString(name.get());
   out_.tag(Tag::Object);
-  out_.u8(JS_IsNull(proto.get()) ? 1 : 0);
+  out_.u8((JS_IsNull(proto.get()) ? 1 : 0) | (named ? 2 : 0));
+  if (named && !encodeString(name.get())) return false;
   return walked(walkProperties(ctx_, v, out_, [&](JSAtom key, const OwnedDescriptor& d) {
     if (cutsAt(depth)) return Step::Cut;
     spendPart();

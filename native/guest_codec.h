@@ -82,6 +82,8 @@ class GuestEncoder {
   // A copy for display: true when a container at `depth` gets no more entries.
   bool cutsAt(uint32_t depth) const { return partsLeft_ == 0 || depth > displayDepth_; }
   OwnedValue dataProperty(JSValueConst obj, const char* name, bool walkPrototypes);
+  // The class name of an object with prototype `proto`, as util.inspect finds it, or undefined.
+  OwnedValue className(JSValueConst proto);
 
   JSContext* ctx_;
   const Intrinsics& in_;

@@ -69,6 +69,8 @@ bool Intrinsics::load(JSContext* ctx) {
   ok = ok && isFn(ctx, errorStack);
   OwnedValue plain(ctx, JS_NewObject(ctx));
   objectClassId = JS_GetClassID(plain.get());
+  objectProto = OwnedValue(ctx, JS_GetPrototype(ctx, plain.get()));
+  ok = ok && JS_IsObject(objectProto.get());
   return ok;
 }
 
@@ -98,7 +100,7 @@ void Intrinsics::clear() {
                        &setAdd,           &setForEach,     &dateGetTime,        &regexpCtor,
                        &regexpSource,     &bigintCtor,     &bigintToString,     &bigintAsIntN,
                        &dataViewCtor,     &dataViewBuffer, &dataViewByteOffset, &dataViewByteLength,
-                       &typedArrayLength, &errorStack};
+                       &typedArrayLength, &errorStack,     &objectProto};
   for (OwnedValue* v : all) v->reset();
   for (auto& v : sizeGetters) v.reset();
   for (auto& v : regexpFlagGetters) v.reset();

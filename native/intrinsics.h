@@ -32,7 +32,8 @@ struct Intrinsics {
   OwnedValue dataViewCtor, dataViewBuffer, dataViewByteOffset, dataViewByteLength;
   OwnedValue typedArrayLength;  // %TypedArray%.prototype's `length` getter: current, 0 when out of bounds
   OwnedValue errorCtors[static_cast<int>(ErrorCtor::Count)];
-  OwnedValue errorStack;  // Error.prototype's `stack` getter: returns the trace stored at creation
+  OwnedValue errorStack;   // Error.prototype's `stack` getter: returns the trace stored at creation
+  OwnedValue objectProto;  // Object.prototype: a plain object's class name is not written
   JSClassID objectClassId = 0;
   // Atoms of the global names every fresh sandbox has (the snapshot writer's baseline), sorted,
   // made on the first snapshot (holdBaselineGlobals): the writer skips a built-in global by its

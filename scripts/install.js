@@ -38,8 +38,34 @@ function run(cmd, args) {
 console.log(forced ? "quickjs-native: building from source (requested)"
   : unusable ? `quickjs-native: ${unusable}; building from source`
   : `quickjs-native: no prebuilt binary for ${process.platform}-${process.arch}; building from source`);
+/** cmake-js, where it is installed (a clone: a development dependency, as `npm run build:native` uses it). */
+function cmakeJs() {
+  try {
+    return require.resolve("cmake-js/bin/cmake-js");
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The addon built by cmake itself, into build/Release where node-gyp-build looks: the Node-API
+ * headers come from node-api-headers and node-addon-api, so a user's install needs no build tool
+ * package of its own.
+ */
+function cmakeBuild() {
+  const build = join(root, "build");
+  const headers = require("node-api-headers");
+  const args = ["-S", root, "-B", build, "-DCMAKE_BUILD_TYPE=Release", `-DCMAKE_LIBRARY_OUTPUT_DIRECTORY=${join(build, "Release")}`,
+    `-DCMAKE_JS_INC=${headers.include_dir}`, `-DNODE_ADDON_API_DIR=${require("node-addon-api").include_dir}`];
+  // Node's symbols are resolved when the addon loads (cmake-js passes the same).
+  if (process.platform === "darwin") args.push("-DCMAKE_SHARED_LINKER_FLAGS=-undefined dynamic_lookup");
+  if (process.platform === "win32") args.push(`-DNODE_API_DEF=${headers.def_paths.node_api_def}`);
+  return run("cmake", args) && run("cmake", ["--build", build, "--config", "Release", "--parallel"]);
+}
+
+const cmakeJsBin = cmakeJs();
 const ok = run("bash", ["deps/fetch-quickjs.sh"]) &&
-  run(process.execPath, [require.resolve("cmake-js/bin/cmake-js"), "compile", "--CDCMAKE_BUILD_TYPE=Release"]);
+  (cmakeJsBin ? run(process.execPath, [cmakeJsBin, "compile", "--CDCMAKE_BUILD_TYPE=Release"]) : cmakeBuild());
 if (!ok) {
   console.error([
     "",

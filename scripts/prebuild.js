@@ -1,13 +1,20 @@
 // Builds the addon and stores it where node-gyp-build looks for prebuilt binaries:
 // prebuilds/<platform>-<arch>/quickjs-native.napi[.<libc>].node. The addon only uses Node-API
 // (NAPI_VERSION 8), so one binary serves every Node release >= 20 on its platform.
-// Runs from `npm run prebuild` and from `prepack`, so every packed tarball carries a binary and
-// the pristine QuickJS-ng sources a source build needs.
+// Runs from `npm run prebuild`, and from `prepack` (--pack), so a packed tarball carries every
+// shipped binary, or this machine's when asked for, and the pristine QuickJS-ng sources a source
+// build needs.
 //
 //   node scripts/prebuild.js                 this machine's binary (build/, as `npm run build:native`);
 //                                            other platforms' binaries already in prebuilds/ are kept
 //                                            only if they were built from the current sources
 //   node scripts/prebuild.js --clean         drop prebuilds/ first
+//   node scripts/prebuild.js --digest        prints the digest of the sources the stamps record
+//   node scripts/prebuild.js --pack          `prepack`: passes when prebuilds/ holds the release set
+//                                            (every target, built by --release from the current
+//                                            sources) and refuses otherwise, in one line; with
+//                                            QJSN_HOST_ONLY_TARBALL=1 it makes this machine's
+//                                            binary instead, for a tarball that says so
 //   node scripts/prebuild.js --release --root DIR [--targets linux-x64,linux-arm64,win32-x64]
 //                                            the shipped binaries: Linux ones compiled inside DIR, a
 //                                            Debian bullseye root (scripts/test-platforms.sh makes
@@ -87,6 +94,16 @@ function sourceDigest() {
 const stampDir = join(root, "build-prebuild", "stamps");
 const stampOf = (name) => join(stampDir, name);
 const isFresh = (name, digest) => existsSync(stampOf(name)) && readFileSync(stampOf(name), "utf8") === digest;
+/** A binary made by --release (not on this machine's toolchain) from these sources. */
+const releaseStampOf = (name) => stampOf(`${name}.release`);
+const isRelease = (name, digest) => existsSync(releaseStampOf(name)) && readFileSync(releaseStampOf(name), "utf8") === digest;
+
+/** The targets whose shipped binary is missing from prebuilds/ or was not built by --release from `digest`'s sources. */
+function missingReleaseTargets(digest) {
+  return Object.entries(TARGETS)
+    .filter(([name, target]) => !existsSync(join(root, prebuildPath(target))) || !isRelease(name, digest))
+    .map(([name]) => name);
+}
 
 /** The highest GLIBC_x.y version the binary needs, and any C++ runtime versions it needs. */
 function symbolVersions(binutils, file) {
@@ -198,6 +215,8 @@ function install(name, target, built, digest, release, buildRoot) {
   const needs = target.platform === "linux" ? `, ${checkPortability(binutils, dest, release)}` : "";
   mkdirSync(stampDir, { recursive: true });
   writeFileSync(stampOf(name), digest);
+  if (release) writeFileSync(releaseStampOf(name), digest);
+  else rmSync(releaseStampOf(name), { force: true });
   console.log(`prebuild: ${relative(root, dest)} (${(statSync(dest).size / 1024).toFixed(0)} KiB${needs})`);
   return dest;
 }
@@ -222,6 +241,20 @@ function option(flag) {
 }
 
 function main() {
+  if (process.argv.includes("--digest")) {
+    console.log(sourceDigest()); // what the stamps record
+    return;
+  }
+  if (process.argv.includes("--pack") && !/^(1|true)$/i.test(process.env.QJSN_HOST_ONLY_TARBALL ?? "")) {
+    // A tarball packed here would otherwise ship this machine's binary alone, silently.
+    const missing = missingReleaseTargets(sourceDigest());
+    if (missing.length > 0) {
+      fail(`refusing to pack without the release binaries (${missing.join(", ")} missing or stale): run \`bash scripts/test-platforms.sh\`, or set QJSN_HOST_ONLY_TARBALL=1 for a tarball with this machine's binary only`);
+    }
+    console.log(`prebuild: prebuilds/ holds the release set (${Object.keys(TARGETS).join(", ")})`);
+    run("bash", ["deps/fetch-quickjs.sh"]);
+    return;
+  }
   const release = process.argv.includes("--release");
   const buildRoot = option("--root");
   const hostName = `${process.platform}-${process.arch}`;

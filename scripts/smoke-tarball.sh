@@ -17,9 +17,9 @@ fail() { echo "smoke: FAIL: $*" >&2; exit 1; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f s", b-a}'; }
 
-echo "smoke: npm pack (prepack refreshes the prebuild)"
+echo "smoke: npm pack (prepack refreshes this machine's prebuild; release binaries already in prebuilds/ are kept)"
 t0="$(now)"
-tarball="$(cd "$root" && npm pack --silent --pack-destination "$work" | tail -n 1)"
+tarball="$(cd "$root" && QJSN_HOST_ONLY_TARBALL=1 npm pack --silent --pack-destination "$work" | tail -n 1)"
 tarball="$work/$tarball"
 [[ -f "$tarball" ]] || fail "npm pack did not produce a tarball"
 listing="$(tar -tzf "$tarball")"

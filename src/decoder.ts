@@ -33,6 +33,7 @@ const CHUNK_BYTES = 256 * 1024;
 const MANY_KEYS = 1024;
 const keysOfObjects = new WeakMap<object, KeysAtDecode>();
 const sizesOfCutCollections = new WeakMap<Map<unknown, unknown> | Set<unknown>, number>();
+const classNames = new WeakMap<object, string>();
 
 /** What the decoder recorded of an object with many keys, or of one a copy for display cut short. */
 export interface KeysAtDecode {
@@ -57,6 +58,42 @@ export function keysAtDecode(object: object): KeysAtDecode | undefined {
  */
 export function sizeAtDecode(collection: Map<unknown, unknown> | Set<unknown>): number {
   return sizesOfCutCollections.get(collection) ?? collection.size;
+}
+
+/**
+ * The class name of a guest object that was an instance of a class (`P` for `new P()`), for a
+ * renderer that shows it as `util.inspect` does (`P { x: 1 }`). The host value itself is a plain
+ * object: no guest prototype or constructor crosses the boundary.
+ */
+export function classNameAtDecode(object: object): string | undefined {
+  return classNames.get(object);
+}
+
+/** Object flag bits (native/boundary.h): a null prototype, a class name string before the count. */
+const NULL_PROTOTYPE = 1;
+const CLASS_NAME = 2;
+/** Longest class name the engine writes (native/guest_codec.cc), in UTF-16 units. */
+const MAX_CLASS_NAME_UNITS = 256;
+/** Longest guest stack (frames) a host Error keeps: QuickJS keeps 10 frames by default. */
+const MAX_GUEST_STACK_CHARS = 8 * 1024;
+
+/**
+ * The `stack` of a host Error made from a guest one: `Name: message` and the guest's frames, as
+ * Node shows an error (QuickJS's own stacks hold only the frames). The frames are guest text,
+ * cut to {@link MAX_GUEST_STACK_CHARS}; no host frame is ever in it.
+ */
+export function guestErrorStack(name: string, message: string, frames: unknown): string {
+  const head = errorHead(name, message);
+  if (typeof frames !== "string" || frames === "") return head;
+  const shown = frames.length > MAX_GUEST_STACK_CHARS ? `${frames.slice(0, MAX_GUEST_STACK_CHARS)}\n    ... ${frames.length - MAX_GUEST_STACK_CHARS} more characters` : frames;
+  if (shown.startsWith(head)) return shown.trimEnd();
+  return `${head}\n${shown.trimEnd()}`;
+}
+
+/** What `Error.prototype.toString` gives: `Name: message`, or either alone when the other is empty. */
+export function errorHead(name: string, message: string): string {
+  if (message === "") return name;
+  return name === "" ? message : `${name}: ${message}`;
 }
 
 function malformed(what = "value"): SandboxError {
@@ -348,9 +385,11 @@ export class ValueDecoder implements ResumableDecode<unknown> {
         return;
       }
       case Case.Object: {
-        const nullProto = this.u8() === 1;
+        const flags = this.u8();
+        const name = flags & CLASS_NAME ? this.shortString() : undefined;
         const left = this.u32();
-        const object: Record<string, unknown> = nullProto ? Object.create(null) : {};
+        const object: Record<string, unknown> = flags & NULL_PROTOTYPE ? Object.create(null) : {};
+        if (name !== undefined) classNames.set(object, name);
         this.objects.push(object);
         this.open.push({ kind: Open.Object, object, left, count: left, cut: false, key: undefined, keys: left >= MANY_KEYS ? [] : undefined });
         return;
@@ -399,6 +438,16 @@ export class ValueDecoder implements ResumableDecode<unknown> {
       default:
         throw new SandboxError("UNSERIALIZABLE", `malformed value data from the sandbox (tag ${tag})`);
     }
+  }
+
+  // A string of at most MAX_CLASS_NAME_UNITS, read at once (a class name).
+  private shortString(): string {
+    const tag = this.u8();
+    const n = this.u32();
+    if ((tag !== Tag.Latin1 && tag !== Tag.String) || n > MAX_CLASS_NAME_UNITS) throw malformed("class name");
+    const bytes = tag === Tag.Latin1 ? n : 2 * n;
+    this.need(bytes);
+    return this.text(tag === Tag.Latin1, bytes);
   }
 
   private openParts(tag: PartsTag, count: number, slot: number, opaqueKind: GuestOpaqueKind): void {
@@ -503,7 +552,7 @@ export class ValueDecoder implements ResumableDecode<unknown> {
         const Ctor = ERROR_CTORS[name] ?? Error;
         const err = new Ctor(message);
         if (err.name !== name) Object.defineProperty(err, "name", { value: name, writable: true, configurable: true });
-        Object.defineProperty(err, "stack", { value: typeof stack === "string" ? stack : `${name}: ${message}`, writable: true, configurable: true });
+        Object.defineProperty(err, "stack", { value: guestErrorStack(name, message, stack), writable: true, configurable: true });
         this.objects[slot] = err;
         return err;
       }

@@ -5,10 +5,11 @@
 export { Sandbox } from "./sandbox.js";
 export { SandboxError, isSandboxError } from "./errors.js";
 export type { SandboxErrorCode, GuestErrorInfo, TimeoutBudget } from "./errors.js";
-export { GuestOpaque } from "./marshal.js";
-export { renderValue } from "./render.js";
+export { GuestOpaque } from "./wire.js";
+export { renderValue, type RenderOptions } from "./render.js";
+export type { ArgumentsSchema, SchemaIssue, SchemaResult } from "./host-schema.js";
 export { SANDBOX_DEFAULTS, SANDBOX_LIMITS, INTERPRETER_DEFAULTS, INTERPRETER_LIMITS } from "./options.js";
-export type { GuestOpaqueKind } from "./marshal.js";
+export type { GuestOpaqueKind } from "./wire.js";
 export type {
   SandboxOptions,
   SandboxClock,

@@ -10,6 +10,8 @@ export {
   decodeScalarArguments,
   decodeConsole,
   decodeValue,
+  classNameAtDecode,
+  errorHead,
   keysAtDecode,
   sizeAtDecode,
   type KeysAtDecode,

@@ -5,7 +5,7 @@
  */
 import { SandboxError, type GuestErrorInfo } from "./errors.js";
 import { DECODE_SLICE_WORK, type DecodeQueue } from "./decode-queue.js";
-import { ConsoleDecoder, GuestOpaque, ValueDecoder, decodeConsole, decodeValue, type ConsoleRecord } from "./marshal.js";
+import { ConsoleDecoder, GuestOpaque, ValueDecoder, decodeConsole, decodeValue, errorHead, type ConsoleRecord } from "./marshal.js";
 import { CONSOLE_LEVELS, native, NativeStatus, NativeStop, StatsSlot, type AnsweredHere, type DisplayCut, type NativeError, type NativeOutcome } from "./native.js";
 import { formatConsoleArgs, RENDER_OPTIONS, renderValue } from "./render.js";
 import type { ConsoleEntry, EvalOptions, EvalReport, EvalStats, SandboxOptions } from "./types.js";
@@ -29,7 +29,11 @@ export interface OutcomeLimits {
 function guestInfo(thrown: unknown): GuestErrorInfo {
   if (thrown instanceof Error) {
     const info: GuestErrorInfo = { name: thrown.name, message: thrown.message };
-    if (typeof thrown.stack === "string" && thrown.stack !== `${thrown.name}: ${thrown.message}`) info.stack = thrown.stack;
+    // The decoder's stack starts `Name: message`, as Node's do; the info keeps the frames apart.
+    const head = errorHead(thrown.name, thrown.message);
+    const stack = typeof thrown.stack === "string" ? thrown.stack : "";
+    const frames = stack.startsWith(head) ? stack.slice(head.length).replace(/^\n/, "") : stack;
+    if (frames !== "") info.stack = frames;
     return info;
   }
   const text = typeof thrown === "string" ? thrown : renderValue(thrown, MAX_THROWN_CHARS);

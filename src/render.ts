@@ -11,7 +11,8 @@
  * `util.inspect` renders them.
  */
 import { formatWithOptions, inspect, type InspectOptions } from "node:util";
-import { GuestOpaque, keysAtDecode, sizeAtDecode } from "./marshal.js";
+import { classNameAtDecode, GuestOpaque, keysAtDecode, sizeAtDecode } from "./marshal.js";
+import { INTERPRETER_DEFAULTS } from "./options.js";
 
 /** How results are shown: `util.inspect` with these options, within a character budget. */
 export const RENDER_OPTIONS = {
@@ -44,12 +45,22 @@ class Shown {
   }
 }
 
+/** Options of {@link renderValue}. */
+export interface RenderOptions {
+  /** ANSI colours, as `util.inspect` adds them for a terminal. Default false. */
+  colors?: boolean;
+}
+
 /**
  * Renders `value` like `util.inspect` with {@link RENDER_OPTIONS}, doing work proportional to
- * `maxChars`: whatever lies past the budget is replaced by `... N more items` markers.
+ * `maxChars` (default: the eval tool's 4,000): whatever lies past the budget is replaced by
+ * `... N more items` markers. A guest Error shows as Node shows one (`TypeError: bad\n    at
+ * <eval> ...`), an instance of a guest class with its class name (`P { x: 1 }`).
  */
-export function renderValue(value: unknown, maxChars: number): string {
-  return inspect(new Pruner(maxChars, RENDER_OPTIONS).copy(value, 0), RENDER_OPTIONS);
+export function renderValue(value: unknown, maxChars: number = INTERPRETER_DEFAULTS.maxResultChars, options: RenderOptions = {}): string {
+  const budget = Number.isFinite(maxChars) ? maxChars : INTERPRETER_DEFAULTS.maxResultChars;
+  const inspectOptions = options.colors === true ? { ...RENDER_OPTIONS, colors: true } : RENDER_OPTIONS;
+  return inspect(new Pruner(budget, RENDER_OPTIONS).copy(value, 0), inspectOptions);
 }
 
 /** Values in one console call render to at most about this many characters (a few ms of work). */
@@ -104,6 +115,7 @@ class Pruner {
   #left: number;
   readonly #limits: PruneLimits;
   readonly #ancestors = new Map<object, object>();
+  readonly #prototypes = new Map<string, object>();
 
   constructor(maxChars: number, limits: PruneLimits) {
     this.#left = Math.max(0, maxChars);
@@ -156,8 +168,11 @@ class Pruner {
     }
     if (value instanceof RegExp) return this.#leaf(value, value.source.length + 10, () => `/${value.source.slice(0, Math.max(0, this.#left))}.../${value.flags}`);
     if (value instanceof Error) {
-      const stack = typeof value.stack === "string" ? value.stack : String(value.message);
-      return this.#leaf(value, stack.length + 10, () => `${stack.slice(0, Math.max(0, this.#left))}... ${stack.length - Math.max(0, this.#left)} more characters`);
+      // Shown as its stack, which the decoder starts with `Name: message` as Node's do: inspect
+      // would otherwise print `Error [ValidationError]: ...` for a name its constructor lacks.
+      const stack = typeof value.stack === "string" ? value.stack : `${value.name}: ${value.message}`;
+      const shown = this.#leaf(value, stack.length + 10, () => `${stack.slice(0, Math.max(0, this.#left))}... ${stack.length - Math.max(0, this.#left)} more characters`);
+      return shown === value ? new Shown(stack) : shown;
     }
     if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) {
       // inspect prints at most maxArrayLength elements or bytes of these.
@@ -172,6 +187,19 @@ class Pruner {
     if (value instanceof Map) return this.#map(value, depth, beyond);
     if (value instanceof Set) return this.#set(value, depth, beyond);
     return this.#plain(value as Record<string, unknown>, depth, beyond);
+  }
+
+  /** A prototype whose constructor is named `name`: inspect prints `name { ... }` for objects made from it. */
+  #prototypeNamed(name: string): object {
+    let prototype = this.#prototypes.get(name);
+    if (prototype === undefined) {
+      const ctor = class {};
+      Object.defineProperty(ctor, "name", { value: name });
+      prototype = ctor.prototype as object;
+      this.#prototypes.set(name, prototype);
+    }
+    this.#left -= name.length;
+    return prototype;
   }
 
   #leaf(value: object, cost: number, cut: () => string): unknown {
@@ -263,7 +291,8 @@ class Pruner {
   }
 
   #plain(value: Record<string, unknown>, depth: number, beyond: boolean): Record<string, unknown> {
-    const twin: Record<string, unknown> = Object.getPrototypeOf(value) === null ? Object.create(null) : {};
+    const className = classNameAtDecode(value);
+    const twin: Record<string, unknown> = Object.getPrototypeOf(value) === null ? Object.create(null) : className === undefined ? {} : Object.create(this.#prototypeNamed(className));
     // for-in lists every key of an object with many keys before the first one; the decoder kept
     // the keys of those it made, so the walk can stop where the budget does, and counted the keys
     // of objects a copy for display cut short.

@@ -12,7 +12,8 @@ import { SANDBOX_LIMITS } from "./options.js";
 import { native, NativeStatus, NativeStop, type NativeHandle, type NativeOutcome } from "./native.js";
 import { decodeAtOnce, decodeOutcome, displayCutOf, errorOf, EXACT_DISPLAY_CUT, globalValueOf, limitsOf, refusal, reportOf, stubOutcome, syncOutcome, throwIfFailed, type DecodedOutcome } from "./outcomes.js";
 import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealWrittenSnapshot, splitRestoreOptions, takeSnapshot, type NotRestored, type RestoreOptions, type RestoredSandbox, type SnapshotAfterEval, type SnapshotAfterRun, type SnapshotOptions } from "./snapshot.js";
-import type { AsyncHostFunction, EvalOptions, EvalReport, HostFunction, MemoryUsage, SandboxOptions } from "./types.js";
+import { type ArgumentsSchema, checkedAsyncFunction, checkedFunction } from "./host-schema.js";
+import type { AsyncHostFunction, EvalOptions, EvalReport, HostCallContext, HostFunction, MemoryUsage, SandboxOptions } from "./types.js";
 import { perTurnBudget } from "./turn-budget.js";
 import { checkFunctionName, checkGlobalName, checkInteger, evalClockMs, invalid, validateEvalOptions, validateOptions, validatePath } from "./validate.js";
 
@@ -115,18 +116,29 @@ export class Sandbox implements Disposable {
    * Exposes a synchronous host function to the guest as a global (or at a dotted path such as
    * `"tools.lookup"`). Arguments and the result are copied; a thrown host error becomes a guest
    * `Error` with the message only.
+   *
+   * The arguments are whatever the guest passed (`unknown`). Give an {@link ArgumentsSchema} (zod's
+   * `z.tuple([z.number()])`, or any Standard Schema) to receive them parsed and typed: a call whose
+   * arguments the schema rejects throws a guest `TypeError` naming the issues, and `fn` does not run.
    */
-  defineFunction(name: string, fn: HostFunction): void {
-    this.#host.define(this.#live(), name, fn, false);
+  defineFunction(name: string, fn: HostFunction): void;
+  defineFunction<Args extends unknown[]>(name: string, schema: ArgumentsSchema<Args>, fn: (...args: Args) => unknown): void;
+  defineFunction<Args extends unknown[]>(name: string, fnOrSchema: HostFunction | ArgumentsSchema<Args>, checked?: (...args: Args) => unknown): void {
+    const fn = typeof fnOrSchema === "function" || checked === undefined ? fnOrSchema : checkedFunction(name, fnOrSchema, checked);
+    this.#host.define(this.#live(), name, fn as HostFunction, false);
   }
 
   /**
    * Exposes an asynchronous host function: the guest call returns a promise at once, `fn` runs on
    * the Node main thread with the copied arguments and an `AbortSignal` that fires when the eval
-   * ends first, and its result (or error message) settles the guest promise.
+   * ends first, and its result (or error message) settles the guest promise. With an
+   * {@link ArgumentsSchema}, `fn` receives the parsed, typed arguments (as with `defineFunction`).
    */
-  defineAsyncFunction(name: string, fn: AsyncHostFunction): void {
-    this.#host.define(this.#live(), name, fn, true);
+  defineAsyncFunction(name: string, fn: AsyncHostFunction): void;
+  defineAsyncFunction<Args extends unknown[]>(name: string, schema: ArgumentsSchema<Args>, fn: (args: Args, context: HostCallContext) => unknown): void;
+  defineAsyncFunction<Args extends unknown[]>(name: string, fnOrSchema: AsyncHostFunction | ArgumentsSchema<Args>, checked?: (args: Args, context: HostCallContext) => unknown): void {
+    const fn = typeof fnOrSchema === "function" || checked === undefined ? fnOrSchema : checkedAsyncFunction(name, fnOrSchema, checked);
+    this.#host.define(this.#live(), name, fn as AsyncHostFunction, true);
   }
 
   /**

@@ -35,7 +35,7 @@ export const SNAPSHOT_FORMAT_VERSION = 2;
 const READABLE_FORMAT_VERSIONS: readonly number[] = [1, 2];
 const HEADER_BYTES = 32;
 const DIGEST_BYTES = 32;
-/** Bytes a snapshot adds around its body. */
+/** @internal Bytes a snapshot adds around its body. */
 export const SNAPSHOT_OVERHEAD_BYTES = HEADER_BYTES + DIGEST_BYTES;
 const FLAG_SIGNED = 1;
 const FLAG_DEFLATED = 2;
@@ -152,7 +152,7 @@ function resolveOptions(options: Partial<SnapshotOptions>, defaultMaxBytes: numb
   return out;
 }
 
-/** Validates the options of `sandbox.snapshot()`. */
+/** @internal Validates the options of `sandbox.snapshot()`. */
 export function resolveSnapshotOptions(options: unknown, defaultMaxBytes: number): ResolvedSnapshotOptions {
   if (options === undefined) return { maxSnapshotBytes: defaultMaxBytes };
   if (typeof options !== "object" || options === null) throw invalidArgument("snapshot options must be an object");
@@ -162,7 +162,7 @@ export function resolveSnapshotOptions(options: unknown, defaultMaxBytes: number
   return resolveOptions(options as SnapshotOptions, defaultMaxBytes);
 }
 
-/** Splits `Sandbox.restore` options into the sandbox's and the snapshot's. */
+/** @internal Splits `Sandbox.restore` options into the sandbox's and the snapshot's. */
 export function splitRestoreOptions(options: unknown): { sandbox: SandboxOptions | undefined; snapshot: Partial<SnapshotOptions>; restoreTimeoutMs?: number } {
   if (options === undefined) return { sandbox: undefined, snapshot: {} };
   if (typeof options !== "object" || options === null) throw invalidArgument("restore options must be an object");
@@ -228,6 +228,7 @@ function notRestoredList(flat: string[]): NotRestored[] {
 }
 
 /**
+ * @internal
  * Writes a snapshot of `handle`'s globals, except `excludedNames` (the host's own functions).
  * Throws `INVALID_SNAPSHOT` when it would exceed `maxSnapshotBytes`, `BUSY` while an eval runs.
  */
@@ -239,6 +240,7 @@ export function takeSnapshot(handle: NativeHandle, excludedNames: string[], opti
 }
 
 /**
+ * @internal
  * Like {@link takeSnapshot} for a body written on an executor thread (`written` is the write's
  * result). A plain body of one digest slice or less is sealed at once, as `takeSnapshot` seals it
  * (the last good state kept after every eval usually is that small); a larger one is digested a
@@ -277,13 +279,13 @@ export interface SnapshotAfterRun {
   snapshotError?: SandboxError;
 }
 
-/** A snapshot asked for after an eval: its options, and the write's result once the eval's job ended. */
+/** @internal A snapshot asked for after an eval: its options, and the write's result once the eval's job ended. */
 export interface SnapshotAfterEval {
   options: ResolvedSnapshotOptions;
   written?: NativeSnapshotWrite;
 }
 
-/** The byte cap passed to the native writer: it applies to the plain body. */
+/** @internal The byte cap passed to the native writer: it applies to the plain body. */
 export function maxSnapshotBody(options: ResolvedSnapshotOptions): number {
   return options.maxSnapshotBytes - SNAPSHOT_OVERHEAD_BYTES;
 }
@@ -340,6 +342,7 @@ export function inspectSnapshot(bytes: unknown): SnapshotInfo {
 }
 
 /**
+ * @internal
  * Checks size, header and digest (or signature), then returns the body. Throws `INVALID_SNAPSHOT`
  * for anything truncated, altered, oversized, unsigned when a key is given, or signed for another
  * thread or turn.
@@ -419,7 +422,7 @@ export async function resealSnapshot(bytes: Uint8Array, options: ResealOptions):
   return sealed(out, { ...resolved, compress }, info.engineVersion, info.formatVersion);
 }
 
-/** Defines a verified body's globals in a fresh sandbox's handle and lists what came back as placeholders. */
+/** @internal Defines a verified body's globals in a fresh sandbox's handle and lists what came back as placeholders. */
 export function restoreBody(handle: NativeHandle, body: Buffer, budgetMs: number): NotRestored[] {
   const raw = handle.readSnapshot(body, budgetMs);
   if (!Array.isArray(raw)) throw refusal(raw, "restore into a sandbox", "cannot restore");
@@ -427,6 +430,7 @@ export function restoreBody(handle: NativeHandle, body: Buffer, budgetMs: number
 }
 
 /**
+ * @internal
  * What a native snapshot read (inline or on an executor thread) could not restore; throws for a
  * failed read. An outcome's index 10 is typed for both kinds of job; a read's carries no body.
  */

@@ -6,7 +6,7 @@
 import { inspect } from "node:util";
 import { TypedKind, WireTag } from "./native.js";
 
-/** Wire tags, by name. */
+/** @internal Wire tags, by name. */
 export const Tag = WireTag;
 
 /** What a {@link GuestOpaque} stands for. */
@@ -38,18 +38,22 @@ export class GuestOpaque {
       default: return "[object]";
     }
   }
-
-  [inspect.custom](): string {
-    return this.toString();
-  }
 }
 
-/** A constructor of the views the wire format carries. */
+// How `util.inspect` shows one: `[Function name]`... (set here, not in the class, so the declared
+// types need no Node.js type definitions).
+Object.defineProperty(GuestOpaque.prototype, inspect.custom, {
+  value(this: GuestOpaque): string {
+    return this.toString();
+  },
+});
+
+/** @internal A constructor of the views the wire format carries. */
 export type ViewConstructor = new (buffer: ArrayBuffer, byteOffset: number, length: number) => ArrayBufferView;
 
 const float16Ctor = (globalThis as { Float16Array?: ViewConstructor }).Float16Array;
 
-/** The view constructor of each typed kind, by its number (Float16 only where Node.js has it). */
+/** @internal The view constructor of each typed kind, by its number (Float16 only where Node.js has it). */
 export const VIEW_CTORS: readonly (ViewConstructor | undefined)[] = (() => {
   const byName: Record<keyof typeof TypedKind, ViewConstructor | undefined> = {
     Int8: Int8Array, Uint8: Uint8Array, Uint8Clamped: Uint8ClampedArray, Int16: Int16Array, Uint16: Uint16Array, Int32: Int32Array,

@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { isSandboxError } from "../index.js";
 import { benchCommand } from "./bench.js";
 import { evalCommand } from "./eval.js";
 import { UsageError } from "./options.js";
@@ -52,8 +53,9 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err: unknown) => {
-    // parseArgs reports unknown or malformed flags with ERR_PARSE_ARGS_* codes: those are usage errors too.
-    const usage = err instanceof UsageError || (err as { code?: unknown }).code?.toString().startsWith("ERR_PARSE_ARGS");
+    // parseArgs reports unknown or malformed flags with ERR_PARSE_ARGS_* codes: those are usage errors
+    // too, and so is a limit the engine refuses (a stack cap above what this machine's threads allow).
+    const usage = err instanceof UsageError || isSandboxError(err, "INVALID_ARGUMENT") || (err as { code?: unknown }).code?.toString().startsWith("ERR_PARSE_ARGS");
     if (!usage) throw err;
     process.stderr.write(`quickjs-native: ${(err as Error).message}\nRun \`quickjs-native --help\` for usage.\n`);
     process.exitCode = 2;

@@ -1,7 +1,7 @@
 /**
  * Command-line flags shared by `repl` and `eval`: the sandbox limits, parsed from human units.
  */
-import { SANDBOX_DEFAULTS } from "../index.js";
+import { SANDBOX_DEFAULTS, SANDBOX_LIMITS } from "../index.js";
 import type { SandboxOptions } from "../index.js";
 
 /** Flag definitions for node:util parseArgs, limit flags only. */
@@ -51,12 +51,25 @@ function parseMs(flag: string, text: string): number {
   return n;
 }
 
+/** A size flag within the engine's range for it. */
+function sizeIn(flag: string, text: string, range: { min: number; max: number }): number {
+  const bytes = parseSize(flag, text);
+  if (bytes < range.min || bytes > range.max) throw new UsageError(`--${flag}: ${text} is out of range (${sizeText(range.min)} to ${sizeText(range.max)})`);
+  return bytes;
+}
+
+function msIn(flag: string, text: string): number {
+  const ms = parseMs(flag, text);
+  if (ms > SANDBOX_LIMITS.maxTimeoutMs) throw new UsageError(`--${flag}: ${text} is out of range (at most ${SANDBOX_LIMITS.maxTimeoutMs} ms)`);
+  return ms;
+}
+
 /** Turns the parsed limit flags into sandbox options; flags left out keep the engine defaults. */
 export function sandboxOptionsFrom(values: { [K in keyof typeof LIMIT_FLAGS]?: string }): SandboxOptions {
   const options: SandboxOptions = {};
-  if (values["memory-limit"] !== undefined) options.memoryLimitBytes = parseSize("memory-limit", values["memory-limit"]);
-  if (values["stack-size"] !== undefined) options.maxStackSizeBytes = parseSize("stack-size", values["stack-size"]);
-  if (values.timeout !== undefined) options.executionTimeoutMs = parseMs("timeout", values.timeout);
-  if (values["wall-timeout"] !== undefined) options.wallTimeoutMs = parseMs("wall-timeout", values["wall-timeout"]);
+  if (values["memory-limit"] !== undefined) options.memoryLimitBytes = sizeIn("memory-limit", values["memory-limit"], SANDBOX_LIMITS.memoryLimitBytes);
+  if (values["stack-size"] !== undefined) options.maxStackSizeBytes = sizeIn("stack-size", values["stack-size"], SANDBOX_LIMITS.maxStackSizeBytes);
+  if (values.timeout !== undefined) options.executionTimeoutMs = msIn("timeout", values.timeout);
+  if (values["wall-timeout"] !== undefined) options.wallTimeoutMs = msIn("wall-timeout", values["wall-timeout"]);
   return options;
 }

@@ -3,11 +3,17 @@
  * errors like Node's uncaught errors, and a JSON form for scripts.
  */
 import { inspect } from "node:util";
-import type { ConsoleEntry, EvalReport, EvalStats, SandboxError } from "../index.js";
+import { renderValue, type ConsoleEntry, type EvalReport, type EvalStats, type SandboxError } from "../index.js";
 
-/** Renders a value as Node's REPL would. */
+/** A value shows in at most about this many characters (the renderer's work is bounded by it). */
+const SHOWN_CHARS = 200_000;
+
+/**
+ * Renders a value as Node's REPL would (errors as `TypeError: bad\n    at ...`, class instances
+ * as `P { x: 1 }`), within {@link SHOWN_CHARS}.
+ */
 export function show(value: unknown, colors: boolean): string {
-  return inspect(value, { colors, depth: 6, maxArrayLength: 200, maxStringLength: 10_000 });
+  return renderValue(value, SHOWN_CHARS, { colors });
 }
 
 /** Control characters a terminal acts on (ESC, BEL, CR, C1...): every C0 but tab and newline, DEL and C1. */
@@ -108,9 +114,15 @@ export function isJsonExact(value: unknown, ancestors: Set<object> = new Set()):
   }
 }
 
+function roundMs(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}
+
 /** Machine-readable form of one eval: `value` only when JSON holds it exactly, `inspect` always. */
 export function reportJson(report: EvalReport): string {
-  const common = { console: report.console, consoleTruncated: report.consoleTruncated, stats: report.stats };
+  // Measurements to the microsecond: more digits are noise, and read as precision.
+  const stats = { ...report.stats, executionMs: roundMs(report.stats.executionMs), wallMs: roundMs(report.stats.wallMs) };
+  const common = { console: report.console, consoleTruncated: report.consoleTruncated, stats };
   if (report.ok) {
     const exact = isJsonExact(report.value);
     return JSON.stringify({ ok: true, ...(exact ? { value: report.value } : {}), inspect: show(report.value, false), ...common });

@@ -13,7 +13,7 @@ import { PtcResolver, type PtcToolView } from "./ptc.js";
 import { TaskDispatcher, type TaskCatalog } from "./task.js";
 import { Approval } from "./approval.js";
 
-export type { CodeInterpreterMiddlewareOptions, InterpreterMode, PtcEntry, PtcPreset, SystemPromptOption } from "./options.js";
+export type { CodeInterpreterMiddlewareOptions, InterpreterMode, InterruptOnTools, PtcEntry, PtcPreset, SystemPromptOption } from "./options.js";
 export { PTCCallBudgetExceededError } from "./ptc.js";
 export { ReplayDivergenceError } from "./approval.js";
 export type { SubagentProgressEvent } from "./task.js";

@@ -4,7 +4,7 @@
  * at construction time (never at the first eval).
  */
 import type { StructuredToolInterface } from "@langchain/core/tools";
-import type { DecisionType, HumanInTheLoopMiddlewareConfig, InterruptOnConfig } from "langchain";
+import type { DecisionType, InterruptOnConfig } from "langchain";
 import { INTERPRETER_DEFAULTS, INTERPRETER_LIMITS, SANDBOX_LIMITS, type SandboxClock } from "../index.js";
 import { camelCaseToolName } from "./signatures.js";
 
@@ -110,8 +110,8 @@ export interface CodeInterpreterMiddlewareOptions {
   mode?: InterpreterMode;
   /** Largest interpreter snapshot stored in graph state, bytes. Default: `memoryLimitBytes`. */
   maxSnapshotBytes?: number;
-  /** HMAC key for interpreter snapshots (at least 16 bytes); unsigned snapshots when omitted. */
-  snapshotSigningKey?: string | Uint8Array;
+  /** HMAC key for interpreter snapshots (at least 16 bytes); unsigned snapshots when omitted (or undefined). */
+  snapshotSigningKey?: string | Uint8Array | undefined;
   /**
    * What `Date` reads inside the interpreter: `"frozen"` (default: the time the eval started, constant
    * while it runs), `"real"` (the host clock), or `{ now() }` (your clock, read once per eval).
@@ -128,7 +128,7 @@ export interface CodeInterpreterMiddlewareOptions {
    * `new Command({ resume: { decisions: [...] } })` runs it again from its start, answering earlier
    * calls from a journal kept in the checkpointer. Needs a checkpointer.
    */
-  interruptOn?: HumanInTheLoopMiddlewareConfig["interruptOn"] | HumanInTheLoopMiddlewareConfig;
+  interruptOn?: InterruptOnTools | { interruptOn?: InterruptOnTools | undefined; descriptionPrefix?: string | undefined };
   /** Most interpreter sessions kept alive at once; the least recently used idle one is closed first. Default 64. */
   maxLiveSessions?: number;
   /** An idle session is closed after this many ms. Default 1800000 (30 min). */
@@ -170,6 +170,12 @@ export interface ResolvedReview {
   argsSchema: Record<string, unknown> | undefined;
   when: InterruptOnConfig["when"];
 }
+
+/**
+ * Tools reviewed when code calls them, by name, as langchain's `humanInTheLoopMiddleware` takes
+ * them (written out here: langchain's own config type is `never` under `exactOptionalPropertyTypes`).
+ */
+export type InterruptOnTools = Record<string, boolean | InterruptOnConfig>;
 
 /** The `interruptOn` option, normalised: reviewed tools by name (tools set to `false` left out). */
 export interface ResolvedInterruptOn {

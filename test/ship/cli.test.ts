@@ -41,6 +41,14 @@ describe("quickjs-native eval", () => {
     expect(r).toEqual({ code: 0, stdout: "[ 2, 4, 6 ]\n", stderr: "" });
   });
 
+  it("prints a returned Error as node does, name and message first, and a class instance with its class name", async () => {
+    const error = await run(["eval", "({ err: new TypeError('bad thing') })"]);
+    expect(error.code).toBe(0);
+    expect(error.stdout).toMatch(/^\{\n {2}err: TypeError: bad thing\n {6}at <eval> \(<eval>:1:\d+\)\n\}\n$/);
+    const instance = await run(["eval", "class P { constructor() { this.x = 1; } }; new P()"]);
+    expect(instance).toEqual({ code: 0, stdout: "P { x: 1 }\n", stderr: "" });
+  });
+
   it("prints strings quoted and nested objects expanded, like the node REPL", async () => {
     const r = await run(["eval", "({ name: 'q', tags: new Set(['a']), big: 2n ** 70n })"]);
     expect(r.stdout).toBe("{ name: 'q', tags: Set(1) { 'a' }, big: 1180591620717411303424n }\n");
@@ -129,6 +137,19 @@ describe("quickjs-native eval", () => {
       expect(r.code).toBe(2);
       expect(r.stderr).toContain("cannot read");
     });
+  });
+
+  it("exits 2 with a usage error, not a stack trace, on limit flags out of the engine's range", async () => {
+    for (const args of [["eval", "--memory-limit", "100", "1"], ["eval", "--timeout", "99999999999", "1"], ["eval", "--stack-size", "1k", "1"], ["eval", "--wall-timeout", "99999999999", "1"], ["repl", "--memory-limit", "64GiB"]]) {
+      const r = await run(args);
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stderr, args.join(" ")).toMatch(/^quickjs-native: --[a-z-]+: \S+ is out of range \(.*\)\nRun `quickjs-native --help` for usage\.\n$/);
+    }
+  });
+
+  it("--json rounds the measured times to the microsecond", async () => {
+    const parsed = JSON.parse((await run(["eval", "--json", "1"])).stdout) as { stats: { wallMs: number; executionMs: number } };
+    for (const ms of [parsed.stats.wallMs, parsed.stats.executionMs]) expect(Math.round(ms * 1000) / 1000).toBe(ms);
   });
 
   it("exits 2 with usage text on unknown flags, bad sizes and missing code", async () => {

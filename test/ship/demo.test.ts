@@ -4,7 +4,7 @@
  * only the program's final value, and the answer is right.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -43,6 +43,14 @@ describe("npm run demo", () => {
     const seen = /eval {4}│ returns (\d+) B, which is all the model reads/.exec(run.stdout);
     expect(seen, run.stdout).not.toBeNull();
     expect(Number(seen![1])).toBeLessThan(400);
+  });
+
+  it("prints the figures the README quotes: the answer's bytes and the KiB kept in the sandbox", () => {
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    const quoted = /only the (\d+)-byte answer enters its context; ([\d.]+) KiB of tool results/.exec(readme);
+    expect(quoted, "the README's demo sentence").not.toBeNull();
+    expect(run.stdout).toContain(`tool output the model read: ${quoted![1]} B`);
+    expect(run.stdout).toMatch(new RegExp(`kept inside the sandbox: +${quoted![2]!.replace(".", "\\.")} KiB`));
   });
 
   it("reports the tool results kept in the sandbox and the timings", () => {

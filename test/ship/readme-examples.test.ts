@@ -232,6 +232,88 @@ describe("README.md code examples", () => {
   }
 });
 
+/**
+ * The compiler options `tsc --init` writes (TypeScript 5.9), `strict` among them: a user's fresh
+ * project. `types: []` means no @types/node: the examples and the published declarations must
+ * type-check without it.
+ */
+const TSC_INIT_OPTIONS: ts.CompilerOptions = {
+  module: ts.ModuleKind.NodeNext,
+  moduleResolution: ts.ModuleResolutionKind.NodeNext,
+  target: ts.ScriptTarget.ESNext,
+  types: [],
+  noUncheckedIndexedAccess: true,
+  exactOptionalPropertyTypes: true,
+  strict: true,
+  verbatimModuleSyntax: true,
+  isolatedModules: true,
+  noUncheckedSideEffectImports: true,
+  moduleDetection: ts.ModuleDetectionKind.Force,
+  skipLibCheck: true,
+  noEmit: true,
+};
+
+/**
+ * What the README's fragments (blocks marked `readme-test: skip`) take from the surrounding app:
+ * the agent's model and tools, and imports shown in an earlier block.
+ */
+const FRAGMENT_CONTEXT = `
+declare const createAgent: typeof import("langchain").createAgent;
+// langchain 1.5 types this middleware's config as \`never\` under exactOptionalPropertyTypes (tsc --init's default).
+declare const humanInTheLoopMiddleware: (config: { interruptOn: import("quickjs-native/langchain").InterruptOnTools }) => ReturnType<typeof import("langchain").humanInTheLoopMiddleware>;
+declare const HumanMessage: typeof import("@langchain/core/messages").HumanMessage;
+declare const createCodeInterpreterMiddleware: typeof import("quickjs-native/langchain").createCodeInterpreterMiddleware;
+declare const model: string;
+declare const lookup: import("@langchain/core/tools").StructuredToolInterface;
+declare const sendEmail: import("@langchain/core/tools").StructuredToolInterface;
+declare const deleteFile: import("@langchain/core/tools").StructuredToolInterface;
+declare const tools: import("@langchain/core/tools").StructuredToolInterface[];
+declare const process: { env: Record<string, string | undefined> };
+`;
+
+/** Type errors of `files` (paths in `dir`) under {@link TSC_INIT_OPTIONS} and `extra`, in the files `inFile` accepts. */
+function typeErrors(files: string[], inFile: (path: string) => boolean, extra: ts.CompilerOptions = {}): string[] {
+  const program = ts.createProgram(files, { ...TSC_INIT_OPTIONS, ...extra });
+  return ts
+    .getPreEmitDiagnostics(program)
+    .filter((d) => d.file === undefined || inFile(d.file.fileName))
+    .map((d) => {
+      const where = d.file && d.start !== undefined ? `${d.file.fileName}:${d.file.getLineAndCharacterOfPosition(d.start).line + 1}: ` : "";
+      return `${where}${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`;
+    });
+}
+
+describe("README.md TypeScript examples type-check in a strict project (tsc --init)", () => {
+  const tsBlocks = blocks.filter((b) => b.lang === "ts");
+
+  it("has TypeScript examples, the Sandbox quick start among them", () => {
+    expect(tsBlocks.some((b) => !b.skip && b.code.includes("defineFunction"))).toBe(true);
+  });
+
+  for (const [index, block] of tsBlocks.entries()) {
+    it(`block at README line ${block.line} type-checks`, () => {
+      const file = join(dir, `typed-${index}.ts`);
+      writeFileSync(file, block.code);
+      const files = [file];
+      if (block.skip) {
+        const context = join(dir, `typed-${index}-context.d.ts`);
+        writeFileSync(context, FRAGMENT_CONTEXT);
+        files.push(context);
+      }
+      const errors = typeErrors(files, (path) => path === file).map((e) => e.replace(/^[^:]*typed-\d+\.ts:(\d+)/, (_m, l: string) => `README line ${block.line + Number(l) - 1}`));
+      expect(errors).toEqual([]);
+    }, 120_000);
+  }
+
+  it("the published declarations of every entry point need no @types/node", () => {
+    const file = join(dir, "entry-points.ts");
+    const entries = Object.keys((JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { exports: Record<string, unknown> }).exports).filter((e) => e !== "./package.json");
+    writeFileSync(file, entries.map((e, i) => `export * as e${i} from "${e.replace(/^\./, "quickjs-native")}";`).join("\n"));
+    const ours = join(root, "dist");
+    expect(typeErrors([file], (path) => path === file || path.startsWith(ours), { skipLibCheck: false })).toEqual([]);
+  }, 120_000);
+});
+
 describe("the README examples check itself", () => {
   const sample = blocks.find((b) => !b.skip && instrument(b).expectations.length > 0);
 
