@@ -9,7 +9,7 @@
  * a declaration keeps its empty completion value). `function` declarations are already var-scoped
  * and hoisted and stay as written. Edits stay within a line, so lines keep their numbers.
  *
- * This module does not load `typescript` (tens of MB, hundreds of ms to load): most evals are
+ * This module does not load the TypeScript stripper (a WebAssembly module of 3.6 MB, hundreds of ms to load): most evals are
  * plain JavaScript and never pay for it.
  */
 import { parse, type Options as AcornOptions, type Pattern, type Program } from "acorn";
@@ -37,7 +37,7 @@ export interface TransformResult {
   language: "javascript" | "typescript";
   /**
    * How types were stripped: `"erased"` (annotations replaced by spaces, every line kept) or
-   * `"transpiled"` (`transpileModule`, for `enum`, `namespace`, parameter properties and the like).
+   * `"transpiled"` (compiled to JavaScript, for `enum`, `namespace`, parameter properties and the like).
    */
   stripping?: "erased" | "transpiled";
   /**
@@ -81,7 +81,7 @@ export function chooseReading(javascript: TransformResult | undefined, typescrip
 }
 
 /**
- * `transformCode`'s result, with `typescript` loaded only when the source may be TypeScript
+ * `transformCode`'s result, with the TypeScript stripper loaded only when the source may be TypeScript
  * (and then once per thread).
  */
 export async function transformCodeLazily(source: string): Promise<TransformResult> {
@@ -95,8 +95,13 @@ export async function transformCodeLazily(source: string): Promise<TransformResu
  * for such a `RangeError`. Any other error is rethrown.
  */
 export function nestedTooDeeply(error: unknown): TransformResult {
-  if (error instanceof RangeError) return failedParse(TOO_DEEP_MESSAGE, 1, 1, "javascript");
+  if (error instanceof RangeError) return tooDeep();
   throw error;
+}
+
+/** The result for code nested too deeply to parse. */
+export function tooDeep(): TransformResult {
+  return failedParse(TOO_DEEP_MESSAGE, 1, 1, "javascript");
 }
 
 const TOO_DEEP_MESSAGE = "the code is nested too deeply to parse (brackets, parentheses or blocks thousands of levels deep)";

@@ -51,6 +51,15 @@ describe("transformOffThread", () => {
     expect(result.syntaxError?.message).toMatch(/nested too deeply/);
   });
 
+  it("replaces a stripper instance that code nested too deeply broke, so the next large TypeScript still transforms", async () => {
+    // 3,000 nested `if`s (no nested brackets for the depth check to see) overflow swc's WebAssembly stack.
+    const broken = await transformOffThread(`const a: boolean = true\n${"if (a) ".repeat(3000)}1`, 60_000);
+    expect(broken.syntaxError?.message).toMatch(/nested too deeply/);
+    const next = await transformOffThread(`enum Color { Red, Green }\n${lines(500, (i) => `const v${i}: number = ${i};`)}\nColor.Green`, 60_000);
+    expect(next.syntaxError).toBeUndefined();
+    expect(next.stripping).toBe("transpiled");
+  });
+
   it("stops a transform over its time limit with a SyntaxError, and the next transform still works", async () => {
     const slow = `enum E { A }\n${lines(8000, (i) => `const s${i}: string = "${i}";`)}`;
     const stopped = await transformOffThread(slow, 1);
@@ -62,12 +71,12 @@ describe("transformOffThread", () => {
 });
 
 describe("transformCodeLazily", () => {
-  it("transforms JavaScript without loading typescript, and loads it for TypeScript", () => {
-    // A fresh process: vitest itself may have loaded typescript into this one.
+  it("transforms JavaScript without loading the TypeScript stripper, and loads it for TypeScript", () => {
+    // A fresh process, so that nothing else has loaded the stripper.
     const script = `
       import { createRequire } from "node:module";
       const cache = createRequire(import.meta.url).cache;
-      const typescriptLoaded = () => Object.keys(cache).some((path) => path.includes("/node_modules/typescript/"));
+      const typescriptLoaded = () => Object.keys(cache).some((path) => path.includes("/node_modules/@swc/wasm-typescript/"));
       const { transformCodeLazily } = await import(${JSON.stringify(`${dist}transform-javascript.js`)});
       const js = await transformCodeLazily("const a = 1\\na");
       const afterJs = typescriptLoaded();

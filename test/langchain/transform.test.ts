@@ -1,7 +1,7 @@
 import { existsSync, readdirSync } from "node:fs";
 import vm from "node:vm";
 import { afterEach, describe, expect, it } from "vitest";
-import { transformCode } from "../../src/langchain/transform.js";
+import { bracketDepth, MAX_TYPESCRIPT_NESTING, transformCode } from "../../src/langchain/transform.js";
 
 /**
  * A session of evals: the real engine once its addon is built, `node:vm` (same global-script
@@ -288,6 +288,30 @@ describe("transformCode: TypeScript annotations are erased in place", () => {
   it("gives a SyntaxError result for TypeScript nested too deeply to parse, not a host RangeError", () => {
     const result = transformCode(`const a: number = ${"[".repeat(40_000)}${"]".repeat(40_000)}`);
     expect(result.syntaxError?.message).toMatch(/nested too deeply/);
+  });
+});
+
+describe("transformCode: the nesting bound on TypeScript counts only code", () => {
+  it("counts (, [, { and template substitutions, not brackets in strings, comments or template text", () => {
+    expect(bracketDepth("f([{ a: `${`${x}`}` }])", 100)).toBe(5);
+    expect(bracketDepth(`"((((" + '[[[[' + \`{{{{\` // ((((\n/* [[[[ */ (1)`, 100)).toBe(1);
+    expect(bracketDepth("'\\'(' + \"\\\"[\" + `\\`{`", 100)).toBe(0);
+    expect(bracketDepth("((((((", 3)).toBe(4);
+  });
+
+  it("runs TypeScript whose strings and comments hold more brackets than the bound", async () => {
+    const many = "(".repeat(MAX_TYPESCRIPT_NESTING + 10);
+    const source = `// ${many}\nconst s: string = "${many}" + \`${many}\`\n/* ${many} */ s.length`;
+    expect(transformCode(source)).toMatchObject({ language: "typescript", stripping: "erased" });
+    expect(await (await session()).run(source)).toBe(2 * many.length);
+  });
+
+  it("runs TypeScript nested as deep as the bound", async () => {
+    const depth = MAX_TYPESCRIPT_NESTING;
+    const source = `const n: number = ${"(".repeat(depth)}7${")".repeat(depth)}\nn`;
+    expect(transformCode(source).syntaxError).toBeUndefined();
+    expect(await (await session()).run(source)).toBe(7);
+    expect(transformCode(`const n: number = ${"(".repeat(depth + 1)}7${")".repeat(depth + 1)}`).syntaxError?.message).toMatch(/nested too deeply/);
   });
 });
 
