@@ -12,6 +12,7 @@ import { ValueDecoder, decodeScalarArguments, encodeValueInto } from "./marshal.
 import { BOUNDARY_SIZES, DispatchKind, PrimitiveSlot, native, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher } from "./native.js";
 import { CONSOLE_LEVELS, refusal, throwIfFailed } from "./outcomes.js";
 import { formatConsoleArgs } from "./render.js";
+import type { EvalObservation } from "./telemetry/hub.js";
 import type { AsyncHostFunction, ConsoleEntry, HostCallContext, HostFunction } from "./types.js";
 import { perTurnBudget } from "./turn-budget.js";
 import { invalid, validatePath } from "./validate.js";
@@ -40,6 +41,16 @@ const { call: SLOT_CALL, arg0: SLOT_ARG0, arg1: SLOT_ARG1, arg2: SLOT_ARG2, resu
 function passesAsIs(v: unknown): boolean {
   const t = typeof v;
   return t === "number" || v === undefined || v === null || t === "boolean" || (t === "string" && (v as string).length <= MAX_PRIMITIVE_CHARS);
+}
+
+/** A sync host function called with the primitive fast path's `argc` arguments. */
+function callWith(fn: HostFunction, argc: number, a0: unknown, a1: unknown, a2: unknown): unknown {
+  return argc === 1 ? fn(a0) : argc === 0 ? fn() : argc === 2 ? fn(a0, a1) : fn(a0, a1, a2);
+}
+
+/** Bytes of a host call's answer copied into the guest (an error's text is not counted). */
+function answerBytes(answer: unknown): number {
+  return typeof answer === "number" ? answer : Buffer.isBuffer(answer) ? answer.length : 0;
 }
 
 function evalEndedError(): SandboxError {
@@ -117,6 +128,8 @@ export class HostCalls {
   #onConsole: ((entry: ConsoleEntry) => void) | undefined; // live console listener of the running eval
   // The async context of a host call made outside any host function (the usual case), built once.
   readonly #selfOnly: ReadonlySet<HostCalls> = new Set([this]);
+  // The running eval when a telemetry consumer observes it: its host calls are reported.
+  #observation: EvalObservation | undefined;
 
   constructor(handleOf: () => NativeHandle | undefined, maxConsoleBytes: number, decodes: DecodeQueue) {
     this.#handleOf = handleOf;
@@ -136,7 +149,7 @@ export class HostCalls {
       const entry = this.#functions[fnId];
       const args = entry && decodeScalarArguments(exchange, argLength);
       if (args) {
-        this.#callAsync(entry, args, callId, evalId);
+        this.#callAsync(entry, args, callId, evalId, argLength);
         return undefined;
       }
     }
@@ -154,7 +167,7 @@ export class HostCalls {
       const refuse = (err: SandboxError): void => {
         if (evalId === this.#currentEvalId) this.#handleOf()?.settle(callId, false, hostErrorOf(err));
       };
-      decode((args) => this.#callAsync(entry, args, callId, evalId), refuse);
+      decode((args) => this.#callAsync(entry, args, callId, evalId, argLength), refuse);
       return undefined;
     }
     let answer: number | Buffer | [string, string] | undefined;
@@ -163,7 +176,7 @@ export class HostCalls {
       if (parked) this.#handleOf()?.answerSync(callId, result);
       else answer = result;
     };
-    decode((args) => reply(this.#callSync(entry, args) as number | Buffer | [string, string]), (err) => reply(hostErrorOf(err)));
+    decode((args) => reply(this.#callSync(entry, args, argLength) as number | Buffer | [string, string]), (err) => reply(hostErrorOf(err)));
     if (callId === 0) this.#decodes.flush();
     parked = answer === undefined;
     return answer;
@@ -185,10 +198,12 @@ export class HostCalls {
     if (!entry) return ["Error", "unknown host function"];
     if (this.#decodes.busy) this.#decodes.flush(); // calls the guest made earlier reach the host first
     this.#inSyncHostCall++;
+    const observed = this.#observation?.callStarted(entry.name, 0);
     try {
       const fn = entry.fn as HostFunction;
       const argc = low & 3;
-      const result = argc === 1 ? fn(a0) : argc === 0 ? fn() : argc === 2 ? fn(a0, a1) : fn(a0, a1, a2);
+      const result = observed === undefined ? callWith(fn, argc, a0, a1, a2) : observed.run(() => callWith(fn, argc, a0, a1, a2));
+      observed?.ended(!(result instanceof Promise), 0);
       if (typeof result === "number") {
         primitiveSlots[SLOT_RESULT] = result;
         primitiveSlots[SLOT_HAS_RESULT] = 1;
@@ -196,6 +211,7 @@ export class HostCalls {
       }
       return passesAsIs(result) ? result : this.#syncAnswer(entry, result, true);
     } catch (err) {
+      observed?.ended(false, 0);
       return hostErrorOf(err);
     } finally {
       this.#inSyncHostCall--;
@@ -237,6 +253,11 @@ export class HostCalls {
     return this.#inSyncHostCall > 0 || hostCallContext.getStore()?.has(this) === true;
   }
 
+  /** Reports the host calls of the eval about to run to `observation` (undefined: to nobody). */
+  observe(observation: EvalObservation | undefined): void {
+    this.#observation = observation;
+  }
+
   /** The eval `evalId` starts: its async calls get signals, its console lines go to `onConsole`. */
   beginEval(evalId: number, onConsole: ((entry: ConsoleEntry) => void) | undefined): void {
     this.#onConsole = onConsole;
@@ -274,13 +295,18 @@ export class HostCalls {
     }
   }
 
-  // Calls `entry` with the decoded `args` and answers with the result's bytes.
-  #callSync(entry: RegisteredFunction, args: unknown[]): unknown {
+  // Calls `entry` with the decoded `args` (`argumentBytes` of them) and answers with the result's bytes.
+  #callSync(entry: RegisteredFunction, args: unknown[], argumentBytes: number): unknown {
     this.#inSyncHostCall++;
+    const call = this.#observation?.callStarted(entry.name, argumentBytes);
     try {
       // Re-entry from a sync host function is caught by #inSyncHostCall, so no async context is needed.
-      return this.#syncAnswer(entry, (entry.fn as HostFunction)(...args), false);
+      const fn = entry.fn as HostFunction;
+      const answer = this.#syncAnswer(entry, call === undefined ? fn(...args) : call.run(() => fn(...args)), false);
+      call?.ended(!Array.isArray(answer), answerBytes(answer));
+      return answer;
     } catch (err) {
+      call?.ended(false, 0);
       return hostErrorOf(err);
     } finally {
       this.#inSyncHostCall--;
@@ -298,11 +324,16 @@ export class HostCalls {
     return primitivePath ? [bytes] : bytes;
   }
 
-  #callAsync(entry: RegisteredFunction, args: unknown[], callId: number, evalId: number): void {
+  #callAsync(entry: RegisteredFunction, args: unknown[], callId: number, evalId: number, argumentBytes: number): void {
     const pendingCalls = this.#pendingCalls;
     const context = new CallContext(pendingCalls, callId, evalId);
+    let call = this.#observation?.callStarted(entry.name, argumentBytes);
     const settle = (ok: boolean, result: number | Buffer | [string, string]): void => {
       pendingCalls.delete(callId);
+      if (call !== undefined) {
+        call.ended(ok, answerBytes(result));
+        call = undefined; // a settle deferred to the next turn comes back here
+      }
       const handle = this.#handleOf();
       if (evalId !== this.#currentEvalId || !handle) return;
       if (!turnHasRoom()) {
@@ -317,7 +348,9 @@ export class HostCalls {
     };
     let pending: unknown;
     try {
-      pending = hostCallContext.run(this.#withSelf(), () => (entry.fn as AsyncHostFunction)(args, context));
+      const invoke = (): unknown => (entry.fn as AsyncHostFunction)(args, context);
+      const observed = call;
+      pending = hostCallContext.run(this.#withSelf(), observed === undefined ? invoke : () => observed.run(invoke));
     } catch (err) {
       settle(false, hostErrorOf(err));
       return;

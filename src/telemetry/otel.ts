@@ -1,0 +1,228 @@
+/**
+ * The OpenTelemetry consumer. `@opentelemetry/api` is an optional peer dependency: it is loaded
+ * (once) only after an SDK registered a tracer or meter provider in the API's global registry, which
+ * is read here without the API. Without an SDK, a check costs one global property read per eval.
+ */
+import { createRequire } from "node:module";
+import type * as OtelApi from "@opentelemetry/api";
+import type { EvalEndMessage, EvalStartMessage } from "./hub.js";
+import { gaugeValues } from "./hub.js";
+
+/** The instrumentation scope of every span and metric. */
+const SCOPE = "quickjs-native";
+
+/** Where `@opentelemetry/api` 1.x keeps what an SDK registered (its `trace`, `metrics`, `context`). */
+const OTEL_GLOBAL = Symbol.for("opentelemetry.js.api.1");
+interface OtelGlobal {
+  trace?: object;
+  metrics?: object;
+}
+
+/** Metric names and units (OpenTelemetry conventions: seconds for durations, UCUM units). */
+export const METRICS = Object.freeze({
+  evalDuration: { name: "quickjs_native.eval.duration", unit: "s", description: "Wall-clock time of an eval, queue wait excluded." },
+  queueDuration: { name: "quickjs_native.eval.queue.duration", unit: "s", description: "Time an eval waited behind its sandbox's earlier evals." },
+  hostCallDuration: { name: "quickjs_native.host_call.duration", unit: "s", description: "Latency of a host call made from guest code, until it returned or settled." },
+  evals: { name: "quickjs_native.evals", unit: "{eval}", description: "Evals ended, by outcome code (quickjs_native.outcome)." },
+  sandboxes: { name: "quickjs_native.sandbox.count", unit: "{sandbox}", description: "Sandboxes created and not disposed." },
+  pending: { name: "quickjs_native.eval.pending", unit: "{eval}", description: "Observed evals queued or running (the executor's queue depth)." },
+  memory: { name: "quickjs_native.memory.usage", unit: "By", description: "Guest memory in use over live sandboxes, after each one's last eval." },
+});
+
+let api: typeof OtelApi | null | undefined;
+
+function loadApi(): typeof OtelApi | null {
+  if (api === undefined) {
+    try {
+      api = createRequire(import.meta.url)("@opentelemetry/api") as typeof OtelApi;
+    } catch {
+      api = null; // an SDK without the API package where we can load it: nothing to report to
+    }
+  }
+  return api;
+}
+
+let consumer: OtelConsumer | undefined;
+
+/** The consumer for what is registered now, or undefined when no SDK is. */
+export function openTelemetry(): OtelConsumer | undefined {
+  const registered = (globalThis as { [OTEL_GLOBAL]?: OtelGlobal })[OTEL_GLOBAL];
+  if (registered === undefined || (registered.trace === undefined && registered.metrics === undefined)) return undefined;
+  if (consumer?.serves(registered)) return consumer;
+  const loaded = loadApi();
+  if (loaded === null) return undefined;
+  consumer = new OtelConsumer(loaded, registered);
+  return consumer;
+}
+
+type Attributes = OtelApi.Attributes;
+
+/** A host call's span. */
+export class OtelCall {
+  readonly #api: typeof OtelApi;
+  readonly #span: OtelApi.Span;
+  readonly #context: OtelApi.Context;
+  readonly #consumer: OtelConsumer;
+  #name: string;
+
+  constructor(consumer: OtelConsumer, otel: typeof OtelApi, parent: OtelApi.Context, name: string, callId: string) {
+    this.#api = otel;
+    this.#consumer = consumer;
+    this.#name = name;
+    this.#span = consumer.tracer.startSpan(`execute_tool ${name}`, { attributes: toolAttributes(name, callId) }, parent);
+    this.#context = otel.trace.setSpan(parent, this.#span);
+  }
+
+  rename(name: string, callId: string): void {
+    this.#name = name;
+    this.#span.updateName(`execute_tool ${name}`);
+    this.#span.setAttributes(toolAttributes(name, callId));
+  }
+
+  run<T>(fn: () => T): T {
+    return this.#api.context.with(this.#context, fn);
+  }
+
+  ended(ok: boolean, durationMs: number): void {
+    if (!ok) this.#span.setStatus({ code: this.#api.SpanStatusCode.ERROR });
+    this.#span.end();
+    this.#consumer.hostCallDuration.record(durationMs / 1000, { "gen_ai.tool.name": this.#name });
+  }
+}
+
+function toolAttributes(name: string, callId: string): Attributes {
+  return { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, "gen_ai.tool.call.id": callId, "gen_ai.tool.type": "function" };
+}
+
+/** An eval's span. */
+export class OtelEval {
+  readonly #consumer: OtelConsumer;
+  readonly #api: typeof OtelApi;
+  readonly #span: OtelApi.Span;
+  readonly #context: OtelApi.Context;
+
+  constructor(consumer: OtelConsumer, otel: typeof OtelApi, start: EvalStartMessage) {
+    this.#consumer = consumer;
+    this.#api = otel;
+    const attributes: Attributes = { "quickjs_native.tier": start.tier, "quickjs_native.code.length": start.codeLength };
+    if (start.tenantHash !== undefined) attributes["quickjs_native.tenant.hash"] = start.tenantHash;
+    // Its parent is the caller's active span (the eval tool's, an agent's).
+    const parent = otel.context.active();
+    this.#span = consumer.tracer.startSpan(`quickjs_native.${start.kind}`, { attributes }, parent);
+    this.#context = otel.trace.setSpan(parent, this.#span);
+  }
+
+  callStarted(name: string, callId: string): OtelCall {
+    return new OtelCall(this.#consumer, this.#api, this.#context, name, callId);
+  }
+
+  ended(end: EvalEndMessage, bytesIn: number, bytesOut: number): void {
+    const span = this.#span;
+    span.setAttributes({
+      "quickjs_native.outcome": end.outcome,
+      "quickjs_native.execution_ms": end.executionMs,
+      "quickjs_native.wall_ms": end.wallMs,
+      "quickjs_native.queue_ms": end.queueMs,
+      "quickjs_native.memory.peak_bytes": end.peakMemoryBytes,
+      "quickjs_native.host_calls": end.hostCalls,
+      "quickjs_native.bytes_in": bytesIn,
+      "quickjs_native.bytes_out": bytesOut,
+    });
+    if (end.outcome !== "OK") {
+      span.setAttribute("error.type", end.outcome);
+      span.setStatus({ code: this.#api.SpanStatusCode.ERROR, message: end.outcome });
+    }
+    span.end();
+    const c = this.#consumer;
+    const attributes = { "quickjs_native.outcome": end.outcome, "quickjs_native.tier": end.tier };
+    c.evals.add(1, attributes);
+    c.evalDuration.record(end.wallMs / 1000, attributes);
+    c.queueDuration.record(end.queueMs / 1000, { "quickjs_native.tier": end.tier });
+  }
+}
+
+/** Spans and instruments of one registered SDK. */
+export class OtelConsumer {
+  readonly #api: typeof OtelApi;
+  readonly #registered: OtelGlobal;
+  readonly #trace: object | undefined;
+  readonly #metrics: object | undefined;
+  readonly tracer: OtelApi.Tracer;
+  readonly evals: OtelApi.Counter;
+  readonly evalDuration: OtelApi.Histogram;
+  readonly queueDuration: OtelApi.Histogram;
+  readonly hostCallDuration: OtelApi.Histogram;
+
+  constructor(otel: typeof OtelApi, registered: OtelGlobal) {
+    this.#api = otel;
+    this.#registered = registered;
+    this.#trace = registered.trace;
+    this.#metrics = registered.metrics;
+    this.tracer = otel.trace.getTracer(SCOPE);
+    const meter = otel.metrics.getMeter(SCOPE);
+    const histogram = (m: { name: string; unit: string; description: string }): OtelApi.Histogram => meter.createHistogram(m.name, { unit: m.unit, description: m.description });
+    this.evals = meter.createCounter(METRICS.evals.name, { unit: METRICS.evals.unit, description: METRICS.evals.description });
+    this.evalDuration = histogram(METRICS.evalDuration);
+    this.queueDuration = histogram(METRICS.queueDuration);
+    this.hostCallDuration = histogram(METRICS.hostCallDuration);
+    const sandboxes = meter.createObservableGauge(METRICS.sandboxes.name, { unit: METRICS.sandboxes.unit, description: METRICS.sandboxes.description });
+    const pending = meter.createObservableGauge(METRICS.pending.name, { unit: METRICS.pending.unit, description: METRICS.pending.description });
+    const memory = meter.createObservableGauge(METRICS.memory.name, { unit: METRICS.memory.unit, description: METRICS.memory.description });
+    meter.addBatchObservableCallback(
+      (result) => {
+        const g = gaugeValues();
+        result.observe(sandboxes, g.liveSandboxes);
+        result.observe(pending, g.pendingEvals);
+        result.observe(memory, g.guestMemoryBytes);
+      },
+      [sandboxes, pending, memory],
+    );
+  }
+
+  /** True while the SDK it was made for is the one registered. */
+  serves(registered: OtelGlobal): boolean {
+    return registered === this.#registered && registered.trace === this.#trace && registered.metrics === this.#metrics;
+  }
+
+  evalStarted(start: EvalStartMessage): OtelEval {
+    return new OtelEval(this, this.#api, start);
+  }
+
+  operation<T>(name: string, work: () => T, bytesOf: (result: Awaited<T>) => number): T {
+    const otel = this.#api;
+    const span = this.tracer.startSpan(name, { attributes: { "quickjs_native.tier": "in-process" } });
+    const failed = (err: unknown): never => {
+      span.setAttribute("error.type", (err as { code?: unknown })?.code === undefined ? "Error" : String((err as { code: unknown }).code));
+      span.setStatus({ code: otel.SpanStatusCode.ERROR });
+      span.end();
+      throw err;
+    };
+    const done = (result: Awaited<T>): Awaited<T> => {
+      span.setAttribute("quickjs_native.bytes", bytesOf(result));
+      span.end();
+      return result;
+    };
+    let result: T;
+    try {
+      result = otel.context.with(otel.trace.setSpan(otel.context.active(), span), work);
+    } catch (err) {
+      return failed(err);
+    }
+    if (result instanceof Promise) return result.then(done, failed) as T;
+    return done(result as Awaited<T>) as T;
+  }
+
+  active<T>(name: string, attributes: Readonly<Record<string, string | number | boolean>>, work: () => Promise<T>): Promise<T> {
+    const otel = this.#api;
+    return this.tracer.startActiveSpan(name, { attributes }, async (span) => {
+      try {
+        return await work();
+      } catch (err) {
+        span.setStatus({ code: otel.SpanStatusCode.ERROR });
+        throw err;
+      } finally {
+        span.end();
+      }
+    });
+  }
+}
