@@ -24,6 +24,7 @@
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { deserialize, serialize } from "node:v8";
 import type { RunnableConfig } from "@langchain/core/runnables";
+import { traceOperation } from "../index.js";
 import type { StateUpdate } from "./ptc.js";
 
 const MAGIC = Buffer.from("QJSNJRNL", "latin1");
@@ -97,6 +98,10 @@ function digest(binding: RecordBinding, signed: boolean, bytes: Uint8Array): Buf
 
 /** Encodes `record` for storage, signed when the binding has a key; throws when it is over `maxBytes` or not cloneable. */
 export function encodeRecord(record: ReplayRecord, binding: RecordBinding, maxBytes: number): string {
+  return traceOperation("quickjs_native.journal.write", () => encodeNow(record, binding, maxBytes), (text) => text.length);
+}
+
+function encodeNow(record: ReplayRecord, binding: RecordBinding, maxBytes: number): string {
   const payload = serialize(record);
   const total = HEADER_BYTES + payload.length + DIGEST_BYTES;
   if (total > maxBytes) throw new ReplayRecordError(`the paused eval's journal and start state take ${total} bytes, over maxSnapshotBytes (${maxBytes})`);

@@ -6,7 +6,7 @@
 import { createRequire } from "node:module";
 import type * as OtelApi from "@opentelemetry/api";
 import type { EvalEndMessage, EvalStartMessage } from "./hub.js";
-import { gaugeValues } from "./hub.js";
+import { gaugeValues, TIER } from "./hub.js";
 
 /** The instrumentation scope of every span and metric. */
 const SCOPE = "quickjs-native";
@@ -190,7 +190,7 @@ export class OtelConsumer {
 
   operation<T>(name: string, work: () => T, bytesOf: (result: Awaited<T>) => number): T {
     const otel = this.#api;
-    const span = this.tracer.startSpan(name, { attributes: { "quickjs_native.tier": "in-process" } });
+    const span = this.tracer.startSpan(name, { attributes: { "quickjs_native.tier": TIER } });
     const failed = (err: unknown): never => {
       span.setAttribute("error.type", (err as { code?: unknown })?.code === undefined ? "Error" : String((err as { code: unknown }).code));
       span.setStatus({ code: otel.SpanStatusCode.ERROR });
