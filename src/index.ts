@@ -27,5 +27,5 @@ export { inspectSnapshot, snapshotBody, resealSnapshot, SNAPSHOT_FORMAT_VERSION 
 export type { SnapshotOptions, RestoreOptions, ResealOptions, SnapshotSigning, NotRestored, RestoredSandbox, SnapshotInfo, SnapshotAfterRun } from "./snapshot.js";
 export { TELEMETRY_CHANNELS, TIER, keyHash as telemetryKeyHash, MAX_TENANT_CHARS, nameHostCall, traceActive, traceOperation } from "./telemetry/hub.js";
 export type { EvalStartMessage, EvalEndMessage, HostCallStartMessage, HostCallEndMessage } from "./telemetry/hub.js";
-export { METRICS as TELEMETRY_METRICS } from "./telemetry/otel.js";
+export { METRICS as TELEMETRY_METRICS } from "./telemetry/metrics.js";
 export type { UsageRecord } from "./telemetry/usage.js";

@@ -10,7 +10,7 @@ import { createHash } from "node:crypto";
 import { channel } from "node:diagnostics_channel";
 import { performance } from "node:perf_hooks";
 import type { EvalReport } from "../types.js";
-import { openTelemetry, type OtelCall, type OtelConsumer, type OtelEval } from "./otel.js";
+import { openTelemetry } from "./otel.js";
 import { deliverUsage, type UsageRecord } from "./usage.js";
 
 /** The longest `tenant` an eval accepts. */
@@ -76,6 +76,24 @@ const evalEndChannel = channel(TELEMETRY_CHANNELS.evalEnd);
 const callStartChannel = channel(TELEMETRY_CHANNELS.hostCallStart);
 const callEndChannel = channel(TELEMETRY_CHANNELS.hostCallEnd);
 
+/** What a consumer (OpenTelemetry) keeps of one host call. */
+export interface CallSink {
+  rename(name: string, callId: string): void;
+  run<T>(fn: () => T): T;
+  ended(ok: boolean, durationMs: number): void;
+}
+
+/** What a consumer keeps of one eval. */
+export interface EvalSink {
+  callStarted(name: string, callId: string): CallSink;
+  ended(end: EvalEndMessage, bytesIn: number, bytesOut: number): void;
+}
+
+/** A consumer that follows evals. */
+export interface EvalSinks {
+  evalStarted(start: EvalStartMessage): EvalSink;
+}
+
 let evalSeq = 0;
 let liveSandboxes = 0;
 let pendingEvals = 0;
@@ -133,14 +151,14 @@ export function nameHostCall(toolName: string, callId?: string): void {
 
 /** One host call of an observed eval. */
 export class HostCallObservation {
-  readonly #eval: EvalObservation;
+  readonly eval: EvalObservation;
   readonly #started = performance.now();
   name: string;
   callId: string;
-  readonly otel: OtelCall | undefined;
+  readonly otel: CallSink | undefined;
 
   constructor(observed: EvalObservation, name: string, seq: number) {
-    this.#eval = observed;
+    this.eval = observed;
     this.name = name;
     this.callId = `${observed.evalId}.${seq}`;
     this.otel = observed.otel?.callStarted(name, this.callId);
@@ -161,9 +179,9 @@ export class HostCallObservation {
   /** The call returned, threw or settled; `resultBytes` were copied into the guest. */
   ended(ok: boolean, resultBytes: number): void {
     const durationMs = performance.now() - this.#started;
-    const observed = this.#eval;
+    const observed = this.eval;
     observed.bytesIn += resultBytes;
-    observed.hostCallsByName.set(this.name, (observed.hostCallsByName.get(this.name) ?? 0) + 1);
+    observed.count(this.name, 1);
     this.otel?.ended(ok, durationMs);
     if (callEndChannel.hasSubscribers) callEndChannel.publish({ evalId: observed.evalId, name: this.name, callId: this.callId, ok, durationMs } satisfies HostCallEndMessage);
   }
@@ -179,7 +197,7 @@ export class EvalObservation {
   #startedAt = this.#queuedAt;
   #calls = 0;
   readonly tenant: string | undefined;
-  readonly otel: OtelEval | undefined;
+  readonly otel: EvalSink | undefined;
   /** Host calls by name (the defined name, or the tool name given with {@link nameHostCall}). */
   readonly hostCallsByName = new Map<string, number>();
   /** Bytes copied into the guest: the code (UTF-8) and host-call results. */
@@ -187,7 +205,7 @@ export class EvalObservation {
   /** Bytes copied out of the guest: host-call arguments, the result and the console. */
   bytesOut = 0;
 
-  constructor(sandbox: number, kind: "eval" | "evalSync", code: string, tenant: string | undefined, onUsage: ((record: UsageRecord) => void) | undefined, otel: OtelConsumer | undefined) {
+  constructor(sandbox: number, kind: "eval" | "evalSync", code: string, tenant: string | undefined, onUsage: ((record: UsageRecord) => void) | undefined, otel: EvalSinks | undefined) {
     this.#sandbox = sandbox;
     this.#onUsage = onUsage;
     this.tenant = tenant;
@@ -207,6 +225,13 @@ export class EvalObservation {
   callStarted(name: string, argumentBytes: number): HostCallObservation {
     this.bytesOut += argumentBytes;
     return new HostCallObservation(this, name, ++this.#calls);
+  }
+
+  /** Adds `n` to the count of host calls named `name`. */
+  count(name: string, n: number): void {
+    const count = (this.hostCallsByName.get(name) ?? 0) + n;
+    if (count === 0) this.hostCallsByName.delete(name);
+    else this.hostCallsByName.set(name, count);
   }
 
   /** The eval ended with `report` (its value and console bytes are already in `bytesOut`). */

@@ -5,8 +5,9 @@
  */
 import { createRequire } from "node:module";
 import type * as OtelApi from "@opentelemetry/api";
-import type { EvalEndMessage, EvalStartMessage } from "./hub.js";
+import type { CallSink, EvalEndMessage, EvalSink, EvalSinks, EvalStartMessage } from "./hub.js";
 import { gaugeValues, TIER } from "./hub.js";
+import { METRICS } from "./metrics.js";
 
 /** The instrumentation scope of every span and metric. */
 const SCOPE = "quickjs-native";
@@ -17,17 +18,6 @@ interface OtelGlobal {
   trace?: object;
   metrics?: object;
 }
-
-/** Metric names and units (OpenTelemetry conventions: seconds for durations, UCUM units). */
-export const METRICS = Object.freeze({
-  evalDuration: { name: "quickjs_native.eval.duration", unit: "s", description: "Wall-clock time of an eval, queue wait excluded." },
-  queueDuration: { name: "quickjs_native.eval.queue.duration", unit: "s", description: "Time an eval waited behind its sandbox's earlier evals." },
-  hostCallDuration: { name: "quickjs_native.host_call.duration", unit: "s", description: "Latency of a host call made from guest code, until it returned or settled." },
-  evals: { name: "quickjs_native.evals", unit: "{eval}", description: "Evals ended, by outcome code (quickjs_native.outcome)." },
-  sandboxes: { name: "quickjs_native.sandbox.count", unit: "{sandbox}", description: "Sandboxes created and not disposed." },
-  pending: { name: "quickjs_native.eval.pending", unit: "{eval}", description: "Observed evals queued or running (the executor's queue depth)." },
-  memory: { name: "quickjs_native.memory.usage", unit: "By", description: "Guest memory in use over live sandboxes, after each one's last eval." },
-});
 
 let api: typeof OtelApi | null | undefined;
 
@@ -58,7 +48,7 @@ export function openTelemetry(): OtelConsumer | undefined {
 type Attributes = OtelApi.Attributes;
 
 /** A host call's span. */
-export class OtelCall {
+export class OtelCall implements CallSink {
   readonly #api: typeof OtelApi;
   readonly #span: OtelApi.Span;
   readonly #context: OtelApi.Context;
@@ -95,7 +85,7 @@ function toolAttributes(name: string, callId: string): Attributes {
 }
 
 /** An eval's span. */
-export class OtelEval {
+export class OtelEval implements EvalSink {
   readonly #consumer: OtelConsumer;
   readonly #api: typeof OtelApi;
   readonly #span: OtelApi.Span;
@@ -142,7 +132,7 @@ export class OtelEval {
 }
 
 /** Spans and instruments of one registered SDK. */
-export class OtelConsumer {
+export class OtelConsumer implements EvalSinks {
   readonly #api: typeof OtelApi;
   readonly #registered: OtelGlobal;
   readonly #trace: object | undefined;
