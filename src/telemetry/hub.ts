@@ -144,6 +144,8 @@ let currentCall: HostCallObservation | undefined;
 export function nameHostCall(toolName: string, callId?: string): void {
   const call = currentCall;
   if (call === undefined) return;
+  call.eval.count(call.name, -1);
+  call.eval.count(toolName, 1);
   call.name = toolName;
   if (callId !== undefined) call.callId = callId;
   call.otel?.rename(toolName, call.callId);
@@ -160,6 +162,8 @@ export class HostCallObservation {
   constructor(observed: EvalObservation, name: string, seq: number) {
     this.eval = observed;
     this.name = name;
+    // Counted when it starts, as the engine counts it: one still in flight when the eval ends is in its record.
+    observed.count(name, 1);
     this.callId = `${observed.evalId}.${seq}`;
     this.otel = observed.otel?.callStarted(name, this.callId);
     if (callStartChannel.hasSubscribers) callStartChannel.publish({ evalId: observed.evalId, name, callId: this.callId } satisfies HostCallStartMessage);
@@ -181,7 +185,6 @@ export class HostCallObservation {
     const durationMs = performance.now() - this.#started;
     const observed = this.eval;
     observed.bytesIn += resultBytes;
-    observed.count(this.name, 1);
     this.otel?.ended(ok, durationMs);
     if (callEndChannel.hasSubscribers) callEndChannel.publish({ evalId: observed.evalId, name: this.name, callId: this.callId, ok, durationMs } satisfies HostCallEndMessage);
   }

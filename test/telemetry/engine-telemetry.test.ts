@@ -143,6 +143,16 @@ describe("usage records (onUsage)", () => {
     expect(records.every((r) => r.bytesIn > 0 && r.memoryPeakBytes > 0 && r.outcome === "OK")).toBe(true);
   });
 
+  it("a host call still in flight when the eval ends is counted by name in its record, as in the report", async () => {
+    const records: UsageRecord[] = [];
+    const sb = sandbox({ onUsage: (r) => records.push(r) });
+    sb.defineAsyncFunction("never", () => new Promise(() => {}));
+    const report = await sb.run("never(); 1");
+    expect(report.stats.hostCalls).toBe(1);
+    await nextTurn();
+    expect(records[0]!.hostCallsByName).toEqual({ never: 1 });
+  });
+
   it("a throwing onUsage does not disturb the eval", async () => {
     const sb = sandbox({ onUsage: () => { throw new Error("billing down"); } });
     expect(sb.evalSync("1 + 1")).toBe(2);
