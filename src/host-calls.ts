@@ -12,7 +12,7 @@ import { ValueDecoder, decodeScalarArguments, encodeValueInto } from "./marshal.
 import { BOUNDARY_SIZES, DispatchKind, PrimitiveSlot, native, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher } from "./native.js";
 import { CONSOLE_LEVELS, refusal, throwIfFailed } from "./outcomes.js";
 import { formatConsoleArgs } from "./render.js";
-import type { EvalObservation } from "./telemetry/hub.js";
+import type { EvalObservation, HostCallObservation } from "./telemetry/hub.js";
 import type { AsyncHostFunction, ConsoleEntry, HostCallContext, HostFunction } from "./types.js";
 import { perTurnBudget } from "./turn-budget.js";
 import { invalid, validatePath } from "./validate.js";
@@ -46,6 +46,16 @@ function passesAsIs(v: unknown): boolean {
 /** A sync host function called with the primitive fast path's `argc` arguments. */
 function callWith(fn: HostFunction, argc: number, a0: unknown, a1: unknown, a2: unknown): unknown {
   return argc === 1 ? fn(a0) : argc === 0 ? fn() : argc === 2 ? fn(a0, a1) : fn(a0, a1, a2);
+}
+
+/** {@link callWith} for an observed call. */
+function observedPrimitive(call: HostCallObservation, fn: HostFunction, argc: number, a0: unknown, a1: unknown, a2: unknown): unknown {
+  return call.whole(() => callWith(fn, argc, a0, a1, a2));
+}
+
+/** A sync host function called with decoded `args`, in an observed call's context. */
+function observedSync(call: HostCallObservation, fn: HostFunction, args: unknown[]): unknown {
+  return call.run(() => fn(...args));
 }
 
 /** Bytes of a host call's answer copied into the guest (an error's text is not counted). */
@@ -198,12 +208,13 @@ export class HostCalls {
     if (!entry) return ["Error", "unknown host function"];
     if (this.#decodes.busy) this.#decodes.flush(); // calls the guest made earlier reach the host first
     this.#inSyncHostCall++;
-    const observed = this.#observation?.callStarted(entry.name, 0);
     try {
       const fn = entry.fn as HostFunction;
       const argc = low & 3;
-      const result = observed === undefined ? callWith(fn, argc, a0, a1, a2) : observed.run(() => callWith(fn, argc, a0, a1, a2));
-      observed?.ended(!(result instanceof Promise), 0);
+      // Observed calls take a method of their own: a closure here would move this function's
+      // variables into a heap context on every call, observed or not.
+      const observation = this.#observation;
+      const result = observation === undefined ? callWith(fn, argc, a0, a1, a2) : observedPrimitive(observation.callStarted(entry.name, 0), fn, argc, a0, a1, a2);
       if (typeof result === "number") {
         primitiveSlots[SLOT_RESULT] = result;
         primitiveSlots[SLOT_HAS_RESULT] = 1;
@@ -211,7 +222,6 @@ export class HostCalls {
       }
       return passesAsIs(result) ? result : this.#syncAnswer(entry, result, true);
     } catch (err) {
-      observed?.ended(false, 0);
       return hostErrorOf(err);
     } finally {
       this.#inSyncHostCall--;
@@ -302,7 +312,7 @@ export class HostCalls {
     try {
       // Re-entry from a sync host function is caught by #inSyncHostCall, so no async context is needed.
       const fn = entry.fn as HostFunction;
-      const answer = this.#syncAnswer(entry, call === undefined ? fn(...args) : call.run(() => fn(...args)), false);
+      const answer = this.#syncAnswer(entry, call === undefined ? fn(...args) : observedSync(call, fn, args), false);
       call?.ended(!Array.isArray(answer), answerBytes(answer));
       return answer;
     } catch (err) {

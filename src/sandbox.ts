@@ -220,7 +220,11 @@ export class Sandbox implements Disposable {
   /** Like {@link Sandbox.evalSync}, but failures are returned as data with console and stats. */
   runSync(code: string, options?: EvalOptions): EvalReport {
     const observed = observeEval(this.#id, "evalSync", code, options?.tenant, this.#options.onUsage);
-    if (observed === undefined) return this.#runSync(code, options);
+    return observed === undefined ? this.#runSync(code, options) : this.#runSyncObserved(observed, code, options);
+  }
+
+  // A method of its own: a closure in runSync would cost every eval a heap context, observed or not.
+  #runSyncObserved(observed: EvalObservation, code: string, options: EvalOptions | undefined): EvalReport {
     return this.#observe(observed, () => {
       if (this.#asyncEvals === 0) this.#observing(observed); // else it is refused as BUSY
       return this.#runSync(code, options);
@@ -322,7 +326,12 @@ export class Sandbox implements Disposable {
   #start(code: string, options: EvalOptions | undefined, after?: SnapshotAfterEval): EvalReport | Promise<EvalReport> {
     const o = validateEvalOptions(code, options);
     const observed = observeEval(this.#id, "eval", code, o.tenant, this.#options.onUsage);
-    return observed === undefined ? this.#begin(code, o, after) : this.#observe(observed, () => this.#begin(code, o, after, observed));
+    return observed === undefined ? this.#begin(code, o, after) : this.#beginObserved(observed, code, o, after);
+  }
+
+  // A method of its own, like #runSyncObserved.
+  #beginObserved(observed: EvalObservation, code: string, o: EvalOptions, after: SnapshotAfterEval | undefined): EvalReport | Promise<EvalReport> {
+    return this.#observe(observed, () => this.#begin(code, o, after, observed));
   }
 
   #begin(code: string, o: EvalOptions, after?: SnapshotAfterEval, observed?: EvalObservation): EvalReport | Promise<EvalReport> {

@@ -120,16 +120,19 @@ export function sandboxClosed(id: number): void {
   memoryBySandbox.delete(id);
 }
 
-let lastTenant: string | undefined;
-let lastTenantHash = "";
+/** Hashes of recent keys: an eval tool call hashes its session key and its tenant. */
+const keyHashes = new Map<string, string>();
+const KEPT_HASHES = 256;
 
 /** Spans and messages carry a hash of the tenant or session key, never the key. */
 export function keyHash(key: string): string {
-  if (key !== lastTenant) {
-    lastTenant = key;
-    lastTenantHash = createHash("sha256").update(key).digest("hex").slice(0, 16);
+  let hash = keyHashes.get(key);
+  if (hash === undefined) {
+    hash = createHash("sha256").update(key).digest("hex").slice(0, 16);
+    if (keyHashes.size >= KEPT_HASHES) keyHashes.clear();
+    keyHashes.set(key, hash);
   }
-  return lastTenantHash;
+  return hash;
 }
 
 /** The host call whose function is running synchronously now (for {@link nameHostCall}). */
@@ -178,6 +181,19 @@ export class HostCallObservation {
     } finally {
       currentCall = outer;
     }
+  }
+
+  /** Runs a sync host function whose result crosses without bytes (the primitive fast path) and ends the call. */
+  whole<T>(fn: () => T): T {
+    let result: T;
+    try {
+      result = this.run(fn);
+    } catch (err) {
+      this.ended(false, 0);
+      throw err;
+    }
+    this.ended(!(result instanceof Promise), 0);
+    return result;
   }
 
   /** The call returned, threw or settled; `resultBytes` were copied into the guest. */
