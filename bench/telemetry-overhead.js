@@ -6,6 +6,10 @@
 //
 //   node bench/telemetry-overhead.js --baseline=PATH [--otel] [--rounds=3] [--cases=eval-sync,sync-host,eval-tool]
 //
+// `--fixed=ROOT --cases=CASE` runs a fixed amount of one case's work against the checkout at ROOT
+// and exits, for timing whole processes from outside, pairwise A B A B (e.g. hyperfine, or any
+// ABAB timer): 400,000 `evalSync("1+1")`, 300 evals of 10,000 sync host calls, or 1,000 eval tool calls.
+//
 // --otel registers the OpenTelemetry SDK (a tracer provider with an in-memory exporter, a meter
 // provider with an in-memory reader, an AsyncLocalStorage context manager) in both processes: the
 // baseline has no telemetry, so its ratio is the SDK's cost here. Without it nothing is registered
@@ -65,6 +69,30 @@ async function child(root, otel, cases) {
   process.exit(0);
 }
 
+const FIXED_RUNS = { "eval-sync": 400_000, "sync-host": 300, "eval-tool": 1000 };
+
+async function fixed(root, otel, name) {
+  if (otel) await registerOtel();
+  const { nativeAdapter } = await import(`${here}/bench/engines/quickjs-native.js`);
+  const { guestSource } = await import(`${here}/bench/workloads/sources.js`);
+  const { hostSync } = await import(`${here}/bench/workloads/host-functions.js`);
+  const adapter = nativeAdapter({ id: "q", label: "q", root: `${root}/`, checkout: root });
+  await adapter.load();
+  const runs = FIXED_RUNS[name];
+  if (name === "eval-tool") {
+    const tool = await adapter.createEvalTool();
+    const code = guestSource("eval-tool-call.js");
+    for (let i = 0; i < runs; i++) await tool.invoke(code);
+    tool.dispose();
+  } else {
+    const s = name === "sync-host" ? adapter.createSession({ sync: { host: hostSync } }) : adapter.createSession();
+    const code = guestSource(name === "sync-host" ? "sync-host-calls.js" : "one-plus-one.js");
+    for (let i = 0; i < runs; i++) s.evalSync(code);
+    s.dispose();
+  }
+  process.exit(0);
+}
+
 function runChild(root, otel, cases) {
   const r = spawnSync(process.execPath, ["--expose-gc", self, `--child=${root}`, ...(otel ? ["--otel"] : []), `--cases=${cases.join(",")}`], { encoding: "utf8", cwd: here });
   if (r.status !== 0) throw new Error(`child for ${root} failed: ${r.stderr}`);
@@ -77,6 +105,7 @@ async function main() {
   const cases = (arg("cases") ?? ALL_CASES.join(",")).split(",");
   const otel = args.includes("--otel");
   if (arg("child") !== undefined) return child(arg("child"), otel, cases);
+  if (arg("fixed") !== undefined) return fixed(arg("fixed"), otel, cases[0]);
   const baseline = arg("baseline");
   if (baseline === undefined) throw new Error("--baseline=PATH (a built checkout) is required");
   const rounds = Number(arg("rounds") ?? 3);
