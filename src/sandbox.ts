@@ -225,10 +225,14 @@ export class Sandbox implements Disposable {
 
   // A method of its own: a closure in runSync would cost every eval a heap context, observed or not.
   #runSyncObserved(observed: EvalObservation, code: string, options: EvalOptions | undefined): EvalReport {
-    return this.#observe(observed, () => {
-      if (this.#asyncEvals === 0) this.#observing(observed); // else it is refused as BUSY
-      return this.#runSync(code, options);
-    }) as EvalReport;
+    if (this.#asyncEvals === 0) this.#observing(observed); // else it is refused as BUSY
+    let report: EvalReport;
+    try {
+      report = this.#runSync(code, options);
+    } catch (err) {
+      return this.#observedFailure(observed, err);
+    }
+    return this.#observedEnd(observed, report);
   }
 
   #runSync(code: string, options: EvalOptions | undefined): EvalReport {
@@ -276,27 +280,20 @@ export class Sandbox implements Disposable {
     this.#host.observe(observed);
   }
 
-  // Runs an eval some telemetry consumer observes, and tells it the eval's report.
-  #observe(observed: EvalObservation, start: () => EvalReport | Promise<EvalReport>): EvalReport | Promise<EvalReport> {
-    const end = (report: EvalReport): EvalReport => {
-      if (this.#observed === observed) {
-        this.#observed = undefined;
-        this.#host.observe(undefined);
-      }
-      observed.ended(report);
-      return report;
-    };
-    const fail = (err: unknown): never => {
-      end({ ok: false, error: err instanceof SandboxError ? err : new SandboxError("INVALID_ARGUMENT", String(err)), console: [], consoleTruncated: false, stats: { executionMs: 0, wallMs: 0, hostCalls: 0, memoryUsedBytes: 0, peakMemoryBytes: 0 } });
-      throw err;
-    };
-    let ran: EvalReport | Promise<EvalReport>;
-    try {
-      ran = start();
-    } catch (err) {
-      return fail(err);
+  // An eval some telemetry consumer observes ended with `report`: tells it.
+  #observedEnd(observed: EvalObservation, report: EvalReport): EvalReport {
+    if (this.#observed === observed) {
+      this.#observed = undefined;
+      this.#host.observe(undefined);
     }
-    return ran instanceof Promise ? ran.then(end, fail) : end(ran);
+    observed.ended(report);
+    return report;
+  }
+
+  // An observed eval threw `err` before it had a report: tells the consumer, and throws it on.
+  #observedFailure(observed: EvalObservation, err: unknown): never {
+    this.#observedEnd(observed, { ok: false, error: err instanceof SandboxError ? err : new SandboxError("INVALID_ARGUMENT", String(err)), console: [], consoleTruncated: false, stats: { executionMs: 0, wallMs: 0, hostCalls: 0, memoryUsedBytes: 0, peakMemoryBytes: 0 } });
+    throw err;
   }
 
   /**
@@ -331,7 +328,17 @@ export class Sandbox implements Disposable {
 
   // A method of its own, like #runSyncObserved.
   #beginObserved(observed: EvalObservation, code: string, o: EvalOptions, after: SnapshotAfterEval | undefined): EvalReport | Promise<EvalReport> {
-    return this.#observe(observed, () => this.#begin(code, o, after, observed));
+    let ran: EvalReport | Promise<EvalReport>;
+    try {
+      ran = this.#begin(code, o, after, observed);
+    } catch (err) {
+      return this.#observedFailure(observed, err);
+    }
+    if (!(ran instanceof Promise)) return this.#observedEnd(observed, ran);
+    return ran.then(
+      (report) => this.#observedEnd(observed, report),
+      (err: unknown) => this.#observedFailure(observed, err),
+    );
   }
 
   #begin(code: string, o: EvalOptions, after?: SnapshotAfterEval, observed?: EvalObservation): EvalReport | Promise<EvalReport> {

@@ -260,7 +260,8 @@ export class EvalObservation {
     memoryBySandbox.set(this.#sandbox, stats.memoryUsedBytes);
     const queueMs = this.#startedAt - this.#queuedAt;
     const outcome = report.ok ? "OK" : report.error.code;
-    const end: EvalEndMessage = { ...this.#start, outcome, executionMs: stats.executionMs, wallMs: stats.wallMs, queueMs, peakMemoryBytes: stats.peakMemoryBytes, hostCalls: stats.hostCalls };
+    const start = this.#start;
+    const end: EvalEndMessage = { evalId: start.evalId, kind: start.kind, tier: start.tier, tenantHash: start.tenantHash, codeLength: start.codeLength, outcome, executionMs: stats.executionMs, wallMs: stats.wallMs, queueMs, peakMemoryBytes: stats.peakMemoryBytes, hostCalls: stats.hostCalls };
     this.otel?.ended(end, this.bytesIn, this.bytesOut);
     if (evalEndChannel.hasSubscribers) evalEndChannel.publish(end);
     if (this.#onUsage !== undefined) {

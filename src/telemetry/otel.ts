@@ -47,6 +47,9 @@ export function openTelemetry(): OtelConsumer | undefined {
 
 type Attributes = OtelApi.Attributes;
 
+/** Attribute objects kept by outcome code or tool name (a few of each), cleared past this many. */
+const KEPT_ATTRIBUTES = 256;
+
 /** A host call's span. */
 export class OtelCall implements CallSink {
   readonly #api: typeof OtelApi;
@@ -76,7 +79,8 @@ export class OtelCall implements CallSink {
   ended(ok: boolean, durationMs: number): void {
     if (!ok) this.#span.setStatus({ code: this.#api.SpanStatusCode.ERROR });
     this.#span.end();
-    this.#consumer.hostCallDuration.record(durationMs / 1000, { "gen_ai.tool.name": this.#name });
+    const consumer = this.#consumer;
+    consumer.hostCallDuration.record(durationMs / 1000, consumer.toolAttributes(this.#name));
   }
 }
 
@@ -89,7 +93,9 @@ export class OtelEval implements EvalSink {
   readonly #consumer: OtelConsumer;
   readonly #api: typeof OtelApi;
   readonly #span: OtelApi.Span;
-  readonly #context: OtelApi.Context;
+  readonly #parent: OtelApi.Context;
+  readonly #kind: EvalStartMessage["kind"];
+  #context: OtelApi.Context | undefined; // the span's context, made when a host call first needs it
 
   constructor(consumer: OtelConsumer, otel: typeof OtelApi, start: EvalStartMessage) {
     this.#consumer = consumer;
@@ -98,11 +104,13 @@ export class OtelEval implements EvalSink {
     if (start.tenantHash !== undefined) attributes["quickjs_native.tenant.hash"] = start.tenantHash;
     // Its parent is the caller's active span (the eval tool's, an agent's).
     const parent = otel.context.active();
-    this.#span = consumer.tracer.startSpan(`quickjs_native.${start.kind}`, { attributes }, parent);
-    this.#context = otel.trace.setSpan(parent, this.#span);
+    this.#parent = parent;
+    this.#kind = start.kind;
+    this.#span = consumer.tracer.startSpan(start.kind === "eval" ? "quickjs_native.eval" : "quickjs_native.evalSync", { attributes }, parent);
   }
 
   callStarted(name: string, callId: string): OtelCall {
+    this.#context ??= this.#api.trace.setSpan(this.#parent, this.#span);
     return new OtelCall(this.#consumer, this.#api, this.#context, name, callId);
   }
 
@@ -123,11 +131,11 @@ export class OtelEval implements EvalSink {
       span.setStatus({ code: this.#api.SpanStatusCode.ERROR, message: end.outcome });
     }
     span.end();
+    // Each record costs the SDK a hash of its attributes (~2 µs): the eval count is read from the
+    // consumer's own tally when the SDK collects, and only an eval that can queue records its wait.
     const c = this.#consumer;
-    const attributes = { "quickjs_native.outcome": end.outcome, "quickjs_native.tier": end.tier };
-    c.evals.add(1, attributes);
-    c.evalDuration.record(end.wallMs / 1000, attributes);
-    c.queueDuration.record(end.queueMs / 1000, { "quickjs_native.tier": end.tier });
+    c.evalDuration.record(end.wallMs / 1000, c.evalEnded(end.outcome));
+    if (this.#kind === "eval") c.queueDuration.record(end.queueMs / 1000, c.tierAttributes);
   }
 }
 
@@ -138,7 +146,10 @@ export class OtelConsumer implements EvalSinks {
   readonly #trace: object | undefined;
   readonly #metrics: object | undefined;
   readonly tracer: OtelApi.Tracer;
-  readonly evals: OtelApi.Counter;
+  /** Evals ended by outcome code, with the metric attributes of each code. */
+  readonly #outcomes = new Map<string, { attributes: Attributes; count: number }>();
+  readonly #tools = new Map<string, Attributes>();
+  readonly tierAttributes: Attributes = Object.freeze({ "quickjs_native.tier": TIER });
   readonly evalDuration: OtelApi.Histogram;
   readonly queueDuration: OtelApi.Histogram;
   readonly hostCallDuration: OtelApi.Histogram;
@@ -151,7 +162,7 @@ export class OtelConsumer implements EvalSinks {
     this.tracer = otel.trace.getTracer(SCOPE);
     const meter = otel.metrics.getMeter(SCOPE);
     const histogram = (m: { name: string; unit: string; description: string }): OtelApi.Histogram => meter.createHistogram(m.name, { unit: m.unit, description: m.description });
-    this.evals = meter.createCounter(METRICS.evals.name, { unit: METRICS.evals.unit, description: METRICS.evals.description });
+    const evals = meter.createObservableCounter(METRICS.evals.name, { unit: METRICS.evals.unit, description: METRICS.evals.description });
     this.evalDuration = histogram(METRICS.evalDuration);
     this.queueDuration = histogram(METRICS.queueDuration);
     this.hostCallDuration = histogram(METRICS.hostCallDuration);
@@ -164,9 +175,33 @@ export class OtelConsumer implements EvalSinks {
         result.observe(sandboxes, g.liveSandboxes);
         result.observe(pending, g.pendingEvals);
         result.observe(memory, g.guestMemoryBytes);
+        for (const { attributes, count } of this.#outcomes.values()) result.observe(evals, count, attributes);
       },
-      [sandboxes, pending, memory],
+      [sandboxes, pending, memory, evals],
     );
+  }
+
+  /** Counts an eval that ended with `outcome`: the attributes of its records. */
+  evalEnded(outcome: string): Attributes {
+    let kept = this.#outcomes.get(outcome);
+    if (kept === undefined) {
+      // Outcome codes are the few SandboxError codes: the tally stays small.
+      kept = { attributes: Object.freeze({ "quickjs_native.outcome": outcome, "quickjs_native.tier": TIER }), count: 0 };
+      this.#outcomes.set(outcome, kept);
+    }
+    kept.count++;
+    return kept.attributes;
+  }
+
+  /** The attributes of a host call's records. */
+  toolAttributes(name: string): Attributes {
+    let attributes = this.#tools.get(name);
+    if (attributes === undefined) {
+      if (this.#tools.size >= KEPT_ATTRIBUTES) this.#tools.clear();
+      attributes = Object.freeze({ "gen_ai.tool.name": name });
+      this.#tools.set(name, attributes);
+    }
+    return attributes;
   }
 
   /** True while the SDK it was made for is the one registered. */
