@@ -5,15 +5,20 @@
 // per-round ratios of medians (one process's median moves by more than the effect measured).
 //
 //   node bench/telemetry-overhead.js --baseline=PATH [--otel] [--rounds=3] [--cases=eval-sync,sync-host,eval-tool]
+//   node bench/telemetry-overhead.js --sdk-vs-none [--rounds=3] [--cases=...]
+//
+// --sdk-vs-none times this checkout with the OpenTelemetry SDK registered against this checkout
+// without it (issue 32 item 5: "with the OTel SDK ... within 10%"), alternating likewise.
 //
 // `--fixed=ROOT --cases=CASE` runs a fixed amount of one case's work against the checkout at ROOT
 // and exits, for timing whole processes from outside, pairwise A B A B (e.g. hyperfine, or any
 // ABAB timer): 400,000 `evalSync("1+1")`, 300 evals of 10,000 sync host calls, or 1,000 eval tool calls.
 //
-// --otel registers the OpenTelemetry SDK (a tracer provider with an in-memory exporter, a meter
-// provider with an in-memory reader, an AsyncLocalStorage context manager) in both processes: the
-// baseline has no telemetry, so its ratio is the SDK's cost here. Without it nothing is registered
-// and nothing subscribes: the ratio is what the publishing point's checks cost.
+// --otel registers the OpenTelemetry SDK (bench/lib/otel-sdk.js: a BatchSpanProcessor over an
+// in-memory exporter, a meter provider with an in-memory reader, an AsyncLocalStorage context
+// manager) in both processes: the baseline has no telemetry, so its ratio is the SDK's cost here.
+// Without it nothing is registered and nothing subscribes: the ratio is what the publishing point's
+// checks cost.
 import { spawnSync } from "node:child_process";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -24,22 +29,8 @@ const args = process.argv.slice(2);
 const arg = (name) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const ALL_CASES = ["eval-sync", "sync-host", "eval-tool"];
 
-async function registerOtel() {
-  const { context, metrics, trace } = await import("@opentelemetry/api");
-  const { BasicTracerProvider, InMemorySpanExporter, BatchSpanProcessor } = await import("@opentelemetry/sdk-trace-base");
-  const { AsyncLocalStorageContextManager } = await import("@opentelemetry/context-async-hooks");
-  const { MeterProvider, InMemoryMetricExporter, PeriodicExportingMetricReader, AggregationTemporality } = await import("@opentelemetry/sdk-metrics");
-  const exporter = new InMemorySpanExporter();
-  trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter)] }));
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  const reader = new PeriodicExportingMetricReader({ exporter: new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE), exportIntervalMillis: 1000 });
-  metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
-  // The exporter keeps every span: emptied now and then so memory stays flat.
-  setInterval(() => exporter.reset(), 200).unref();
-}
-
 async function child(root, otel, cases) {
-  if (otel) await registerOtel();
+  if (otel) (await import("./lib/otel-sdk.js")).registerOtelSdk();
   const { nativeAdapter } = await import(`${here}/bench/engines/quickjs-native.js`);
   const { measure } = await import(`${here}/bench/lib/measure.js`);
   const { guestSource } = await import(`${here}/bench/workloads/sources.js`);
@@ -72,7 +63,7 @@ async function child(root, otel, cases) {
 const FIXED_RUNS = { "eval-sync": 400_000, "sync-host": 300, "eval-tool": 1000 };
 
 async function fixed(root, otel, name) {
-  if (otel) await registerOtel();
+  if (otel) (await import("./lib/otel-sdk.js")).registerOtelSdk();
   const { nativeAdapter } = await import(`${here}/bench/engines/quickjs-native.js`);
   const { guestSource } = await import(`${here}/bench/workloads/sources.js`);
   const { hostSync } = await import(`${here}/bench/workloads/host-functions.js`);
@@ -107,23 +98,33 @@ async function main() {
   if (arg("child") !== undefined) return child(arg("child"), otel, cases);
   if (arg("fixed") !== undefined) return fixed(arg("fixed"), otel, cases[0]);
   const baseline = arg("baseline");
-  if (baseline === undefined) throw new Error("--baseline=PATH (a built checkout) is required");
+  const sdkVsNone = args.includes("--sdk-vs-none");
+  if (baseline === undefined && !sdkVsNone) throw new Error("--baseline=PATH (a built checkout) or --sdk-vs-none is required");
   const rounds = Number(arg("rounds") ?? 3);
   const ratios = Object.fromEntries(cases.map((c) => [c, []]));
   const medians = Object.fromEntries(cases.map((c) => [c, { this: [], baseline: [] }]));
+  // A: this checkout; B: the baseline checkout, or (--sdk-vs-none) this checkout without the SDK.
+  const runA = () => runChild(here, otel || sdkVsNone, cases);
+  const runB = () => (sdkVsNone ? runChild(here, false, cases) : runChild(resolve(baseline), otel, cases));
   for (let round = 0; round < rounds; round++) {
-    const order = round % 2 === 0 ? [here, resolve(baseline)] : [resolve(baseline), here];
-    const results = new Map(order.map((root) => [root, runChild(root, otel, cases)]));
-    const mine = results.get(here);
-    const theirs = results.get(resolve(baseline));
+    let mine;
+    let theirs;
+    if (round % 2 === 0) {
+      mine = runA();
+      theirs = runB();
+    } else {
+      theirs = runB();
+      mine = runA();
+    }
     for (const c of cases) {
       ratios[c].push(mine[c] / theirs[c]);
       medians[c].this.push(mine[c]);
       medians[c].baseline.push(theirs[c]);
     }
   }
-  console.log(`telemetry overhead${otel ? " (OpenTelemetry SDK registered, in-memory exporter)" : " (nothing registered, nothing subscribed)"}, ${rounds} alternating rounds`);
-  console.log("| case | this (µs) | baseline (µs) | ratio (median) | rounds |");
+  const what = sdkVsNone ? " (this checkout with the OpenTelemetry SDK registered against it without)" : otel ? " (OpenTelemetry SDK registered in both, in-memory exporter)" : " (nothing registered, nothing subscribed)";
+  console.log(`telemetry overhead${what}, ${rounds} alternating rounds`);
+  console.log(`| case | this (µs) | ${sdkVsNone ? "no SDK" : "baseline"} (µs) | ratio (median) | rounds |`);
   console.log("|---|---|---|---|---|");
   for (const c of cases) {
     const unit = c === "sync-host" ? " per call" : "";

@@ -76,6 +76,27 @@ describe("OpenTelemetry spans and metrics of the engine", () => {
     expect((await otel.metric("quickjs_native.eval.pending"))[0]![1]).toBe(0);
   });
 
+  it("evalSync is counted by outcome and timed, and records no queue wait (it never queues)", async () => {
+    otel = registerOtel();
+    const sb = sandbox();
+    for (let i = 0; i < 3; i++) expect(sb.evalSync("1 + 1")).toBe(2);
+    expect(() => sb.evalSync("throw new Error('no')")).toThrow();
+    const counts = await otel.metric("quickjs_native.evals");
+    expect(counts.map(([a, v]) => [a["quickjs_native.outcome"], a["quickjs_native.tier"], v]).sort()).toEqual([["GUEST_ERROR", "in-process", 1], ["OK", "in-process", 3]]);
+    const durations = await otel.metric("quickjs_native.eval.duration");
+    expect(durations.reduce((n, [, count]) => n + count, 0)).toBe(4);
+    expect(await otel.metric("quickjs_native.eval.queue.duration")).toEqual([]);
+  });
+
+  it("a second SDK registered later counts only the evals it saw", async () => {
+    otel = registerOtel();
+    sandbox().evalSync("1");
+    await otel.close();
+    otel = registerOtel();
+    sandbox().evalSync("2");
+    expect((await otel.metric("quickjs_native.evals")).map(([, v]) => v)).toEqual([1]);
+  });
+
   it("snapshot and restore have spans with their bytes", async () => {
     otel = registerOtel();
     const sb = sandbox();
