@@ -313,10 +313,10 @@ export class HostCalls {
       // Re-entry from a sync host function is caught by #inSyncHostCall, so no async context is needed.
       const fn = entry.fn as HostFunction;
       const answer = this.#syncAnswer(entry, call === undefined ? fn(...args) : observedSync(call, fn, args), false);
-      call?.ended(!Array.isArray(answer), answerBytes(answer));
+      call?.finished(!Array.isArray(answer), answerBytes(answer));
       return answer;
     } catch (err) {
-      call?.ended(false, 0);
+      call?.finished(false, 0);
       return hostErrorOf(err);
     } finally {
       this.#inSyncHostCall--;
@@ -334,27 +334,33 @@ export class HostCalls {
     return primitivePath ? [bytes] : bytes;
   }
 
+  // Hands an async call's answer to the guest of eval `evalId`, or calls `again` with it on the
+  // next turn of the event loop when this turn's time is spent.
+  #answer(callId: number, evalId: number, ok: boolean, result: number | Buffer | [string, string], again: (ok: boolean, result: Buffer | [string, string]) => void): void {
+    const handle = this.#handleOf();
+    if (evalId !== this.#currentEvalId || !handle) return;
+    if (!turnHasRoom()) {
+      // Settled on the next turn of the event loop, from its own copy of the exchange bytes.
+      const kept = typeof result === "number" ? Buffer.from(exchange.subarray(0, result)) : result;
+      setImmediate(again, ok, kept);
+      return;
+    }
+    // The guest's next call, when it comes at once, is dispatched inside this settle: not from
+    // within a host function's async context, which it would inherit (the re-entry check).
+    handle.settle(callId, ok, result, hostCallContext.getStore() === undefined);
+  }
+
   #callAsync(entry: RegisteredFunction, args: unknown[], callId: number, evalId: number, argumentBytes: number): void {
     const pendingCalls = this.#pendingCalls;
     const context = new CallContext(pendingCalls, callId, evalId);
     let call = this.#observation?.callStarted(entry.name, argumentBytes);
     const settle = (ok: boolean, result: number | Buffer | [string, string]): void => {
       pendingCalls.delete(callId);
-      if (call !== undefined) {
-        call.ended(ok, answerBytes(result));
-        call = undefined; // a settle deferred to the next turn comes back here
-      }
-      const handle = this.#handleOf();
-      if (evalId !== this.#currentEvalId || !handle) return;
-      if (!turnHasRoom()) {
-        // Settled on the next turn of the event loop, from its own copy of the exchange bytes.
-        const kept = typeof result === "number" ? Buffer.from(exchange.subarray(0, result)) : result;
-        setImmediate(settle, ok, kept);
-        return;
-      }
-      // The guest's next call, when it comes at once, is dispatched inside this settle: not from
-      // within a host function's async context, which it would inherit (the re-entry check).
-      handle.settle(callId, ok, result, hostCallContext.getStore() === undefined);
+      const observed = call;
+      call = undefined; // a settle deferred to the next turn comes back here
+      observed?.ended(ok, answerBytes(result));
+      this.#answer(callId, evalId, ok, result, settle);
+      observed?.report(); // after the guest has its answer
     };
     let pending: unknown;
     try {

@@ -80,7 +80,8 @@ const callEndChannel = channel(TELEMETRY_CHANNELS.hostCallEnd);
 export interface CallSink {
   rename(name: string, callId: string): void;
   run<T>(fn: () => T): T;
-  ended(ok: boolean, durationMs: number): void;
+  /** The call ended at `endedAt` (a `performance.now()` time), reported maybe a little later. */
+  ended(ok: boolean, durationMs: number, endedAt: number): void;
 }
 
 /** What a consumer keeps of one eval. */
@@ -189,20 +190,40 @@ export class HostCallObservation {
     try {
       result = this.run(fn);
     } catch (err) {
-      this.ended(false, 0);
+      this.finished(false, 0);
       throw err;
     }
-    this.ended(!(result instanceof Promise), 0);
+    this.finished(!(result instanceof Promise), 0);
     return result;
   }
 
-  /** The call returned, threw or settled; `resultBytes` were copied into the guest. */
+  /** {@link HostCallObservation.ended} and {@link HostCallObservation.report} at once (a sync call). */
+  finished(ok: boolean, resultBytes: number): void {
+    this.ended(ok, resultBytes);
+    this.report();
+  }
+
+  #ok = false;
+  #endedAt = 0;
+
+  /**
+   * The call returned, threw or settled; `resultBytes` were copied into the guest. Counted now;
+   * its span and metric wait for {@link HostCallObservation.report}, so that an async call's
+   * answer reaches the guest first (the engine's threads wait for it only microseconds before
+   * sleeping, and a wake-up costs far more than the span).
+   */
   ended(ok: boolean, resultBytes: number): void {
-    const durationMs = performance.now() - this.#started;
+    this.#endedAt = performance.now();
+    this.#ok = ok;
+    const durationMs = this.#endedAt - this.#started;
     const observed = this.eval;
     observed.bytesIn += resultBytes;
-    this.otel?.ended(ok, durationMs);
     if (callEndChannel.hasSubscribers) callEndChannel.publish({ evalId: observed.evalId, name: this.name, callId: this.callId, ok, durationMs } satisfies HostCallEndMessage);
+  }
+
+  /** Reports the ended call to OpenTelemetry (its span ends when the call did). */
+  report(): void {
+    this.otel?.ended(this.#ok, this.#endedAt - this.#started, this.#endedAt);
   }
 }
 

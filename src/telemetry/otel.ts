@@ -76,9 +76,9 @@ export class OtelCall implements CallSink {
     return this.#api.context.with(this.#context, fn);
   }
 
-  ended(ok: boolean, durationMs: number): void {
+  ended(ok: boolean, durationMs: number, endedAt: number): void {
     if (!ok) this.#span.setStatus({ code: this.#api.SpanStatusCode.ERROR });
-    this.#span.end();
+    this.#span.end(endedAt);
     const consumer = this.#consumer;
     consumer.hostCallDuration.record(durationMs / 1000, consumer.toolAttributes(this.#name));
   }
