@@ -1,8 +1,11 @@
 #!/usr/bin/env node
 // Benchmark driver: `node bench/run.js [--quick] [--engines=id,id] [--modes=mode,mode]`.
-// --modes runs only those child modes (timed, memory:100, memory:10000, eventloop, latency, hostile,
-// scheduler), e.g.
+// --modes runs only those child modes (timed, otel, memory:100, memory:10000, eventloop, latency,
+// hostile, scheduler), e.g.
 // `--modes=latency` runs the latency-under-load case alone; like --engines it writes to .work/.
+// `otel` (quickjs-native and the baseline only) times eval-sync, sync-host and eval-tool again with
+// the OpenTelemetry SDK registered: the rows "… with OpenTelemetry SDK" (issue 32, item 5), e.g.
+// `node bench/run.js --engines=quickjs-native --modes=timed,otel --baseline=PATH`.
 // The "thread storage" case (bench/thread-storage.js, quickjs-native only, SQLite; PostgreSQL too
 // when QJSN_POSTGRES_URL is set) runs in every run that includes quickjs-native, or alone with
 // `--modes=thread-storage`.
@@ -87,9 +90,9 @@ async function runChild(engine, mode) {
 
 async function runEngine(engine, index) {
   say(`\n[${index + 1}/${engines.length}] ${engine} (${elapsed()})`);
-  // The hostile and scheduler cases measure this package alone.
-  const ownOnly = (mode) => !["hostile", "scheduler"].includes(mode) || engine === "quickjs-native";
-  const modes = (modeArg ? modeArg.split(",") : ["timed", "memory:100", ...(quick ? [] : ["memory:10000"]), "eventloop", "latency", "hostile", "scheduler"])
+  // The hostile and scheduler cases measure this package alone; the OpenTelemetry rows this package and its baseline.
+  const ownOnly = (mode) => (!["hostile", "scheduler"].includes(mode) || engine === "quickjs-native") && (mode !== "otel" || engine.startsWith("quickjs-native"));
+  const modes = (modeArg ? modeArg.split(",") : ["timed", "otel", "memory:100", ...(quick ? [] : ["memory:10000"]), "eventloop", "latency", "hostile", "scheduler"])
     .filter((mode) => mode !== THREAD_STORAGE && ownOnly(mode));
   const result = { engine, rows: [], problems: [] };
   for (const mode of modes) {
@@ -124,8 +127,9 @@ async function runBaselineRounds(results) {
     const order = round % 2 === 0 ? ["quickjs-native-baseline", "quickjs-native"] : ["quickjs-native", "quickjs-native-baseline"];
     const pair = {};
     for (const engine of order) {
-      const out = await runChild(engine, "timed");
-      pair[engine === "quickjs-native" ? "native" : "baseline"] = out.rows ?? [];
+      const rows = [];
+      for (const mode of ["timed", "otel"].filter(modeRuns)) rows.push(...((await runChild(engine, mode)).rows ?? []));
+      pair[engine === "quickjs-native" ? "native" : "baseline"] = rows;
     }
     rounds.push(pair);
   }
@@ -215,7 +219,7 @@ async function main() {
   const results = [];
   for (const [i, engine] of engines.entries()) results.push(await runEngine(engine, i));
   if (floor) results.push(floor);
-  const baselineRounds = baselineArg && !quick && modeRuns("timed") ? await runBaselineRounds(results) : undefined;
+  const baselineRounds = baselineArg && !quick && (modeRuns("timed") || modeRuns("otel")) ? await runBaselineRounds(results) : undefined;
   const threadStorage = engines.includes("quickjs-native") && modeRuns(THREAD_STORAGE) ? await runThreadStorage() : undefined;
   const run = { quick, machine: { ...machine, loadAtEnd: currentLoad() }, durationS: (Date.now() - started) / 1000, results, threadStorage, baselineRounds };
   writeFileSync(`${work}/results.json`, JSON.stringify(run, null, 2));

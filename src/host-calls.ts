@@ -12,6 +12,7 @@ import { ValueDecoder, decodeScalarArguments, encodeValueInto } from "./marshal.
 import { BOUNDARY_SIZES, DispatchKind, PrimitiveSlot, native, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher } from "./native.js";
 import { CONSOLE_LEVELS, refusal, throwIfFailed } from "./outcomes.js";
 import { formatConsoleArgs } from "./render.js";
+import type { EvalObservation, HostCallObservation } from "./telemetry/hub.js";
 import type { AsyncHostFunction, ConsoleEntry, HostCallContext, HostFunction } from "./types.js";
 import { perTurnBudget } from "./turn-budget.js";
 import { invalid, validatePath } from "./validate.js";
@@ -40,6 +41,26 @@ const { call: SLOT_CALL, arg0: SLOT_ARG0, arg1: SLOT_ARG1, arg2: SLOT_ARG2, resu
 function passesAsIs(v: unknown): boolean {
   const t = typeof v;
   return t === "number" || v === undefined || v === null || t === "boolean" || (t === "string" && (v as string).length <= MAX_PRIMITIVE_CHARS);
+}
+
+/** A sync host function called with the primitive fast path's `argc` arguments. */
+function callWith(fn: HostFunction, argc: number, a0: unknown, a1: unknown, a2: unknown): unknown {
+  return argc === 1 ? fn(a0) : argc === 0 ? fn() : argc === 2 ? fn(a0, a1) : fn(a0, a1, a2);
+}
+
+/** {@link callWith} for an observed call. */
+function observedPrimitive(call: HostCallObservation, fn: HostFunction, argc: number, a0: unknown, a1: unknown, a2: unknown): unknown {
+  return call.whole(() => callWith(fn, argc, a0, a1, a2));
+}
+
+/** A sync host function called with decoded `args`, in an observed call's context. */
+function observedSync(call: HostCallObservation, fn: HostFunction, args: unknown[]): unknown {
+  return call.run(() => fn(...args));
+}
+
+/** Bytes of a host call's answer copied into the guest (an error's text is not counted). */
+function answerBytes(answer: unknown): number {
+  return typeof answer === "number" ? answer : Buffer.isBuffer(answer) ? answer.length : 0;
 }
 
 function evalEndedError(): SandboxError {
@@ -117,6 +138,8 @@ export class HostCalls {
   #onConsole: ((entry: ConsoleEntry) => void) | undefined; // live console listener of the running eval
   // The async context of a host call made outside any host function (the usual case), built once.
   readonly #selfOnly: ReadonlySet<HostCalls> = new Set([this]);
+  // The running eval when a telemetry consumer observes it: its host calls are reported.
+  #observation: EvalObservation | undefined;
 
   constructor(handleOf: () => NativeHandle | undefined, maxConsoleBytes: number, decodes: DecodeQueue) {
     this.#handleOf = handleOf;
@@ -136,7 +159,7 @@ export class HostCalls {
       const entry = this.#functions[fnId];
       const args = entry && decodeScalarArguments(exchange, argLength);
       if (args) {
-        this.#callAsync(entry, args, callId, evalId);
+        this.#callAsync(entry, args, callId, evalId, argLength);
         return undefined;
       }
     }
@@ -154,7 +177,7 @@ export class HostCalls {
       const refuse = (err: SandboxError): void => {
         if (evalId === this.#currentEvalId) this.#handleOf()?.settle(callId, false, hostErrorOf(err));
       };
-      decode((args) => this.#callAsync(entry, args, callId, evalId), refuse);
+      decode((args) => this.#callAsync(entry, args, callId, evalId, argLength), refuse);
       return undefined;
     }
     let answer: number | Buffer | [string, string] | undefined;
@@ -163,7 +186,7 @@ export class HostCalls {
       if (parked) this.#handleOf()?.answerSync(callId, result);
       else answer = result;
     };
-    decode((args) => reply(this.#callSync(entry, args) as number | Buffer | [string, string]), (err) => reply(hostErrorOf(err)));
+    decode((args) => reply(this.#callSync(entry, args, argLength) as number | Buffer | [string, string]), (err) => reply(hostErrorOf(err)));
     if (callId === 0) this.#decodes.flush();
     parked = answer === undefined;
     return answer;
@@ -188,7 +211,10 @@ export class HostCalls {
     try {
       const fn = entry.fn as HostFunction;
       const argc = low & 3;
-      const result = argc === 1 ? fn(a0) : argc === 0 ? fn() : argc === 2 ? fn(a0, a1) : fn(a0, a1, a2);
+      // Observed calls take a method of their own: a closure here would move this function's
+      // variables into a heap context on every call, observed or not.
+      const observation = this.#observation;
+      const result = observation === undefined ? callWith(fn, argc, a0, a1, a2) : observedPrimitive(observation.callStarted(entry.name, 0), fn, argc, a0, a1, a2);
       if (typeof result === "number") {
         primitiveSlots[SLOT_RESULT] = result;
         primitiveSlots[SLOT_HAS_RESULT] = 1;
@@ -237,6 +263,11 @@ export class HostCalls {
     return this.#inSyncHostCall > 0 || hostCallContext.getStore()?.has(this) === true;
   }
 
+  /** Reports the host calls of the eval about to run to `observation` (undefined: to nobody). */
+  observe(observation: EvalObservation | undefined): void {
+    this.#observation = observation;
+  }
+
   /** The eval `evalId` starts: its async calls get signals, its console lines go to `onConsole`. */
   beginEval(evalId: number, onConsole: ((entry: ConsoleEntry) => void) | undefined): void {
     this.#onConsole = onConsole;
@@ -274,13 +305,18 @@ export class HostCalls {
     }
   }
 
-  // Calls `entry` with the decoded `args` and answers with the result's bytes.
-  #callSync(entry: RegisteredFunction, args: unknown[]): unknown {
+  // Calls `entry` with the decoded `args` (`argumentBytes` of them) and answers with the result's bytes.
+  #callSync(entry: RegisteredFunction, args: unknown[], argumentBytes: number): unknown {
     this.#inSyncHostCall++;
+    const call = this.#observation?.callStarted(entry.name, argumentBytes);
     try {
       // Re-entry from a sync host function is caught by #inSyncHostCall, so no async context is needed.
-      return this.#syncAnswer(entry, (entry.fn as HostFunction)(...args), false);
+      const fn = entry.fn as HostFunction;
+      const answer = this.#syncAnswer(entry, call === undefined ? fn(...args) : observedSync(call, fn, args), false);
+      call?.finished(!Array.isArray(answer), answerBytes(answer));
+      return answer;
     } catch (err) {
+      call?.finished(false, 0);
       return hostErrorOf(err);
     } finally {
       this.#inSyncHostCall--;
@@ -298,26 +334,39 @@ export class HostCalls {
     return primitivePath ? [bytes] : bytes;
   }
 
-  #callAsync(entry: RegisteredFunction, args: unknown[], callId: number, evalId: number): void {
+  // Hands an async call's answer to the guest of eval `evalId`, or calls `again` with it on the
+  // next turn of the event loop when this turn's time is spent.
+  #answer(callId: number, evalId: number, ok: boolean, result: number | Buffer | [string, string], again: (ok: boolean, result: Buffer | [string, string]) => void): void {
+    const handle = this.#handleOf();
+    if (evalId !== this.#currentEvalId || !handle) return;
+    if (!turnHasRoom()) {
+      // Settled on the next turn of the event loop, from its own copy of the exchange bytes.
+      const kept = typeof result === "number" ? Buffer.from(exchange.subarray(0, result)) : result;
+      setImmediate(again, ok, kept);
+      return;
+    }
+    // The guest's next call, when it comes at once, is dispatched inside this settle: not from
+    // within a host function's async context, which it would inherit (the re-entry check).
+    handle.settle(callId, ok, result, hostCallContext.getStore() === undefined);
+  }
+
+  #callAsync(entry: RegisteredFunction, args: unknown[], callId: number, evalId: number, argumentBytes: number): void {
     const pendingCalls = this.#pendingCalls;
     const context = new CallContext(pendingCalls, callId, evalId);
+    let call = this.#observation?.callStarted(entry.name, argumentBytes);
     const settle = (ok: boolean, result: number | Buffer | [string, string]): void => {
       pendingCalls.delete(callId);
-      const handle = this.#handleOf();
-      if (evalId !== this.#currentEvalId || !handle) return;
-      if (!turnHasRoom()) {
-        // Settled on the next turn of the event loop, from its own copy of the exchange bytes.
-        const kept = typeof result === "number" ? Buffer.from(exchange.subarray(0, result)) : result;
-        setImmediate(settle, ok, kept);
-        return;
-      }
-      // The guest's next call, when it comes at once, is dispatched inside this settle: not from
-      // within a host function's async context, which it would inherit (the re-entry check).
-      handle.settle(callId, ok, result, hostCallContext.getStore() === undefined);
+      const observed = call;
+      call = undefined; // a settle deferred to the next turn comes back here
+      observed?.ended(ok, answerBytes(result));
+      this.#answer(callId, evalId, ok, result, settle);
+      observed?.report(); // after the guest has its answer
     };
     let pending: unknown;
     try {
-      pending = hostCallContext.run(this.#withSelf(), () => (entry.fn as AsyncHostFunction)(args, context));
+      const invoke = (): unknown => (entry.fn as AsyncHostFunction)(args, context);
+      const observed = call;
+      pending = hostCallContext.run(this.#withSelf(), observed === undefined ? invoke : () => observed.run(invoke));
     } catch (err) {
       settle(false, hostErrorOf(err));
       return;

@@ -13,6 +13,7 @@ export { SANDBOX_DEFAULTS, SANDBOX_LIMITS, INTERPRETER_DEFAULTS, INTERPRETER_LIM
 export type { GuestOpaqueKind } from "./wire.js";
 export type {
   SandboxOptions,
+  ResolvedSandboxOptions,
   SandboxClock,
   EvalOptions,
   EvalReport,
@@ -26,3 +27,7 @@ export type {
 } from "./types.js";
 export { inspectSnapshot, snapshotBody, resealSnapshot, SNAPSHOT_FORMAT_VERSION } from "./snapshot.js";
 export type { SnapshotOptions, RestoreOptions, ResealOptions, SnapshotSigning, NotRestored, RestoredSandbox, SnapshotInfo, SnapshotAfterRun } from "./snapshot.js";
+export { TELEMETRY_CHANNELS, TIER, keyHash as telemetryKeyHash, MAX_TENANT_CHARS, nameHostCall, traceActive, traceOperation } from "./telemetry/hub.js";
+export type { EvalStartMessage, EvalEndMessage, HostCallStartMessage, HostCallEndMessage } from "./telemetry/hub.js";
+export { METRICS as TELEMETRY_METRICS } from "./telemetry/metrics.js";
+export type { UsageRecord } from "./telemetry/usage.js";

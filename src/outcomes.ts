@@ -8,7 +8,7 @@ import { DECODE_SLICE_WORK, type DecodeQueue } from "./decode-queue.js";
 import { ConsoleDecoder, GuestOpaque, ValueDecoder, decodeConsole, decodeValue, errorHead, type ConsoleRecord } from "./marshal.js";
 import { CONSOLE_LEVELS, native, NativeStatus, NativeStop, StatsSlot, type AnsweredHere, type DisplayCut, type NativeError, type NativeOutcome } from "./native.js";
 import { formatConsoleArgs, RENDER_OPTIONS, renderValue } from "./render.js";
-import type { ConsoleEntry, EvalOptions, EvalReport, EvalStats, SandboxOptions } from "./types.js";
+import type { ConsoleEntry, EvalOptions, EvalReport, EvalStats, ResolvedSandboxOptions } from "./types.js";
 
 /** Console levels by the number the engine sends. */
 export { CONSOLE_LEVELS };
@@ -65,7 +65,7 @@ export function globalValueOf(status: number, result: Buffer | string | undefine
 }
 
 /** The budgets and limits of an eval run with `o` (and, when one was armed, a wall budget of `wallBudgetMs`). */
-export function limitsOf(options: Required<SandboxOptions>, o: EvalOptions, wallBudgetMs?: number): OutcomeLimits {
+export function limitsOf(options: ResolvedSandboxOptions, o: EvalOptions, wallBudgetMs?: number): OutcomeLimits {
   return {
     executionTimeoutMs: o.timeoutMs ?? options.executionTimeoutMs,
     wallTimeoutMs: wallBudgetMs ?? o.wallTimeoutMs ?? options.wallTimeoutMs,

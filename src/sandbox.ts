@@ -9,11 +9,12 @@ import { SandboxError } from "./errors.js";
 import { HostCalls, removeCode } from "./host-calls.js";
 import { encodeValue } from "./marshal.js";
 import { SANDBOX_LIMITS } from "./options.js";
+import { observeEval, sandboxClosed, sandboxOpened, traceOperation, type EvalObservation } from "./telemetry/hub.js";
 import { native, NativeStatus, NativeStop, type NativeHandle, type NativeOutcome } from "./native.js";
 import { decodeAtOnce, decodeOutcome, displayCutOf, errorOf, EXACT_DISPLAY_CUT, globalValueOf, limitsOf, refusal, reportOf, stubOutcome, syncOutcome, throwIfFailed, type DecodedOutcome } from "./outcomes.js";
 import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealWrittenSnapshot, splitRestoreOptions, takeSnapshot, type NotRestored, type RestoreOptions, type RestoredSandbox, type SnapshotAfterEval, type SnapshotAfterRun, type SnapshotOptions } from "./snapshot.js";
 import { type ArgumentsSchema, checkedAsyncFunction, checkedFunction } from "./host-schema.js";
-import type { AsyncHostFunction, EvalOptions, EvalReport, HostCallContext, HostFunction, MemoryUsage, SandboxOptions } from "./types.js";
+import type { AsyncHostFunction, EvalOptions, EvalReport, HostCallContext, HostFunction, MemoryUsage, ResolvedSandboxOptions, SandboxOptions } from "./types.js";
 import { perTurnBudget } from "./turn-budget.js";
 import { wallTimer, type WallHold } from "./wall-hold.js";
 import { checkFunctionName, checkGlobalName, checkInteger, evalClockMs, invalid, validateEvalOptions, validateOptions, validatePath } from "./validate.js";
@@ -44,7 +45,9 @@ function nextTurn<T>(value: T): Promise<T> {
  * never holds back another sandbox's eval. `evalSync`/`runSync` run inline, for short computations.
  */
 export class Sandbox implements Disposable {
-  readonly #options: Required<SandboxOptions>;
+  readonly #options: ResolvedSandboxOptions;
+  readonly #id: number; // its number for telemetry
+  #observed: EvalObservation | undefined; // the running eval, when a telemetry consumer observes it
   #handle: NativeHandle | undefined;
   readonly #host: HostCalls;
   readonly #decodes = new DecodeQueue(); // what the guest sends, decoded in order and in slices
@@ -67,6 +70,7 @@ export class Sandbox implements Disposable {
       throw new SandboxError("OUT_OF_MEMORY", "could not create the sandbox runtime", { cause: err });
     }
     this.#handle.setRandomSeed(o.randomSeed);
+    this.#id = sandboxOpened();
   }
 
   // Sets the guest clock (and, when asked, the Math.random seed) for the eval about to start; the
@@ -100,11 +104,12 @@ export class Sandbox implements Disposable {
   }
 
   /** The options in force, defaults filled in. */
-  get options(): Readonly<Required<SandboxOptions>> {
+  get options(): Readonly<ResolvedSandboxOptions> {
     return this.#options;
   }
 
   #report(raw: NativeOutcome, wallMs: number, o: EvalOptions, wallBudgetMs?: number, decoded?: DecodedOutcome): EvalReport {
+    if (this.#observed !== undefined) this.#observed.bytesOut += (raw[1]?.length ?? 0) + (raw[4]?.length ?? 0);
     return reportOf(raw, wallMs, limitsOf(this.#options, o, wallBudgetMs), decoded ?? decodeAtOnce(raw));
   }
 
@@ -227,6 +232,23 @@ export class Sandbox implements Disposable {
 
   /** Like {@link Sandbox.evalSync}, but failures are returned as data with console and stats. */
   runSync(code: string, options?: EvalOptions): EvalReport {
+    const observed = observeEval(this.#id, "evalSync", code, options?.tenant, this.#options.onUsage);
+    return observed === undefined ? this.#runSync(code, options) : this.#runSyncObserved(observed, code, options);
+  }
+
+  // A method of its own: a closure in runSync would cost every eval a heap context, observed or not.
+  #runSyncObserved(observed: EvalObservation, code: string, options: EvalOptions | undefined): EvalReport {
+    if (this.#asyncEvals === 0) this.#observing(observed); // else it is refused as BUSY
+    let report: EvalReport;
+    try {
+      report = this.#runSync(code, options);
+    } catch (err) {
+      return this.#observedFailure(observed, err);
+    }
+    return this.#observedEnd(observed, report);
+  }
+
+  #runSync(code: string, options: EvalOptions | undefined): EvalReport {
     const o = validateEvalOptions(code, options);
     if (o.signal?.aborted) return this.#report(stubOutcome(NativeStatus.Aborted), 0, o);
     const handle = this.#live();
@@ -264,6 +286,29 @@ export class Sandbox implements Disposable {
     return this.#start(code, options);
   }
 
+  // The observed eval starts running: its host calls and output bytes are counted.
+  #observing(observed: EvalObservation): void {
+    this.#observed = observed;
+    observed.running();
+    this.#host.observe(observed);
+  }
+
+  // An eval some telemetry consumer observes ended with `report`: tells it.
+  #observedEnd(observed: EvalObservation, report: EvalReport): EvalReport {
+    if (this.#observed === observed) {
+      this.#observed = undefined;
+      this.#host.observe(undefined);
+    }
+    observed.ended(report);
+    return report;
+  }
+
+  // An observed eval threw `err` before it had a report: tells the consumer, and throws it on.
+  #observedFailure(observed: EvalObservation, err: unknown): never {
+    this.#observedEnd(observed, { ok: false, error: err instanceof SandboxError ? err : new SandboxError("INVALID_ARGUMENT", String(err)), console: [], consoleTruncated: false, stats: { executionMs: 0, wallMs: 0, hostCalls: 0, memoryUsedBytes: 0, peakMemoryBytes: 0 } });
+    throw err;
+  }
+
   /**
    * Like {@link Sandbox.run}, followed by the {@link Sandbox.snapshotAsync} of the state the eval
    * left when it was not stopped (it returned or threw; a budget, running out of memory, an abort
@@ -290,17 +335,37 @@ export class Sandbox implements Disposable {
   // or a promise of it when it did not end while evalAsync waited for it.
   #start(code: string, options: EvalOptions | undefined, after?: SnapshotAfterEval): EvalReport | Promise<EvalReport> {
     const o = validateEvalOptions(code, options);
+    const observed = observeEval(this.#id, "eval", code, o.tenant, this.#options.onUsage);
+    return observed === undefined ? this.#begin(code, o, after) : this.#beginObserved(observed, code, o, after);
+  }
+
+  // A method of its own, like #runSyncObserved.
+  #beginObserved(observed: EvalObservation, code: string, o: EvalOptions, after: SnapshotAfterEval | undefined): EvalReport | Promise<EvalReport> {
+    let ran: EvalReport | Promise<EvalReport>;
+    try {
+      ran = this.#begin(code, o, after, observed);
+    } catch (err) {
+      return this.#observedFailure(observed, err);
+    }
+    if (!(ran instanceof Promise)) return this.#observedEnd(observed, ran);
+    return ran.then(
+      (report) => this.#observedEnd(observed, report),
+      (err: unknown) => this.#observedFailure(observed, err),
+    );
+  }
+
+  #begin(code: string, o: EvalOptions, after?: SnapshotAfterEval, observed?: EvalObservation): EvalReport | Promise<EvalReport> {
     if (this.#host.reentered()) return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
-    if (this.#asyncEvals > 0) return this.#enqueue(() => this.#runNow(code, o, after));
+    if (this.#asyncEvals > 0) return this.#enqueue(() => this.#runNow(code, o, after, observed));
     // This turn's time for evals answered at once is spent: start after a turn of the event loop
     // (and so still answered at once), rather than as an eval answered through the loop, which
     // costs several times more and, answered within the same turn, would not let timers run either.
-    if (o.inline !== true && !mayAnswerNow()) return this.#enqueue(async () => this.#runNow(code, await nextTurn(o), after));
+    if (o.inline !== true && !mayAnswerNow()) return this.#enqueue(async () => this.#runNow(code, await nextTurn(o), after, observed));
     // Admitted before the clock's now() runs: an eval it starts waits for this one.
     const release = this.#admit();
     let ran: EvalReport | Promise<EvalReport>;
     try {
-      ran = this.#runNow(code, o, after);
+      ran = this.#runNow(code, o, after, observed);
     } catch (err) {
       release();
       throw err;
@@ -334,7 +399,8 @@ export class Sandbox implements Disposable {
     };
   }
 
-  #runNow(code: string, o: EvalOptions, after?: SnapshotAfterEval): EvalReport | Promise<EvalReport> {
+  #runNow(code: string, o: EvalOptions, after?: SnapshotAfterEval, observed?: EvalObservation): EvalReport | Promise<EvalReport> {
+    if (observed !== undefined) this.#observing(observed);
     if (!this.#handle) return this.#report(stubOutcome(NativeStatus.Disposed), 0, o);
     if (this.#broken) return this.#report(stubOutcome(NativeStatus.Broken), 0, o);
     if (o.signal?.aborted) return this.#report(stubOutcome(NativeStatus.Aborted), 0, o);
@@ -423,6 +489,10 @@ export class Sandbox implements Disposable {
    * {@link Sandbox.restore}. Throws `INVALID_SNAPSHOT` over `maxSnapshotBytes`, `BUSY` during an eval.
    */
   snapshot(options?: SnapshotOptions): Uint8Array {
+    return traceOperation("quickjs_native.snapshot", () => this.#snapshotNow(options), (bytes) => bytes.length);
+  }
+
+  #snapshotNow(options: SnapshotOptions | undefined): Uint8Array {
     const resolved = resolveSnapshotOptions(options, this.#options.memoryLimitBytes);
     const handle = this.#live();
     if (this.#broken) throw new SandboxError("BROKEN", "a broken sandbox cannot be snapshotted");
@@ -440,6 +510,10 @@ export class Sandbox implements Disposable {
    * evals, and evals queued after it wait for it.
    */
   async snapshotAsync(options?: SnapshotOptions): Promise<Uint8Array> {
+    return traceOperation("quickjs_native.snapshot", () => this.#snapshotOffThread(options), (bytes) => bytes.length);
+  }
+
+  async #snapshotOffThread(options: SnapshotOptions | undefined): Promise<Uint8Array> {
     const resolved = resolveSnapshotOptions(options, this.#options.memoryLimitBytes);
     this.#live();
     if (this.#host.reentered()) throw new SandboxError("BUSY", "a host function cannot snapshot its own sandbox");
@@ -465,6 +539,10 @@ export class Sandbox implements Disposable {
    * `notRestored` lists them.
    */
   static restore(bytes: Uint8Array, options?: RestoreOptions): RestoredSandbox {
+    return traceOperation("quickjs_native.restore", () => Sandbox.#restoreNow(bytes, options), () => bytes.length);
+  }
+
+  static #restoreNow(bytes: Uint8Array, options: RestoreOptions | undefined): RestoredSandbox {
     const { sandbox, body, budgetMs } = Sandbox.#opened(bytes, options);
     try {
       return { sandbox, notRestored: restoreBody(sandbox.#live(), body, budgetMs) };
@@ -482,6 +560,10 @@ export class Sandbox implements Disposable {
    * capped by `maxSnapshotBytes`, and run before. Rejects with the same errors as `restore`.
    */
   static async restoreAsync(bytes: Uint8Array, options?: RestoreOptions): Promise<RestoredSandbox> {
+    return traceOperation("quickjs_native.restore", () => Sandbox.#restoreInto(bytes, options), () => bytes.length);
+  }
+
+  static async #restoreInto(bytes: Uint8Array, options: RestoreOptions | undefined): Promise<RestoredSandbox> {
     const { sandbox, body, budgetMs } = Sandbox.#opened(bytes, options);
     try {
       return { sandbox, notRestored: await sandbox.#restoreOffThread(body, budgetMs) };
@@ -521,6 +603,7 @@ export class Sandbox implements Disposable {
     const handle = this.#handle;
     if (!handle) return;
     this.#handle = undefined;
+    sandboxClosed(this.#id);
     // One error for every call and decode it fails, made only if one does: an error captures a
     // stack, and two of them were 8% of creating and disposing a sandbox.
     let error: SandboxError | undefined;

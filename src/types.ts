@@ -4,6 +4,7 @@ import type { WallHold } from "./wall-hold.js";
  * Public types of the engine API. Everything here is plain data: no native object ever
  * reaches a caller or guest code.
  */
+import type { UsageRecord } from "./telemetry/usage.js";
 
 /**
  * Options of a {@link Sandbox}. Every limit applies to this sandbox alone. The defaults and
@@ -52,7 +53,17 @@ export interface SandboxOptions {
    * from the clock); the seed in force is readable in {@link Sandbox.options}.
    */
   randomSeed?: number;
+  /**
+   * Receives one {@link UsageRecord} per eval (billing, quotas): the counters its report shows, its
+   * host calls by name and the bytes copied, attributed to the eval's `tenant`. Called after the
+   * eval's caller has its answer (a batch per turn of the event loop); what it throws is reported
+   * once as a process warning. Default: none.
+   */
+  onUsage?: (record: UsageRecord) => void;
 }
+
+/** {@link SandboxOptions} with every default filled in (`onUsage` stays optional). */
+export type ResolvedSandboxOptions = Required<Omit<SandboxOptions, "onUsage">> & Pick<SandboxOptions, "onUsage">;
 
 /**
  * The guest's clock.
@@ -115,6 +126,11 @@ export interface EvalOptions {
    * would spend tens of milliseconds decoding it. Default: unset, the value is an exact copy.
    */
   displayChars?: number;
+  /**
+   * Who this eval is billed to (an account, a thread): its usage record's `tenant`, and, hashed, its
+   * span's `quickjs_native.tenant.hash` attribute. At most 1024 characters. Default: none.
+   */
+  tenant?: string;
 }
 
 /** Console levels the guest can write to. */

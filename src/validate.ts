@@ -7,11 +7,12 @@ import { formatWithOptions } from "node:util";
 import { SandboxError } from "./errors.js";
 import { native } from "./native.js";
 import { SANDBOX_DEFAULTS, SANDBOX_LIMITS } from "./options.js";
-import type { EvalOptions, SandboxClock, SandboxOptions } from "./types.js";
+import { MAX_TENANT_CHARS } from "./telemetry/hub.js";
+import type { EvalOptions, ResolvedSandboxOptions, SandboxClock, SandboxOptions } from "./types.js";
 import { WallHold } from "./wall-hold.js";
 
-const DEFAULTS: Required<Omit<SandboxOptions, "randomSeed" | "copyLimitBytes">> = SANDBOX_DEFAULTS;
-const OPTION_KEYS = [...Object.keys(DEFAULTS), "randomSeed", "copyLimitBytes"];
+const DEFAULTS: Required<Omit<SandboxOptions, "randomSeed" | "copyLimitBytes" | "onUsage">> = SANDBOX_DEFAULTS;
+const OPTION_KEYS = [...Object.keys(DEFAULTS), "randomSeed", "copyLimitBytes", "onUsage"];
 const MAX_TIME_MS = SANDBOX_LIMITS.maxClockMs;
 const MAX_TIMEOUT_MS = SANDBOX_LIMITS.maxTimeoutMs;
 const PATH_SEGMENT = /^[A-Za-z_$][\w$]*$/;
@@ -41,7 +42,7 @@ function checkKeys(what: string, value: object, allowed: readonly string[]): voi
   }
 }
 
-export function validateOptions(options: unknown): Required<SandboxOptions> {
+export function validateOptions(options: unknown): ResolvedSandboxOptions {
   if (options === undefined) return validateOptions({});
   if (typeof options !== "object" || options === null) throw invalid("Sandbox options must be an object");
   checkKeys("Sandbox", options, OPTION_KEYS);
@@ -58,6 +59,7 @@ export function validateOptions(options: unknown): Required<SandboxOptions> {
   checkInteger("maxConsoleBytes", o.maxConsoleBytes, maxConsoleBytes.min, maxConsoleBytes.max);
   checkInteger("maxHostCallsInFlight", o.maxHostCallsInFlight, maxHostCallsInFlight.min, maxHostCallsInFlight.max);
   checkClock(o.clock);
+  if (o.onUsage !== undefined && typeof o.onUsage !== "function") throw invalid("onUsage must be a function");
   // A fresh seed comes from the CSPRNG: upstream seeds from the time, which leaks the host clock.
   if ((options as SandboxOptions).randomSeed === undefined) o.randomSeed = randomInt(2 ** 48 - 1);
   else checkInteger("randomSeed", o.randomSeed, 0, Number.MAX_SAFE_INTEGER);
@@ -86,7 +88,7 @@ export function evalClockMs(clock: SandboxClock): number | undefined {
   return ms;
 }
 
-const EVAL_OPTION_KEYS = ["timeoutMs", "wallTimeoutMs", "filename", "signal", "unserializable", "onConsole", "clockMs", "randomSeed", "inline", "displayChars", "wallHold"] as const;
+const EVAL_OPTION_KEYS = ["timeoutMs", "wallTimeoutMs", "filename", "signal", "unserializable", "onConsole", "clockMs", "randomSeed", "inline", "displayChars", "wallHold", "tenant"] as const;
 
 export function validateEvalOptions(code: unknown, options: unknown): EvalOptions {
   if (typeof code !== "string") throw invalid(`code must be a string; got ${typeof code}`);
@@ -111,6 +113,7 @@ export function validateEvalOptions(code: unknown, options: unknown): EvalOption
   if (o.randomSeed !== undefined) checkInteger("randomSeed", o.randomSeed, 0, Number.MAX_SAFE_INTEGER);
   if (o.inline !== undefined && typeof o.inline !== "boolean") throw invalid("inline must be a boolean");
   if (o.displayChars !== undefined) checkInteger("displayChars", o.displayChars, 0, Number.MAX_SAFE_INTEGER);
+  if (o.tenant !== undefined && (typeof o.tenant !== "string" || o.tenant.length > MAX_TENANT_CHARS)) throw invalid(`tenant must be a string of at most ${MAX_TENANT_CHARS} characters`);
   return o;
 }
 

@@ -30,7 +30,7 @@ function decadeLabel(exp) {
 /** SVG text for one run's chart. */
 export function renderChart(run) {
   const engines = run.results.map((r, i) => ({ id: r.engine, label: r.label ?? r.engine, color: COLORS[r.engine] ?? FALLBACK[i % FALLBACK.length], result: r }));
-  const groups = CASES.filter((c) => c.kind === "time")
+  const groups = CASES.filter((c) => c.kind === "time" && !c.ownOnly)
     .map((c) => ({
       title: `(${c.letter}) ${c.title}`,
       bars: engines

@@ -1,8 +1,10 @@
 // One engine's cases in a process of their own: `node --expose-gc lib/child.js ENGINE MODE OUT
-// [--quick]`, MODE = timed | memory:N | eventloop | latency | hostile | scheduler. Writes a JSON result to OUT; progress to stderr.
+// [--quick]`, MODE = timed | otel | memory:N | eventloop | latency | hostile | scheduler. Writes a JSON result to OUT; progress to stderr.
+// `otel` registers the OpenTelemetry SDK (lib/otel-sdk.js) before the engine loads, then runs the
+// timed cases OTEL_CASE_IDS as `<id>-otel`.
 import { writeFileSync } from "node:fs";
 import { loadAdapter } from "../engines/index.js";
-import { runTimedCases } from "./timed-cases.js";
+import { OTEL_CASE_IDS, runTimedCases } from "./timed-cases.js";
 import { runMemoryCase } from "./memory-case.js";
 import { runEventLoopCase } from "./event-loop-case.js";
 import { runLatencyCases } from "./latency-case.js";
@@ -18,6 +20,7 @@ const say = (text) => process.stderr.write(`  ${engineId.padEnd(18)} ${text}\n`)
 if (mode === "scheduler") process.env.QJSN_EXECUTOR_THREADS ??= "4";
 
 async function main() {
+  if (mode === "otel") (await import("./otel-sdk.js")).registerOtelSdk();
   const adapter = await loadAdapter(engineId);
   const loadStarted = performance.now();
   let info;
@@ -34,6 +37,8 @@ async function main() {
     out.rows.push({ case: "load", status: "ok", onceMs: loadMs });
     say(formatRow(out.rows[0]));
     out.rows.push(...(await runTimedCases(adapter, { quick, onProgress: (row) => say(formatRow(row)) })));
+  } else if (mode === "otel") {
+    out.rows.push(...(await runTimedCases(adapter, { quick, ids: OTEL_CASE_IDS, suffix: "-otel", onProgress: (row) => say(formatRow(row)) })));
   } else if (mode.startsWith("memory:")) {
     const count = Number(mode.slice("memory:".length));
     const row = { case: count >= 10000 ? "rss-10k" : "rss-100", ...(await runMemoryCase(adapter, count, { onProgress: say })) };

@@ -1,5 +1,5 @@
 // Renders bench/RESULTS.md from one run's results (every ratio comes from the same run).
-import { CASES } from "../workloads/cases.js";
+import { CASES, caseById } from "../workloads/cases.js";
 import { evaluateGoals } from "./goals.js";
 import { formatOps, formatRatio, formatUs } from "./format.js";
 
@@ -37,6 +37,7 @@ function timedSection(run, info) {
   const rows = [];
   for (const result of run.results) {
     if (result.engine === FLOOR && !info.cFloor) continue;
+    if (info.ownOnly && !result.engine.startsWith(NATIVE)) continue;
     const r = findRow(result, info.id);
     const label = result.label ?? result.engine;
     if (r?.status === "ok") {
@@ -172,6 +173,7 @@ export function threadStorageSection(run) {
 /** One cell of the summary: the case's headline number in its own unit. */
 function glanceCell(info, result) {
   if (result.engine === FLOOR && !info.cFloor) return "";
+  if (info.ownOnly && !result.engine.startsWith(NATIVE)) return "";
   const value = headline(info, findRow(result, info.id));
   if (Number.isNaN(value)) return "—";
   if (info.kind === "once") return `${value.toFixed(1)} ms`;
@@ -214,6 +216,23 @@ function baselineSection(run, baseline) {
     return [`(${c.letter}) ${c.title}`, glanceCell(c, native), glanceCell(c, baseline), formatRatio(ratio), roundCell, verdict];
   });
   return table(["case (median; RSS per session; p99 delay)", "this checkout", baseline.label ?? BASELINE, "this / baseline", "per round", ""], rows, "lrrrll");
+}
+
+/**
+ * What registering the OpenTelemetry SDK costs this checkout, case by case: each `<id>-otel` row
+ * against `<id>` (same engine, same run), by the median of the rounds' ratios when there were rounds.
+ */
+function otelSection(run) {
+  const native = run.results.find((r) => r.engine === NATIVE);
+  const rows = CASES.filter((c) => c.id.endsWith("-otel") && findRow(native, c.id)).map((c) => {
+    const plain = caseById(c.id.slice(0, -"-otel".length));
+    const ratioIn = (rows) => headline(c, rows?.find((row) => row.case === c.id)) / headline(plain, rows?.find((row) => row.case === plain.id));
+    const perRound = (run.baselineRounds ?? []).map((r) => ratioIn(r.native));
+    const inRounds = perRound.length > 1 && perRound.every(Number.isFinite);
+    const ratio = inRounds ? median(perRound) : ratioIn(native.rows);
+    return [`(${plain.letter}) ${plain.title}`, glanceCell(plain, native), glanceCell(c, native), formatRatio(ratio), inRounds ? perRound.map(formatRatio).join(", ") : "one process each"];
+  });
+  return rows.length === 0 ? undefined : table(["case (median)", "no SDK", "OpenTelemetry SDK", "SDK / no SDK", "per round"], rows, "lrrrl");
 }
 
 function atAGlance(run) {
@@ -299,6 +318,11 @@ export function renderReport(run) {
     );
   }
 
+  const otel = otelSection(run);
+  if (otel !== undefined) {
+    out.push("## OpenTelemetry cost (quickjs-native)", "");
+    out.push("The cases of issue 32 item 5 with and without the OpenTelemetry SDK registered (child mode `otel`, `bench/lib/otel-sdk.js`: BatchSpanProcessor over an in-memory exporter, AsyncLocalStorage context manager, meter provider with an in-memory reader), this checkout, each in a process of its own. With `--baseline`, the ratio is the median of the rounds' ratios.", "", otel, "");
+  }
   out.push("## Chart", "", "Median time per operation, log scale (shorter is faster).", "", "![Median time per operation by case and engine, log scale](chart.svg)", "");
   out.push("## At a glance", "", atAGlance(run), "");
 

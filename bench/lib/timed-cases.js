@@ -127,13 +127,20 @@ async function snapshotRunner(adapter, bytes) {
 export const TIMED_CASE_IDS = Object.keys(RUNNERS);
 
 /**
- * Runs every timed case for `adapter`; never throws for a case: failures and skips become
- * result rows with their reason. `onProgress(row)` is called after each case.
+ * The cases run again with the OpenTelemetry SDK registered (child mode `otel`), each reported as
+ * `<id>-otel`: what telemetry costs an eval, a host call and an eval tool call when traced.
  */
-export async function runTimedCases(adapter, { quick, onProgress }) {
+export const OTEL_CASE_IDS = ["eval-sync", "sync-host", "eval-tool"];
+
+/**
+ * Runs the timed cases `ids` (default: every one) for `adapter`, each row's case id followed by
+ * `suffix`; never throws for a case: failures and skips become result rows with their reason.
+ * `onProgress(row)` is called after each case.
+ */
+export async function runTimedCases(adapter, { quick, onProgress, ids = TIMED_CASE_IDS, suffix = "" }) {
   const jsonInput = makeJsonInput();
   const rows = [];
-  for (const id of TIMED_CASE_IDS) {
+  for (const id of ids) {
     let row;
     const reason = adapter.unsupported?.[id];
     if (reason) {
@@ -159,6 +166,7 @@ export async function runTimedCases(adapter, { quick, onProgress }) {
         }
       }
     }
+    row.case += suffix;
     rows.push(row);
     onProgress?.(row);
   }

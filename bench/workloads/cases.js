@@ -10,6 +10,7 @@
  * @property {string} includes  what one measured operation contains (fairness note)
  * @property {boolean} [fullOnly] skipped by --quick
  * @property {boolean} [cFloor] the raw-C harness runs it too
+ * @property {boolean} [ownOnly] measured for quickjs-native (and the --baseline checkout) only
  */
 
 /** @type {CaseInfo[]} */
@@ -120,6 +121,30 @@ export const CASES = [
     title: "eval tool call end to end (middleware)",
     kind: "time",
     includes: "`evalTool.invoke({ code }, { configurable: { thread_id } })` on a warm thread: code transform, session lookup, one awaited call of the fake `lookup` tool, result formatting.",
+  },
+  {
+    id: "eval-sync-otel",
+    letter: "b",
+    title: "eval `1+1` warm, sync, with OpenTelemetry SDK",
+    kind: "time",
+    ownOnly: true,
+    includes: "Case (b) sync with the OpenTelemetry SDK registered as the README sets it up (bench/lib/otel-sdk.js: BatchSpanProcessor over an in-memory exporter, AsyncLocalStorage context manager, meter provider with an in-memory reader): the eval's span and its duration record.",
+  },
+  {
+    id: "sync-host-otel",
+    letter: "d",
+    title: "10k sync host calls, with OpenTelemetry SDK",
+    kind: "time",
+    ownOnly: true,
+    includes: "Case (d) with the OpenTelemetry SDK registered as above: a span and a duration record per host call, and the eval's.",
+  },
+  {
+    id: "eval-tool-otel",
+    letter: "i",
+    title: "eval tool call end to end, with OpenTelemetry SDK",
+    kind: "time",
+    ownOnly: true,
+    includes: "Case (i) with the OpenTelemetry SDK registered as above: the eval tool call's span, the eval's, the `lookup` call's, and their records.",
   },
   {
     id: "snapshot-10k",

@@ -21,6 +21,7 @@ import { PtcEvalContext, type EvalRunConfig, type PtcResolver, type PtcToolView,
 import { restoreReplayStart, type Approval, type EvalReview, type ReviewedResult } from "./approval.js";
 import { SessionRegistry, type InterpreterSession } from "./sessions.js";
 import type { TaskDispatcher } from "./task.js";
+import { tenantOf, traceEvalTool } from "./telemetry.js";
 import { transformOffThread } from "./transform-off-thread.js";
 
 /**
@@ -86,6 +87,7 @@ export function sandboxOptions(options: ResolvedOptions): SandboxOptions {
   };
   if (options.maxStackSizeBytes !== undefined) out.maxStackSizeBytes = options.maxStackSizeBytes;
   if (options.randomSeed !== undefined) out.randomSeed = options.randomSeed;
+  if (options.onUsage !== undefined) out.onUsage = options.onUsage;
   return out;
 }
 
@@ -201,6 +203,7 @@ async function evaluate(session: Session, input: EvalToolInput, firstConfig: Eva
       unserializable: "describe",
       // The value is only rendered within maxResultChars: a copy for display is enough.
       displayChars: options.maxResultChars,
+      ...tenantOf(options, config),
       ...(config.signal === undefined ? {} : { signal: config.signal }),
       ...(tasks === undefined ? {} : { wallTimeoutMs: tasks.wallTimeoutMs }),
       ...(onConsole === undefined ? {} : { onConsole }),
@@ -369,14 +372,17 @@ function buildEvalTool(deps: EvalToolDeps, description: string): DynamicStructur
   return tool(
     async (input: EvalToolInput, config: EvalRunConfig) => {
       const key = sessionKeyOf(config.configurable?.thread_id);
-      const review = deps.approval?.forCall(config, input.code, key);
-      const outcome = await interpreter.run(key, async (session) => {
-        if (review !== undefined) return review.drive(session, (gate) => evaluate(session, input, config, deps, gate), failedOutcome);
-        // An eval paused for review and kept alive stops before another eval of the thread runs.
-        await session.state.pausedEval?.stop();
-        return evaluate(session, input, config, deps) as Promise<EvalOutcome>;
+      // The span of this tool call: the eval's span and its host calls' spans nest below it.
+      return traceEvalTool(options.toolName, config, key, async () => {
+        const review = deps.approval?.forCall(config, input.code, key);
+        const outcome = await interpreter.run(key, async (session) => {
+          if (review !== undefined) return review.drive(session, (gate) => evaluate(session, input, config, deps, gate), failedOutcome);
+          // An eval paused for review and kept alive stops before another eval of the thread runs.
+          await session.state.pausedEval?.stop();
+          return evaluate(session, input, config, deps) as Promise<EvalOutcome>;
+        });
+        return toToolOutput(outcome, config, options.toolName);
       });
-      return toToolOutput(outcome, config, options.toolName);
     },
     {
       name: options.toolName,

@@ -32,6 +32,7 @@ import { createHash, createHmac, timingSafeEqual, type Hash, type Hmac } from "n
 import { deserialize, serialize } from "node:v8";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { BaseStore } from "@langchain/langgraph";
+import { traceOperation } from "../index.js";
 import type { StateUpdate } from "./ptc.js";
 import { ThreadBlobs } from "./thread-blobs.js";
 
@@ -141,8 +142,12 @@ function lengthPrefixed(bytes: Uint8Array): Buffer[] {
  * serializes each stored piece at once, so none is large); rejects when it is over `maxBytes` or
  * not cloneable.
  */
-export async function encodeRecord(record: ReplayRecord, binding: RecordBinding, slot: string, maxBytes: number): Promise<string[]> {
-  return toBase64Pieces(await encodeRecordParts(record, binding, slot, maxBytes));
+export function encodeRecord(record: ReplayRecord, binding: RecordBinding, slot: string, maxBytes: number): Promise<string[]> {
+  return traceOperation(
+    "quickjs_native.journal.write",
+    async () => toBase64Pieces(await encodeRecordParts(record, binding, slot, maxBytes)),
+    (pieces) => pieces.reduce((chars, piece) => chars + piece.length, 0),
+  );
 }
 
 /** The bytes of an encoded record, as parts to be concatenated. */

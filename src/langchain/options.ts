@@ -5,7 +5,7 @@
  */
 import type { StructuredToolInterface } from "@langchain/core/tools";
 import type { DecisionType, InterruptOnConfig } from "langchain";
-import { INTERPRETER_DEFAULTS, INTERPRETER_LIMITS, SANDBOX_LIMITS, type SandboxClock } from "../index.js";
+import { INTERPRETER_DEFAULTS, INTERPRETER_LIMITS, SANDBOX_LIMITS, type SandboxClock, type UsageRecord } from "../index.js";
 import { camelCaseToolName } from "./signatures.js";
 
 /** How long interpreter state lives. */
@@ -120,6 +120,14 @@ export interface CodeInterpreterMiddlewareOptions {
   /** Seed of `Math.random` (an integer 0..2^53-1) for reproducible runs; default: a fresh random seed per sandbox. */
   randomSeed?: number;
   /**
+   * Receives one usage record per eval (billing, quotas): CPU and wall µs, peak memory, host calls
+   * by name, bytes copied, attributed to `usageTenant`. Delivered after the eval, a batch per turn
+   * of the event loop. Default: none.
+   */
+  onUsage?: (record: UsageRecord) => void;
+  /** The tenant of a run's usage records and spans (hashed there), from its run config. Default: the thread id. */
+  usageTenant?: (config: { configurable?: Record<string, unknown> }) => string;
+  /**
    * Human review of calls made from code, in the shape of langchain's `humanInTheLoopMiddleware`:
    * `{ send_email: true, delete_file: { allowedDecisions: ["approve", "reject"] } }`, or that
    * middleware's whole configuration (`{ interruptOn, descriptionPrefix }`) so one definition serves
@@ -161,6 +169,8 @@ export interface ResolvedOptions {
   clock: SandboxClock;
   randomSeed: number | undefined;
   interruptOn: ResolvedInterruptOn;
+  onUsage: ((record: UsageRecord) => void) | undefined;
+  usageTenant: ((config: { configurable?: Record<string, unknown> }) => string) | undefined;
 }
 
 /** How calls of one tool are reviewed. */
@@ -204,6 +214,7 @@ const KNOWN_KEYS: ReadonlySet<string> = new Set<keyof CodeInterpreterMiddlewareO
   "memoryLimitBytes", "copyLimitBytes", "maxStackSizeBytes", "executionTimeoutMs", "wallTimeoutMs", "toolName", "captureConsole",
   "maxResultChars", "maxCodeBytes", "maxKeptOutputChars", "systemPrompt", "ptc", "ptcAcknowledgeUnsafe", "maxPtcCalls", "ptcQuotas", "subagents", "subagentTimeoutMs", "mode",
   "maxSnapshotBytes", "snapshotSigningKey", "maxLiveSessions", "sessionIdleTimeoutMs", "clock", "randomSeed", "interruptOn",
+  "onUsage", "usageTenant",
 ]);
 
 const DECISION_TYPES: readonly DecisionType[] = ["approve", "edit", "reject"];
@@ -238,6 +249,11 @@ function integerOption(name: string, value: unknown, fallback: number | undefine
     fail(`${name} must be an integer ${range}, got ${describe(value)}`);
   }
   return value;
+}
+
+function functionOption<F>(name: string, value: unknown): F | undefined {
+  if (value !== undefined && typeof value !== "function") fail(`${name} must be a function, got ${describe(value)}`);
+  return value as F | undefined;
 }
 
 function booleanOption(name: string, value: unknown, fallback: boolean): boolean {
@@ -464,5 +480,7 @@ export function resolveOptions(options: CodeInterpreterMiddlewareOptions | undef
     clock: resolveClock(input.clock),
     randomSeed: integerOption("randomSeed", input.randomSeed, undefined, 0),
     interruptOn: resolveInterruptOn(input.interruptOn, toolName),
+    onUsage: functionOption<(record: UsageRecord) => void>("onUsage", input.onUsage),
+    usageTenant: functionOption<(config: { configurable?: Record<string, unknown> }) => string>("usageTenant", input.usageTenant),
   };
 }

@@ -4,6 +4,7 @@
  * becomes a typed guest value (plus graph-state updates when the tool returns a `Command`).
  */
 import type { StructuredToolInterface, ToolRunnableConfig } from "@langchain/core/tools";
+import { nameHostCall } from "../index.js";
 import { assertNoCamelCollisions, isToolInstance, SAFE_PTC_TOOL_NAMES, TASK_TOOL_NAME, type ResolvedPtcSpec } from "./options.js";
 import type { EvalActivity } from "./activity.js";
 import { camelCaseToolName } from "./signatures.js";
@@ -190,6 +191,7 @@ export class PtcEvalContext {
       // (the eval runs under the run's signal), so it alone covers both; AbortSignal.any costs ~100 µs.
       signal,
     };
+    nameHostCall(target.name, config.toolCallId); // the span and usage of this host call name the tool
     const live = async (toolInput: Record<string, unknown>): Promise<{ value: unknown; updates: StateUpdate[] }> => {
       const progress = this.#activity?.toolStarted(target.name, signal);
       try {
