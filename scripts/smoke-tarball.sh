@@ -115,6 +115,13 @@ peers=()
 for peer in langchain @langchain/core; do
   peers+=("$peer@$(node -p 'require(process.argv[1]).version' "$root/node_modules/$peer/package.json")")
 done
+# --offline resolves every package's version from the packuments in npm's cache, and npm ci of a
+# lock file fetches tarballs only: on a machine whose cache has never seen a packument of the peers'
+# tree (@cfworker/json-schema under @langchain/core), the offline install fails before any build.
+# A lock-only install of the same packages, online, caches those packuments; it builds nothing.
+new_project "$work/b-resolve"
+(cd "$work/b-resolve" && npm install --package-lock-only --ignore-scripts --no-audit --no-fund "$tarball" "${peers[@]}" >"$work/b-resolve.log" 2>&1) ||
+  { cat "$work/b-resolve.log"; fail "(b) resolving the peers' dependency tree failed"; }
 (cd "$work/b" && PATH="$noapt" npm_config_build_from_source=true \
   npm install --offline --no-audit --no-fund --foreground-scripts "$tarball" "${peers[@]}" >"$work/b.log" 2>&1) ||
   { cat "$work/b.log"; fail "(b) the source build from the tarball failed"; }
