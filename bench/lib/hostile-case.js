@@ -4,7 +4,7 @@
 // the one event loop that serves every other session. Target: ≤ 20 ms per class.
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { approvalStallCases } from "./approval-stall.js";
-import { codeArgumentClasses } from "./hostile-code-argument.js";
+import { codeArgumentClasses, fill } from "./hostile-code-argument.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const TICK_MS = 5;
@@ -47,16 +47,6 @@ function classes(api, lc) {
     return () => evalTool.invoke({ code }, config);
   };
   const KiB = 1024;
-  /** Lines of code up to `bytes` (ASCII, so characters are bytes). */
-  const fill = (line, bytes) => {
-    const lines = [];
-    let size = 0;
-    for (let i = 0; size + line(i).length + 1 <= bytes; i++) {
-      lines.push(line(i));
-      size += line(i).length + 1;
-    }
-    return lines.join("\n");
-  };
   return {
     dispose: () => middleware.dispose(),
     cases: [

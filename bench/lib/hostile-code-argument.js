@@ -9,8 +9,8 @@ import { createRequire } from "node:module";
 const KiB = 1024;
 const CODE_BYTES = 1024 * KiB;
 
-/** Lines of code up to `bytes` (ASCII, so characters are bytes). */
-function fill(line, bytes) {
+/** Lines of code up to `bytes` (ASCII, so characters are bytes); hostile-case.js fills its own with it. */
+export function fill(line, bytes) {
   const lines = [];
   let size = 0;
   for (let i = 0; size + line(i).length + 1 <= bytes; i++) {
