@@ -63,7 +63,7 @@ export function isCheckpointerBlobs(x: unknown): x is CheckpointerBlobs {
 }
 
 // LangGraph's run-config key of the checkpointer the running graph writes to (CONFIG_KEY_CHECKPOINTER).
-const CHECKPOINTER_KEY = "__pregel_checkpointer";
+export const CHECKPOINTER_KEY = "__pregel_checkpointer";
 
 /** The checkpointer of the run `configurable` belongs to, with its thread id, if it has one. */
 export function checkpointerOf(configurable: Record<string, unknown> | undefined): CheckpointerBlobs | undefined {

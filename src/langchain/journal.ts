@@ -34,6 +34,7 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import type { BaseStore } from "@langchain/langgraph";
 import { traceOperation } from "../index.js";
 import type { StateUpdate } from "./ptc.js";
+import { CHECKPOINTER_KEY } from "./checkpointer-blobs.js";
 import { ThreadBlobs } from "./thread-blobs.js";
 
 const MAGIC = Buffer.from("QJSNJRNL", "latin1");
@@ -310,9 +311,8 @@ interface PendingWriteSaver {
   getTuple(config: RunnableConfig): Promise<{ pendingWrites?: [string, string, unknown][] } | undefined>;
 }
 
-// LangGraph's own run-config keys (CONFIG_KEY_CHECKPOINTER, CONFIG_KEY_CHECKPOINT_MAP): the
-// checkpointer `interrupt()` itself uses, and the checkpoint the running task belongs to.
-const CHECKPOINTER_KEY = "__pregel_checkpointer";
+// LangGraph's own run-config key (CONFIG_KEY_CHECKPOINT_MAP): the checkpoint the running task
+// belongs to; CHECKPOINTER_KEY names the checkpointer `interrupt()` itself uses.
 const CHECKPOINT_MAP_KEY = "checkpoint_map";
 /** Channel of the pending write holding a record; no graph has it, so LangGraph ignores the write. */
 const RECORD_CHANNEL = "__code_interpreter_replay__";
