@@ -8,7 +8,8 @@
 //    spinners, the state the LoopGuard puts a 2-core machine in (cores - 1 turns) when the event
 //    loop waited for a core, which a loaded machine never shows (other processes fill the cores);
 //  - past-cap: the same with QJSN_EXECUTOR_THREADS=4 and 6 spinners, as the scheduler case's row;
-//  - batch-spread: medians (µs) of 10 consecutive batches of 200 `await eval("1+1")`.
+//  - batch-spread: medians (µs) of 10 consecutive batches of 200 `await eval("1+1")`, in a fresh
+//    process, then again after eight sessions spun for 200 ms of CPU each (as the scheduler case).
 // Run pairs in alternating order (ABAB) and compare medians: one process's figures move a lot on
 // a shared machine.
 import { resolve } from "node:path";
@@ -45,8 +46,8 @@ async function probeWhileSpinning(spinners, spinMs) {
   return { p50Ms: at(w, 0.5), p99Ms: at(w, 0.99), maxMs: w.at(-1), samples: w.length };
 }
 
-async function batchSpread(batches) {
-  const sb = new api.Sandbox();
+/** Batch medians (µs) of `batches` batches of 200 `await sb.eval("1+1")`: min, median, max and all. */
+async function batchMedians(sb, batches) {
   const medians = [];
   for (let b = 0; b < batches; b++) {
     const times = [];
@@ -57,9 +58,19 @@ async function batchSpread(batches) {
     }
     medians.push(at(sorted(times), 0.5));
   }
-  sb.dispose();
   const m = sorted(medians);
   return { minUs: m[0], medianUs: at(m, 0.5), maxUs: m.at(-1), medians };
+}
+
+async function batchSpread(batches) {
+  const sb = new api.Sandbox();
+  const fresh = await batchMedians(sb, batches);
+  const spinners = Array.from({ length: 8 }, () => new api.Sandbox({ executionTimeoutMs: 200 }));
+  await Promise.all(spinners.map((s) => s.run("while (true) {}")));
+  for (const s of spinners) s.dispose();
+  const afterSpinners = await batchMedians(sb, batches);
+  sb.dispose();
+  return { fresh, afterSpinners };
 }
 
 const runs = {
