@@ -46,9 +46,13 @@ async function probeWhileSpinning(spinners, spinMs) {
   return { p50Ms: at(w, 0.5), p99Ms: at(w, 0.99), maxMs: w.at(-1), samples: w.length };
 }
 
-/** Batch medians (µs) of `batches` batches of 200 `await sb.eval("1+1")`: min, median, max and all. */
+/**
+ * Batch medians (µs) of `batches` batches of 200 `await sb.eval("1+1")`: min, median, max and all,
+ * and the process's CPU time per eval (µs, every thread: spins included).
+ */
 async function batchMedians(sb, batches) {
   const medians = [];
+  const cpu = process.cpuUsage();
   for (let b = 0; b < batches; b++) {
     const times = [];
     for (let i = 0; i < 200; i++) {
@@ -58,8 +62,9 @@ async function batchMedians(sb, batches) {
     }
     medians.push(at(sorted(times), 0.5));
   }
+  const used = process.cpuUsage(cpu);
   const m = sorted(medians);
-  return { minUs: m[0], medianUs: at(m, 0.5), maxUs: m.at(-1), medians };
+  return { minUs: m[0], medianUs: at(m, 0.5), maxUs: m.at(-1), cpuUsPerEval: (used.user + used.system) / (batches * 200), medians };
 }
 
 async function batchSpread(batches) {
