@@ -166,6 +166,12 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
       return outcomeHere_.load(std::memory_order_acquire) || hasMail_.load(std::memory_order_acquire);
     };
     bool skipsWait = replySpinSkips_ > 0 && !arrived();
+    // A sleeping worker's wake-up (43 us median on a 2-core VM) outlasts the reply spin: the outcome
+    // then went through the loop, the next eval came too late for the worker's spin, and whole
+    // batches stayed that slow. Wait for the slice to begin first (at most kSliceStartSpinNs of
+    // the main thread, only while a core is free for it), so the spin below covers the slice only.
+    if (!skipsWait && Executor::instance().mainMaySpin())
+      spinUntil(kSliceStartSpinNs, [&] { return arrived() || !awaitingSlice(); });
     spinForReply(arrived, [&] { return awaitingSlice() || hasMail_.load(std::memory_order_relaxed); });
     std::optional<EvalOutcome> taken;
     bool wake;
@@ -325,6 +331,7 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   std::pair<uint32_t, uint64_t> expected_{0, 0};  // (sandbox, eval) of expectOutcome; under mu_
   std::atomic<bool> outcomeHere_{false};          // that outcome is in the outbox
   static constexpr int64_t kReplySpinNs = 30 * 1000;
+  static constexpr int64_t kSliceStartSpinNs = 150 * 1000;
   int replySpinSkips_ = 0;
   // The eval whose outcome a skipped wait left to the loop, and when; under mu_.
   struct SkippedWait {

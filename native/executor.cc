@@ -202,7 +202,7 @@ void* workerMain(void* arg) {
     }
     st->idle++;
     if (again) {
-      st->turns.enqueue(std::move(engine));
+      st->turns.enqueue(std::move(engine), false);
       st->lastScheduledNs = steadyNowNs();
     }
     published(st);
@@ -270,7 +270,9 @@ void Executor::schedule(std::shared_ptr<Engine> engine) {
     state_->turns.setMaxTurns(state_->maxThreads);
     startThread(watchdogMain, state_, 256u << 10);
   }
-  state_->turns.enqueue(std::move(engine));
+  // An eval that has not run yet may go ahead of parked spinners (guest_turns.h).
+  bool fresh = engine->awaitingSlice();
+  state_->turns.enqueue(std::move(engine), fresh);
   state_->pending.store(state_->turns.canTake(), std::memory_order_release);
   state_->contended.store(state_->turns.contended(), std::memory_order_relaxed);
   state_->lastScheduledNs = steadyNowNs();

@@ -2,17 +2,25 @@
 // executor in native/executor.cc owns the threads and calls this under its lock).
 //
 // A turn is the right to run guest code on an executor thread; at most `maxTurns` are held at once
-// (QJSN_EXECUTOR_THREADS). Everything that wants one waits in a single line, in arrival order:
-// engines queued for a slice (no thread yet), and threads whose guest used up its time slice while
-// others waited. QuickJS cannot set a running guest's C stack aside, so such a thread keeps it and
-// sleeps until its turn comes back ("parked").
+// (QJSN_EXECUTOR_THREADS, fewer while the LoopGuard holds a core for the event loop). Everything
+// that wants one waits in a single line, in arrival order: engines queued for a slice (no thread
+// yet), and threads whose guest used up its time slice while others waited. QuickJS cannot set a
+// running guest's C stack aside, so such a thread keeps it and sleeps until its turn comes back
+// ("parked"). One exception to arrival order: an eval that has not run yet (fresh: most are
+// trivial and end within microseconds) goes ahead of parked threads, at most kFreshBypasses times
+// in a row; then the parked head has the next turn.
 //
-//   engine queued --turn free, thread idle--> running --slice ends--> turn passes to the line's head
+//   engine queued --turn free, thread idle--> running --slice ends--> turn passes on (below)
 //   running --kTimeSliceNs of its own CPU (or kTurnWallNs) used while the line is not empty--> parked
 //   parked --turn passed to it (or a stop for its eval: it only unwinds)--> running
+//   a turn passes to: a fresh queued engine, if the parked head was passed over fewer than
+//   kFreshBypasses times since it last had a turn; else the line's head, engine or parked thread
 //
-// So past the cap no eval waits behind more than one time slice of each session ahead of it in
-// the line, whatever the number of sessions, and a spinning guest still gets its whole budget.
+// So past the cap a fresh eval waits for one slice to end (the first of those running), not for a
+// slice of every spinner parked ahead of it; no eval waits behind more than one time slice of each
+// session ahead of it in the line plus kFreshBypasses slices of fresh evals (each of which, if it
+// does not end in its first slice, parks at the tail like any other); and a spinning guest still
+// gets its whole budget.
 #pragma once
 
 #include <condition_variable>
@@ -33,6 +41,9 @@ class GuestTurns {
   // Wall time after which a turn ends anyway while others wait: on a loaded machine a guest's
   // thread may get a small share of a core, and those waiting should not pay for that.
   static constexpr int64_t kTurnWallNs = 20 * 1000000LL;
+  // Turns in a row that fresh evals may take ahead of the parked head: a parked guest waits at
+  // most this many extra slices for its turn, however many fresh evals arrive.
+  static constexpr int kFreshBypasses = 2;
 
   // A thread whose guest waits mid-slice for its turn to come back.
   struct Parked {
@@ -57,15 +68,24 @@ class GuestTurns {
   // running guest past its slice hands over.
   bool contended() const { return held_ > cap() || (held_ == cap() && (!queue_.empty() || !parked_.empty())); }
 
-  void enqueue(std::shared_ptr<Engine> engine) { queue_.push_back({std::move(engine), nextTicket_++}); }
-  // An idle thread may take the queued engine at the head of the line now.
-  bool canTake() const {
-    return held_ < cap() && !queue_.empty() && (parked_.empty() || queue_.front().ticket < parked_.front()->ticket);
+  // `fresh`: the engine's eval has not run yet (it may go ahead of parked threads).
+  void enqueue(std::shared_ptr<Engine> engine, bool fresh) {
+    queue_.push_back({std::move(engine), nextTicket_++, fresh});
+    if (fresh) fresh_++;
   }
-  // Takes the head engine and a turn with it (canTake() was true).
+  // An idle thread may take a queued engine now.
+  bool canTake() const { return held_ < cap() && queuedGoesFirst(); }
+  // Takes the next queued engine and a turn with it (canTake() was true): the line's head, or the
+  // first fresh engine when it goes ahead of the parked head.
   std::shared_ptr<Engine> take() {
-    std::shared_ptr<Engine> engine = std::move(queue_.front().engine);
-    queue_.pop_front();
+    auto it = queue_.begin();
+    if (!parked_.empty() && parked_.front()->ticket < it->ticket) {
+      while (!it->fresh) ++it;
+      bypasses_++;
+    }
+    std::shared_ptr<Engine> engine = std::move(it->engine);
+    if (it->fresh) fresh_--;
+    queue_.erase(it);
     held_++;
     return engine;
   }
@@ -77,6 +97,7 @@ class GuestTurns {
   // The running guest of `p` hands its turn over and joins the line's tail.
   void park(Parked* p) {
     p->ticket = nextTicket_++;
+    if (parked_.empty()) bypasses_ = 0;
     parked_.push_back(p);
     held_--;
     passOn();
@@ -102,15 +123,23 @@ class GuestTurns {
   struct Queued {
     std::shared_ptr<Engine> engine;
     uint64_t ticket;
+    bool fresh;
   };
-  // Free turns go to parked threads at the head of the line; queued engines there are taken by
-  // idle threads (canTake), which the executor wakes.
+  // The next free turn goes to a queued engine (taken by an idle thread, which the executor wakes),
+  // not to the parked head.
+  bool queuedGoesFirst() const {
+    if (queue_.empty()) return false;
+    if (parked_.empty() || queue_.front().ticket < parked_.front()->ticket) return true;
+    return fresh_ > 0 && bypasses_ < kFreshBypasses;
+  }
+  // Free turns go to the parked head while no queued engine goes first.
   void passOn() {
-    while (held_ < cap() && !parked_.empty() && (queue_.empty() || parked_.front()->ticket < queue_.front().ticket)) {
+    while (held_ < cap() && !parked_.empty() && !queuedGoesFirst()) {
       Parked* p = parked_.front();
       parked_.pop_front();
       p->granted = true;
       held_++;
+      bypasses_ = 0;
       p->cv.notify_one();
     }
   }
@@ -121,6 +150,8 @@ class GuestTurns {
   int limit_ = 1 << 30;
   int held_ = 0;
   uint64_t nextTicket_ = 0;
+  int fresh_ = 0;     // fresh engines in queue_
+  int bypasses_ = 0;  // turns fresh engines took ahead of the parked head since it last had one
   std::deque<Queued> queue_;
   std::deque<Parked*> parked_;
 };

@@ -1,0 +1,76 @@
+// Hazard: spinners parked in the line for a turn ahead of a trivial eval. While the LoopGuard keeps
+// a core free for the event loop, a 2-core machine gives guests one turn; eight spinners then made
+// a trivial eval of another session wait for a time slice of each of them (p99 3.3 ms became
+// 44.5 ms). Now an eval that has not run yet goes ahead of parked spinners, a bounded number of
+// times in a row (native/guest_turns.h). One turn here (QJSN_EXECUTOR_THREADS=1) stands for the
+// LoopGuard's hold, which no test can bring about on purpose. vitest runs each file in a process
+// of its own, and the cap is read when the first async eval starts.
+process.env.QJSN_EXECUTOR_THREADS = "1";
+
+import { describe, expect, it } from "vitest";
+import { native } from "../../src/native.js";
+import { sandbox } from "./harness.js"; // a sandbox disposed after the current test
+
+const SPINNERS = 3;
+// Guests get a small share of a loaded machine's cores: generous, and never reached when it passes.
+const TIMEOUT_MS = 180_000;
+
+/**
+ * `count` sessions that call `ran()` and spin, with a CPU budget a little over one time slice (5 ms):
+ * a spinner that gets a second slice ends in it, so the order in which evals settle shows which had
+ * the turn first. `everyOneRan` settles once each has had its first slice: with one turn, all but
+ * the running one are parked then. Each settled run pushes `spinner <i>` onto `log`.
+ */
+function startSpinners(count: number, log: string[]) {
+  let started = 0;
+  let allStarted: () => void = () => {};
+  const everyOneRan = new Promise<void>((resolve) => (allStarted = resolve));
+  const runs = Array.from({ length: count }, (_, i) => {
+    const sb = sandbox({ executionTimeoutMs: 6, wallTimeoutMs: 600_000 });
+    sb.defineFunction("ran", () => {
+      if (++started === count) allStarted();
+    });
+    return sb.run("ran(); while (true) {}").then((report) => {
+      log.push(`spinner ${i}`);
+      return report;
+    });
+  });
+  return { everyOneRan, runs };
+}
+
+describe("a fresh eval behind parked spinners", () => {
+  it("is answered before a spinner's second slice", async () => {
+    expect(native.executorThreads()[1]).toBe(1);
+    const settled: string[] = [];
+    const { everyOneRan, runs } = startSpinners(SPINNERS, settled);
+    await everyOneRan;
+    expect(settled).toEqual([]);
+    const probe = sandbox();
+    expect(await probe.eval("1 + 1")).toBe(2);
+    settled.push("probe");
+    const reports = await Promise.all(runs);
+    expect(settled[0]).toBe("probe");
+    expect(reports.map((r) => (r.ok ? "ok" : r.error.code))).toEqual(Array(SPINNERS).fill("TIMEOUT"));
+  }, TIMEOUT_MS);
+
+  it("never starves a parked spinner: fresh evals go ahead of it at most twice in a row", async () => {
+    const log: string[] = [];
+    const { everyOneRan, runs } = startSpinners(2, log);
+    await everyOneRan;
+    // Spinner 0 is parked after its first slice. Six fresh evals that spin too come in at once;
+    // each logs when it first runs (then, still spinning at its slice's end, it parks at the tail).
+    for (let i = 0; i < 6; i++) {
+      const sb = sandbox({ executionTimeoutMs: 600_000, wallTimeoutMs: 600_000 });
+      sb.defineFunction("ran", () => {
+        log.push(`fresh ${i}`);
+      });
+      void sb.run("ran(); while (true) {}");
+    }
+    await runs[0];
+    // Two fresh evals took a turn ahead of spinner 0, whose second slice came next and ended it; a
+    // third could run only after that slice (fresh 2 may be logged before its settlement arrives).
+    expect(log.slice(0, 2)).toEqual(["fresh 0", "fresh 1"]);
+    expect(log).not.toContain("fresh 3");
+    expect(log).toContain("spinner 0");
+  }, TIMEOUT_MS);
+});
