@@ -14,6 +14,7 @@ import { TaskDispatcher, type TaskCatalog } from "./task.js";
 import { Approval } from "./approval.js";
 
 export type { CodeInterpreterMiddlewareOptions, InterpreterMode, InterruptOnTools, PtcEntry, PtcPreset, SystemPromptOption } from "./options.js";
+export { INTERPRETER_LIMITS } from "./limits.js";
 export { PTCCallBudgetExceededError } from "./ptc.js";
 export { ReplayDivergenceError, MAX_LIVE_PAUSED_EVALS } from "./approval.js";
 export type { SubagentProgressEvent } from "./task.js";

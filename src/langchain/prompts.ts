@@ -6,7 +6,8 @@
  * golden files in test/langchain/golden/ show every variant. Sections are separated by one blank
  * line.
  */
-import { INTERPRETER_LIMITS, type SandboxErrorCode } from "../index.js";
+import type { SandboxErrorCode } from "../index.js";
+import { INTERPRETER_LIMITS } from "./limits.js";
 import type { EvalOutcomeMetadata, KeptOutput } from "./outcome.js";
 import { camelCaseToolName, renderToolSignatures, type ToolSignatureInput } from "./signatures.js";
 
