@@ -30,9 +30,9 @@ import { randomInt, createHash } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 import { deserialize, serialize } from "node:v8";
 import type { Decision, HITLRequest } from "langchain";
-import { Sandbox, WallHold, type ConsoleEntry, type SandboxOptions } from "../index.js";
-import { APPROVAL_TEXT, PERSISTENCE_TEXT } from "./prompts.js";
-import { dropRestored, type PersistenceState } from "./persistence.js";
+import { WallHold, type ConsoleEntry, type Sandbox } from "../index.js";
+import { APPROVAL_TEXT } from "./prompts.js";
+import type { SessionPersistence } from "./persistence.js";
 import type { ResolvedOptions, ResolvedReview } from "./options.js";
 import type { EvalRunConfig, PtcToolView, StateUpdate } from "./ptc.js";
 import { unfaithfulPartOf } from "./review-args.js";
@@ -178,15 +178,10 @@ export class Approval {
  * for the session's sandbox to open with. Throws when it cannot be restored: a replay on any other
  * state would not be the same eval.
  */
-export async function restoreReplayStart(state: ReplayStartHolder & { persistence: PersistenceState }, options: SandboxOptions, maxSnapshotBytes: number): Promise<void> {
+export async function restoreReplayStart(state: ReplayStartHolder & { persistence: SessionPersistence }): Promise<void> {
   const bytes = state.replayStart!;
   state.replayStart = undefined;
-  // The start state replaces whatever the session was about to restore.
-  state.persistence.pending = undefined;
-  dropRestored(state.persistence);
-  const { sandbox, notRestored } = await Sandbox.restoreAsync(bytes, { ...options, maxSnapshotBytes });
-  if (notRestored.length > 0) state.persistence.notices.push(PERSISTENCE_TEXT.notRestored(notRestored.map((n) => `${n.name} (${n.type})`)));
-  state.persistence.restored = sandbox;
+  await state.persistence.restoreStart(bytes);
 }
 
 /** A review waiting for the eval tool to raise it. */
