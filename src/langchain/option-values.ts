@@ -1,7 +1,7 @@
 /**
  * How the composite options of {@link createCodeInterpreterMiddleware} (`systemPrompt`, `ptc`,
  * `interruptOn`) are read and normalised, and the error every option mistake throws. The option
- * schema in options.ts calls these; nothing else should.
+ * schema in options.ts calls the resolvers; ptc.ts and task.ts share the tool-name rules.
  */
 import type { StructuredToolInterface } from "@langchain/core/tools";
 import type { DecisionType, InterruptOnConfig } from "langchain";

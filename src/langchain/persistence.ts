@@ -360,7 +360,7 @@ export class Persistence {
    * state. Returns the notices for the model, and whether the session's sandbox must be discarded.
    */
   settle(state: PersistenceState, report: EvalReport, sandbox: Sandbox, snapshot: Uint8Array | undefined, broken: boolean): { notices: string[]; discard: boolean } {
-    const notices = state.notices.splice(0);
+    const notices = this.takeNotices(state);
     if (!this.rollsBack) return { notices, discard: broken };
     if (!report.ok && isStop(report.error.code)) {
       notices.push(this.#rollBack(state, report.error.code));
