@@ -224,6 +224,3 @@ export function resolveOptions(options: CodeInterpreterMiddlewareOptions | undef
   if (issue.code === "unrecognized_keys") fail(`unknown option ${JSON.stringify(issue.keys[0])}; known options: ${KNOWN_OPTIONS}`);
   fail(`${issue.path.join(".")} ${issue.message}`);
 }
-
-/** Every option's default, as resolved (read by tests and the docs; the schema above is the source). */
-export const DEFAULTS: ResolvedOptions = resolveOptions({});

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { tool } from "@langchain/core/tools";
 import { z } from "zod";
-import { DEFAULTS, resolveOptions } from "../../src/langchain/options.js";
+import { resolveOptions } from "../../src/langchain/options.js";
 
 const webSearch = tool(async ({ query }: { query: string }) => query, {
   name: "web_search",
@@ -23,9 +23,17 @@ describe("middleware options", () => {
     expect(r.maxSnapshotBytes).toBe(r.memoryLimitBytes);
     expect(r.systemPrompt).toEqual({ kind: "default" });
     expect(r.ptc).toEqual({ safe: false, all: false, names: [], instances: [] });
-    expect(r.maxLiveSessions).toBe(DEFAULTS.maxLiveSessions);
+    expect(r.maxLiveSessions).toBe(64);
+    expect(r.sessionIdleTimeoutMs).toBe(30 * 60 * 1000);
+    expect(r.copyLimitBytes).toBe(r.memoryLimitBytes);
+    expect(r.wallTimeoutMs).toBe(60_000);
     expect(r.clock).toBe("frozen");
     expect(r.randomSeed).toBeUndefined();
+  });
+
+  it("wallTimeoutMs follows a larger executionTimeoutMs, copyLimitBytes a custom memoryLimitBytes", () => {
+    expect(resolveOptions({ executionTimeoutMs: 90_000 }).wallTimeoutMs).toBe(90_000);
+    expect(resolveOptions({ memoryLimitBytes: 8 * 1024 * 1024 }).copyLimitBytes).toBe(8 * 1024 * 1024);
   });
 
   it("maxSnapshotBytes follows a custom memoryLimitBytes", () => {
@@ -90,7 +98,7 @@ describe("middleware options", () => {
 
   it("an option given as undefined takes its default", () => {
     const r = resolveOptions({ memoryLimitBytes: undefined, mode: undefined, maxPtcCalls: undefined } as never);
-    expect([r.memoryLimitBytes, r.mode, r.maxPtcCalls]).toEqual([DEFAULTS.memoryLimitBytes, "thread", 256]);
+    expect([r.memoryLimitBytes, r.mode, r.maxPtcCalls]).toEqual([64 * 1024 * 1024, "thread", 256]);
   });
 
   it("errors are TypeErrors naming the factory", () => {
