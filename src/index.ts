@@ -9,7 +9,7 @@ export { GuestOpaque } from "./wire.js";
 export { renderValue, type RenderOptions } from "./render.js";
 export type { ArgumentsSchema, SchemaIssue, SchemaResult } from "./host-schema.js";
 export { WallHold } from "./wall-hold.js";
-export { SANDBOX_DEFAULTS, SANDBOX_LIMITS, INTERPRETER_DEFAULTS, INTERPRETER_LIMITS } from "./options.js";
+export { SANDBOX_DEFAULTS, SANDBOX_LIMITS } from "./options.js";
 export type { GuestOpaqueKind } from "./wire.js";
 export type {
   SandboxOptions,

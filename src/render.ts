@@ -12,7 +12,7 @@
  */
 import { formatWithOptions, inspect, type InspectOptions } from "node:util";
 import { classNameAtDecode, GuestOpaque, keysAtDecode, sizeAtDecode } from "./marshal.js";
-import { INTERPRETER_DEFAULTS } from "./options.js";
+import { SANDBOX_DEFAULTS } from "./options.js";
 
 /** How results are shown: `util.inspect` with these options, within a character budget. */
 export const RENDER_OPTIONS = {
@@ -57,8 +57,8 @@ export interface RenderOptions {
  * `... N more items` markers. A guest Error shows as Node shows one (`TypeError: bad\n    at
  * <eval> ...`), an instance of a guest class with its class name (`P { x: 1 }`).
  */
-export function renderValue(value: unknown, maxChars: number = INTERPRETER_DEFAULTS.maxResultChars, options: RenderOptions = {}): string {
-  const budget = Number.isFinite(maxChars) ? maxChars : INTERPRETER_DEFAULTS.maxResultChars;
+export function renderValue(value: unknown, maxChars: number = SANDBOX_DEFAULTS.renderChars, options: RenderOptions = {}): string {
+  const budget = Number.isFinite(maxChars) ? maxChars : SANDBOX_DEFAULTS.renderChars;
   const inspectOptions = options.colors === true ? { ...RENDER_OPTIONS, colors: true } : RENDER_OPTIONS;
   return inspect(new Pruner(budget, RENDER_OPTIONS).copy(value, 0), inspectOptions);
 }

@@ -30,12 +30,13 @@ import { randomInt, createHash } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 import { deserialize, serialize } from "node:v8";
 import type { Decision, HITLRequest } from "langchain";
-import { Sandbox, WallHold, type ConsoleEntry, type SandboxOptions } from "../index.js";
-import { APPROVAL_TEXT, PERSISTENCE_TEXT } from "./prompts.js";
-import { dropRestored, type PersistenceState } from "./persistence.js";
+import { WallHold, type ConsoleEntry, type Sandbox } from "../index.js";
+import { APPROVAL_TEXT } from "./prompts.js";
+import type { SessionPersistence } from "./persistence.js";
 import type { ResolvedOptions, ResolvedReview } from "./options.js";
 import type { EvalRunConfig, PtcToolView, StateUpdate } from "./ptc.js";
-import { unfaithfulPartOf } from "./review-args.js";
+import { decisionOf, unfaithfulPartOf } from "./review-args.js";
+import { holdsCalls, nextReviewPhase, type ReviewEvent, type ReviewPhase } from "./review-lifecycle.js";
 import {
   checkpointerRecords,
   codeDigestOf,
@@ -178,15 +179,10 @@ export class Approval {
  * for the session's sandbox to open with. Throws when it cannot be restored: a replay on any other
  * state would not be the same eval.
  */
-export async function restoreReplayStart(state: ReplayStartHolder & { persistence: PersistenceState }, options: SandboxOptions, maxSnapshotBytes: number): Promise<void> {
+export async function restoreReplayStart(state: ReplayStartHolder & { persistence: SessionPersistence }): Promise<void> {
   const bytes = state.replayStart!;
   state.replayStart = undefined;
-  // The start state replaces whatever the session was about to restore.
-  state.persistence.pending = undefined;
-  dropRestored(state.persistence);
-  const { sandbox, notRestored } = await Sandbox.restoreAsync(bytes, { ...options, maxSnapshotBytes });
-  if (notRestored.length > 0) state.persistence.notices.push(PERSISTENCE_TEXT.notRestored(notRestored.map((n) => `${n.name} (${n.type})`)));
-  state.persistence.restored = sandbox;
+  await state.persistence.restoreStart(bytes);
 }
 
 /** A review waiting for the eval tool to raise it. */
@@ -249,13 +245,13 @@ export class EvalReview implements HostCallGate {
   #cannotPause: string | undefined;
   #next = 0;
   #reachedPause = false;
-  #halted = false;
+  #phase: ReviewPhase = "running"; // changed only by #apply: see review-lifecycle.ts
+  /** The reviewed call the eval paused at (Pausing, Paused, and Ended after a pause). */
   #pausedAt: PositionedCall | undefined;
-  #diverged: ReplayDivergenceError | undefined;
+  #diverged: ReplayDivergenceError | undefined; // why a replay was stopped (Diverged)
   #pauses = 0;
   /** The running eval, as `drive` awaits it; it outlives a run that paused when kept alive. */
   #evaluation: Promise<{ result: unknown } | { error: unknown }> | undefined;
-  #ended = false;
   /** The review raised when the eval paused, raised again by the run that takes it over. */
   #pausedAsk: PendingAsk | undefined;
   /** Released when a kept-alive eval is taken over: calls made while it was paused wait for it. */
@@ -280,9 +276,22 @@ export class EvalReview implements HostCallGate {
     return "paused";
   }
 
-  /** True once the eval stopped at a reviewed call. */
+  /** True once the eval stopped at a reviewed call (until a takeover lets it go on). */
   get paused(): boolean {
     return this.#pausedAt !== undefined;
+  }
+
+  /** Where this eval is in its lifecycle (review-lifecycle.ts). */
+  get phase(): ReviewPhase {
+    return this.#phase;
+  }
+
+  /** Moves to the phase after `event`; false, changing nothing, when this phase cannot take it. */
+  #apply(event: ReviewEvent): boolean {
+    const next = nextReviewPhase(this.#phase, event);
+    if (next === undefined) return false;
+    this.#phase = next;
+    return true;
   }
 
   /**
@@ -322,7 +331,7 @@ export class EvalReview implements HostCallGate {
     );
     this.#evaluation = evaluation;
     void evaluation.then(() => {
-      this.#ended = true;
+      this.#apply("end");
       this.#unforward?.();
       this.#approval.forget(this);
       if (session.state.pausedEval === this) session.state.pausedEval = undefined;
@@ -352,12 +361,12 @@ export class EvalReview implements HostCallGate {
       }
       let decision: Decision;
       try {
-        decision = this.#decisionOf(ask.request, ask.review, interrupt(ask.hitl));
+        decision = decisionOf(ask.request, ask.review, interrupt(ask.hitl));
       } catch (err) {
         if (!isGraphInterrupt(err)) {
           if (err instanceof TypeError) {
             // A malformed decision ends the eval with the error (the ToolNode reports it); the call did not run.
-            this.#halted = true;
+            this.#apply("refuse");
             this.#abort.abort(err);
             await evaluation;
             this.#restart(session);
@@ -366,11 +375,16 @@ export class EvalReview implements HostCallGate {
           ask.reject(guestError(UNAVAILABLE_ERROR_NAME, APPROVAL_TEXT.unavailable(err instanceof Error ? err.message : String(err))));
           continue;
         }
-        await this.#pause({ ...ask.request, position: ask.position });
+        if (!(await this.#pause({ ...ask.request, position: ask.position }))) {
+          // No longer running (it diverged, or ended): it cannot pause, and its outcome says why.
+          const settled = await evaluation;
+          if ("error" in settled) throw settled.error;
+          return this.#finish(session, settled.result, fail);
+        }
         let notSaved: string | undefined | null = null;
-        if (!this.#ended) {
+        if (this.#phase === "pausing") {
           notSaved = await this.#save();
-          if (notSaved === undefined && !this.#ended) {
+          if (notSaved === undefined && this.#apply("keep")) {
             // Kept alive for its resume in this process; stored, so a resume anywhere else replays it.
             this.#pausedAsk = ask;
             session.state.pausedEval = this;
@@ -393,12 +407,11 @@ export class EvalReview implements HostCallGate {
 
   #finish<T extends { ok: boolean; text: string }>(session: ReviewedSession, result: ReviewedResult<T>, fail: (text: string) => T): T {
     if (result === "paused") return fail(APPROVAL_TEXT.notPaused("the eval stopped at a reviewed call that was never raised"));
-    if (this.#record !== undefined && this.#diverged === undefined && !this.#reachedPause) {
-      this.#diverged = new ReplayDivergenceError(APPROVAL_TEXT.endedEarly(this.#record.pausedAt.name));
-    }
-    if (this.#diverged === undefined) return result;
+    // A replay that ended before reaching the call it paused at did not take the same path.
+    const diverged = this.#diverged ?? (this.#record !== undefined && !this.#reachedPause ? new ReplayDivergenceError(APPROVAL_TEXT.endedEarly(this.#record.pausedAt.name)) : undefined);
+    if (diverged === undefined) return result;
     this.#restart(session);
-    return { ...result, ok: false, text: `${this.#diverged.name}: ${this.#diverged.message}` };
+    return { ...result, ok: false, text: `${diverged.name}: ${diverged.message}` };
   }
 
   /** Puts the session back to the eval's start state: what a stopped replay did is not the eval's. */
@@ -493,15 +506,12 @@ export class EvalReview implements HostCallGate {
   async call(request: HostCallRequest, live: (args: Record<string, unknown>) => Promise<GuestAnswer>): Promise<GuestAnswer> {
     const position = this.#next++;
     // Paused: held until the eval is taken over (or forever, when it is stopped or diverged).
-    while (this.#halted) await this.#whileHalted();
+    while (holdsCalls(this.#phase)) await this.#whileHalted();
     const record = this.#record;
     const journaled = this.#journal.get(position);
     const expected = journaled?.entry ?? (position === record?.pausedAt.position ? record.pausedAt : undefined);
     if (expected === undefined) return answerOf(await this.#run(request, position, live, false));
-    if (!sameCall(expected, request)) {
-      this.#diverge(APPROVAL_TEXT.diverged(position, expected, request));
-      throw this.#diverged!;
-    }
+    if (!sameCall(expected, request)) throw this.#diverge(APPROVAL_TEXT.diverged(position, expected, request));
     if (journaled === undefined) {
       this.#reachedPause = true;
       // The eval paused here: the next decision is this call's, whatever the configuration says now.
@@ -576,7 +586,7 @@ export class EvalReview implements HostCallGate {
       if (decision.type === "edit") args = decision.editedAction.args;
     }
     // Not started when the eval paused meanwhile: held, never run while paused, so never run twice.
-    while (this.#halted) await this.#whileHalted();
+    while (holdsCalls(this.#phase)) await this.#whileHalted();
     // Tracked while it runs: a pause waits for it, so its outcome is journaled and never run again.
     const running = live(args)
       .then((answer): HostCallOutcome => ({ ok: true, value: answer.value, updates: answer.updates }), errorOutcome)
@@ -589,9 +599,12 @@ export class EvalReview implements HostCallGate {
     return running;
   }
 
-  /** Stops at `call`: later calls are held, calls in flight settle (and are journaled), then the eval is stopped. */
-  async #pause(call: PositionedCall): Promise<void> {
-    this.#halted = true;
+  /**
+   * Stops at `call`: later calls are held, calls in flight settle (and are journaled), then the eval
+   * is stopped. False when the eval is no longer running (it diverged, or ended): nothing changes.
+   */
+  async #pause(call: PositionedCall): Promise<boolean> {
+    if (!this.#apply("pause")) return false;
     this.#pausedAt = call;
     let release!: () => void;
     const until = new Promise<void>((resolve) => (release = resolve));
@@ -601,6 +614,7 @@ export class EvalReview implements HostCallGate {
     this.#wall.hold();
     this.#unforward?.();
     this.#unforward = undefined;
+    return true;
   }
 
   /** Until a takeover releases a paused eval; forever for a stopped or diverged one. */
@@ -632,7 +646,7 @@ export class EvalReview implements HostCallGate {
 
   /** True when the resume of `binding` that gives decision `given` (its stored `record` verified) is this kept-alive eval's. */
   resumableBy(binding: RecordBinding, given: number, record: ReplayRecord): boolean {
-    const alive = !this.#ended && !this.#abort.signal.aborted && this.#pausedAsk !== undefined;
+    const alive = this.#phase === "paused" && !this.#abort.signal.aborted && this.#pausedAsk !== undefined;
     const same = binding.threadId === this.#binding.threadId && binding.evalCallId === this.#binding.evalCallId && given - 1 === this.#pauses;
     const stored = record.codeDigest === codeDigestOf(this.#code) && record.randomSeed === this.#randomSeed && record.clockMs === this.#clockMs;
     return alive && same && stored && record.pausedAt.position === this.#pausedAt?.position && record.pausedAt.name === this.#pausedAt.name;
@@ -643,6 +657,8 @@ export class EvalReview implements HostCallGate {
    * (raised again, so LangGraph answers it), held calls go on, nothing is replayed.
    */
   #takeOver<T extends { ok: boolean; text: string }>(session: ReviewedSession, config: EvalRunConfig, given: number, record: ReplayRecord, fail: (text: string) => T, lg: LangGraph): Promise<T> {
+    // `resumableBy` said it is paused, in the same turn of the event loop: a refusal is a bug.
+    if (!this.#apply("takeOver")) throw new Error(`EvalReview: cannot take over an eval that is ${this.#phase}`);
     this.#approval.forget(this);
     session.state.pausedEval = undefined;
     this.#config = config;
@@ -658,35 +674,19 @@ export class EvalReview implements HostCallGate {
     for (let i = 1; i < given; i++) lg.interrupt(ask.hitl);
     this.#asks.unshift(ask);
     this.#pausedAt = undefined;
-    this.#halted = false;
     this.#held?.release();
     this.#held = undefined;
     this.#wall.release();
     return this.#loop(session, this.#evaluation as Promise<{ result: ReviewedResult<T> } | { error: unknown }>, fail, lg);
   }
 
-  /** The reviewer's decision in `resume`; throws a `TypeError` saying what is wrong. */
-  #decisionOf(request: HostCallRequest, review: ResolvedReview, resume: unknown): Decision {
-    const decisions = (resume as { decisions?: unknown } | null | undefined)?.decisions;
-    if (!Array.isArray(decisions) || decisions.length !== 1) {
-      throw new TypeError(APPROVAL_TEXT.badResume(request.name, decisions));
-    }
-    const decision = decisions[0] as Decision | undefined;
-    const type = decision?.type;
-    if (decision === undefined || !review.allowedDecisions.includes(type!)) throw new TypeError(APPROVAL_TEXT.notAllowed(request.name, type, review.allowedDecisions));
-    if (decision.type === "edit") {
-      const edited = decision.editedAction as { name?: unknown; args?: unknown } | undefined;
-      if (edited?.name !== request.name) throw new TypeError(APPROVAL_TEXT.editRenames(request.name, edited?.name));
-      if (typeof edited.args !== "object" || edited.args === null || Array.isArray(edited.args)) throw new TypeError(APPROVAL_TEXT.editArgs(request.name));
-    }
-    if (decision.type === "reject" && decision.message !== undefined && typeof decision.message !== "string") throw new TypeError(APPROVAL_TEXT.rejectMessage(request.name));
-    return decision;
-  }
-
-  #diverge(message: string): void {
-    this.#diverged = new ReplayDivergenceError(message);
-    this.#halted = true;
-    this.#abort.abort(this.#diverged);
+  /** Stops a replay that did not repeat its journal; returns the error to throw in guest code. */
+  #diverge(message: string): ReplayDivergenceError {
+    const error = new ReplayDivergenceError(message);
+    if (!this.#apply("diverge")) return error;
+    this.#diverged = error;
+    this.#abort.abort(error);
+    return error;
   }
 
   #callId(position: number): string {

@@ -16,7 +16,7 @@ import { keptOutputPath, OutputStore, StateFilesWriter, stateFilesOf } from "./k
 import type { ResolvedOptions } from "./options.js";
 import { outcomeOf, type EvalOutcomeMetadata, type KeptOutput } from "./outcome.js";
 import { EVAL_INPUT_DESCRIPTIONS, OUTPUT_TEXT } from "./prompts.js";
-import { dropRestored, initPersistenceState, isStop, type Persistence, type PersistenceState, runStorageOf } from "./persistence.js";
+import { type Persistence, runStorageOf, type SessionPersistence } from "./persistence.js";
 import { PtcEvalContext, type EvalRunConfig, type PtcResolver, type PtcToolView, type StateUpdate } from "./ptc.js";
 import { restoreReplayStart, type Approval, type EvalReview, type ReviewedResult } from "./approval.js";
 import { SessionRegistry, type InterpreterSession } from "./sessions.js";
@@ -56,7 +56,7 @@ export interface SessionState {
   /** Full texts of cut outputs, when the agent has no files in state (read back with `readOutput`). */
   outputs: OutputStore;
   /** Snapshot bookkeeping: what to restore from, the last good state, notices for the next eval. */
-  persistence: PersistenceState;
+  persistence: SessionPersistence;
   /** Start state of an eval paused for review: the next sandbox is restored from it (approval.ts). */
   replayStart: Uint8Array | undefined;
   /** An eval paused for review and kept alive for its resume (approval.ts). */
@@ -98,7 +98,7 @@ export function createInterpreter(options: ResolvedOptions, persistence: Persist
     idleTimeoutMs: options.sessionIdleTimeoutMs,
     open: (session) => {
       // Host functions are not part of a snapshot: they are defined again on every sandbox.
-      const sandbox = persistence.open(session.state.persistence);
+      const sandbox = session.state.persistence.open();
       sandbox.defineFunction(READ_OUTPUT_FUNCTION, (path: unknown) => {
         const text = typeof path === "string" ? session.state.outputs.get(path) : undefined;
         if (text === undefined) throw new Error(OUTPUT_TEXT.noKeptOutput(String(path)));
@@ -107,7 +107,7 @@ export function createInterpreter(options: ResolvedOptions, persistence: Persist
       return { sandbox, defined: new Set() };
     },
     close: (live) => live.sandbox.dispose(),
-    initState: () => ({ view: undefined, active: undefined, outputs: new OutputStore(options.maxKeptOutputChars), persistence: initPersistenceState(), replayStart: undefined, pausedEval: undefined }),
+    initState: () => ({ view: undefined, active: undefined, outputs: new OutputStore(options.maxKeptOutputChars), persistence: persistence.forSession(), replayStart: undefined, pausedEval: undefined }),
   });
 }
 
@@ -170,13 +170,11 @@ async function evaluate(session: Session, input: EvalToolInput, firstConfig: Eva
   let config = firstConfig;
   if (input.reset === true) {
     session.discard();
-    session.state.persistence.pending = undefined;
-    session.state.persistence.lastGood = undefined;
-    dropRestored(session.state.persistence);
+    session.state.persistence.reset();
   }
-  if (!session.isOpen && input.reset !== true) deps.persistence.prepareOnEval(session.state.persistence, config.state, deps.interpreter.takeEviction(session.key));
-  if (!session.isOpen) await deps.persistence.load(session.state.persistence, runStorageOf((config as { store?: BaseStore }).store, config.configurable), session.key);
-  if (!session.isOpen && session.state.replayStart === undefined) await deps.persistence.restore(session.state.persistence, session.key);
+  if (!session.isOpen && input.reset !== true) session.state.persistence.prepareOnEval(config.state, deps.interpreter.takeEviction(session.key));
+  if (!session.isOpen) await session.state.persistence.load(runStorageOf((config as { store?: BaseStore }).store, config.configurable), session.key);
+  if (!session.isOpen && session.state.replayStart === undefined) await session.state.persistence.restore(session.key);
   const view = session.state.view ?? deps.ptc.latest;
   const evalCallId = config.toolCall?.id ?? config.toolCallId ?? `eval-${Date.now()}`;
   const activity = new EvalActivity(evalCallId, writerOf(config));
@@ -184,7 +182,7 @@ async function evaluate(session: Session, input: EvalToolInput, firstConfig: Eva
   activity.emit({ event: "eval_start" });
   let tasks: ReturnType<TaskDispatcher["begin"]>;
   try {
-    if (!session.isOpen && session.state.replayStart !== undefined) await restoreReplayStart(session.state, sandboxOptions(options), options.maxSnapshotBytes);
+    if (!session.isOpen && session.state.replayStart !== undefined) await restoreReplayStart(session.state);
     const live = session.resource;
     await bindTools(session, live, view);
     tasks = deps.task?.begin(session, live.sandbox, config, options.wallTimeoutMs, activity, review);
@@ -217,14 +215,9 @@ async function evaluate(session: Session, input: EvalToolInput, firstConfig: Eva
     if (review?.paused) return review.park(session);
     // A sandbox the engine gave up on cannot serve the next eval; start that one fresh.
     const broken = !report.ok && (report.error.code === "BROKEN" || report.error.code === "DISPOSED");
-    if (broken) session.discard();
-    const notices = session.state.persistence.notices.splice(0);
-    if (!report.ok && isStop(report.error.code) && deps.persistence.rollsBack) {
-      if (!broken) session.discard();
-      notices.push(deps.persistence.rollBack(session.state.persistence, report.error.code));
-    } else if (!broken && deps.persistence.rollsBack) {
-      deps.persistence.keepLastGood(session.state.persistence, live.sandbox, snapshot);
-    }
+    // A stopped eval rolls back: the next eval starts from the last good state.
+    const { notices, discard } = session.state.persistence.settle(report, live.sandbox, snapshot, broken);
+    if (discard) session.discard();
     const hint = hintFor(report, {
       activity,
       view,

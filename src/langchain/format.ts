@@ -16,7 +16,8 @@
  * Guest text can be far larger than what is shown, and all of this runs on the Node main thread:
  * values are rendered within the budget, and only the head and tail that can be shown are escaped.
  */
-import { INTERPRETER_DEFAULTS, INTERPRETER_LIMITS, renderValue as renderBounded, type ConsoleEntry, type EvalReport, type SandboxError } from "../index.js";
+import { renderValue as renderBounded, type ConsoleEntry, type EvalReport, type SandboxError } from "../index.js";
+import { INTERPRETER_LIMITS } from "./limits.js";
 import type { KeptOutput } from "./outcome.js";
 import { OUTPUT_TEXT } from "./prompts.js";
 
@@ -90,7 +91,7 @@ function neutralizeShown(text: string, limit: number): { shown: string; omitted:
  * (`[Function name]`, `[Getter/Setter]`...). Work and length are bounded by about `maxChars`:
  * what lies past it shows as `... N more items` (see src/render.ts).
  */
-export function renderValue(value: unknown, maxChars: number = INTERPRETER_DEFAULTS.maxResultChars): string {
+export function renderValue(value: unknown, maxChars?: number): string {
   if (typeof value === "string") return value;
   return renderBounded(value, maxChars);
 }

@@ -14,6 +14,7 @@ import { TaskDispatcher, type TaskCatalog } from "./task.js";
 import { Approval } from "./approval.js";
 
 export type { CodeInterpreterMiddlewareOptions, InterpreterMode, InterruptOnTools, PtcEntry, PtcPreset, SystemPromptOption } from "./options.js";
+export { INTERPRETER_LIMITS } from "./limits.js";
 export { PTCCallBudgetExceededError } from "./ptc.js";
 export { ReplayDivergenceError, MAX_LIVE_PAUSED_EVALS } from "./approval.js";
 export type { SubagentProgressEvent } from "./task.js";
@@ -128,10 +129,10 @@ export function createCodeInterpreterMiddleware(options: CodeInterpreterMiddlewa
       if (stored === undefined && interpreter.get(key) === undefined) return undefined;
       // Restoring is lazy (on the thread's next eval): a run that never evals pays at most a store read.
       await interpreter.run(key, async (session) => {
-        if (!persistence.prepare(session.state.persistence, stored, session.isOpen)) return;
+        if (!session.state.persistence.prepare(stored, session.isOpen)) return;
         session.discard();
         // Not awaited: the store read overlaps the model call; the first eval waits for it.
-        void persistence.load(session.state.persistence, runStorageOf(runtime.store, runtime.configurable), session.key);
+        void session.state.persistence.load(runStorageOf(runtime.store, runtime.configurable), session.key);
       });
       return undefined;
     },
@@ -142,9 +143,8 @@ export function createCodeInterpreterMiddleware(options: CodeInterpreterMiddlewa
       const update = await interpreter.run(key, async (session) => {
         // A run that ended on a rolled-back eval still holds state worth storing: restore it (off
         // the main thread) and open it to snapshot.
-        if (!session.isOpen && session.state.persistence.pending?.what === "rollback") await persistence.restore(session.state.persistence, session.key);
-        return session.isOpen || session.state.persistence.restored !== undefined
-          ? persistence.store(session.state.persistence, session.resource.sandbox, storedSnapshotOf(state), session.key, runStorageOf(runtime.store, runtime.configurable)) : undefined;
+        if (!(await session.state.persistence.hasStateToStore(session.isOpen, session.key))) return undefined;
+        return session.state.persistence.store(session.resource.sandbox, storedSnapshotOf(state), session.key, runStorageOf(runtime.store, runtime.configurable));
       });
       return update === undefined ? undefined : { [SNAPSHOT_STATE_KEY]: update };
     },

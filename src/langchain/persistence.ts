@@ -21,7 +21,7 @@
 import { createHash } from "node:crypto";
 import type { BaseStore } from "@langchain/langgraph";
 import { z } from "zod";
-import { resealSnapshot, Sandbox, SandboxError, snapshotBody, type NotRestored, type RestoreOptions, type SandboxErrorCode, type SandboxOptions, type SnapshotOptions } from "../index.js";
+import { resealSnapshot, Sandbox, SandboxError, snapshotBody, type EvalReport, type NotRestored, type RestoreOptions, type SandboxErrorCode, type SandboxOptions, type SnapshotOptions } from "../index.js";
 import type { ResolvedOptions } from "./options.js";
 import { PERSISTENCE_TEXT } from "./prompts.js";
 import { type CheckpointerBlobs, checkpointerOf } from "./checkpointer-blobs.js";
@@ -81,7 +81,10 @@ export interface PendingRestore {
   what: "stored" | "rollback";
 }
 
-/** What a session keeps for persistence and rollback. */
+/**
+ * What a session keeps for persistence and rollback. Only {@link SessionPersistence} holds one, and
+ * only {@link Persistence} reads or writes it: other files call the session's methods.
+ */
 export interface PersistenceState {
   /** Turn of the stored snapshot the live sandbox started from or last wrote; -1 when none. */
   turn: number;
@@ -101,7 +104,7 @@ export interface PersistenceState {
   restored: Sandbox | undefined;
 }
 
-export function initPersistenceState(): PersistenceState {
+function initPersistenceState(): PersistenceState {
   return { turn: -1, pending: undefined, storedBody: undefined, lastGood: undefined, lastGoodTurn: undefined, lastGoodOf: undefined, notices: [], restored: undefined };
 }
 
@@ -115,7 +118,7 @@ export function storedSnapshotOf(state: unknown): StoredSnapshot | undefined {
 /** Engine stops after which the sandbox may hold half-mutated globals. */
 const STOPS: ReadonlySet<SandboxErrorCode> = new Set(["TIMEOUT", "OUT_OF_MEMORY", "BROKEN", "ABORTED"]);
 
-export function isStop(code: SandboxErrorCode): boolean {
+function isStop(code: SandboxErrorCode): boolean {
   return STOPS.has(code);
 }
 
@@ -137,6 +140,11 @@ export class Persistence {
   /** True when state outlives a run (mode "thread"). */
   get storesThread(): boolean {
     return this.#options.mode === "thread";
+  }
+
+  /** The persistence of one session: its state, behind methods. */
+  forSession(): SessionPersistence {
+    return new SessionPersistence(this, initPersistenceState());
   }
 
   /** True when evals share a sandbox, so a stopped eval has a state to roll back to. */
@@ -185,6 +193,19 @@ export class Persistence {
     } catch (error) {
       this.#forget(state, pending.what, error);
     }
+  }
+
+  /**
+   * Restores the start state of a paused eval on an executor thread, in place of whatever the
+   * session was about to restore, for the next `open` to take. Throws when it cannot be restored: a
+   * replay on any other state would not be the same eval.
+   */
+  async restoreStart(state: PersistenceState, bytes: Uint8Array): Promise<void> {
+    state.pending = undefined;
+    dropRestored(state);
+    const { sandbox, notRestored } = await Sandbox.restoreAsync(bytes, { ...this.#sandboxOptions, maxSnapshotBytes: this.#options.maxSnapshotBytes });
+    if (notRestored.length > 0) state.notices.push(PERSISTENCE_TEXT.notRestored(notRestored.map((n: NotRestored) => `${n.name} (${n.type})`)));
+    state.restored = sandbox;
   }
 
   /** Opens the session's sandbox: the one `restore` made, or a fresh one. */
@@ -317,14 +338,13 @@ export class Persistence {
     return { turn, ref, ...(at === undefined ? {} : { at }) };
   }
 
-  /** After a completed eval: remembers the sandbox's state for rollback (dropped when it cannot be taken). */
   /** How the last good state is snapshotted (for `Sandbox.runThenSnapshot`). */
   get lastGoodOptions(): SnapshotOptions {
     return { maxSnapshotBytes: this.#options.maxSnapshotBytes };
   }
 
   /** After a completed eval: `snapshot`, taken of `sandbox` with {@link lastGoodOptions}, is its last good state; none could be taken when undefined. */
-  keepLastGood(state: PersistenceState, sandbox: Sandbox, snapshot: Uint8Array | undefined): void {
+  #keepLastGood(state: PersistenceState, sandbox: Sandbox, snapshot: Uint8Array | undefined): void {
     if (snapshot === undefined) {
       forgetLastGood(state);
       return;
@@ -334,12 +354,116 @@ export class Persistence {
     state.lastGoodOf = sandbox;
   }
 
+  /**
+   * After an eval: the rollback decision. A stopped eval (timeout, out of memory, the watchdog, an
+   * abort) of a shared sandbox rolls back; any other eval of a sandbox still usable is its last good
+   * state. Returns the notices for the model, and whether the session's sandbox must be discarded.
+   */
+  settle(state: PersistenceState, report: EvalReport, sandbox: Sandbox, snapshot: Uint8Array | undefined, broken: boolean): { notices: string[]; discard: boolean } {
+    const notices = this.takeNotices(state);
+    if (!this.rollsBack) return { notices, discard: broken };
+    if (!report.ok && isStop(report.error.code)) {
+      notices.push(this.#rollBack(state, report.error.code));
+      return { notices, discard: true };
+    }
+    if (!broken) this.#keepLastGood(state, sandbox, snapshot);
+    return { notices, discard: broken };
+  }
+
+  /** The session's state is discarded on the model's request (`reset`): nothing to restore, nothing to roll back to. */
+  reset(state: PersistenceState): void {
+    state.pending = undefined;
+    forgetLastGood(state);
+    dropRestored(state);
+  }
+
+  /** After a run: true when the session holds a state to store: its live sandbox, or a rolled-back state (restored here, off the main thread). */
+  async hasStateToStore(state: PersistenceState, open: boolean, threadId: string): Promise<boolean> {
+    if (!open && state.pending?.what === "rollback") await this.restore(state, threadId);
+    return open || state.restored !== undefined;
+  }
+
+  /** The model's notices, taken (each is told once). */
+  takeNotices(state: PersistenceState): string[] {
+    return state.notices.splice(0);
+  }
+
   /** After a stopped eval: the next sandbox starts from the last good state, and the model is told. */
-  rollBack(state: PersistenceState, code: SandboxErrorCode): string {
+  #rollBack(state: PersistenceState, code: SandboxErrorCode): string {
     if (state.lastGood === undefined) return PERSISTENCE_TEXT.rolledBackFresh(code);
     dropRestored(state);
     state.pending = { bytes: state.lastGood, what: "rollback", ...(state.lastGoodTurn === undefined ? {} : { turn: state.lastGoodTurn }) };
     return PERSISTENCE_TEXT.rolledBack(code);
+  }
+}
+
+/**
+ * The persistence of one session: its {@link PersistenceState}, private, and what the eval tool,
+ * the middleware's hooks and the replay of a paused eval may ask of it (see {@link Persistence}
+ * for what each step does).
+ */
+export class SessionPersistence {
+  readonly #policy: Persistence;
+  readonly #state: PersistenceState;
+
+  constructor(policy: Persistence, state: PersistenceState) {
+    this.#policy = policy;
+    this.#state = state;
+  }
+
+  /** Before a run: arranges a restore when the live session does not hold the stored turn. Returns true when the live sandbox must be dropped. */
+  prepare(stored: StoredSnapshot | undefined, live: boolean): boolean {
+    return this.#policy.prepare(this.#state, stored, live);
+  }
+
+  /** On an eval whose session has no sandbox and was never prepared in this process: arranges a restore from the graph state the eval sees. */
+  prepareOnEval(graphState: unknown, evicted: "idle" | "capacity" | undefined): void {
+    this.#policy.prepareOnEval(this.#state, graphState, evicted);
+  }
+
+  /** Reads a pending snapshot kept in the store or the checkpointer. */
+  load(storage: RunStorage, threadId: string): Promise<void> {
+    return this.#policy.load(this.#state, storage, threadId);
+  }
+
+  /** Restores the pending snapshot on an executor thread, for the next `open`. */
+  restore(threadId: string): Promise<void> {
+    return this.#policy.restore(this.#state, threadId);
+  }
+
+  /** Restores the start state of a paused eval, in place of whatever was pending; throws when it cannot. */
+  restoreStart(bytes: Uint8Array): Promise<void> {
+    return this.#policy.restoreStart(this.#state, bytes);
+  }
+
+  /** The session's sandbox: the restored one, or a fresh one. */
+  open(): Sandbox {
+    return this.#policy.open(this.#state);
+  }
+
+  /** After an eval: the notices for the model, and whether the sandbox must be discarded (rolled back, or broken). */
+  settle(report: EvalReport, sandbox: Sandbox, snapshot: Uint8Array | undefined, broken: boolean): { notices: string[]; discard: boolean } {
+    return this.#policy.settle(this.#state, report, sandbox, snapshot, broken);
+  }
+
+  /** The model asked for a fresh interpreter: nothing to restore, nothing to roll back to. */
+  reset(): void {
+    this.#policy.reset(this.#state);
+  }
+
+  /** After a run: true when there is a state to store (a rolled-back one is restored first). */
+  hasStateToStore(open: boolean, threadId: string): Promise<boolean> {
+    return this.#policy.hasStateToStore(this.#state, open, threadId);
+  }
+
+  /** After a run: the graph-state update storing the sandbox's snapshot, or `undefined` when nothing changed. */
+  store(sandbox: Sandbox | undefined, stored: StoredSnapshot | undefined, threadId: string, storage?: RunStorage): Promise<StoredSnapshot | undefined> {
+    return this.#policy.store(this.#state, sandbox, stored, threadId, storage);
+  }
+
+  /** The notices for the model's next eval, taken. */
+  takeNotices(): string[] {
+    return this.#policy.takeNotices(this.#state);
   }
 }
 
@@ -350,7 +474,7 @@ function forgetLastGood(state: PersistenceState): void {
 }
 
 /** Disposes a restored sandbox no eval took, when another state is to be restored instead. */
-export function dropRestored(state: PersistenceState): void {
+function dropRestored(state: PersistenceState): void {
   state.restored?.dispose();
   state.restored = undefined;
 }

@@ -6,7 +6,8 @@
  * golden files in test/langchain/golden/ show every variant. Sections are separated by one blank
  * line.
  */
-import { INTERPRETER_LIMITS, type SandboxErrorCode } from "../index.js";
+import type { SandboxErrorCode } from "../index.js";
+import { INTERPRETER_LIMITS } from "./limits.js";
 import type { EvalOutcomeMetadata, KeptOutput } from "./outcome.js";
 import { camelCaseToolName, renderToolSignatures, type ToolSignatureInput } from "./signatures.js";
 
@@ -63,13 +64,10 @@ export interface PromptInput {
   randomSeeded: boolean;
   /** Subagent types `task()` accepts, for the task section. */
   subagents?: readonly SubagentInfo[];
-  /** Subagent calls in flight per session before more are queued. Default `INTERPRETER_LIMITS.subagentsInFlight`. */
-  maxConcurrentSubagents?: number;
   /** Wall-clock budget of each subagent, ms, when known. */
   subagentTimeoutMs?: number;
 }
 
-const DEFAULT_MAX_CONCURRENT_SUBAGENTS = INTERPRETER_LIMITS.subagentsInFlight;
 const SCHEMA = INTERPRETER_LIMITS.responseSchema;
 
 /** The interpreter's system-prompt text: interpreter section, then `tools` and `task()` sections when available. */
@@ -154,7 +152,7 @@ function reviewText(input: PromptInput): string | undefined {
 export function renderTaskSection(input: PromptInput): string {
   const subagents = input.subagents ?? [];
   const example = subagents[0]?.name ?? "general-purpose";
-  const inFlight = input.maxConcurrentSubagents ?? DEFAULT_MAX_CONCURRENT_SUBAGENTS;
+  const inFlight = INTERPRETER_LIMITS.subagentsInFlight;
   const types =
     subagents.length === 0
       ? []

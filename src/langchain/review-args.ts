@@ -3,7 +3,12 @@
  * runs only with arguments JSON shows exactly: plain objects and arrays of strings, booleans, null
  * and finite numbers. A `Set` shows as `{}`, `NaN` as `null`, `-0` as `0`, an `undefined` field not
  * at all, yet the tool would get them as they are: such arguments are refused before the review.
+ * What the reviewer answers is checked here too.
  */
+import type { Decision } from "langchain";
+import type { HostCallRequest } from "./journal.js";
+import type { ResolvedReview } from "./options.js";
+import { APPROVAL_TEXT } from "./prompts.js";
 
 /** Where and what the first part of `args` that JSON cannot show faithfully is, or `undefined` when there is none. */
 export function unfaithfulPartOf(args: Record<string, unknown>): string | undefined {
@@ -54,4 +59,22 @@ function kindOf(value: object): string {
   const name = tag === "Object" ? ((value as { constructor?: { name?: unknown } }).constructor?.name ?? "Object") : tag;
   const noun = typeof name === "string" && name !== "" ? name : "non-plain object";
   return `${/^[AEIO]/i.test(noun) ? "an" : "a"} ${noun}`;
+}
+
+/** The reviewer's decision in `resume`; throws a `TypeError` saying what is wrong. */
+export function decisionOf(request: HostCallRequest, review: ResolvedReview, resume: unknown): Decision {
+  const decisions = (resume as { decisions?: unknown } | null | undefined)?.decisions;
+  if (!Array.isArray(decisions) || decisions.length !== 1) {
+    throw new TypeError(APPROVAL_TEXT.badResume(request.name, decisions));
+  }
+  const decision = decisions[0] as Decision | undefined;
+  const type = decision?.type;
+  if (decision === undefined || !review.allowedDecisions.includes(type!)) throw new TypeError(APPROVAL_TEXT.notAllowed(request.name, type, review.allowedDecisions));
+  if (decision.type === "edit") {
+    const edited = decision.editedAction as { name?: unknown; args?: unknown } | undefined;
+    if (edited?.name !== request.name) throw new TypeError(APPROVAL_TEXT.editRenames(request.name, edited?.name));
+    if (typeof edited.args !== "object" || edited.args === null || Array.isArray(edited.args)) throw new TypeError(APPROVAL_TEXT.editArgs(request.name));
+  }
+  if (decision.type === "reject" && decision.message !== undefined && typeof decision.message !== "string") throw new TypeError(APPROVAL_TEXT.rejectMessage(request.name));
+  return decision;
 }

@@ -5,7 +5,8 @@
  * ends, and progress events on LangGraph's custom stream.
  */
 import type { StructuredToolInterface } from "@langchain/core/tools";
-import { INTERPRETER_LIMITS, type HostCallContext, type Sandbox } from "../index.js";
+import type { HostCallContext, Sandbox } from "../index.js";
+import { INTERPRETER_LIMITS } from "./limits.js";
 import { isToolInstance, TASK_TOOL_NAME, type ResolvedOptions } from "./options.js";
 import type { SubagentInfo } from "./prompts.js";
 import { guestFacingError, toGuestValue, withoutRunIdentity, type EvalRunConfig } from "./ptc.js";

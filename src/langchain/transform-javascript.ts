@@ -28,11 +28,6 @@ export interface TransformResult {
   lineMap?: (generatedLine: number) => number;
   /** The data behind {@link lineMap}: the model's line of each line of {@link code}, in order. */
   lineTable?: number[];
-  /**
-   * JavaScript source of each top-level `function` and `class` declaration, by name, so a snapshot
-   * can re-create them. The last declaration of a name wins, as it does at run time.
-   */
-  declaredSources?: Record<string, string>;
   /** Whether the source was plain JavaScript or needed type stripping. */
   language: "javascript" | "typescript";
   /**
@@ -132,7 +127,6 @@ const ACORN_OPTIONS: AcornOptions = {
 export interface Rewritten {
   code: string;
   declaredNames: string[];
-  declaredSources?: Record<string, string>;
 }
 
 interface Edit {
@@ -155,7 +149,6 @@ export function parseScript(source: string): Program | undefined {
 /** Rewrites the top-level declarations of a parsed script (see the module comment). */
 export function rewriteDeclarations(source: string, program: Program): Rewritten {
   const names = new Set<string>();
-  let sources: Record<string, string> | undefined;
   const edits: Edit[] = [];
   for (const statement of program.body) {
     if (statement.type === "VariableDeclaration") {
@@ -166,17 +159,13 @@ export function rewriteDeclarations(source: string, program: Program): Rewritten
     } else if (statement.type === "FunctionDeclaration" || statement.type === "ClassDeclaration") {
       const name = statement.id.name;
       names.add(name);
-      sources ??= {};
-      sources[name] = source.slice(statement.start, statement.end);
       if (statement.type === "ClassDeclaration") {
         // The `;` stops a following `(`/`[` line from continuing the class expression.
         edits.push({ at: statement.start, remove: 0, insert: `var ${name} = ` }, { at: statement.end, remove: 0, insert: ";" });
       }
     }
   }
-  const result: Rewritten = { code: applyEdits(source, edits), declaredNames: [...names] };
-  if (sources) result.declaredSources = sources;
-  return result;
+  return { code: applyEdits(source, edits), declaredNames: [...names] };
 }
 
 function collectBindingNames(pattern: Pattern | null, into: Set<string>): void {

@@ -4,7 +4,7 @@
  *
  * The reply carries only what the eval runs with, since the main thread decodes every object of it:
  * the script, how it was made, and its line table as one transferred typed array. Per-declaration
- * names and sources (tens of thousands of strings for a megabyte of declarations) stay here.
+ * names (tens of thousands of strings for a megabyte of declarations) stay here.
  */
 import { parentPort } from "node:worker_threads";
 import { type TransformResult, transformCodeLazily } from "./transform-javascript.js";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { tool } from "@langchain/core/tools";
 import { z } from "zod";
-import { DEFAULTS, resolveOptions } from "../../src/langchain/options.js";
+import { resolveOptions } from "../../src/langchain/options.js";
 
 const webSearch = tool(async ({ query }: { query: string }) => query, {
   name: "web_search",
@@ -23,9 +23,17 @@ describe("middleware options", () => {
     expect(r.maxSnapshotBytes).toBe(r.memoryLimitBytes);
     expect(r.systemPrompt).toEqual({ kind: "default" });
     expect(r.ptc).toEqual({ safe: false, all: false, names: [], instances: [] });
-    expect(r.maxLiveSessions).toBe(DEFAULTS.maxLiveSessions);
+    expect(r.maxLiveSessions).toBe(64);
+    expect(r.sessionIdleTimeoutMs).toBe(30 * 60 * 1000);
+    expect(r.copyLimitBytes).toBe(r.memoryLimitBytes);
+    expect(r.wallTimeoutMs).toBe(60_000);
     expect(r.clock).toBe("frozen");
     expect(r.randomSeed).toBeUndefined();
+  });
+
+  it("wallTimeoutMs follows a larger executionTimeoutMs, copyLimitBytes a custom memoryLimitBytes", () => {
+    expect(resolveOptions({ executionTimeoutMs: 90_000 }).wallTimeoutMs).toBe(90_000);
+    expect(resolveOptions({ memoryLimitBytes: 8 * 1024 * 1024 }).copyLimitBytes).toBe(8 * 1024 * 1024);
   });
 
   it("maxSnapshotBytes follows a custom memoryLimitBytes", () => {
@@ -59,6 +67,38 @@ describe("middleware options", () => {
     [{ randomSeed: -1 }, /randomSeed/],
   ])("refuses %j at construction", (options, message) => {
     expect(() => resolveOptions(options as never)).toThrow(message);
+  });
+
+  it("an unknown option is named, with the list of known options taken from the schema", () => {
+    expect(() => resolveOptions({ memoryLimit: 1 } as never)).toThrow(
+      /^createCodeInterpreterMiddleware: unknown option "memoryLimit"; known options: memoryLimitBytes, copyLimitBytes, .*, interruptOn, maxLiveSessions, sessionIdleTimeoutMs$/,
+    );
+  });
+
+  it.each([
+    [{ maxResultChars: 10 }, "maxResultChars must be an integer >= 300, got 10"],
+    [{ maxCodeBytes: 64 * 1024 * 1024 + 1 }, "maxCodeBytes must be an integer between 1024 and 67108864, got 67108865"],
+    [{ copyLimitBytes: 1 }, "copyLimitBytes must be an integer between 1024 and 17179869184, got 1"],
+    [{ wallTimeoutMs: 0 }, "wallTimeoutMs must be an integer between 1 and 2147483647, got 0"],
+    [{ subagentTimeoutMs: 1.5 }, "subagentTimeoutMs must be an integer between 1 and 2147483647, got 1.5"],
+    [{ maxSnapshotBytes: 10 }, "maxSnapshotBytes must be an integer >= 1024, got 10"],
+    [{ sessionIdleTimeoutMs: 999 }, "sessionIdleTimeoutMs must be an integer >= 1000, got 999"],
+    [{ maxKeptOutputChars: -1 }, "maxKeptOutputChars must be an integer >= 0, got -1"],
+    [{ maxPtcCalls: "many" }, 'maxPtcCalls must be an integer >= 1, got "many"'],
+    [{ ptcQuotas: { web_search: -1 } }, "ptcQuotas.web_search must be an integer >= 0, got -1"],
+    [{ randomSeed: Number.NaN }, "randomSeed must be an integer >= 0, got NaN"],
+    [{ onUsage: 3 }, "onUsage must be a function, got 3"],
+    [{ usageTenant: "tenant" }, 'usageTenant must be a function, got "tenant"'],
+    [{ ptcAcknowledgeUnsafe: 1 }, "ptcAcknowledgeUnsafe must be true or false, got 1"],
+    [{ mode: null }, 'mode must be "thread", "turn" or "call", got null'],
+    [{ toolName: 5 }, 'toolName must be 1-64 letters, digits, "_" or "-", got 5'],
+  ])("an out-of-range or mistyped %j names the option and what it accepts", (options, message) => {
+    expect(() => resolveOptions(options as never)).toThrow(`createCodeInterpreterMiddleware: ${message}`);
+  });
+
+  it("an option given as undefined takes its default", () => {
+    const r = resolveOptions({ memoryLimitBytes: undefined, mode: undefined, maxPtcCalls: undefined } as never);
+    expect([r.memoryLimitBytes, r.mode, r.maxPtcCalls]).toEqual([64 * 1024 * 1024, "thread", 256]);
   });
 
   it("errors are TypeErrors naming the factory", () => {

@@ -10,7 +10,7 @@ import { MemorySaver } from "@langchain/langgraph";
 import { tool } from "@langchain/core/tools";
 import { z } from "zod";
 import type { CodeInterpreterMiddleware } from "../../src/langchain/index.js";
-import { initPersistenceState, Persistence, SNAPSHOT_STATE_KEY } from "../../src/langchain/persistence.js";
+import { Persistence, SNAPSHOT_STATE_KEY } from "../../src/langchain/persistence.js";
 import { sandboxOptions } from "../../src/langchain/eval-tool.js";
 import { resolveOptions } from "../../src/langchain/options.js";
 import { Sandbox } from "../../src/sandbox.js";
@@ -226,19 +226,19 @@ describe("a stored snapshot that does not match its thread or turn", () => {
     const sandbox = new Sandbox(sandboxOptions(options));
     try {
       sandbox.evalSync(code);
-      return (await persistence.store(initPersistenceState(), sandbox, undefined, threadId))!;
+      return (await persistence.forSession().store(sandbox, undefined, threadId))!;
     } finally {
       sandbox.dispose();
     }
   }
 
   async function openFrom(stored: { turn: number; data?: string }, threadId: string) {
-    const state = initPersistenceState();
-    expect(persistence.prepare(state, stored, false)).toBe(true);
-    await persistence.restore(state, threadId);
-    const sandbox = persistence.open(state);
+    const session = persistence.forSession();
+    expect(session.prepare(stored, false)).toBe(true);
+    await session.restore(threadId);
+    const sandbox = session.open();
     try {
-      return { found: sandbox.evalSync("typeof kept"), notices: state.notices };
+      return { found: sandbox.evalSync("typeof kept"), notices: session.takeNotices() };
     } finally {
       sandbox.dispose();
     }
