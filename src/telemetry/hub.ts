@@ -258,9 +258,9 @@ export class EvalObservation {
     if (evalStartChannel.hasSubscribers) evalStartChannel.publish(this.#start);
   }
 
-  /** The eval leaves its sandbox's queue and runs. */
+  /** The eval leaves its sandbox's queue and runs (`evalSync` never queues: no clock read). */
   running(): void {
-    this.#startedAt = performance.now();
+    if (this.#start.kind === "eval") this.#startedAt = performance.now();
   }
 
   /** A host call of this eval starts; `argumentBytes` were copied out for it. */
