@@ -6,7 +6,7 @@
 //
 //   node bench/telemetry-overhead.js --baseline=PATH [--otel] [--rounds=3] [--cases=eval-sync,sync-host,eval-tool]
 //   node bench/telemetry-overhead.js --sdk-vs-none [--rounds=3] [--cases=...]
-//   node bench/telemetry-overhead.js --interleaved [--root=PATH] [--blocks=30] [--cases=...]
+//   node bench/telemetry-overhead.js --interleaved [--root=PATH] [--blocks=30] [--cases=...,eval-async]
 //
 // --sdk-vs-none times this checkout with the OpenTelemetry SDK registered against this checkout
 // without it (issue 32 item 5: "with the OTel SDK ... within 10%"), alternating likewise.
@@ -59,6 +59,8 @@ async function openCase(adapter, name) {
   }
   const s = name === "sync-host" ? adapter.createSession({ sync: { host: hostSync } }) : adapter.createSession();
   const code = guestSource(name === "sync-host" ? "sync-host-calls.js" : "one-plus-one.js");
+  // eval-async (--interleaved only): `await eval("1+1")` on the eval's thread, the eval tool's engine step alone.
+  if (name === "eval-async") return { run: () => s.evalAsync(code), dispose: () => s.dispose() };
   return { run: () => s.evalSync(code), dispose: () => s.dispose() };
 }
 
@@ -70,7 +72,7 @@ async function child(root, otel, cases) {
   for (const name of cases) {
     const c = await openCase(adapter, name);
     // measure() times an AsyncFunction as async, anything else as sync.
-    const fn = name === "eval-tool" ? async () => c.run() : () => c.run();
+    const fn = name === "eval-tool" || name === "eval-async" ? async () => c.run() : () => c.run();
     out[name] = (await measure(name, fn, { quick: false })).medianUs / (name === "sync-host" ? 10_000 : 1);
     c.dispose();
   }
@@ -90,7 +92,7 @@ async function fixed(root, otel, name) {
   process.exit(0);
 }
 
-const INTERLEAVED_BLOCK = { "eval-sync": 2000, "sync-host": 10, "eval-tool": 30 };
+const INTERLEAVED_BLOCK = { "eval-sync": 2000, "sync-host": 10, "eval-tool": 30, "eval-async": 200 };
 
 /** This thread's CPU time in µs (Linux: schedstat of the main thread, ns precision). */
 function mainThreadCpuUs() {
