@@ -86,6 +86,15 @@ describe("spans handed to the SDK after the eval", () => {
     checkTree("quickjs_native.evalSync", from, to);
   });
 
+  it("evalSync answers before its spans reach the SDK, and they are there after one await", async () => {
+    otel = registerOtel();
+    const sb = sandbox();
+    expect(sb.evalSync("plain(1)")).toBe(2);
+    expect(otel.spans()).toEqual([]); // nothing made or ended on the caller's time
+    await null;
+    expect(otel.spans().map((s) => s.name).sort()).toEqual(["execute_tool plain", "quickjs_native.evalSync"]);
+  });
+
   it("an async eval's spans likewise, under the caller's active span", async () => {
     otel = registerOtel();
     const sb = sandbox();
