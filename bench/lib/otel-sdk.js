@@ -10,11 +10,32 @@ import { BasicTracerProvider, BatchSpanProcessor, InMemorySpanExporter } from "@
 
 /** Registers the SDK in the API's global registry, where a library finds it. */
 export function registerOtelSdk() {
+  otelSdkSwitch().on();
+}
+
+/**
+ * One SDK (providers, exporters, context manager) that can be registered and unregistered again
+ * (bench/telemetry-overhead.js --interleaved): `on()` registers it, `off()` removes it.
+ */
+export function otelSdkSwitch() {
   const exporter = new InMemorySpanExporter();
-  trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter)] }));
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  const tracerProvider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter)] });
+  const contextManager = new AsyncLocalStorageContextManager();
   const reader = new PeriodicExportingMetricReader({ exporter: new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE), exportIntervalMillis: 1000 });
-  metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
+  const meterProvider = new MeterProvider({ readers: [reader] });
   // The in-memory exporter keeps every span: emptied now and then so memory stays flat.
   setInterval(() => exporter.reset(), 200).unref();
+  return {
+    on() {
+      trace.setGlobalTracerProvider(tracerProvider);
+      context.setGlobalContextManager(contextManager.enable());
+      metrics.setGlobalMeterProvider(meterProvider);
+    },
+    off() {
+      trace.disable();
+      metrics.disable();
+      context.disable();
+      contextManager.disable();
+    },
+  };
 }

@@ -86,13 +86,15 @@ export interface CallSink {
 
 /** What a consumer keeps of one eval. */
 export interface EvalSink {
-  callStarted(name: string, callId: string): CallSink;
+  /** `startedAt`: a `performance.now()` time. */
+  callStarted(name: string, callId: string, startedAt: number): CallSink;
   ended(end: EvalEndMessage, bytesIn: number, bytesOut: number): void;
 }
 
 /** A consumer that follows evals. */
 export interface EvalSinks {
-  evalStarted(start: EvalStartMessage): EvalSink;
+  /** `startedAt`: a `performance.now()` time. */
+  evalStarted(start: EvalStartMessage, startedAt: number): EvalSink;
 }
 
 let evalSeq = 0;
@@ -169,7 +171,7 @@ export class HostCallObservation {
     // Counted when it starts, as the engine counts it: one still in flight when the eval ends is in its record.
     observed.count(name, 1);
     this.callId = `${observed.evalId}.${seq}`;
-    this.otel = observed.otel?.callStarted(name, this.callId);
+    this.otel = observed.otel?.callStarted(name, this.callId, this.#started);
     if (callStartChannel.hasSubscribers) callStartChannel.publish({ evalId: observed.evalId, name, callId: this.callId } satisfies HostCallStartMessage);
   }
 
@@ -251,14 +253,14 @@ export class EvalObservation {
     this.tenant = tenant;
     this.bytesIn = Buffer.byteLength(code);
     this.#start = { evalId: this.evalId, kind, tier: TIER, tenantHash: tenant === undefined ? undefined : keyHash(tenant), codeLength: code.length };
-    this.otel = otel?.evalStarted(this.#start);
+    this.otel = otel?.evalStarted(this.#start, this.#queuedAt);
     pendingEvals++;
     if (evalStartChannel.hasSubscribers) evalStartChannel.publish(this.#start);
   }
 
-  /** The eval leaves its sandbox's queue and runs. */
+  /** The eval leaves its sandbox's queue and runs (`evalSync` never queues: no clock read). */
   running(): void {
-    this.#startedAt = performance.now();
+    if (this.#start.kind === "eval") this.#startedAt = performance.now();
   }
 
   /** A host call of this eval starts; `argumentBytes` were copied out for it. */

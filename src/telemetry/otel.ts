@@ -4,6 +4,7 @@
  * is read here without the API. Without an SDK, a check costs one global property read per eval.
  */
 import { createRequire } from "node:module";
+import { performance } from "node:perf_hooks";
 import type * as OtelApi from "@opentelemetry/api";
 import type { CallSink, EvalEndMessage, EvalSink, EvalSinks, EvalStartMessage } from "./hub.js";
 import { gaugeValues, TIER } from "./hub.js";
@@ -50,98 +51,258 @@ type Attributes = OtelApi.Attributes;
 /** Attribute objects kept by outcome code or tool name (a few of each), cleared past this many. */
 const KEPT_ATTRIBUTES = 256;
 
-/** A host call's span. */
-export class OtelCall implements CallSink {
-  readonly #api: typeof OtelApi;
-  readonly #span: OtelApi.Span;
-  readonly #context: OtelApi.Context;
-  readonly #consumer: OtelConsumer;
-  #name: string;
+/** `performance.timeOrigin`, read once: Node reads it from the system each time (~0.1 µs). */
+const TIME_ORIGIN_MS = performance.timeOrigin;
+const ORIGIN_S = Math.floor(TIME_ORIGIN_MS / 1000);
+const ORIGIN_NS = Math.round((TIME_ORIGIN_MS - ORIGIN_S * 1000) * 1e6);
 
-  constructor(consumer: OtelConsumer, otel: typeof OtelApi, parent: OtelApi.Context, name: string, callId: string) {
-    this.#api = otel;
-    this.#consumer = consumer;
-    this.#name = name;
-    this.#span = consumer.tracer.startSpan(`execute_tool ${name}`, { attributes: toolAttributes(name, callId) }, parent);
-    this.#context = otel.trace.setSpan(parent, this.#span);
+/**
+ * A `performance.now()` time as the SDK's [seconds, nanoseconds] since the epoch: handed over as
+ * such, the SDK takes it as is instead of converting it with two more clock reads.
+ */
+function hrTimeOf(nowMs: number): OtelApi.HrTime {
+  const whole = Math.floor(nowMs / 1000);
+  let ns = ORIGIN_NS + Math.round((nowMs - whole * 1000) * 1e6);
+  let s = ORIGIN_S + whole;
+  if (ns >= 1e9) {
+    s++;
+    ns -= 1e9;
+  }
+  return [s, ns];
+}
+
+/** Finished spans waiting to be handed to the SDK past this many are handed over at once. */
+const MAX_DEFERRED = 1024;
+
+/** A finished eval or host call whose span and metric records wait for {@link handOver}. */
+interface Deferred {
+  hand(): void;
+}
+
+let deferred: Deferred[] = [];
+let warned = false;
+
+/**
+ * Hands every finished eval and host call to the SDK: spans made (or ended) with the times
+ * recorded when they ran, and their metric records. Runs at the end of the microtask checkpoint
+ * in which the first of them finished, so that a caller of `evalSync` has its answer first.
+ */
+function handOver(): void {
+  const batch = deferred;
+  deferred = [];
+  for (const item of batch) {
+    try {
+      item.hand();
+    } catch (err) {
+      if (!warned) {
+        warned = true;
+        process.emitWarning(`quickjs-native: the OpenTelemetry SDK threw while taking a span (later throws are not reported): ${(err as Error)?.message ?? String(err)}`, "TelemetryWarning");
+      }
+    }
+  }
+}
+
+function defer(item: Deferred): void {
+  if (deferred.length === 0) queueMicrotask(handOver);
+  deferred.push(item);
+  if (deferred.length >= MAX_DEFERRED) handOver(); // a long run of sync work holds a bounded batch
+}
+
+/**
+ * A span made only when something needs it: a child span's parent, code reading or writing the
+ * active span inside a host function, or {@link handOver} after it finished. It starts at the time
+ * recorded when it was created, so that the span is the same whenever the SDK makes it.
+ */
+abstract class LazySpan implements OtelApi.Span, Deferred {
+  protected readonly consumer: OtelConsumer;
+  protected readonly parent: OtelApi.Context;
+  protected readonly startedAt: number;
+  protected name: string;
+  #span: OtelApi.Span | undefined;
+
+  /** `startedAt`: when it started, a `performance.now()` time. */
+  constructor(consumer: OtelConsumer, parent: OtelApi.Context, name: string, startedAt: number) {
+    this.consumer = consumer;
+    this.parent = parent;
+    this.name = name;
+    this.startedAt = startedAt;
+  }
+
+  protected abstract attributes(): Attributes;
+  abstract hand(): void;
+
+  /** The SDK's span (made now when it was not yet). */
+  protected real(): OtelApi.Span {
+    this.#span ??= this.consumer.tracer.startSpan(this.name, { attributes: this.attributes(), startTime: hrTimeOf(this.startedAt) }, this.parent);
+    return this.#span;
+  }
+
+  /** The SDK's span when it was made already. */
+  protected made(): OtelApi.Span | undefined {
+    return this.#span;
+  }
+
+  spanContext(): OtelApi.SpanContext {
+    return this.real().spanContext();
+  }
+  setAttribute(key: string, value: OtelApi.SpanAttributeValue): this {
+    this.real().setAttribute(key, value);
+    return this;
+  }
+  setAttributes(attributes: OtelApi.SpanAttributes): this {
+    this.real().setAttributes(attributes);
+    return this;
+  }
+  addEvent(name: string, attributesOrStartTime?: OtelApi.SpanAttributes | OtelApi.TimeInput, startTime?: OtelApi.TimeInput): this {
+    this.real().addEvent(name, attributesOrStartTime, startTime);
+    return this;
+  }
+  addLink(link: OtelApi.Link): this {
+    this.real().addLink(link);
+    return this;
+  }
+  addLinks(links: OtelApi.Link[]): this {
+    this.real().addLinks(links);
+    return this;
+  }
+  setStatus(status: OtelApi.SpanStatus): this {
+    this.real().setStatus(status);
+    return this;
+  }
+  updateName(name: string): this {
+    this.real().updateName(name);
+    return this;
+  }
+  end(endTime?: OtelApi.TimeInput): void {
+    this.real().end(endTime);
+  }
+  isRecording(): boolean {
+    return this.real().isRecording();
+  }
+  recordException(exception: OtelApi.Exception, time?: OtelApi.TimeInput): void {
+    this.real().recordException(exception, time);
+  }
+}
+
+/** A host call's span. */
+export class OtelCall extends LazySpan implements CallSink {
+  readonly #context: OtelApi.Context;
+  #callId: string;
+  #toolName: string;
+  #ok = false;
+  #durationMs = 0;
+  #endedAt = 0;
+
+  constructor(consumer: OtelConsumer, parent: OtelApi.Context, name: string, callId: string, startedAt: number) {
+    super(consumer, parent, `execute_tool ${name}`, startedAt);
+    this.#toolName = name;
+    this.#callId = callId;
+    this.#context = consumer.api.trace.setSpan(parent, this);
+  }
+
+  protected attributes(): Attributes {
+    return { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": this.#toolName, "gen_ai.tool.call.id": this.#callId, "gen_ai.tool.type": "function" };
   }
 
   rename(name: string, callId: string): void {
-    this.#name = name;
-    this.#span.updateName(`execute_tool ${name}`);
-    this.#span.setAttributes(toolAttributes(name, callId));
+    this.#toolName = name;
+    this.#callId = callId;
+    this.name = `execute_tool ${name}`;
+    const span = this.made();
+    if (span === undefined) return;
+    span.updateName(this.name);
+    span.setAttributes(this.attributes());
   }
 
   run<T>(fn: () => T): T {
-    return this.#api.context.with(this.#context, fn);
+    return this.consumer.api.context.with(this.#context, fn);
   }
 
   ended(ok: boolean, durationMs: number, endedAt: number): void {
-    if (!ok) this.#span.setStatus({ code: this.#api.SpanStatusCode.ERROR });
-    this.#span.end(endedAt);
-    const consumer = this.#consumer;
-    consumer.hostCallDuration.record(durationMs / 1000, consumer.toolAttributes(this.#name));
+    this.#ok = ok;
+    this.#durationMs = durationMs;
+    this.#endedAt = endedAt;
+    defer(this);
   }
-}
 
-function toolAttributes(name: string, callId: string): Attributes {
-  return { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, "gen_ai.tool.call.id": callId, "gen_ai.tool.type": "function" };
+  hand(): void {
+    const span = this.real();
+    const consumer = this.consumer;
+    if (!this.#ok) span.setStatus({ code: consumer.api.SpanStatusCode.ERROR });
+    span.end(hrTimeOf(this.#endedAt));
+    consumer.hostCallDuration.record(this.#durationMs / 1000, consumer.toolAttributes(this.#toolName));
+  }
 }
 
 /** An eval's span. */
-export class OtelEval implements EvalSink {
-  readonly #consumer: OtelConsumer;
-  readonly #api: typeof OtelApi;
-  readonly #span: OtelApi.Span;
-  readonly #parent: OtelApi.Context;
-  readonly #kind: EvalStartMessage["kind"];
+export class OtelEval extends LazySpan implements EvalSink {
+  readonly #start: EvalStartMessage;
   #context: OtelApi.Context | undefined; // the span's context, made when a host call first needs it
+  #end: EvalEndMessage | undefined;
+  #bytesIn = 0;
+  #bytesOut = 0;
+  #endedAt = 0;
 
-  constructor(consumer: OtelConsumer, otel: typeof OtelApi, start: EvalStartMessage) {
-    this.#consumer = consumer;
-    this.#api = otel;
+  constructor(consumer: OtelConsumer, start: EvalStartMessage, startedAt: number) {
+    // Its parent is the caller's active span (the eval tool's, an agent's).
+    super(consumer, consumer.api.context.active(), start.kind === "eval" ? "quickjs_native.eval" : "quickjs_native.evalSync", startedAt);
+    this.#start = start;
+  }
+
+  /** Its start attributes, and its end attributes too once it ended (a span made after it ended gets all at once). */
+  protected attributes(): Attributes {
+    const start = this.#start;
     const attributes: Attributes = { "quickjs_native.tier": start.tier, "quickjs_native.code.length": start.codeLength };
     if (start.tenantHash !== undefined) attributes["quickjs_native.tenant.hash"] = start.tenantHash;
-    // Its parent is the caller's active span (the eval tool's, an agent's).
-    const parent = otel.context.active();
-    this.#parent = parent;
-    this.#kind = start.kind;
-    this.#span = consumer.tracer.startSpan(start.kind === "eval" ? "quickjs_native.eval" : "quickjs_native.evalSync", { attributes }, parent);
+    return this.#end === undefined ? attributes : Object.assign(attributes, this.#endAttributes(this.#end));
   }
 
-  callStarted(name: string, callId: string): OtelCall {
-    this.#context ??= this.#api.trace.setSpan(this.#parent, this.#span);
-    return new OtelCall(this.#consumer, this.#api, this.#context, name, callId);
-  }
-
-  ended(end: EvalEndMessage, bytesIn: number, bytesOut: number): void {
-    const span = this.#span;
-    span.setAttributes({
+  #endAttributes(end: EvalEndMessage): Attributes {
+    const attributes: Attributes = {
       "quickjs_native.outcome": end.outcome,
       "quickjs_native.execution_ms": end.executionMs,
       "quickjs_native.wall_ms": end.wallMs,
       "quickjs_native.queue_ms": end.queueMs,
       "quickjs_native.memory.peak_bytes": end.peakMemoryBytes,
       "quickjs_native.host_calls": end.hostCalls,
-      "quickjs_native.bytes_in": bytesIn,
-      "quickjs_native.bytes_out": bytesOut,
-    });
-    if (end.outcome !== "OK") {
-      span.setAttribute("error.type", end.outcome);
-      span.setStatus({ code: this.#api.SpanStatusCode.ERROR, message: end.outcome });
-    }
-    span.end();
+      "quickjs_native.bytes_in": this.#bytesIn,
+      "quickjs_native.bytes_out": this.#bytesOut,
+    };
+    if (end.outcome !== "OK") attributes["error.type"] = end.outcome;
+    return attributes;
+  }
+
+  callStarted(name: string, callId: string, startedAt: number): OtelCall {
+    this.#context ??= this.consumer.api.trace.setSpan(this.parent, this);
+    return new OtelCall(this.consumer, this.#context, name, callId, startedAt);
+  }
+
+  ended(end: EvalEndMessage, bytesIn: number, bytesOut: number): void {
+    this.#endedAt = performance.now();
+    this.#end = end;
+    this.#bytesIn = bytesIn;
+    this.#bytesOut = bytesOut;
+    defer(this);
+  }
+
+  hand(): void {
+    const end = this.#end!;
+    const made = this.made(); // live already: a host call's span needed it as its parent
+    const span = this.real();
+    const c = this.consumer;
+    if (made !== undefined) span.setAttributes(this.#endAttributes(end));
+    if (end.outcome !== "OK") span.setStatus({ code: c.api.SpanStatusCode.ERROR, message: end.outcome });
+    span.end(hrTimeOf(this.#endedAt));
     // Each record costs the SDK a hash of its attributes (~2 µs): the eval count is read from the
     // consumer's own tally when the SDK collects, and only an eval that can queue records its wait.
-    const c = this.#consumer;
     c.evalDuration.record(end.wallMs / 1000, c.evalEnded(end.outcome));
-    if (this.#kind === "eval") c.queueDuration.record(end.queueMs / 1000, c.tierAttributes);
+    if (this.#start.kind === "eval") c.queueDuration.record(end.queueMs / 1000, c.tierAttributes);
   }
 }
 
 /** Spans and instruments of one registered SDK. */
 export class OtelConsumer implements EvalSinks {
-  readonly #api: typeof OtelApi;
+  readonly api: typeof OtelApi;
   readonly #registered: OtelGlobal;
   readonly #trace: object | undefined;
   readonly #metrics: object | undefined;
@@ -155,7 +316,7 @@ export class OtelConsumer implements EvalSinks {
   readonly hostCallDuration: OtelApi.Histogram;
 
   constructor(otel: typeof OtelApi, registered: OtelGlobal) {
-    this.#api = otel;
+    this.api = otel;
     this.#registered = registered;
     this.#trace = registered.trace;
     this.#metrics = registered.metrics;
@@ -209,12 +370,12 @@ export class OtelConsumer implements EvalSinks {
     return registered === this.#registered && registered.trace === this.#trace && registered.metrics === this.#metrics;
   }
 
-  evalStarted(start: EvalStartMessage): OtelEval {
-    return new OtelEval(this, this.#api, start);
+  evalStarted(start: EvalStartMessage, startedAt: number): OtelEval {
+    return new OtelEval(this, start, startedAt);
   }
 
   operation<T>(name: string, work: () => T, bytesOf: (result: Awaited<T>) => number): T {
-    const otel = this.#api;
+    const otel = this.api;
     const span = this.tracer.startSpan(name, { attributes: { "quickjs_native.tier": TIER } });
     const failed = (err: unknown): never => {
       span.setAttribute("error.type", (err as { code?: unknown })?.code === undefined ? "Error" : String((err as { code: unknown }).code));
@@ -238,7 +399,7 @@ export class OtelConsumer implements EvalSinks {
   }
 
   active<T>(name: string, attributes: Readonly<Record<string, string | number | boolean>>, work: () => Promise<T>): Promise<T> {
-    const otel = this.#api;
+    const otel = this.api;
     return this.tracer.startActiveSpan(name, { attributes }, async (span) => {
       try {
         return await work();
