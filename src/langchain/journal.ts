@@ -287,10 +287,20 @@ async function decodeRecordBytes(bytes: Buffer | undefined, binding: RecordBindi
     const entry: unknown = deserialize(one);
     if (!isEntry(entry) || positions.has(entry.position)) throw shapeError();
     positions.add(entry.position);
-    entries.push(entry);
+    entries.push(withOutcomeOnDemand(entry, one));
   }
   const { entryCount: _count, ...rest } = head;
   return { ...rest, entries, startSnapshot: new Uint8Array(snapshot) };
+}
+
+/**
+ * `entry`, its outcome decoded again from its checked bytes each time it is read. Outcomes are
+ * guest-sized (a 50 MB journal is mostly tool results): kept decoded for the whole replay, they
+ * survived every young-generation collection, each copying them on the main thread.
+ */
+function withOutcomeOnDemand(entry: JournalEntry, bytes: Buffer): JournalEntry {
+  const { outcome: _decoded, ...rest } = entry;
+  return Object.defineProperty(rest, "outcome", { enumerable: true, get: () => (deserialize(bytes) as JournalEntry).outcome }) as JournalEntry;
 }
 
 /** SHA-256 of an eval's code, hex. */
