@@ -253,8 +253,12 @@ export function sealWrittenSnapshot(written: NativeSnapshotWrite, options: Resol
 }
 
 async function sealInSlices(plain: Buffer, options: ResolvedSnapshotOptions, engineVersion: string): Promise<Uint8Array> {
-  const body = options.compress ? await deflateRawAsync(plain, DEFLATE_OPTIONS) : plain;
-  const { out, covered } = framed(body, options, engineVersion, SNAPSHOT_FORMAT_VERSION, false);
+  return sealBodyInSlices(options.compress ? await deflateRawAsync(plain, DEFLATE_OPTIONS) : plain, options, engineVersion);
+}
+
+// sealed(), the body copied in and digested a slice per turn of the event loop.
+async function sealBodyInSlices(body: Buffer, options: ResolvedSnapshotOptions, engineVersion: string, formatVersion = SNAPSHOT_FORMAT_VERSION): Promise<Uint8Array> {
+  const { out, covered } = framed(body, options, engineVersion, formatVersion, false);
   // The body is copied into place a slice at a time, as it is digested: copying a 200,000-row
   // state in one go held the event loop for 30-40 ms on a loaded machine.
   const fill = (from: number, to: number): void => {
@@ -359,6 +363,18 @@ export function openSnapshot(bytes: unknown, options: ResolvedSnapshotOptions): 
 
 /** Checks size, header and digest (or signature) like {@link openSnapshot}; returns the body as stored (deflated or not), a view of `bytes`. */
 function verifiedBody(bytes: unknown, options: ResolvedSnapshotOptions): { info: SnapshotInfo; body: Buffer } {
+  const { info, covered, stored } = envelopeOf(bytes, options);
+  return bodyIfMatches(info, covered, stored, digest(options.signing, covered), options);
+}
+
+/** {@link verifiedBody}, the digest computed a slice per turn of the event loop. */
+async function verifiedBodyInSlices(bytes: unknown, options: ResolvedSnapshotOptions): Promise<{ info: SnapshotInfo; body: Buffer }> {
+  const { info, covered, stored } = envelopeOf(bytes, options);
+  return bodyIfMatches(info, covered, stored, await digestInSlices(options.signing, covered), options);
+}
+
+// The checks of verifiedBody before the digest: the header and what the digest covers, and the stored digest.
+function envelopeOf(bytes: unknown, options: ResolvedSnapshotOptions): { info: SnapshotInfo; covered: Buffer; stored: Buffer } {
   if (bytes instanceof Uint8Array && bytes.length > options.maxSnapshotBytes) {
     throw invalidSnapshot(`the snapshot is ${bytes.length} bytes, over maxSnapshotBytes (${options.maxSnapshotBytes})`);
   }
@@ -370,11 +386,14 @@ function verifiedBody(bytes: unknown, options: ResolvedSnapshotOptions): { info:
     throw invalidSnapshot(`the snapshot is from turn ${info.turn}, expected turn ${options.signing.turn}`);
   }
   const end = HEADER_BYTES + info.bodyBytes;
-  const expected = digest(options.signing, b.subarray(0, end));
-  if (!timingSafeEqual(expected, b.subarray(end))) {
+  return { info, covered: b.subarray(0, end), stored: b.subarray(end) };
+}
+
+function bodyIfMatches(info: SnapshotInfo, covered: Buffer, stored: Buffer, expected: Buffer, options: ResolvedSnapshotOptions): { info: SnapshotInfo; body: Buffer } {
+  if (!timingSafeEqual(expected, stored)) {
     throw invalidSnapshot(options.signing ? "the snapshot's signature does not match (altered, or from another thread or key)" : "the snapshot's checksum does not match (corrupted)");
   }
-  return { info, body: b.subarray(HEADER_BYTES, end) };
+  return { info, body: covered.subarray(HEADER_BYTES) };
 }
 
 /**
@@ -408,7 +427,8 @@ export async function resealSnapshot(bytes: Uint8Array, options: ResealOptions):
   if (typeof options !== "object" || options === null) throw invalidArgument("reseal options must be an object");
   const { from, ...target } = options;
   const resolved = resolveSnapshotOptions(target, MAX_BODY_BYTES);
-  const { info, body } = verifiedBody(bytes, { maxSnapshotBytes: resolved.maxSnapshotBytes, ...(from === undefined ? {} : { signing: resolveSigning(from) }) });
+  // Verified and sealed a slice per turn of the event loop: a thread's state is resealed after every run.
+  const { info, body } = await verifiedBodyInSlices(bytes, { maxSnapshotBytes: resolved.maxSnapshotBytes, ...(from === undefined ? {} : { signing: resolveSigning(from) }) });
   const compress = resolved.compress ?? false;
   let out = body;
   if (compress && !info.compressed) out = await deflateRawAsync(body, DEFLATE_OPTIONS);
@@ -419,7 +439,7 @@ export async function resealSnapshot(bytes: Uint8Array, options: ResealOptions):
       throw new SandboxError("INVALID_SNAPSHOT", `the snapshot's body does not inflate within maxSnapshotBytes (${resolved.maxSnapshotBytes})`, { cause: err });
     }
   }
-  return sealed(out, { ...resolved, compress }, info.engineVersion, info.formatVersion);
+  return sealBodyInSlices(out, { ...resolved, compress }, info.engineVersion, info.formatVersion);
 }
 
 /** @internal Defines a verified body's globals in a fresh sandbox's handle and lists what came back as placeholders. */

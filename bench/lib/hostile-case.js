@@ -37,8 +37,11 @@ async function longestGap(work) {
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-/** The hostile classes: each prepares its input outside the measured window, then runs it once. */
-function classes(api, lc) {
+/**
+ * The hostile classes, as `[title, prepare]` pairs and `dispose`: each prepares its input outside
+ * the measured window, then runs it once (scripts/profile-hostile-stall.mjs runs one of them).
+ */
+export function classes(api, lc) {
   const middleware = lc.createCodeInterpreterMiddleware({ executionTimeoutMs: 2000 });
   const evalTool = middleware.tools[0];
   let thread = 0;

@@ -35,6 +35,7 @@ import type { BaseStore } from "@langchain/langgraph";
 import { traceOperation } from "../index.js";
 import type { StateUpdate } from "./ptc.js";
 import { CHECKPOINTER_KEY } from "./checkpointer-blobs.js";
+import { Slicer, updateInSlices, yieldToLoop } from "./slices.js";
 import { ThreadBlobs } from "./thread-blobs.js";
 
 const MAGIC = Buffer.from("QJSNJRNL", "latin1");
@@ -116,18 +117,12 @@ export class ReplayRecordError extends Error {
 /** The head section: the record without its entries and snapshot. */
 type RecordHead = Omit<ReplayRecord, "entries" | "startSnapshot"> & { entryCount: number };
 
-const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
 /** Digest of the binding, the storage slot and `parts`, fed in slices with yields between them. */
 async function digest(binding: RecordBinding, slot: string, signed: boolean, parts: readonly Uint8Array[]): Promise<Buffer> {
   const h: Hash | Hmac = signed && binding.key !== undefined ? createHmac("sha256", binding.key) : createHash("sha256");
   h.update(DOMAIN).update(binding.threadId).update("\0").update(binding.evalCallId).update("\0").update(slot).update("\0");
-  for (const part of parts) {
-    for (let at = 0; at < part.length; at += SLICE_BYTES) {
-      h.update(part.subarray(at, at + SLICE_BYTES));
-      if (part.length - at > SLICE_BYTES) await yieldToLoop();
-    }
-  }
+  const slicer = new Slicer();
+  for (const part of parts) await updateInSlices(h, part, slicer);
   return h.digest();
 }
 
@@ -292,10 +287,20 @@ async function decodeRecordBytes(bytes: Buffer | undefined, binding: RecordBindi
     const entry: unknown = deserialize(one);
     if (!isEntry(entry) || positions.has(entry.position)) throw shapeError();
     positions.add(entry.position);
-    entries.push(entry);
+    entries.push(withOutcomeOnDemand(entry, one));
   }
   const { entryCount: _count, ...rest } = head;
   return { ...rest, entries, startSnapshot: new Uint8Array(snapshot) };
+}
+
+/**
+ * `entry`, its outcome decoded again from its checked bytes each time it is read. Outcomes are
+ * guest-sized (a 50 MB journal is mostly tool results): kept decoded for the whole replay, they
+ * survived every young-generation collection, each copying them on the main thread.
+ */
+function withOutcomeOnDemand(entry: JournalEntry, bytes: Buffer): JournalEntry {
+  const { outcome: _decoded, ...rest } = entry;
+  return Object.defineProperty(rest, "outcome", { enumerable: true, get: () => (deserialize(bytes) as JournalEntry).outcome }) as JournalEntry;
 }
 
 /** SHA-256 of an eval's code, hex. */

@@ -18,13 +18,13 @@
  *   survive.
  * Whatever is lost on the way is told to the model in one line, on its next eval.
  */
-import { createHash } from "node:crypto";
 import type { BaseStore } from "@langchain/langgraph";
 import { z } from "zod";
 import { resealSnapshot, Sandbox, SandboxError, snapshotBody, type EvalReport, type NotRestored, type RestoreOptions, type SandboxErrorCode, type SandboxOptions, type SnapshotOptions } from "../index.js";
 import type { ResolvedOptions } from "./options.js";
 import { PERSISTENCE_TEXT } from "./prompts.js";
 import { type CheckpointerBlobs, checkpointerOf } from "./checkpointer-blobs.js";
+import { sha256HexInSlices } from "./slices.js";
 import { type BlobBackend, ThreadBlobs } from "./thread-blobs.js";
 
 /** Graph-state key holding the snapshot; the leading underscore keeps it out of the agent's output. */
@@ -179,7 +179,7 @@ export class Persistence {
         ...(signing === undefined ? {} : { signing }),
       });
       if (notRestored.length > 0) state.notices.push(PERSISTENCE_TEXT.notRestored(notRestored.map((n: NotRestored) => `${n.name} (${n.type})`)));
-      if (pending.ref !== undefined) state.storedBody = bodyDigest(pending.bytes);
+      if (pending.ref !== undefined) state.storedBody = await bodyDigest(pending.bytes);
       if (pending.what === "stored") {
         // Until an eval completes, a stop goes back to the state just restored.
         state.lastGood = pending.bytes;
@@ -325,7 +325,7 @@ export class Persistence {
       state.turn = turn;
       return { turn, data: Buffer.from(bytes).toString("base64") };
     }
-    const body = bodyDigest(bytes);
+    const body = await bodyDigest(bytes);
     if (stored?.ref !== undefined && stored.at === at && state.turn === stored.turn && state.storedBody === body) return undefined;
     let ref: string;
     try {
@@ -479,9 +479,9 @@ function dropRestored(state: PersistenceState): void {
   state.restored = undefined;
 }
 
-/** Digest of a snapshot's body, without the header (turn) and signature that change every run. */
-function bodyDigest(bytes: Uint8Array): string {
-  return createHash("sha256").update(snapshotBody(bytes)).digest("hex");
+/** Digest of a snapshot's body, without the header (turn) and signature that change every run; hashed in slices (a state can be tens of MB). */
+function bodyDigest(bytes: Uint8Array): Promise<string> {
+  return sha256HexInSlices(snapshotBody(bytes));
 }
 
 /** True when two snapshots hold the same interpreter state, whatever turn they were signed for. */

@@ -26,6 +26,7 @@ import { constants as zlibConstants, deflateRaw, deflateRawSync, inflateRaw, inf
 import type { BaseStore, GetOperation, PutOperation } from "@langchain/langgraph";
 import { SandboxError } from "../index.js";
 import { type CheckpointerBlobs, CheckpointerSpace, isCheckpointerBlobs } from "./checkpointer-blobs.js";
+import { Slicer } from "./slices.js";
 
 const deflateRawAsync = promisify(deflateRaw);
 const inflateRawAsync = promisify(inflateRaw);
@@ -84,23 +85,44 @@ const GEAR: Uint32Array = (() => {
 /** Offsets where content-defined chunks end (the last one is `bytes.length`). */
 export function chunkBoundaries(bytes: Uint8Array): number[] {
   const ends: number[] = [];
-  let start = 0;
-  while (start < bytes.length) {
-    const limit = Math.min(bytes.length, start + MAX_CHUNK_BYTES);
-    let end = limit;
-    let hash = 0;
-    for (let i = start + MIN_CHUNK_BYTES; i < limit; i++) {
-      hash = ((hash << 1) + GEAR[bytes[i]!]!) | 0;
-      if ((hash & BOUNDARY_MASK) === 0) {
-        end = i + 1;
-        break;
-      }
-    }
-    ends.push(end);
-    start = end;
-  }
+  for (let start = 0; start < bytes.length; start = ends.at(-1)!) ends.push(chunkEnd(bytes, start));
   return ends;
 }
+
+/** Where the content-defined chunk starting at `start` ends. */
+function chunkEnd(bytes: Uint8Array, start: number): number {
+  const limit = Math.min(bytes.length, start + MAX_CHUNK_BYTES);
+  let hash = 0;
+  for (let i = start + MIN_CHUNK_BYTES; i < limit; i++) {
+    hash = ((hash << 1) + GEAR[bytes[i]!]!) | 0;
+    if ((hash & BOUNDARY_MASK) === 0) return i + 1;
+  }
+  return limit;
+}
+
+/**
+ * The chunks of `bytes` and their digests, cut and hashed a slice per turn of the event loop: a
+ * 50 MB journal took over 100 ms of the main thread in one go.
+ */
+async function chunksOf(bytes: Uint8Array): Promise<{ pieces: Uint8Array[]; digests: string[] }> {
+  const pieces: Uint8Array[] = [];
+  const digests: string[] = [];
+  const slicer = new Slicer();
+  for (let start = 0; start < bytes.length; ) {
+    const piece = bytes.subarray(start, chunkEnd(bytes, start));
+    pieces.push(piece);
+    digests.push(digestOf(piece));
+    start += piece.length;
+    await slicer.spent(piece.length);
+  }
+  return { pieces, digests };
+}
+
+/**
+ * Chunks deflated at once when a blob's chunks go to the libuv pool: each deflate costs the main
+ * thread a zlib object, and starting one per chunk of a 50 MB blob held it for tens of ms.
+ */
+const DEFLATES_IN_FLIGHT = 4;
 
 function digestOf(bytes: Uint8Array): string {
   return createHash("sha256").update(bytes).digest("hex").slice(0, DIGEST_HEX_CHARS);
@@ -207,9 +229,7 @@ export class ThreadBlobs {
 
   /** Stores `bytes`; returns the reference to keep in graph state. Writes only chunks the slot does not hold. */
   async write(bytes: Uint8Array): Promise<string> {
-    const ends = chunkBoundaries(bytes);
-    const pieces = ends.map((end, i) => bytes.subarray(i === 0 ? 0 : ends[i - 1]!, end));
-    const chunks = pieces.map(digestOf);
+    const { pieces, digests: chunks } = await chunksOf(bytes);
     const manifest: Manifest = { v: THREAD_BLOBS_FORMAT_VERSION, bytes: bytes.length, chunks };
     const ref = digestOf(Buffer.from(JSON.stringify(manifest), "utf8"));
 
@@ -219,15 +239,28 @@ export class ThreadBlobs {
     const held = new Set(keptChunks.flat());
     const written = new Set<string>();
     const deflate = zlibCall(deflateRawSync, deflateRawAsync, bytes.length <= SYNC_ZLIB_BYTES);
-    const puts: Promise<[string, Record<string, unknown>]>[] = [];
+    const fresh: number[] = [];
     for (let i = 0; i < pieces.length; i++) {
       const digest = chunks[i]!;
       if (held.has(digest) || written.has(digest)) continue;
       written.add(digest);
-      puts.push(deflate(pieces[i]!, { level: zlibConstants.Z_BEST_SPEED }).then((z) =>
-        [`chunk:${digest}`, { v: THREAD_BLOBS_FORMAT_VERSION, z: z.toString("base64") }]));
+      fresh.push(i);
     }
-    await this.#space.put(await Promise.all(puts));
+    // A few lanes take the next chunk in turn; deflating on the caller, they give the event loop a turn every slice.
+    const puts: [string, Record<string, unknown>][] = new Array(fresh.length);
+    const slicer = new Slicer();
+    let taken = 0;
+    const lane = async (): Promise<void> => {
+      while (taken < fresh.length) {
+        const k = taken++;
+        const piece = pieces[fresh[k]!]!;
+        const z = await deflate(piece, { level: zlibConstants.Z_BEST_SPEED });
+        puts[k] = [`chunk:${chunks[fresh[k]!]!}`, { v: THREAD_BLOBS_FORMAT_VERSION, z: z.toString("base64") }];
+        await slicer.spent(piece.length);
+      }
+    };
+    await Promise.all(Array.from({ length: DEFLATES_IN_FLIGHT }, lane));
+    await this.#space.put(puts);
 
     // The manifest goes in after its chunks: a reader never finds a manifest whose chunks are not there yet.
     const next = [...kept.filter((b) => b !== ref), ref];

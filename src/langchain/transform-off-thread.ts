@@ -1,20 +1,19 @@
 /**
  * Model-written code transformed off the Node main thread. Parsing grows with the code (hundreds
  * of ms for a few hundred KB of TypeScript) and the main thread serves every session, so code past
- * a few KB goes to one worker thread, reused across evals, with a time limit. Short code, the
- * usual case, is transformed inline: a worker round trip would cost more than parsing it.
+ * a few KB goes to a worker thread, reused across evals, with a time limit. Short code, the
+ * usual case, is transformed inline: a worker round trip would cost more than parsing it. The
+ * worker started here hosts the parser in a worker of its own and replaces it when it is stuck
+ * (transform-worker.ts), so a restart starts no worker on the main thread.
  */
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { failedParse, lineMapOf, transformCodeLazily } from "./transform-javascript.js";
-import type { RunnableTransform, TransformReply, TransformRequest } from "./transform-worker.js";
+import type { HostReply, HostRequest, RunnableTransform, TransformWorkerData } from "./transform-worker.js";
 
 /** Code up to this many characters is transformed inline (well under a millisecond of parsing). */
 export const INLINE_TRANSFORM_CHARS = 4096;
-
-/** Heap of the worker: TypeScript's parser on code at the size cap needs well under this. */
-const WORKER_HEAP_MB = 512;
 
 const WORKER_URL = new URL("./transform-worker.js", import.meta.url);
 // The worker runs the compiled module; run from TypeScript sources (as under vitest), there is none
@@ -47,8 +46,14 @@ function stopWorker(message: string): void {
 
 function ensureWorker(): Worker {
   if (worker !== undefined) return worker;
-  const created = new Worker(WORKER_URL, { resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } });
-  created.on("message", ({ id, result, error }: TransformReply) => {
+  // The host worker runs the parser in a worker of its own and replaces it when it is stuck.
+  const created = new Worker(WORKER_URL, { workerData: { role: "host" } satisfies TransformWorkerData });
+  created.on("message", (reply: HostReply) => {
+    if ("lost" in reply) {
+      failAll(`the code could not be parsed: ${reply.lost}`);
+      return;
+    }
+    const { id, result, error } = reply;
     const entry = pending.get(id);
     if (entry === undefined) return;
     pending.delete(id);
@@ -84,11 +89,15 @@ export function transformOffThread(source: string, timeoutMs: number): Promise<R
     const timer = setTimeout(() => {
       pending.delete(id);
       resolve(failedParse(`the code took longer than ${timeoutMs} ms to parse`, 1, 1, "javascript"));
-      // The worker is stuck on this code: evals queued behind it are told to run again.
-      if (worker === target) stopWorker("the code parser was restarted; run the code again");
+      // The parser is stuck on this code: evals queued behind it are told to run again, and the
+      // host worker replaces the parser (starting a worker here would hold the main thread).
+      if (worker !== target) return;
+      failAll("the code parser was restarted; run the code again");
+      target.postMessage({ restart: true } satisfies HostRequest);
+      target.unref();
     }, timeoutMs);
     pending.set(id, { resolve, timer });
     target.ref();
-    target.postMessage({ id, source } satisfies TransformRequest);
+    target.postMessage({ id, source } satisfies HostRequest);
   });
 }
