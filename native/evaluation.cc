@@ -250,7 +250,7 @@ void Engine::finish(EvalOutcome* out) {
   if (reason != StopReason::None || out->status != EvalStatus::Ok) JS_DropPendingJobs(rt_);
   clearEvalState();
   if (out->status == EvalStatus::OutOfMemory) JS_RunGC(rt_);
-  out->executionMs = executionMs_;
+  out->executionMs = clock_.executionMs();
   out->hostCalls = hostCalls_;
   out->memoryUsedBytes = memoryUsed();
   out->peakMemoryBytes = memoryPeak();
@@ -262,7 +262,7 @@ void Engine::finish(EvalOutcome* out) {
 
 void Engine::resetEvalCounters(uint64_t evalId) {
   evalId_ = evalId;
-  executionMs_ = 0;
+  clock_.resetExecution();
   hostCalls_ = 0;
   copiedBytes_ = 0;
   consoleTruncated_ = false;

@@ -59,9 +59,9 @@ JSValue Engine::callHost(int fnId, bool async, int argc, JSValueConst* argv) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!lifecycle_.apply(Event::HostCallStarted)) return JS_ThrowInternalError(ctx_, "the eval has ended");
   }
-  pauseClock();
+  clock_.pause();
   HostResult r = bridge_->callSync(id_, static_cast<uint32_t>(fnId), std::move(w.bytes()));
-  resumeClock();
+  clock_.resume();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!lifecycle_.apply(Event::HostCallEnded)) return JS_ThrowInternalError(ctx_, "the eval has ended");
@@ -173,7 +173,7 @@ bool Engine::callHostPrimitive(uint32_t fnId, int argc, JSValueConst* argv, JSVa
   int64_t hostStartNs = coarseMonotonicNs();
   bool primitive = bridge_->callSyncPrimitive(id_, &call);
   int64_t hostNs = coarseMonotonicNs() - hostStartNs;
-  if (hostNs != 0) excludeHostTime(hostNs);  // most calls see no tick of the coarse clock
+  if (hostNs != 0) clock_.excludeHostTime(hostNs);  // most calls see no tick of the coarse clock
   if (stop_.load(std::memory_order_relaxed) != 0) {
     *out = JS_ThrowInternalError(ctx_, "the eval has ended");
     return true;
