@@ -127,7 +127,7 @@ bool Engine::runSlice() {
         done = true;
       } else if (settled(&out)) {
         done = true;
-      } else if (pending_.empty()) {
+      } else if (hostCalls_.noneInFlight()) {
         neverSettles("the script awaits a promise that can never settle (no host call is pending)", &out);
         done = true;
       }
@@ -229,7 +229,7 @@ bool Engine::abandon(int64_t graceNs) {
   out.message = "the guest is stuck in a built-in that cannot be interrupted; the sandbox is broken";
   out.evalId = pendingEvalId_;
   out.executionMs = clock_.executionMs() + static_cast<double>(deadlines.sliceNs(cpuNs, nowNs)) / 1e6;
-  out.hostCalls = hostCalls_.load(std::memory_order_relaxed);
+  out.hostCalls = hostCalls_.calls();
   out.memoryUsedBytes = memoryUsed();
   out.peakMemoryBytes = memoryPeak();
   bridge_->postEvalDone(id_, std::move(out));

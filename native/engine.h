@@ -4,8 +4,8 @@
 // Its members are defined by concept: engine.cc (runtime, context, teardown), guest_budgets.cc
 // (execution time and stack), evaluation.cc (code to outcome, evalSync), async_eval.cc (async
 // evals, under eval_lifecycle.h), host_calls.cc, console.cc, globals.cc, clock.cc, snapshot.cc.
-// Its parts with state of their own are classes: the eval lifecycle (eval_lifecycle.h) and the
-// execution clock (budget_clock.h).
+// Its parts with state of their own are classes: the eval lifecycle (eval_lifecycle.h), the
+// execution clock (budget_clock.h) and the host-call table (host_call_table.h).
 #pragma once
 
 #include <atomic>
@@ -22,6 +22,7 @@
 #include "budget_clock.h"
 #include "eval_lifecycle.h"
 #include "guest_codec.h"
+#include "host_call_table.h"
 #include "intrinsics.h"
 #include "snapshot.h"
 #include "threads.h"
@@ -298,13 +299,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::vector<HostResult> inbox_;
   std::atomic<bool> inboxReady_{false};  // !inbox_.empty(), readable without mu_ by a slice waiting for a result
   int spinSkips_ = 0;                    // waits for a host result that sleep without spinning first
-  struct PendingCall {
-    OwnedValue resolve, reject;
-  };
-  std::unordered_map<uint32_t, PendingCall> pending_;
-  uint32_t nextCallId_ = 1;
-  std::atomic<uint32_t> hostCalls_{0};
-  uint64_t copiedBytes_ = 0;  // bytes handed to the host by the current eval  // read by the watchdog when it answers a stuck eval
+  HostCallTable hostCalls_{options_.maxHostCallsInFlight};  // the eval's host calls (native/host_call_table.h)
+  uint64_t copiedBytes_ = 0;                                // bytes handed to the host by the current eval
   WireWriter console_;
   bool consoleTruncated_ = false;
 };

@@ -226,7 +226,7 @@ void Engine::classifyException(JSValue exc, EvalOutcome* out) {
 }
 
 void Engine::clearEvalState() {
-  pending_.clear();
+  hostCalls_.clear();
   evalPromise_.reset();
   completion_.reset();
   inbox_.clear();
@@ -251,7 +251,7 @@ void Engine::finish(EvalOutcome* out) {
   clearEvalState();
   if (out->status == EvalStatus::OutOfMemory) JS_RunGC(rt_);
   out->executionMs = clock_.executionMs();
-  out->hostCalls = hostCalls_;
+  out->hostCalls = hostCalls_.calls();
   out->memoryUsedBytes = memoryUsed();
   out->peakMemoryBytes = memoryPeak();
   out->console = std::move(console_.bytes());
@@ -263,7 +263,7 @@ void Engine::finish(EvalOutcome* out) {
 void Engine::resetEvalCounters(uint64_t evalId) {
   evalId_ = evalId;
   clock_.resetExecution();
-  hostCalls_ = 0;
+  hostCalls_.resetCount();
   copiedBytes_ = 0;
   consoleTruncated_ = false;
   console_.bytes().clear();
