@@ -127,7 +127,7 @@ bool Engine::runSlice() {
         done = true;
       } else if (settled(&out)) {
         done = true;
-      } else if (pending_.empty()) {
+      } else if (hostCalls_.noneInFlight()) {
         neverSettles("the script awaits a promise that can never settle (no host call is pending)", &out);
         done = true;
       }
@@ -208,13 +208,9 @@ bool Engine::abandon(int64_t graceNs) {
   // it is judged overdue by wall time, then stuck by CPU time as well.
   int64_t cpuNs = sliceCpuClock_.nowNs();
   if (cpuNs < 0) return false;
-  int64_t cpuDeadline = sliceCpuDeadlineNs_.load();
-  int64_t wallDeadline = sliceWallDeadlineNs_.load();
-  int64_t remainingNs = sliceRemainingNs_.load();
+  BudgetClock::Deadlines deadlines = clock_.deadlines();
   int64_t nowNs = monotonicNs();
-  bool overdue = (cpuDeadline != 0 ? cpuNs > cpuDeadline && nowNs > wallDeadline
-                                   : wallDeadline != 0 && nowNs > wallDeadline) ||
-                 (stop_.load() != 0 && stopRequestedNs_ != 0);
+  bool overdue = deadlines.passed(cpuNs, nowNs) || (stop_.load() != 0 && stopRequestedNs_ != 0);
   if (!overdue) {
     overdueCpuNs_ = -1;
     return false;
@@ -232,12 +228,8 @@ bool Engine::abandon(int64_t graceNs) {
   if (out.stop == StopReason::Dispose) out.status = EvalStatus::Disposed;
   out.message = "the guest is stuck in a built-in that cannot be interrupted; the sandbox is broken";
   out.evalId = pendingEvalId_;
-  // This slice so far: the deadlines are "where the slice's time reaches its remaining budget".
-  int64_t sliceNs = cpuDeadline != 0    ? remainingNs + cpuNs - cpuDeadline
-                    : wallDeadline != 0 ? remainingNs + nowNs - wallDeadline
-                                        : 0;
-  out.executionMs = executionMs_ + static_cast<double>(sliceNs) / 1e6;
-  out.hostCalls = hostCalls_.load(std::memory_order_relaxed);
+  out.executionMs = clock_.executionMs() + static_cast<double>(deadlines.sliceNs(cpuNs, nowNs)) / 1e6;
+  out.hostCalls = hostCalls_.calls();
   out.memoryUsedBytes = memoryUsed();
   out.peakMemoryBytes = memoryPeak();
   bridge_->postEvalDone(id_, std::move(out));

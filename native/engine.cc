@@ -2,8 +2,6 @@
 // freeing it all (teardown, dispose).
 #include "engine.h"
 
-#include <time.h>
-
 #include <cstdlib>
 
 #include "platform.h"
@@ -13,12 +11,6 @@ namespace qjsn {
 
 using Phase = EvalLifecycle::Phase;
 using Event = EvalLifecycle::Event;
-
-int64_t monotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 namespace {
 

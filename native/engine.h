@@ -4,6 +4,8 @@
 // Its members are defined by concept: engine.cc (runtime, context, teardown), guest_budgets.cc
 // (execution time and stack), evaluation.cc (code to outcome, evalSync), async_eval.cc (async
 // evals, under eval_lifecycle.h), host_calls.cc, console.cc, globals.cc, clock.cc, snapshot.cc.
+// Its parts with state of their own are classes: the eval lifecycle (eval_lifecycle.h), the
+// execution clock (budget_clock.h) and the host-call table (host_call_table.h).
 #pragma once
 
 #include <atomic>
@@ -17,8 +19,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "budget_clock.h"
 #include "eval_lifecycle.h"
 #include "guest_codec.h"
+#include "host_call_table.h"
 #include "intrinsics.h"
 #include "snapshot.h"
 #include "threads.h"
@@ -228,10 +232,6 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // Sets the runtime's stack top to here and its budget to what this thread can spare (host-side
   // entries: defining globals, snapshots). False when too little is left.
   bool clampStack();
-  void pauseClock();
-  void resumeClock();
-  // Keeps `ns` of host time inside the running slice out of the guest's execution time and budget.
-  void excludeHostTime(int64_t ns);
   void leaveGuest();
   void teardown();
   bool compileAndStart(const EvalRequest& request, EvalOutcome* out);
@@ -271,29 +271,10 @@ class Engine : public std::enable_shared_from_this<Engine> {
   Intrinsics intrinsics_;
   WireLimits limits_;
 
-  // Interrupt and budget state. The execution budget is the running thread's CPU time, so a
-  // guest waiting for a core (other sessions' guests, a loaded machine) loses none of it. Reading
-  // a thread's CPU clock is a system call, too slow for every slice and host call: a slice counts
-  // CPU time from the interrupt handler's first poll (the mark) on. Before the mark it counts its
-  // wall time, or, when that is less, the CPU time its thread used since the thread's previous
-  // reading (a slice that waited for a core is not charged for the wait). Slices that end before a
-  // poll are usually short (a poll comes every few thousand operations).
-  // Host calls timed by the coarse wall clock (excludeHostTime) are not taken off the CPU count:
-  // a host call's wall time may be far more than its thread's CPU time (a host function that
-  // blocks, a loaded machine), and taking it off would let a guest that calls one in a loop run
-  // forever. The guest is charged the lesser of its CPU time and its wall time without the host
-  // calls: the budget runs out when both have reached it.
+  // The stop a running guest is asked to honour (a StopReason; 0: none), read by every interrupt
+  // poll and set by any thread, and the execution clock (native/budget_clock.h).
   std::atomic<int> stop_{0};
-  std::atomic<int64_t> sliceWallDeadlineNs_{0};  // start + remaining budget + host time, monotonic; 0 when no guest code runs
-  std::atomic<int64_t> sliceCpuDeadlineNs_{0};  // thread CPU time at which the budget runs out; 0 before the mark
-  std::atomic<int64_t> sliceRemainingNs_{0};    // budget left when the slice started
-  int64_t sliceStartNs_ = 0;                    // monotonic
-  int64_t cpuMarkNs_ = -1;                      // thread CPU time at the mark; -1 before it
-  int64_t beforeMarkNs_ = 0;                    // time charged for the slice before the mark
-  int64_t nextCpuCheckNs_ = 0;                  // monotonic time before which the deadline cannot have passed
-  int64_t hostNs_ = 0;                          // host calls' wall time in the slice (excludeHostTime)
-  double budgetMs_ = 0;
-  double executionMs_ = 0;
+  BudgetClock clock_;
 
   // The active eval.
   std::mutex mu_;
@@ -318,17 +299,10 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::vector<HostResult> inbox_;
   std::atomic<bool> inboxReady_{false};  // !inbox_.empty(), readable without mu_ by a slice waiting for a result
   int spinSkips_ = 0;                    // waits for a host result that sleep without spinning first
-  struct PendingCall {
-    OwnedValue resolve, reject;
-  };
-  std::unordered_map<uint32_t, PendingCall> pending_;
-  uint32_t nextCallId_ = 1;
-  std::atomic<uint32_t> hostCalls_{0};
-  uint64_t copiedBytes_ = 0;  // bytes handed to the host by the current eval  // read by the watchdog when it answers a stuck eval
+  HostCallTable hostCalls_{options_.maxHostCallsInFlight};  // the eval's host calls (native/host_call_table.h)
+  uint64_t copiedBytes_ = 0;                                // bytes handed to the host by the current eval
   WireWriter console_;
   bool consoleTruncated_ = false;
 };
-
-int64_t monotonicNs();
 
 }  // namespace qjsn

@@ -66,33 +66,9 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
 
   HostResult callSync(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t> args) override;
   bool callSyncPrimitive(uint32_t sandboxId, PrimitiveCall* call) override;
-  void postAsyncCall(uint32_t sandboxId, uint64_t evalId, uint32_t callId, uint32_t fnId,
-                     std::vector<uint8_t> args) override {
-    Message m;
-    m.kind = Message::AsyncCall;
-    m.sandboxId = sandboxId;
-    m.evalId = evalId;
-    m.callId = callId;
-    m.fnId = fnId;
-    m.bytes = std::move(args);
-    post(std::move(m));
-  }
-  void postConsole(uint32_t sandboxId, uint64_t evalId, int level, std::vector<uint8_t> args) override {
-    Message m;
-    m.kind = Message::Console;
-    m.sandboxId = sandboxId;
-    m.evalId = evalId;
-    m.fnId = static_cast<uint32_t>(level);
-    m.bytes = std::move(args);
-    post(std::move(m));
-  }
-  void postEvalDone(uint32_t sandboxId, EvalOutcome outcome) override {
-    Message m;
-    m.kind = Message::EvalDone;
-    m.sandboxId = sandboxId;
-    m.outcome = std::move(outcome);
-    post(std::move(m));
-  }
+  void postAsyncCall(uint32_t sandboxId, uint64_t evalId, uint32_t callId, uint32_t fnId, std::vector<uint8_t> args) override;
+  void postConsole(uint32_t sandboxId, uint64_t evalId, int level, std::vector<uint8_t> args) override;
+  void postEvalDone(uint32_t sandboxId, EvalOutcome outcome) override;
 
   // Main thread only.
   void registerHandle(uint32_t id, SandboxHandle* h) { handles_[id] = h; }
@@ -112,6 +88,8 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
     if (--activeEvals_ == 0) tsfn_.Unref(env_);
   }
   uint32_t nextSandboxId() { return ++lastSandboxId_; }
+
+  // --- waiting for executors (native/env_bridge.cc, where the memory orderings are) -------------
   // The main-side twin of the executor spin (native/executor.h). The main thread just handed an
   // executor work that is usually answered within microseconds (an eval scheduled, a host result
   // settled). If it returned to the event loop now, the loop would go to sleep and the answer would
@@ -119,85 +97,24 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   // core is free beside the running guests; the loop then finds the answer ready without sleeping.
   // A wait that missed (a long eval, a slow host function) makes the next kSpinSkipsAfterMiss
   // hand-overs return at once, so a miss costs little CPU overall.
-  void awaitReply() {
-    spinForReply([this] { return signaled_.load(std::memory_order_acquire); }, [] { return false; });
-  }
+  void awaitReply();
   // A host result was just handed to an executor whose guest goes on in the same slice, and usually
   // makes its next host call within microseconds. Waits for it as awaitReply does, but holds the
   // loop's wake-up (signaled_) meanwhile, so that the executor posts it without a thread-safe
   // function call, and the main thread takes it from the outbox itself: one hand-over per awaited
   // call instead of two. True: messages wait, and the caller must drain() them now.
-  bool collectNextCall() {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (draining_ || signaled_.load(std::memory_order_relaxed)) {  // the loop comes for them
-        lock.unlock();
-        awaitReply();
-        return false;
-      }
-      signaled_.store(true, std::memory_order_relaxed);
-      if (hasMail_.load(std::memory_order_relaxed)) return true;
-    }
-    spinForReply([this] { return hasMail_.load(std::memory_order_acquire); }, [] { return false; });
-    std::lock_guard<std::mutex> lock(mu_);
-    if (hasMail_.load(std::memory_order_relaxed)) return true;
-    signaled_.store(false, std::memory_order_relaxed);  // nothing came: a later post wakes the loop
-    return false;
-  }
+  bool collectNextCall();
 
   // The eval `evalId` of sandbox `sandboxId` is about to be handed to an executor, and its caller
   // can take the outcome at once (takeOutcome): the outcome is then not announced to the loop.
-  void expectOutcome(uint32_t sandboxId, uint64_t evalId) {
-    std::lock_guard<std::mutex> lock(mu_);
-    expected_ = {sandboxId, evalId};
-    outcomeHere_.store(false, std::memory_order_relaxed);
-  }
+  void expectOutcome(uint32_t sandboxId, uint64_t evalId);
   // Waits for the expected outcome as awaitReply does. Returns it when it came and nothing of its
   // sandbox waits before it in the outbox (console lines, host calls: they are dispatched first,
   // by drain), which spares the answer a wake-up and a turn of the event loop. Otherwise the
   // outcome reaches its handle through drain, as any message does. A wait that ended before any
-  // thread began the eval (`awaitingSlice()`: a sleeping worker's wake-up is slow on a VM) says
+  // thread began the eval (`engine.awaitingSlice()`: a sleeping worker's wake-up is slow on a VM) says
   // nothing about the eval's length and makes the next waits no shorter. Main thread.
-  template <typename AwaitingSlice>
-  std::optional<EvalOutcome> takeOutcome(AwaitingSlice awaitingSlice) {
-    // Any message ends the wait: one posted before the outcome (a host call, a console line) keeps
-    // it from being taken here anyway, and the loop must come for it.
-    auto arrived = [this] {
-      return outcomeHere_.load(std::memory_order_acquire) || hasMail_.load(std::memory_order_acquire);
-    };
-    bool skipsWait = replySpinSkips_ > 0 && !arrived();
-    // A sleeping worker's wake-up (43 us median on a 2-core VM) outlasts the reply spin: the outcome
-    // then went through the loop, the next eval came too late for the worker's spin, and whole
-    // batches stayed that slow. Wait for the slice to begin first (at most kSliceStartSpinNs of
-    // the main thread, only while a core is free for it), so the spin below covers the slice only.
-    if (!skipsWait && Executor::instance().mainMaySpin())
-      spinUntil(kSliceStartSpinNs, [&] { return arrived() || !awaitingSlice(); });
-    spinForReply(arrived, [&] { return awaitingSlice() || hasMail_.load(std::memory_order_relaxed); });
-    std::optional<EvalOutcome> taken;
-    bool wake;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto [sandboxId, evalId] = expected_;
-      expected_ = {};
-      // Watch the outcome this skipped wait left to the loop (see post).
-      if (skipsWait && !outcomeHere_.load(std::memory_order_relaxed))
-        skippedWait_ = {sandboxId, evalId, std::chrono::steady_clock::now()};
-      if (outcomeHere_.load(std::memory_order_relaxed)) {
-        auto first = std::find_if(outbox_.begin(), outbox_.end(),
-                                  [&](const Message& m) { return m.sandboxId == sandboxId; });
-        if (first != outbox_.end() && first->kind == Message::EvalDone) {
-          taken = std::move(first->outcome);
-          outbox_.erase(first);
-          hasMail_.store(!outbox_.empty(), std::memory_order_relaxed);
-        }
-      }
-      // An outcome left in the outbox was not announced: the loop must come for it.
-      wake = !outbox_.empty() && !signaled_.load(std::memory_order_relaxed);
-      if (wake) signaled_.store(true, std::memory_order_relaxed);
-    }
-    if (wake) wakeLoop();
-    return taken;
-  }
+  std::optional<EvalOutcome> takeOutcome(const Engine& engine);
 
   // The buffer shared with src/sandbox.ts for host call arguments and results (main thread only;
   // every use is a synchronous write-then-read).
@@ -269,64 +186,24 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
     SyncSlot* slot = nullptr;
   };
 
-  void post(Message m) {
-    bool wake;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (closed_) {
-        if (m.slot) finishSlot(m.slot, closedResult());
-        return;
-      }
-      // The outcome the main thread is waiting for (takeOutcome) needs no wake-up.
-      bool expected = m.kind == Message::EvalDone && m.sandboxId == expected_.first && m.outcome.evalId == expected_.second;
-      // An outcome whose wait was skipped (spinForReply) but that came within a wait's length: the
-      // miss that started the skips was a passing delay (a GC pause, a preempted thread). Skipping
-      // on would send evals that end within microseconds through the loop, whose slow hand-overs
-      // also make the executor's spins for the next eval miss.
-      if (m.kind == Message::EvalDone && m.sandboxId == skippedWait_.sandboxId && m.outcome.evalId == skippedWait_.evalId) {
-        if (std::chrono::steady_clock::now() - skippedWait_.at < std::chrono::nanoseconds(kReplySpinNs))
-          waitWouldHaveHit_.store(true, std::memory_order_relaxed);
-        skippedWait_ = {};
-      }
-      // The main thread posts only from inline slices, and drains right after each (runInline).
-      wake = !expected && !signaled_.load(std::memory_order_relaxed) && !onMainThread();
-      if (wake) signaled_.store(true, std::memory_order_release);
-      outbox_.push_back(std::move(m));
-      hasMail_.store(true, std::memory_order_release);
-      if (expected) outcomeHere_.store(true, std::memory_order_release);
-    }
-    if (wake) wakeLoop();
-  }
-  void wakeLoop() {
-    auto self = shared_from_this();
-    tsfn_.NonBlockingCall([self](Napi::Env, Napi::Function) { self->drain(); });
-  }
+  // Queues `m` for the main thread, and wakes the event loop unless it is awake for the outbox
+  // already or the message is the outcome the main thread waits for.
+  void post(Message m);
+  void wakeLoop();
   // Busy-waits up to kReplySpinNs for `ready`, while a core is free beside the running guests (see
   // awaitReply). A miss makes the next waits return at once unless `excused()` says why it missed,
   // until an eval answered through the loop meanwhile proves the miss a passing one (post).
   template <typename Ready, typename Excused>
-  void spinForReply(Ready ready, Excused excused) {
-    if (ready()) return;
-    if (replySpinSkips_ > 0) {
-      if (!waitWouldHaveHit_.exchange(false, std::memory_order_relaxed)) {
-        replySpinSkips_--;
-        return;
-      }
-      replySpinSkips_ = 0;
-    }
-    if (!Executor::instance().mainMaySpin()) return;
-    if (!spinUntil(kReplySpinNs, ready) && !excused()) {
-      replySpinSkips_ = kSpinSkipsAfterMiss;
-      waitWouldHaveHit_.store(false, std::memory_order_relaxed);
-    }
-  }
+  void spinForReply(Ready ready, Excused excused);
+
   Napi::Env env_;
   std::thread::id mainThread_;
   Napi::ThreadSafeFunction tsfn_;
+  // The flags below are written under mu_ and read without it by the main thread's waits; their
+  // memory orderings are documented once, in native/env_bridge.cc.
   // The loop was woken (or is being woken) for the outbox's messages and has not drained them yet.
-  // Written under mu_.
   std::atomic<bool> signaled_{false};
-  std::atomic<bool> hasMail_{false};              // the outbox is not empty; written under mu_
+  std::atomic<bool> hasMail_{false};              // the outbox is not empty
   bool draining_ = false;                         // drain() is on the stack (main thread only)
   std::pair<uint32_t, uint64_t> expected_{0, 0};  // (sandbox, eval) of expectOutcome; under mu_
   std::atomic<bool> outcomeHere_{false};          // that outcome is in the outbox

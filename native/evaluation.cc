@@ -226,7 +226,7 @@ void Engine::classifyException(JSValue exc, EvalOutcome* out) {
 }
 
 void Engine::clearEvalState() {
-  pending_.clear();
+  hostCalls_.clear();
   evalPromise_.reset();
   completion_.reset();
   inbox_.clear();
@@ -250,8 +250,8 @@ void Engine::finish(EvalOutcome* out) {
   if (reason != StopReason::None || out->status != EvalStatus::Ok) JS_DropPendingJobs(rt_);
   clearEvalState();
   if (out->status == EvalStatus::OutOfMemory) JS_RunGC(rt_);
-  out->executionMs = executionMs_;
-  out->hostCalls = hostCalls_;
+  out->executionMs = clock_.executionMs();
+  out->hostCalls = hostCalls_.calls();
   out->memoryUsedBytes = memoryUsed();
   out->peakMemoryBytes = memoryPeak();
   out->console = std::move(console_.bytes());
@@ -262,8 +262,8 @@ void Engine::finish(EvalOutcome* out) {
 
 void Engine::resetEvalCounters(uint64_t evalId) {
   evalId_ = evalId;
-  executionMs_ = 0;
-  hostCalls_ = 0;
+  clock_.resetExecution();
+  hostCalls_.resetCount();
   copiedBytes_ = 0;
   consoleTruncated_ = false;
   console_.bytes().clear();

@@ -35,23 +35,17 @@ JSValue Engine::callHost(int fnId, bool async, int argc, JSValueConst* argv) {
     return JS_ThrowTypeError(ctx_, "%s", msg.c_str());
   }
   chargeCopy(w.size());
-  hostCalls_++;
+  hostCalls_.count();
   if (async) {
     if (lifecycle_.syncRunning()) {
       return JS_ThrowTypeError(ctx_, "async host functions need eval(); evalSync cannot wait for them");
     }
-    // Each call in flight holds host-side state until it settles: capped in number, and counted
-    // against the copy budget while it lasts.
-    if (pending_.size() >= options_.maxHostCallsInFlight) return stopGuest(StopReason::HostCallLimit);
-    if (copiedBytes_ + (pending_.size() + 1) * boundary::hostCallStateBytes > options_.copyLimitBytes)
-      return stopGuest(StopReason::CopyLimit);
+    StopReason refused = hostCalls_.admit(copiedBytes_, options_.copyLimitBytes);
+    if (refused != StopReason::None) return stopGuest(refused);
     JSValue funcs[2];
     JSValue promise = JS_NewPromiseCapability(ctx_, funcs);
     if (JS_IsException(promise)) return promise;
-    uint32_t callId = nextCallId_++;
-    PendingCall& call = pending_[callId];
-    call.resolve = OwnedValue(ctx_, funcs[0]);
-    call.reject = OwnedValue(ctx_, funcs[1]);
+    uint32_t callId = hostCalls_.add(OwnedValue(ctx_, funcs[0]), OwnedValue(ctx_, funcs[1]));
     bridge_->postAsyncCall(id_, evalId_, callId, static_cast<uint32_t>(fnId), std::move(w.bytes()));
     return promise;
   }
@@ -59,9 +53,9 @@ JSValue Engine::callHost(int fnId, bool async, int argc, JSValueConst* argv) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!lifecycle_.apply(Event::HostCallStarted)) return JS_ThrowInternalError(ctx_, "the eval has ended");
   }
-  pauseClock();
+  clock_.pause();
   HostResult r = bridge_->callSync(id_, static_cast<uint32_t>(fnId), std::move(w.bytes()));
-  resumeClock();
+  clock_.resume();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!lifecycle_.apply(Event::HostCallEnded)) return JS_ThrowInternalError(ctx_, "the eval has ended");
@@ -164,8 +158,7 @@ bool Engine::callHostPrimitive(uint32_t fnId, int argc, JSValueConst* argv, JSVa
       default: return false;
     }
   }
-  // Only this thread writes the count (the watchdog reads it): no locked increment needed.
-  hostCalls_.store(hostCalls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  hostCalls_.count();
   // An inline eval holds the engine Running on this thread, so nothing else can enter it while the
   // host function runs: only its time is kept out of the budget. These calls are many and short,
   // so that time is read from the coarse clock (unbiased over many calls, nearly free) rather
@@ -173,7 +166,7 @@ bool Engine::callHostPrimitive(uint32_t fnId, int argc, JSValueConst* argv, JSVa
   int64_t hostStartNs = coarseMonotonicNs();
   bool primitive = bridge_->callSyncPrimitive(id_, &call);
   int64_t hostNs = coarseMonotonicNs() - hostStartNs;
-  if (hostNs != 0) excludeHostTime(hostNs);  // most calls see no tick of the coarse clock
+  if (hostNs != 0) clock_.excludeHostTime(hostNs);  // most calls see no tick of the coarse clock
   if (stop_.load(std::memory_order_relaxed) != 0) {
     *out = JS_ThrowInternalError(ctx_, "the eval has ended");
     return true;
@@ -251,10 +244,8 @@ JSValue Engine::newHostError(const HostResult& r) {
 // calls the eval no longer waits for are dropped.
 void Engine::settleHostCalls(std::vector<HostResult>* results) {
   for (HostResult& r : *results) {
-    auto it = pending_.find(r.callId);
-    if (it == pending_.end()) continue;
-    PendingCall call = std::move(it->second);
-    pending_.erase(it);
+    HostCallTable::PendingCall call;
+    if (!hostCalls_.take(r.callId, &call)) continue;
     OwnedValue arg;
     bool ok = r.ok;
     if (ok) {

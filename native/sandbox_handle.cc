@@ -291,7 +291,7 @@ Napi::Value SandboxHandle::startAsync(Napi::Env env, EvalRequest request, uint64
     // No JavaScript runs until this returns, so nothing sees the eval without its promise.
     bridge_->expectOutcome(id_, evalId);
     Executor::instance().schedule(engine_);
-    std::optional<EvalOutcome> outcome = bridge_->takeOutcome([this] { return engine_->awaitingSlice(); });
+    std::optional<EvalOutcome> outcome = bridge_->takeOutcome(*engine_);
     if (outcome) return answerHere(env, *outcome);
     deferred_.emplace(Napi::Promise::Deferred::New(env));
     bridge_->evalStarted();

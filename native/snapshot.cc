@@ -126,7 +126,7 @@ SnapshotResult Engine::writeSnapshot(const std::unordered_set<std::u16string>& e
 SnapshotResult Engine::readSnapshot(const uint8_t* data, size_t size, double budgetMs) {
   if (!ctx_) return {SnapshotStatus::Invalid, "the sandbox is broken or disposed", {}};
   stop_.store(0);
-  executionMs_ = 0;
+  clock_.resetExecution();
   if (!enterGuest(budgetMs)) {
     leaveGuest();
     return {SnapshotStatus::StackExhausted, stackRefusal(), {}};
