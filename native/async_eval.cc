@@ -95,13 +95,13 @@ bool Engine::runSlice() {
         out.message = stackRefusal();
         done = true;
         leaveGuest();
-      } else if (request_.takeSnapshot) {
+      } else if (request_.kind == JobKind::WriteSnapshot) {
         leaveGuest();  // writing runs no guest code: no execution budget applies
         out.snapshotOp = true;
         out.snapshot = writeSnapshot(request_.snapshotExclude, request_.snapshotMaxBytes, &out.snapshotBody);
         request_.snapshotExclude.clear();
         done = true;
-      } else if (request_.restore) {
+      } else if (request_.kind == JobKind::ReadSnapshot) {
         out.snapshotOp = true;
         out.snapshot = readSnapshotEntered(request_.snapshotBody.data(), request_.snapshotBody.size());
         request_.snapshotBody = std::vector<uint8_t>();
@@ -169,7 +169,7 @@ bool Engine::runSlice() {
   if (done && lifecycle_.phase() != Phase::Abandoned) {
     lock.unlock();
     finish(&out);
-    if (request_.snapshotAfter) snapshotAfterEval(&out);
+    if (request_.kind == JobKind::EvalThenSnapshot) snapshotAfterEval(&out);
     lock.lock();
   }
   bool again = !done && (!inbox_.empty() || stop_.load() != 0);  // results or a stop arrived meanwhile

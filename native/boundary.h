@@ -128,6 +128,40 @@ namespace qjsn {
   X(peakMemoryBytes)          \
   X(snapshot)
 
+// What a job does, in its request and its outcome. X(name)
+#define QJSN_JOB_KINDS(X)                                                                            \
+  X(Eval)                                                                                            \
+  X(EvalThenSnapshot) /* an eval, then (when it was not stopped) a snapshot write in the same job */ \
+  X(WriteSnapshot)    /* no guest code runs; its cost grows with the guest's state */                \
+  X(ReadSnapshot)     /* a restore: re-creating functions and classes runs guest code, under budgetMs */
+
+// Slots of the shared Float64Array (`request`) a job's numbers travel in, written by src/ just
+// before the call that reads them: evalSync, start, and the main-thread snapshot calls. Only code,
+// filename and byte payloads (snapshot body, excluded names) travel as arguments. X(name)
+#define QJSN_REQUEST_SLOTS(X)                                                                          \
+  X(kind)             /* a JobKind */                                                                  \
+  X(sandboxId)        /* evalSync: the sandbox it runs in */                                           \
+  X(evalId)           /* async jobs: the number stop() and the outcome name it by */                   \
+  X(budgetMs)         /* execution budget (ReadSnapshot: of re-creating functions and classes) */      \
+  X(describe)         /* 1: a value that cannot be copied comes back described */                      \
+  X(streamConsole)    /* 1: each console line also goes to the dispatcher as it is written */          \
+  X(runInline)        /* 1: the job runs on the calling thread */                                      \
+  X(answerNow)        /* 1: an outcome ready within the main thread's short wait comes back at once */ \
+  X(resultParts)      /* copy for display of the result: at most this many parts (0: exact) */         \
+  X(thrownParts)      /* ... of a thrown value */                                                      \
+  X(displayDepth)     /* ... and no entries of containers nested deeper */                             \
+  X(snapshotMaxBytes) /* EvalThenSnapshot, WriteSnapshot: the cap on the body */
+
+// Slots of the shared Float64Array (`createSlots`) new SandboxHandle(dispatcher, primitiveDispatcher)
+// reads its options from. X(name)
+#define QJSN_CREATE_SLOTS(X) \
+  X(memoryLimitBytes)        \
+  X(maxStackSizeBytes)       \
+  X(captureConsole)          \
+  X(maxConsoleBytes)         \
+  X(copyLimitBytes)          \
+  X(maxHostCallsInFlight)
+
 // Positions in the shared Float64Array an inline eval leaves its numbers in. X(name)
 #define QJSN_STATS_SLOTS(X) \
   X(status)                 \
@@ -177,6 +211,9 @@ enum class OpaqueKind : uint8_t { QJSN_OPAQUE_KINDS(QJSN_ENUMERATOR) };
 enum class TypedKind : uint8_t { QJSN_TYPED_KINDS(QJSN_ENUMERATOR) Count };
 enum class OutcomeSlot : uint32_t { QJSN_OUTCOME_SLOTS(QJSN_ENUMERATOR) };
 enum class StatsSlot : uint32_t { QJSN_STATS_SLOTS(QJSN_ENUMERATOR) };
+enum class JobKind : int { QJSN_JOB_KINDS(QJSN_ENUMERATOR) Count };
+enum class RequestSlot : uint32_t { QJSN_REQUEST_SLOTS(QJSN_ENUMERATOR) };
+enum class CreateSlot : uint32_t { QJSN_CREATE_SLOTS(QJSN_ENUMERATOR) };
 enum class PrimitiveSlot : uint32_t { QJSN_PRIMITIVE_SLOTS(QJSN_ENUMERATOR) };
 enum class DispatchKind : int { QJSN_DISPATCH_KINDS(QJSN_ENUMERATOR) };
 
@@ -186,6 +223,8 @@ enum class Tag : uint8_t { QJSN_WIRE_TAGS(QJSN_TAG_ENUMERATOR) };
 
 constexpr uint32_t kStatsSlots = 0 QJSN_STATS_SLOTS(QJSN_COUNT);
 constexpr uint32_t kPrimitiveSlots = 0 QJSN_PRIMITIVE_SLOTS(QJSN_COUNT);
+constexpr uint32_t kRequestSlots = 0 QJSN_REQUEST_SLOTS(QJSN_COUNT);
+constexpr uint32_t kCreateSlots = 0 QJSN_CREATE_SLOTS(QJSN_COUNT);
 
 #define QJSN_SIZE_CONSTANT(name, value) constexpr uint32_t name = value;
 namespace boundary {

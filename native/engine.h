@@ -40,6 +40,12 @@ struct EngineOptions {
 };
 
 struct EvalRequest {
+  // What the job does. Eval kinds run `code`; a snapshot write runs no guest code but its cost
+  // grows with the guest's state, and a read re-creates functions and classes from source (guest
+  // code): both run on the executor, under the job's budgets, like an eval. EvalThenSnapshot
+  // writes the snapshot in the same job once the eval ended without being stopped: one executor
+  // round trip for a caller that keeps the state after every eval.
+  JobKind kind = JobKind::Eval;
   std::string code;
   std::string filename = "<eval>";
   double executionBudgetMs = 5000;
@@ -47,17 +53,8 @@ struct EvalRequest {
   // Copies for display of the result and of a thrown value (GuestEncoder; zero parts: exact).
   DisplayCut resultDisplay;
   DisplayCut thrownDisplay;
-  bool streamConsole = false;  // also hand each console line to the host as it is written (async evals)
-  // A restore instead of code: the snapshot body is read on the executor under the eval's budgets,
-  // since re-creating functions and classes from source runs guest code.
-  bool restore = false;
-  std::vector<uint8_t> snapshotBody;
-  // A snapshot write instead of code: its cost grows with the guest's state, so it runs on the
-  // executor too (no guest code runs; the body comes back as the outcome's snapshotBody).
-  bool takeSnapshot = false;
-  // Code, then a snapshot write in the same job once the eval ended without being stopped: one
-  // executor round trip for a caller that keeps the state after every eval.
-  bool snapshotAfter = false;
+  bool streamConsole = false;         // also hand each console line to the host as it is written (async evals)
+  std::vector<uint8_t> snapshotBody;  // ReadSnapshot: the body
   std::unordered_set<std::u16string> snapshotExclude;  // both writes: names the host owns
   uint64_t snapshotMaxBytes = 0;
 };

@@ -17,7 +17,7 @@ const napi_type_tag kHandleTag = {0x7a1c5e0d2f4b4c11ULL, 0x9e3b6a85d0c2f417ULL};
 Napi::Function SandboxHandle::Define(Napi::Env env) {
   return DefineClass(env, "SandboxHandle",
                      {
-                         InstanceMethod("evalAsync", &SandboxHandle::EvalAsync),
+                         InstanceMethod("start", &SandboxHandle::Start),
                          InstanceMethod("stop", &SandboxHandle::Stop),
                          InstanceMethod("settle", &SandboxHandle::Settle),
                          InstanceMethod("answerSync", &SandboxHandle::AnswerSync),
@@ -29,8 +29,6 @@ Napi::Function SandboxHandle::Define(Napi::Env env) {
                          InstanceMethod("memoryUsage", &SandboxHandle::MemoryUsage),
                          InstanceMethod("writeSnapshot", &SandboxHandle::WriteSnapshot),
                          InstanceMethod("readSnapshot", &SandboxHandle::ReadSnapshot),
-                         InstanceMethod("restoreAsync", &SandboxHandle::RestoreAsync),
-                         InstanceMethod("writeSnapshotAsync", &SandboxHandle::WriteSnapshotAsync),
                          InstanceMethod("dispose", &SandboxHandle::Dispose),
                          InstanceMethod("setClock", &SandboxHandle::SetClock),
                          InstanceMethod("setRandomSeed", &SandboxHandle::SetRandomSeed),
@@ -45,21 +43,22 @@ SandboxHandle::SandboxHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
   Napi::Env env = info.Env();
   bridge_ = env.GetInstanceData<std::shared_ptr<EnvBridge>>()->get()->shared_from_this();
   HandleArgs args(info);
-  if (!args.has(6) || !args.isFunction(4) || !args.isFunction(5)) {
+  if (!args.has(2) || !args.isFunction(0) || !args.isFunction(1)) {
     Napi::TypeError::New(env, "SandboxHandle: bad arguments").ThrowAsJavaScriptException();
     return;
   }
+  const EnvBridge& b = *bridge_;
   EngineOptions o;
-  o.memoryLimitBytes = static_cast<size_t>(args.u64(0));
-  o.maxStackSizeBytes = static_cast<size_t>(args.u64(1));
-  o.captureConsole = args.flag(2);
-  o.maxConsoleBytes = static_cast<size_t>(args.u64(3));
-  o.copyLimitBytes = args.has(7) ? args.u64(6) : o.memoryLimitBytes;
-  if (args.has(8)) o.maxHostCallsInFlight = args.u64(7);
+  o.memoryLimitBytes = static_cast<size_t>(slotU64(b.createOption(CreateSlot::memoryLimitBytes)));
+  o.maxStackSizeBytes = static_cast<size_t>(slotU64(b.createOption(CreateSlot::maxStackSizeBytes)));
+  o.captureConsole = slotFlag(b.createOption(CreateSlot::captureConsole));
+  o.maxConsoleBytes = static_cast<size_t>(slotU64(b.createOption(CreateSlot::maxConsoleBytes)));
+  o.copyLimitBytes = slotU64(b.createOption(CreateSlot::copyLimitBytes));
+  o.maxHostCallsInFlight = slotU64(b.createOption(CreateSlot::maxHostCallsInFlight));
   // Weak: the dispatcher closes over the Sandbox that owns this handle, and a strong reference
   // would keep both alive forever. An eval in flight keeps them alive through its promise.
-  dispatcher_ = Napi::Weak(info[4].As<Napi::Function>());
-  primitiveDispatcher_ = Napi::Weak(info[5].As<Napi::Function>());
+  dispatcher_ = Napi::Weak(info[0].As<Napi::Function>());
+  primitiveDispatcher_ = Napi::Weak(info[1].As<Napi::Function>());
   id_ = bridge_->nextSandboxId();
   engine_ = std::make_shared<Engine>(id_, o, bridge_);
   if (!engine_->valid()) {
@@ -181,41 +180,63 @@ void SandboxHandle::disposedError(Napi::Env env) {
   Napi::Error::New(env, "DISPOSED: the sandbox is disposed").ThrowAsJavaScriptException();
 }
 
-EvalRequest SandboxHandle::requestOf(const HandleArgs& args, size_t displayAt) {
+std::optional<EvalRequest> SandboxHandle::requestOf(const EnvBridge& b, const HandleArgs& args) {
+  double kind = b.request(RequestSlot::kind);
+  if (!(kind >= 0 && kind < static_cast<int>(JobKind::Count))) return std::nullopt;
   EvalRequest r;
-  r.code = args.utf8(0);
-  r.filename = args.utf8(1);
-  r.executionBudgetMs = args.number(2);
-  r.describeUnserializable = args.flag(3);
-  r.streamConsole = displayAt > 5 && args.flag(5);
-  if (args.has(displayAt + 3)) {
-    uint32_t depth = args.u32(displayAt + 2);
-    r.resultDisplay = {args.u32(displayAt), depth};
-    r.thrownDisplay = {args.u32(displayAt + 1), depth};
+  r.kind = static_cast<JobKind>(static_cast<int>(kind));
+  r.executionBudgetMs = b.request(RequestSlot::budgetMs);
+  r.snapshotMaxBytes = slotU64(b.request(RequestSlot::snapshotMaxBytes));
+  switch (r.kind) {
+    case JobKind::Eval:
+    case JobKind::EvalThenSnapshot: {
+      bool thenSnapshot = r.kind == JobKind::EvalThenSnapshot;
+      if (!args.has(thenSnapshot ? 3 : 2) || (thenSnapshot && !args.isArray(2))) return std::nullopt;
+      r.code = args.utf8(0);
+      r.filename = args.utf8(1);
+      if (thenSnapshot) r.snapshotExclude = args.utf16Set(2);
+      r.describeUnserializable = slotFlag(b.request(RequestSlot::describe));
+      r.streamConsole = slotFlag(b.request(RequestSlot::streamConsole));
+      uint32_t depth = slotU32(b.request(RequestSlot::displayDepth));
+      r.resultDisplay = {slotU32(b.request(RequestSlot::resultParts)), depth};
+      r.thrownDisplay = {slotU32(b.request(RequestSlot::thrownParts)), depth};
+      break;
+    }
+    case JobKind::WriteSnapshot:
+      if (!args.has(1) || !args.isArray(0)) return std::nullopt;
+      r.snapshotExclude = args.utf16Set(0);
+      break;
+    case JobKind::ReadSnapshot:
+      if (!args.has(1)) return std::nullopt;
+      r.snapshotBody = args.bytes(0);
+      break;
+    case JobKind::Count: return std::nullopt;
   }
   return r;
 }
 
 Napi::Value SandboxHandle::EvalSyncOf(const Napi::CallbackInfo& info) {
-  SandboxHandle* handle = static_cast<EnvBridge*>(info.Data())->handleOf(HandleArgs(info).u32(0));
+  EnvBridge* bridge = static_cast<EnvBridge*>(info.Data());
+  SandboxHandle* handle = bridge->handleOf(slotU32(bridge->request(RequestSlot::sandboxId)));
   if (!handle) {
     disposedError(info.Env());
     return info.Env().Undefined();
   }
+  std::optional<EvalRequest> request = requestOf(*bridge, HandleArgs(info));
+  if (!request || request->kind != JobKind::Eval) return info.Env().Undefined();
   // Nothing else keeps the handle's wrapper alive while host functions run (they may drop it).
   handle->Ref();
-  Napi::Value answer = handle->EvalSync(info.Env(), HandleArgs(info, 1));
+  Napi::Value answer = handle->EvalSync(info.Env(), std::move(*request));
   handle->Unref();
   return answer;
 }
 
-Napi::Value SandboxHandle::EvalSync(Napi::Env env, const HandleArgs& args) {
-  if (!args.has(4)) return env.Undefined();
+Napi::Value SandboxHandle::EvalSync(Napi::Env env, EvalRequest request) {
   std::shared_ptr<Engine> keep = engine_;
   // A host function may call evalSync here again (refused as busy): it must leave the outer
   // eval's scope open. Each call closes only the scope its own eval opened.
   PrimitiveScope outer = std::exchange(primitiveScope_, PrimitiveScope());
-  EvalOutcome o = keep->evalSync(requestOf(args, 4));
+  EvalOutcome o = keep->evalSync(std::move(request));
   closePrimitiveScope();
   primitiveScope_ = outer;
   return answerHere(env, o);
@@ -245,42 +266,19 @@ Napi::Value SandboxHandle::answerHere(Napi::Env env, const EvalOutcome& o) {
   return extras;
 }
 
-Napi::Value SandboxHandle::EvalAsync(const Napi::CallbackInfo& info) {
+Napi::Value SandboxHandle::Start(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(5)) return env.Undefined();
+  if (!alive(info)) return env.Undefined();
+  std::optional<EvalRequest> r = requestOf(*bridge_, HandleArgs(info));
+  if (!r) return env.Undefined();
   if (engine_->broken()) return env.Null();
-  EvalRequest r = requestOf(args, 8);
-  if (args.has(13) && args.isArray(11)) {
-    r.snapshotAfter = true;
-    r.snapshotExclude = args.utf16Set(11);
-    r.snapshotMaxBytes = args.u64(12);
-  }
-  return startAsync(env, std::move(r), args.u64(4), args.flag(6), args.flag(7));
-}
-
-Napi::Value SandboxHandle::RestoreAsync(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(3)) return env.Undefined();
-  if (engine_->broken()) return env.Null();
-  EvalRequest r;
-  r.restore = true;
-  r.snapshotBody = args.bytes(0);
-  r.executionBudgetMs = args.number(1);
-  return startAsync(env, std::move(r), args.u64(2));
-}
-
-Napi::Value SandboxHandle::WriteSnapshotAsync(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(3) || !args.isArray(0)) return env.Undefined();
-  if (engine_->broken()) return env.Null();
-  EvalRequest r;
-  r.takeSnapshot = true;
-  r.snapshotExclude = args.utf16Set(0);
-  r.snapshotMaxBytes = args.u64(1);
-  return startAsync(env, std::move(r), args.u64(2));
+  const EnvBridge& b = *bridge_;
+  // Only a plain eval runs here or is answered at once: a snapshot job's cost grows with the
+  // guest's state, which is never walked on the main thread this way.
+  bool plainEval = r->kind == JobKind::Eval;
+  bool runInline = plainEval && slotFlag(b.request(RequestSlot::runInline));
+  bool answerNow = plainEval && slotFlag(b.request(RequestSlot::answerNow));
+  return startAsync(env, std::move(*r), slotU64(b.request(RequestSlot::evalId)), runInline, answerNow);
 }
 
 Napi::Value SandboxHandle::startAsync(Napi::Env env, EvalRequest request, uint64_t evalId, bool runInline, bool answerNow) {
@@ -428,24 +426,25 @@ Napi::Value SandboxHandle::GlobalNames(const Napi::CallbackInfo& info) {
 
 Napi::Value SandboxHandle::WriteSnapshot(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(2) || !args.isArray(0)) return env.Undefined();
+  if (!alive(info)) return env.Undefined();
+  std::optional<EvalRequest> r = requestOf(*bridge_, HandleArgs(info));
+  if (!r || r->kind != JobKind::WriteSnapshot) return env.Undefined();
   if (engine_->busy()) return busyError(env);
   std::vector<uint8_t> body;
-  SnapshotResult r = engine_->writeSnapshot(args.utf16Set(0), args.u64(1), &body);
+  SnapshotResult result = engine_->writeSnapshot(r->snapshotExclude, r->snapshotMaxBytes, &body);
   Napi::Value payload = env.Undefined();
-  if (r.status == SnapshotStatus::Ok) payload = Napi::Buffer<uint8_t>::Copy(env, body.data(), body.size());
-  return snapshotResultToJs(env, r, payload);
+  if (result.status == SnapshotStatus::Ok) payload = Napi::Buffer<uint8_t>::Copy(env, body.data(), body.size());
+  return snapshotResultToJs(env, result, payload);
 }
 
 Napi::Value SandboxHandle::ReadSnapshot(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(2)) return env.Undefined();
+  if (!alive(info)) return env.Undefined();
+  std::optional<EvalRequest> r = requestOf(*bridge_, HandleArgs(info));
+  if (!r || r->kind != JobKind::ReadSnapshot) return env.Undefined();
   if (engine_->busy()) return busyError(env);
-  std::vector<uint8_t> body = args.bytes(0);
-  SnapshotResult r = engine_->readSnapshot(body.data(), body.size(), args.number(1));
-  return snapshotResultToJs(env, r, env.Undefined());
+  SnapshotResult result = engine_->readSnapshot(r->snapshotBody.data(), r->snapshotBody.size(), r->executionBudgetMs);
+  return snapshotResultToJs(env, result, env.Undefined());
 }
 
 Napi::Value SandboxHandle::MemoryUsage(const Napi::CallbackInfo& info) {

@@ -24,7 +24,8 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   // The module's evalSync (EvalSyncOf), finding handles in `bridge`.
   static Napi::Function DefineEvalSync(Napi::Env env, EnvBridge* bridge);
 
-  // new SandboxHandle(memoryLimit, maxStack, captureConsole, maxConsoleBytes, dispatcher, primitiveDispatcher, copyLimit)
+  // new SandboxHandle(dispatcher, primitiveDispatcher), with the options in the create slots
+  // (QJSN_CREATE_SLOTS).
   SandboxHandle(const Napi::CallbackInfo& info);
 
   ~SandboxHandle() override { release(); }
@@ -81,17 +82,18 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
 
   static int kind(DispatchKind k) { return static_cast<int>(k); }
 
-  // (code, filename, budgetMs, describe, evalId, streamConsole) of evalSync and evalAsync, with the
-  // optional copy for display (resultParts, thrownParts, depth) from argument `displayAt` on
-  // (missing: an exact copy, and nothing more to read).
-  static EvalRequest requestOf(const HandleArgs& args, size_t displayAt);
+  // The job a call asks for: its numbers from the request slots (QJSN_REQUEST_SLOTS), its payloads
+  // from the arguments, by kind: Eval (code, filename), EvalThenSnapshot (code, filename,
+  // excludedNames), WriteSnapshot (excludedNames), ReadSnapshot (body). Nothing when they do not
+  // match. evalSync, start, writeSnapshot and readSnapshot all read their request here.
+  static std::optional<EvalRequest> requestOf(const EnvBridge& bridge, const HandleArgs& args);
 
-  // evalSync(sandboxId, code, filename, budgetMs, describe[, resultParts, thrownParts, depth]) -> answerHere
+  // evalSync(code, filename) -> answerHere, for the request of kind Eval in the request slots.
   // A function of the module, not a method: the sandbox id finds the handle in one lookup, where
   // a method pays for unwrapping its receiver and checking its type tag, a tenth of a trivial eval.
   static Napi::Value EvalSyncOf(const Napi::CallbackInfo& info);
 
-  Napi::Value EvalSync(Napi::Env env, const HandleArgs& args);
+  Napi::Value EvalSync(Napi::Env env, EvalRequest request);
 
   // An eval's outcome for a caller that reads it at once, without building an array: the numbers
   // go into the environment's shared stats array and a value that fits into the exchange buffer;
@@ -99,22 +101,13 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   // [value | undefined, message, console] (src/outcomes.ts syncOutcome reads them).
   Napi::Value answerHere(Napi::Env env, const EvalOutcome& o);
 
-  // evalAsync(code, filename, budgetMs, describe, evalId, streamConsole, inline, answerNow[,
-  // resultParts, thrownParts, depth[, excludedNames, maxBytes]]) -> Promise<outcome array>; when
-  // `answerNow` and the eval ended within the main thread's short wait for it
-  // (EnvBridge::takeOutcome), the outcome as evalSync answers it (answerHere); null when busy.
-  // With excludedNames, a snapshot is written after an eval that was not stopped, as
-  // writeSnapshotAsync would, into the outcome's index 10 (never with answerNow).
-  Napi::Value EvalAsync(const Napi::CallbackInfo& info);
-
-  // restoreAsync(body, budgetMs, evalId) -> Promise<outcome array with [status, message, [name, type, ...]]
-  // at index 10>; null when busy. Runs on an executor thread like an eval: re-created functions
-  // and classes run guest code, which never runs on the Node main thread this way.
-  Napi::Value RestoreAsync(const Napi::CallbackInfo& info);
-
-  // writeSnapshotAsync(excludedNames, maxBytes, evalId) -> Promise<outcome array with
-  // [status, body | message, [name, type, ...]] at index 10>; null when busy.
-  Napi::Value WriteSnapshotAsync(const Napi::CallbackInfo& info);
+  // start(...payloads of the request's kind) -> Promise<outcome array>; null when busy. Runs the
+  // job on an executor thread, or (a plain eval with runInline) on this one. A plain eval with
+  // answerNow that ended within the main thread's short wait for it (EnvBridge::takeOutcome) is
+  // answered as evalSync answers it (answerHere). Snapshot jobs put their result in the
+  // outcome's snapshot slot; a restore runs guest code, which never runs on the Node main thread
+  // this way.
+  Napi::Value Start(const Napi::CallbackInfo& info);
 
   Napi::Value startAsync(Napi::Env env, EvalRequest request, uint64_t evalId, bool runInline = false,
                          bool answerNow = false);
@@ -152,10 +145,10 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   // globalNames(limit) -> string[] | { code: "BUSY", message }
   Napi::Value GlobalNames(const Napi::CallbackInfo& info);
 
-  // writeSnapshot(excludedNames, maxBytes) -> [status, body | message, [name, type, ...]] | { code: "BUSY", message }
+  // writeSnapshot(excludedNames), request WriteSnapshot -> [status, body | message, [name, type, ...]] | { code: "BUSY", message }
   Napi::Value WriteSnapshot(const Napi::CallbackInfo& info);
 
-  // readSnapshot(body, budgetMs) -> [status, undefined | message, [name, type, ...]] | { code: "BUSY", message }
+  // readSnapshot(body), request ReadSnapshot -> [status, undefined | message, [name, type, ...]] | { code: "BUSY", message }
   Napi::Value ReadSnapshot(const Napi::CallbackInfo& info);
 
   Napi::Value MemoryUsage(const Napi::CallbackInfo& info);

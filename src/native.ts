@@ -57,16 +57,6 @@ export type NativeDispatcher = (kind: number, fnId: number, callId: number, argL
 export type NativePrimitiveDispatcher = (a0: unknown, a1: unknown, a2: unknown) => unknown;
 
 /**
- * What an eval copies of its result and thrown value: with 0 parts all of it; else a copy for
- * display holding at most that many values and keys, depth first, and no entries of containers
- * nested deeper than `depth` (native/guest_codec.h DisplayCut).
- */
-export type DisplayCut = readonly [resultParts: number, thrownParts: number, depth: number];
-
-/** The arguments of a snapshot write: names the host owns (left out), the cap on the body. */
-export type SnapshotAfter = readonly [excludedNames: string[], maxBodyBytes: number];
-
-/**
  * An eval answered on the spot (`evalSync`, or `evalAsync` with `answerNow`): its numbers are in
  * `syncStats` (at the positions of {@link StatsSlot}) and a value that fitted in `exchange`; what
  * did not fit comes back as [value, message, console].
@@ -77,15 +67,18 @@ export interface NativeHandle {
   /** The sandbox's number, for {@link NativeModule.evalSync}. */
   readonly id: number;
   /**
-   * Runs on an executor thread, or with `inline` on the calling thread (slices and host-call
-   * dispatch in turn). With `answerNow`, an eval that ends while the call briefly waits for it
-   * (nothing of its sandbox queued before its outcome) is answered as `evalSync` answers, not
-   * with a promise.
-   * With a {@link DisplayCut}, the result or thrown value may come back as a copy for display, each
-   * container cut short ending in a `More` count. With `snapshotAfter`, an eval that was not
-   * stopped is followed in the same job by a snapshot write, as `writeSnapshotAsync` does.
+   * Starts the job in the request slots ({@link RequestSlot}; src/request.ts writes them), with the
+   * payloads of its kind: an eval's code and filename (and, for EvalThenSnapshot, the names a
+   * snapshot leaves out), a write's excluded names, a read's body. Runs on an executor thread, or
+   * with `runInline` on the calling thread (slices and host-call dispatch in turn). With
+   * `answerNow`, an eval that ends while the call briefly waits for it (nothing of its sandbox
+   * queued before its outcome) is answered as `evalSync` answers, not with a promise. With a copy
+   * for display, the result or thrown value may come back cut short, each container cut short
+   * ending in a `More` count. Snapshot jobs carry their result in the outcome's snapshot slot.
+   * Null when busy.
    */
-  evalAsync(code: string, filename: string, budgetMs: number, describe: boolean, evalId: number, streamConsole: boolean, inline: boolean, answerNow: boolean, ...extra: DisplayCut | [] | [...display: DisplayCut, ...snapshotAfter: SnapshotAfter]): Promise<NativeOutcome> | AnsweredHere | null;
+  start(code: string, filename: string, excludedNames?: string[]): Promise<NativeOutcome> | AnsweredHere | null;
+  start(payload: string[] | Uint8Array): Promise<NativeOutcome> | null;
   stop(reason: number, evalId: number): void;
   /** With `collect`, the guest's next host call may be dispatched before this returns. */
   settle(callId: number, ok: boolean, result: number | Buffer | [string, string], collect?: boolean): void;
@@ -100,17 +93,10 @@ export interface NativeHandle {
   globalNames(limit: number): string[] | NativeError;
   memoryUsage(): [used: number, peak: number, limit: number];
   dispose(): void;
-  /** [status, body | message, flat [name, type, ...] of placeholders], or `BUSY`. */
-  writeSnapshot(excludedNames: string[], maxBodyBytes: number): NativeSnapshotWrite | NativeError;
-  /** [status, undefined | message, flat [name, type, ...] of placeholders], or `BUSY`. */
-  readSnapshot(body: Uint8Array, budgetMs: number): NativeSnapshotRead | NativeError;
-  /**
-   * Reads a snapshot body on an executor thread, like an eval (same budgets, stop and watchdog);
-   * the outcome carries the read's result at index 10 when the read ran. Null when busy.
-   */
-  restoreAsync(body: Uint8Array, budgetMs: number, evalId: number): Promise<NativeOutcome> | null;
-  /** Writes a snapshot body on an executor thread: the write's result at index 10. Null when busy. */
-  writeSnapshotAsync(excludedNames: string[], maxBodyBytes: number, evalId: number): Promise<NativeOutcome> | null;
+  /** The WriteSnapshot request on this thread: [status, body | message, flat [name, type, ...] of placeholders], or `BUSY`. */
+  writeSnapshot(excludedNames: string[]): NativeSnapshotWrite | NativeError;
+  /** The ReadSnapshot request on this thread: [status, undefined | message, flat [name, type, ...] of placeholders], or `BUSY`. */
+  readSnapshot(body: Uint8Array): NativeSnapshotRead | NativeError;
   setClock(fixed: boolean, epochMs: number, localTimeUtc: boolean): boolean;
   setRandomSeed(seed: number): boolean;
 }
@@ -121,21 +107,13 @@ interface NativeModule {
    * caller keeps them reachable for as long as it uses the handle. Once they are collected, a sync
    * host call fails in the guest ("the sandbox is shutting down") and an async one is never answered.
    */
-  SandboxHandle: new (
-    memoryLimitBytes: number,
-    maxStackSizeBytes: number,
-    captureConsole: boolean,
-    maxConsoleBytes: number,
-    dispatcher: NativeDispatcher,
-    primitiveDispatcher: NativePrimitiveDispatcher,
-    copyLimitBytes: number,
-    maxHostCallsInFlight: number,
-  ) => NativeHandle;
+  SandboxHandle: new (dispatcher: NativeDispatcher, primitiveDispatcher: NativePrimitiveDispatcher) => NativeHandle;
   /**
-   * Runs an eval of the handle numbered `sandboxId` inline, answered on the spot ({@link AnsweredHere}).
-   * A function, not a method of the handle: a method call costs a tenth of a trivial eval more.
+   * Runs the Eval request in the request slots inline, in the sandbox its `sandboxId` names,
+   * answered on the spot ({@link AnsweredHere}). A function, not a method of the handle: a method
+   * call costs a tenth of a trivial eval more.
    */
-  evalSync(sandboxId: number, code: string, filename: string, budgetMs: number, describe: boolean, ...display: DisplayCut | []): AnsweredHere;
+  evalSync(code: string, filename: string): AnsweredHere;
   threadStackBytes: number;
   /** [executor threads now, their cap]: one thread per runnable async eval, created on demand. */
   executorThreads(): [threads: number, maxThreads: number];
@@ -152,6 +130,10 @@ interface NativeModule {
   syncStats: Float64Array;
   /** The numbers of a primitive host call (see {@link NativePrimitiveDispatcher}). */
   primitiveSlots: Float64Array;
+  /** The numbers of the job the next call asks for (see {@link RequestSlot}). */
+  request: Float64Array;
+  /** The options of the next `new SandboxHandle` (see {@link CreateSlot}). */
+  createSlots: Float64Array;
   /** QuickJS-ng version compiled in. */
   engineVersion: string;
   /** The boundary table of native/boundary.h, frozen. */
@@ -164,7 +146,7 @@ export interface NativeError {
   message: string;
 }
 
-type NumberedGroup = "evalStatus" | "stopReason" | "snapshotStatus" | "typedKind" | "outcomeSlot" | "statsSlot" | "primitiveSlot" | "dispatchKind" | "wireTag" | "copyLimits" | "sizes";
+type NumberedGroup = "evalStatus" | "stopReason" | "snapshotStatus" | "typedKind" | "outcomeSlot" | "statsSlot" | "jobKind" | "requestSlot" | "createSlot" | "primitiveSlot" | "dispatchKind" | "wireTag" | "copyLimits" | "sizes";
 type NamedGroup = "errorCodes" | "opaqueKinds" | "consoleLevels";
 type NativeContract = Readonly<Record<NumberedGroup, Readonly<Record<string, number>>> & Record<NamedGroup, readonly string[]>>;
 
@@ -225,6 +207,15 @@ export const NativeSnapshotStatus = numbered("snapshotStatus", ["Ok", "TooLarge"
 
 /** Positions of an inline eval's numbers in `syncStats` (QJSN_STATS_SLOTS). */
 export const StatsSlot = numbered("statsSlot", ["status", "stop", "consoleTruncated", "executionMs", "hostCalls", "memoryUsedBytes", "peakMemoryBytes", "valueLength"]);
+
+/** What a job does (QJSN_JOB_KINDS). */
+export const JobKind = numbered("jobKind", ["Eval", "EvalThenSnapshot", "WriteSnapshot", "ReadSnapshot"]);
+
+/** Positions of a job's numbers in `request` (QJSN_REQUEST_SLOTS). */
+export const RequestSlot = numbered("requestSlot", ["kind", "sandboxId", "evalId", "budgetMs", "describe", "streamConsole", "runInline", "answerNow", "resultParts", "thrownParts", "displayDepth", "snapshotMaxBytes"]);
+
+/** Positions of a new sandbox's options in `createSlots` (QJSN_CREATE_SLOTS). */
+export const CreateSlot = numbered("createSlot", ["memoryLimitBytes", "maxStackSizeBytes", "captureConsole", "maxConsoleBytes", "copyLimitBytes", "maxHostCallsInFlight"]);
 
 /** Positions of a primitive host call's numbers in `primitiveSlots` (QJSN_PRIMITIVE_SLOTS). */
 export const PrimitiveSlot = numbered("primitiveSlot", ["call", "arg0", "arg1", "arg2", "result", "hasResult"]);

@@ -6,15 +6,14 @@
 import { SandboxError, type GuestErrorInfo } from "./errors.js";
 import { DECODE_SLICE_WORK, type DecodeQueue } from "./decode-queue.js";
 import { ConsoleDecoder, GuestOpaque, ValueDecoder, decodeConsole, decodeValue, errorHead, type ConsoleRecord } from "./marshal.js";
-import { CONSOLE_LEVELS, native, NativeStatus, NativeStop, StatsSlot, type AnsweredHere, type DisplayCut, type NativeError, type NativeOutcome } from "./native.js";
-import { formatConsoleArgs, RENDER_OPTIONS, renderValue } from "./render.js";
+import { CONSOLE_LEVELS, native, NativeStatus, NativeStop, StatsSlot, type AnsweredHere, type NativeError, type NativeOutcome } from "./native.js";
+import { formatConsoleArgs, renderValue } from "./render.js";
+import { MAX_THROWN_CHARS } from "./request.js";
 import type { ConsoleEntry, EvalOptions, EvalReport, EvalStats, ResolvedSandboxOptions } from "./types.js";
 
 /** Console levels by the number the engine sends. */
 export { CONSOLE_LEVELS };
 
-/** A thrown non-Error value is described within this many characters (rendering runs on the main thread). */
-const MAX_THROWN_CHARS = 16_384;
 
 /** The budgets and limits an eval ran under, for error messages that name them. */
 export interface OutcomeLimits {
@@ -94,7 +93,7 @@ function exchangeView(length: number): Buffer {
 /**
  * The outcome of an eval answered on the spot: its numbers from `native.syncStats`, its value from
  * the exchange buffer when it fitted there (a view, valid until the next call into the addon), the
- * rest from what `evalSync` or `evalAsync` returned.
+ * rest from what `evalSync` or `start` returned.
  */
 export function syncOutcome(extras: AnsweredHere): NativeOutcome {
   const s = native.syncStats;
@@ -130,27 +129,6 @@ export function decodeAtOnce(raw: NativeOutcome): DecodedOutcome {
   } catch (err) {
     return { value: undefined, failure: err as SandboxError, console };
   }
-}
-
-/** No display arguments: the addon then copies exactly, and reads no more arguments. */
-const EXACT_COPY: [] = [];
-
-/** An exact copy spelled out, for a call with arguments after the display ones. */
-export const EXACT_DISPLAY_CUT: DisplayCut = [0, 0, 0];
-
-/**
- * The copy for display of an eval's result (and of what it threw) that `renderValue(value,
- * displayChars)` renders to the same text as the exact copy; an exact copy without `displayChars`.
- * The renderer charges at least 2 characters for every value and key it shows, and shows nothing
- * nested deeper than RENDER_OPTIONS.depth, so within `displayChars` it never reaches a part past
- * `displayChars / 2` (one more: the item after the ones shown, whose type `inspect` looks at) or
- * below that depth. A thrown value other than an Error becomes the error's message, rendered
- * within MAX_THROWN_CHARS.
- */
-export function displayCutOf(displayChars: number | undefined): DisplayCut | [] {
-  if (displayChars === undefined) return EXACT_COPY;
-  const parts = (chars: number): number => Math.min(Math.ceil(chars / 2) + 1, 0xffff_ffff); // the addon reads a u32
-  return [parts(displayChars), parts(Math.max(displayChars, MAX_THROWN_CHARS)), RENDER_OPTIONS.depth];
 }
 
 /**

@@ -10,11 +10,12 @@ import { HostCalls, removeCode } from "./host-calls.js";
 import { encodeValue } from "./marshal.js";
 import { SANDBOX_LIMITS } from "./options.js";
 import { observeEval, sandboxClosed, sandboxOpened, traceOperation, type EvalObservation } from "./telemetry/hub.js";
-import { native, NativeStatus, NativeStop, type NativeHandle, type NativeOutcome } from "./native.js";
-import { decodeAtOnce, decodeOutcome, displayCutOf, errorOf, EXACT_DISPLAY_CUT, globalValueOf, limitsOf, refusal, reportOf, stubOutcome, syncOutcome, throwIfFailed, type DecodedOutcome } from "./outcomes.js";
+import { JobKind, native, NativeStatus, NativeStop, type AnsweredHere, type NativeHandle, type NativeOutcome } from "./native.js";
+import { decodeAtOnce, decodeOutcome, errorOf, globalValueOf, limitsOf, refusal, reportOf, stubOutcome, syncOutcome, throwIfFailed, type DecodedOutcome } from "./outcomes.js";
 import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealWrittenSnapshot, splitRestoreOptions, takeSnapshot, type NotRestored, type RestoreOptions, type RestoredSandbox, type SnapshotAfterEval, type SnapshotAfterRun, type SnapshotOptions } from "./snapshot.js";
 import { type ArgumentsSchema, checkedAsyncFunction, checkedFunction } from "./host-schema.js";
 import type { AsyncHostFunction, EvalOptions, EvalReport, HostCallContext, HostFunction, MemoryUsage, ResolvedSandboxOptions, SandboxOptions } from "./types.js";
+import { createHandle, requestEval, requestSnapshot } from "./request.js";
 import { perTurnBudget } from "./turn-budget.js";
 import { wallTimer, type WallHold } from "./wall-hold.js";
 import { checkFunctionName, checkGlobalName, checkInteger, evalClockMs, invalid, validateEvalOptions, validateOptions, validatePath } from "./validate.js";
@@ -65,7 +66,7 @@ export class Sandbox implements Disposable {
     const o = this.#options;
     this.#host = new HostCalls(() => this.#handle, o.maxConsoleBytes, this.#decodes);
     try {
-      this.#handle = new native.SandboxHandle(o.memoryLimitBytes, o.maxStackSizeBytes, o.captureConsole, o.maxConsoleBytes, this.#host.dispatch, this.#host.dispatchPrimitive, o.copyLimitBytes, o.maxHostCallsInFlight);
+      this.#handle = createHandle(o, this.#host.dispatch, this.#host.dispatchPrimitive);
     } catch (err) {
       throw new SandboxError("OUT_OF_MEMORY", "could not create the sandbox runtime", { cause: err });
     }
@@ -257,11 +258,8 @@ export class Sandbox implements Disposable {
     if (this.#asyncEvals > 0) return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
     this.#startClock(handle, o);
     const started = performance.now();
-    const filename = o.filename ?? "<eval>";
-    const budgetMs = o.timeoutMs ?? this.#options.executionTimeoutMs;
-    const describe = o.unserializable === "describe";
-    // Spread only when there is something to spread: a call with a spread costs more.
-    const extras = o.displayChars === undefined ? native.evalSync(handle.id, code, filename, budgetMs, describe) : native.evalSync(handle.id, code, filename, budgetMs, describe, ...displayCutOf(o.displayChars));
+    requestEval(JobKind.Eval, handle.id, 0, o.timeoutMs ?? this.#options.executionTimeoutMs, o, false);
+    const extras = native.evalSync(code, o.filename ?? "<eval>");
     return this.#report(syncOutcome(extras), performance.now() - started, o);
   }
 
@@ -410,9 +408,18 @@ export class Sandbox implements Disposable {
     const started = performance.now();
     // Set before the eval starts: an inline eval makes its host calls inside evalAsync.
     this.#host.beginEval(evalId, o.onConsole);
-    const display = displayCutOf(o.displayChars);
-    // A snapshot written after the eval comes back in the outcome array: such an eval is never answered at once.
-    const pending = handle.evalAsync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", evalId, o.onConsole !== undefined, o.inline === true, after === undefined && mayAnswerNow(started), ...(after === undefined ? display : ([...(display.length === 0 ? EXACT_DISPLAY_CUT : display), this.#hostRoots(), maxSnapshotBody(after.options)] as const)));
+    const budgetMs = o.timeoutMs ?? this.#options.executionTimeoutMs;
+    const filename = o.filename ?? "<eval>";
+    let pending: Promise<NativeOutcome> | AnsweredHere | null;
+    if (after === undefined) {
+      requestEval(JobKind.Eval, handle.id, evalId, budgetMs, o, mayAnswerNow(started));
+      pending = handle.start(code, filename);
+    } else {
+      // The snapshot written after the eval comes back in its outcome: such an eval is never answered at once.
+      const excluded = this.#hostRoots();
+      requestEval(JobKind.EvalThenSnapshot, handle.id, evalId, budgetMs, o, false, maxSnapshotBody(after.options));
+      pending = handle.start(code, filename, excluded);
+    }
     if (pending === null) {
       this.#host.endEval();
       return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
@@ -521,7 +528,9 @@ export class Sandbox implements Disposable {
       const handle = this.#live();
       if (this.#broken) throw new SandboxError("BROKEN", "a broken sandbox cannot be snapshotted");
       const evalId = ++this.#evalSeq;
-      const pending = handle.writeSnapshotAsync(this.#hostRoots(), maxSnapshotBody(resolved), evalId);
+      const excluded = this.#hostRoots();
+      requestSnapshot(JobKind.WriteSnapshot, evalId, 0, maxSnapshotBody(resolved));
+      const pending = handle.start(excluded);
       if (!pending) throw new SandboxError("BUSY", "cannot take a snapshot while an eval runs");
       const raw = await pending;
       const written = raw[10];
@@ -586,7 +595,8 @@ export class Sandbox implements Disposable {
   async #restoreOffThread(body: Buffer, budgetMs: number): Promise<NotRestored[]> {
     const handle = this.#live();
     const evalId = ++this.#evalSeq;
-    const pending = handle.restoreAsync(body, budgetMs, evalId);
+    requestSnapshot(JobKind.ReadSnapshot, evalId, budgetMs, 0);
+    const pending = handle.start(body);
     if (!pending) throw new SandboxError("BUSY", "cannot restore into a sandbox while an eval runs");
     const wallMs = this.#options.wallTimeoutMs;
     const raw = await this.#settled(pending, evalId, wallMs);

@@ -23,8 +23,9 @@ import { createHash, createHmac, timingSafeEqual, type Hash, type Hmac } from "n
 import { promisify } from "node:util";
 import { constants as zlibConstants, deflateRaw, deflateRawSync, inflateRaw, inflateRawSync } from "node:zlib";
 import { SandboxError } from "./errors.js";
-import { NativeSnapshotStatus, type NativeHandle, type NativeSnapshotRead, type NativeSnapshotWrite } from "./native.js";
+import { JobKind, NativeSnapshotStatus, type NativeHandle, type NativeSnapshotRead, type NativeSnapshotWrite } from "./native.js";
 import { refusal } from "./outcomes.js";
+import { requestSnapshot } from "./request.js";
 import type { EvalReport, SandboxOptions } from "./types.js";
 
 const MAGIC = Buffer.from("QJSNSNAP", "latin1");
@@ -233,7 +234,8 @@ function notRestoredList(flat: string[]): NotRestored[] {
  * Throws `INVALID_SNAPSHOT` when it would exceed `maxSnapshotBytes`, `BUSY` while an eval runs.
  */
 export function takeSnapshot(handle: NativeHandle, excludedNames: string[], options: ResolvedSnapshotOptions, engineVersion: string): Uint8Array {
-  const raw = handle.writeSnapshot(excludedNames, maxSnapshotBody(options));
+  requestSnapshot(JobKind.WriteSnapshot, 0, 0, maxSnapshotBody(options));
+  const raw = handle.writeSnapshot(excludedNames);
   if (!Array.isArray(raw)) throw refusal(raw, "take a snapshot", "cannot take a snapshot");
   const body = writtenBody(raw, options);
   return sealed(options.compress ? deflateRawSync(body, DEFLATE_OPTIONS) : body, options, engineVersion);
@@ -424,7 +426,8 @@ export async function resealSnapshot(bytes: Uint8Array, options: ResealOptions):
 
 /** @internal Defines a verified body's globals in a fresh sandbox's handle and lists what came back as placeholders. */
 export function restoreBody(handle: NativeHandle, body: Buffer, budgetMs: number): NotRestored[] {
-  const raw = handle.readSnapshot(body, budgetMs);
+  requestSnapshot(JobKind.ReadSnapshot, 0, budgetMs, 0);
+  const raw = handle.readSnapshot(body);
   if (!Array.isArray(raw)) throw refusal(raw, "restore into a sandbox", "cannot restore");
   return restoredList(raw);
 }
