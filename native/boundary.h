@@ -114,19 +114,26 @@ namespace qjsn {
 // Console methods, by the level number a console line carries. X(name)
 #define QJSN_CONSOLE_LEVELS(X) X(log) X(info) X(warn) X(error) X(debug)
 
-// Positions in the array an async eval resolves with (snapshot: only for snapshot reads and writes). X(name)
-#define QJSN_OUTCOME_SLOTS(X) \
-  X(status)                   \
-  X(value)                    \
-  X(message)                  \
-  X(stop)                     \
-  X(console)                  \
-  X(consoleTruncated)         \
-  X(executionMs)              \
-  X(hostCalls)                \
-  X(memoryUsedBytes)          \
-  X(peakMemoryBytes)          \
-  X(snapshot)
+// Positions in the array an async job resolves with. X(name)
+#define QJSN_OUTCOME_SLOTS(X)             \
+  X(status)                               \
+  X(value)                                \
+  X(message)                              \
+  X(stop)                                 \
+  X(console)                              \
+  X(consoleTruncated)                     \
+  X(executionMs)                          \
+  X(hostCalls)                            \
+  X(memoryUsedBytes)                      \
+  X(peakMemoryBytes)                      \
+  X(kind)     /* the request's JobKind */ \
+  X(snapshot) /* a snapshot job's read or write (QJSN_SNAPSHOT_RESULT_SLOTS), when it ran */
+
+// Positions in the array a snapshot read or write answers with. X(name)
+#define QJSN_SNAPSHOT_RESULT_SLOTS(X)                                  \
+  X(status)      /* a SnapshotStatus */                                \
+  X(result)      /* a write's body when Ok; else what failed (text) */ \
+  X(notRestored) /* [name, type, ...] of the placeholders written or read */
 
 // What a job does, in its request and its outcome. X(name)
 #define QJSN_JOB_KINDS(X)                                                                            \
@@ -161,6 +168,13 @@ namespace qjsn {
   X(maxConsoleBytes)         \
   X(copyLimitBytes)          \
   X(maxHostCallsInFlight)
+
+// Positions in the array of what an eval answered on the spot (evalSync, start with answerNow)
+// hands back besides its stats: only what did not fit the stats and the exchange buffer. X(name)
+#define QJSN_ANSWERED_SLOTS(X)                                                    \
+  X(value) /* the value's wire bytes when they did not fit the exchange buffer */ \
+  X(message)                                                                      \
+  X(console) /* the console records, when there are any */
 
 // Positions in the shared Float64Array an inline eval leaves its numbers in. X(name)
 #define QJSN_STATS_SLOTS(X) \
@@ -210,7 +224,9 @@ enum class ErrorCode : int { QJSN_ERROR_CODES(QJSN_ENUMERATOR) };
 enum class OpaqueKind : uint8_t { QJSN_OPAQUE_KINDS(QJSN_ENUMERATOR) };
 enum class TypedKind : uint8_t { QJSN_TYPED_KINDS(QJSN_ENUMERATOR) Count };
 enum class OutcomeSlot : uint32_t { QJSN_OUTCOME_SLOTS(QJSN_ENUMERATOR) };
+enum class SnapshotResultSlot : uint32_t { QJSN_SNAPSHOT_RESULT_SLOTS(QJSN_ENUMERATOR) };
 enum class StatsSlot : uint32_t { QJSN_STATS_SLOTS(QJSN_ENUMERATOR) };
+enum class AnsweredSlot : uint32_t { QJSN_ANSWERED_SLOTS(QJSN_ENUMERATOR) };
 enum class JobKind : int { QJSN_JOB_KINDS(QJSN_ENUMERATOR) Count };
 enum class RequestSlot : uint32_t { QJSN_REQUEST_SLOTS(QJSN_ENUMERATOR) };
 enum class CreateSlot : uint32_t { QJSN_CREATE_SLOTS(QJSN_ENUMERATOR) };
@@ -222,6 +238,9 @@ enum class Tag : uint8_t { QJSN_WIRE_TAGS(QJSN_TAG_ENUMERATOR) };
 #undef QJSN_TAG_ENUMERATOR
 
 constexpr uint32_t kStatsSlots = 0 QJSN_STATS_SLOTS(QJSN_COUNT);
+constexpr uint32_t kAnsweredSlots = 0 QJSN_ANSWERED_SLOTS(QJSN_COUNT);
+constexpr uint32_t kOutcomeSlots = 0 QJSN_OUTCOME_SLOTS(QJSN_COUNT);
+constexpr uint32_t kSnapshotResultSlots = 0 QJSN_SNAPSHOT_RESULT_SLOTS(QJSN_COUNT);
 constexpr uint32_t kPrimitiveSlots = 0 QJSN_PRIMITIVE_SLOTS(QJSN_COUNT);
 constexpr uint32_t kRequestSlots = 0 QJSN_REQUEST_SLOTS(QJSN_COUNT);
 constexpr uint32_t kCreateSlots = 0 QJSN_CREATE_SLOTS(QJSN_COUNT);

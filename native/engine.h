@@ -71,9 +71,9 @@ struct EvalOutcome {
   size_t memoryUsedBytes = 0;
   size_t peakMemoryBytes = 0;
   uint64_t evalId = 0;
-  bool snapshotOp = false;  // a restore or a snapshot write ran: `snapshot` holds its result
-  SnapshotResult snapshot;
-  std::vector<uint8_t> snapshotBody;  // what a snapshot write wrote
+  JobKind kind = JobKind::Eval;            // the request's
+  std::optional<SnapshotResult> snapshot;  // a snapshot job's read or write, when it ran
+  std::vector<uint8_t> snapshotBody;       // what a snapshot write wrote
 };
 
 struct HostResult {
@@ -231,6 +231,15 @@ class Engine : public std::enable_shared_from_this<Engine> {
   void excludeHostTime(int64_t ns);
   void leaveGuest();
   void teardown();
+  // The first slice of an async job: what its kind does. True when the job is done; `entered`
+  // false when it ended before entering the guest (stopped before it started).
+  bool startJob(EvalOutcome* out, bool* entered);
+  // Each kind's first slice. startEval: true while the eval goes on (the guest still entered).
+  bool startEval(EvalOutcome* out);
+  bool writeSnapshotJob(EvalOutcome* out);
+  bool readSnapshotJob(EvalOutcome* out);
+  // A later slice of an eval: the host results that arrived, then the jobs they queued.
+  void resumeEval(std::vector<HostResult>* results);
   bool compileAndStart(const EvalRequest& request, EvalOutcome* out);
   void drainJobs();
   bool settled(EvalOutcome* out);
@@ -320,8 +329,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   };
   std::unordered_map<uint32_t, PendingCall> pending_;
   uint32_t nextCallId_ = 1;
-  std::atomic<uint32_t> hostCalls_{0};
-  uint64_t copiedBytes_ = 0;  // bytes handed to the host by the current eval  // read by the watchdog when it answers a stuck eval
+  std::atomic<uint32_t> hostCalls_{0};  // read by the watchdog when it answers a stuck eval
+  uint64_t copiedBytes_ = 0;            // bytes handed to the host by the current eval
   WireWriter console_;
   bool consoleTruncated_ = false;
 };

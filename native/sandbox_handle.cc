@@ -257,12 +257,13 @@ Napi::Value SandboxHandle::answerHere(Napi::Env env, const EvalOutcome& o) {
   valueLength = o.value.empty() ? -1 : b.stage(o.value, &spill);
   if (spilled) valueLength = -1;
   if (!spilled && o.message.empty() && o.console.empty()) return spill;
-  Napi::Array extras = Napi::Array::New(env, 3);
-  extras.Set(0u, spill);
-  extras.Set(1u, Napi::String::New(env, o.message));
-  extras.Set(2u, o.console.empty()
-                     ? env.Undefined()
-                     : Napi::Buffer<uint8_t>::Copy(env, o.console.data(), o.console.size()).As<Napi::Value>());
+  auto in = [](AnsweredSlot slot) { return static_cast<uint32_t>(slot); };
+  Napi::Array extras = Napi::Array::New(env, kAnsweredSlots);
+  extras.Set(in(AnsweredSlot::value), spill);
+  extras.Set(in(AnsweredSlot::message), Napi::String::New(env, o.message));
+  extras.Set(in(AnsweredSlot::console),
+             o.console.empty() ? env.Undefined()
+                               : Napi::Buffer<uint8_t>::Copy(env, o.console.data(), o.console.size()).As<Napi::Value>());
   return extras;
 }
 

@@ -98,7 +98,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   // An eval's outcome for a caller that reads it at once, without building an array: the numbers
   // go into the environment's shared stats array and a value that fits into the exchange buffer;
   // only console output, a message or an oversized value come back as JS values, as
-  // [value | undefined, message, console] (src/outcomes.ts syncOutcome reads them).
+  // the answered slots (QJSN_ANSWERED_SLOTS; src/outcomes.ts syncOutcome reads them).
   Napi::Value answerHere(Napi::Env env, const EvalOutcome& o);
 
   // start(...payloads of the request's kind) -> Promise<outcome array>; null when busy. Runs the

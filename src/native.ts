@@ -11,27 +11,42 @@ import type { SandboxErrorCode } from "./errors.js";
 import type { ConsoleLevel } from "./types.js";
 import type { GuestOpaqueKind } from "./wire.js";
 
-/** Raw outcome of one eval, as native/js_convert.cc builds it (positions: the contract's `outcomeSlot`, checked at load). */
-export type NativeOutcome = [
-  status: number,
-  value: Buffer | undefined,
-  message: string,
-  stopReason: number,
-  console: Buffer | undefined,
-  consoleTruncated: boolean,
-  executionMs: number,
-  hostCalls: number,
-  memoryUsedBytes: number,
-  peakMemoryBytes: number,
-  /** The result of a restore (a read) or of a snapshot write, when one ran in the job. */
-  snapshot?: NativeSnapshotRead | NativeSnapshotWrite,
-];
+/** The array the addon resolves a job with, by the contract's `outcomeSlot`: read only by {@link outcomeOf}. */
+export type NativeOutcomeSlots = unknown[];
 
-/** Result of a native snapshot write: [status, body | message, flat [name, type, ...] of placeholders]. */
-export type NativeSnapshotWrite = [status: number, result: Buffer | string | undefined, notRestored: string[]];
+/** The array a native snapshot read or write answers with, by `snapshotResultSlot`: read only by {@link snapshotResultOf}. */
+export type NativeSnapshotSlots = unknown[];
 
-/** Result of a native snapshot read: [status, undefined | message, flat [name, type, ...] of placeholders]. */
-export type NativeSnapshotRead = [status: number, message: string | undefined, notRestored: string[]];
+/** One job's outcome, read by slot name ({@link outcomeOf}), or built by src/outcomes.ts for an eval answered on the spot. */
+export interface NativeOutcome {
+  status: NativeStatus;
+  /** The result (Ok) or what was thrown (GuestError, SyntaxError), as wire bytes. */
+  value: Buffer | undefined;
+  message: string;
+  stop: number;
+  /** Console records as wire bytes, when there are any. */
+  console: Buffer | undefined;
+  consoleTruncated: boolean;
+  executionMs: number;
+  hostCalls: number;
+  memoryUsedBytes: number;
+  peakMemoryBytes: number;
+  /** What an EvalThenSnapshot or WriteSnapshot job wrote, when the write ran. */
+  written?: NativeSnapshotWrite;
+  /** What a ReadSnapshot job read, when the read ran. */
+  read?: NativeSnapshotRead;
+}
+
+/** Result of a native snapshot write: its status, the body (Ok) or what failed, and the placeholders as flat [name, type, ...]. */
+export interface NativeSnapshotWrite {
+  status: number;
+  body?: Buffer;
+  message?: string;
+  notRestored: string[];
+}
+
+/** Result of a native snapshot read: as a write's, with no body. */
+export type NativeSnapshotRead = Omit<NativeSnapshotWrite, "body">;
 
 /**
  * Called by the addon on the main thread for each guest call of a host function. The arguments
@@ -57,11 +72,11 @@ export type NativeDispatcher = (kind: number, fnId: number, callId: number, argL
 export type NativePrimitiveDispatcher = (a0: unknown, a1: unknown, a2: unknown) => unknown;
 
 /**
- * An eval answered on the spot (`evalSync`, or `evalAsync` with `answerNow`): its numbers are in
+ * An eval answered on the spot (`evalSync`, or `start` with `answerNow`): its numbers are in
  * `syncStats` (at the positions of {@link StatsSlot}) and a value that fitted in `exchange`; what
- * did not fit comes back as [value, message, console].
+ * did not fit comes back in an array at the positions of {@link AnsweredSlot}.
  */
-export type AnsweredHere = [value: Buffer | undefined, message: string, console: Buffer | undefined] | undefined;
+export type AnsweredHere = readonly unknown[] | undefined;
 
 export interface NativeHandle {
   /** The sandbox's number, for {@link NativeModule.evalSync}. */
@@ -77,8 +92,8 @@ export interface NativeHandle {
    * ending in a `More` count. Snapshot jobs carry their result in the outcome's snapshot slot.
    * Null when busy.
    */
-  start(code: string, filename: string, excludedNames?: string[]): Promise<NativeOutcome> | AnsweredHere | null;
-  start(payload: string[] | Uint8Array): Promise<NativeOutcome> | null;
+  start(code: string, filename: string, excludedNames?: string[]): Promise<NativeOutcomeSlots> | AnsweredHere | null;
+  start(payload: string[] | Uint8Array): Promise<NativeOutcomeSlots> | null;
   stop(reason: number, evalId: number): void;
   /** With `collect`, the guest's next host call may be dispatched before this returns. */
   settle(callId: number, ok: boolean, result: number | Buffer | [string, string], collect?: boolean): void;
@@ -94,9 +109,9 @@ export interface NativeHandle {
   memoryUsage(): [used: number, peak: number, limit: number];
   dispose(): void;
   /** The WriteSnapshot request on this thread: [status, body | message, flat [name, type, ...] of placeholders], or `BUSY`. */
-  writeSnapshot(excludedNames: string[]): NativeSnapshotWrite | NativeError;
+  writeSnapshot(excludedNames: string[]): NativeSnapshotSlots | NativeError;
   /** The ReadSnapshot request on this thread: [status, undefined | message, flat [name, type, ...] of placeholders], or `BUSY`. */
-  readSnapshot(body: Uint8Array): NativeSnapshotRead | NativeError;
+  readSnapshot(body: Uint8Array): NativeSnapshotSlots | NativeError;
   setClock(fixed: boolean, epochMs: number, localTimeUtc: boolean): boolean;
   setRandomSeed(seed: number): boolean;
 }
@@ -146,7 +161,7 @@ export interface NativeError {
   message: string;
 }
 
-type NumberedGroup = "evalStatus" | "stopReason" | "snapshotStatus" | "typedKind" | "outcomeSlot" | "statsSlot" | "jobKind" | "requestSlot" | "createSlot" | "primitiveSlot" | "dispatchKind" | "wireTag" | "copyLimits" | "sizes";
+type NumberedGroup = "evalStatus" | "stopReason" | "snapshotStatus" | "typedKind" | "outcomeSlot" | "snapshotResultSlot" | "answeredSlot" | "statsSlot" | "jobKind" | "requestSlot" | "createSlot" | "primitiveSlot" | "dispatchKind" | "wireTag" | "copyLimits" | "sizes";
 type NamedGroup = "errorCodes" | "opaqueKinds" | "consoleLevels";
 type NativeContract = Readonly<Record<NumberedGroup, Readonly<Record<string, number>>> & Record<NamedGroup, readonly string[]>>;
 
@@ -185,14 +200,6 @@ function named<K extends string>(group: NamedGroup, known: Readonly<Record<K, tr
   if (!list) throw contractBroken(group);
   for (const name of list) if (!Object.hasOwn(known, name)) throw contractBroken(`${group} entry this side knows ("${name}")`);
   return list as readonly K[];
-}
-
-/** Fails loudly unless `names` are the contract's `group`, in this order (positional tuples). */
-function inOrder(group: NumberedGroup, names: readonly string[]): void {
-  const slots = numbered(group, names);
-  names.forEach((name, i) => {
-    if (slots[name] !== i) throw contractBroken(`${group}.${name} at position ${i}`);
-  });
 }
 
 /** Statuses of an eval (native/boundary.h QJSN_EVAL_STATUSES). */
@@ -249,4 +256,43 @@ named<SandboxErrorCode>("errorCodes", {
   BUSY: true, BROKEN: true, UNSERIALIZABLE: true, COPY_LIMIT: true, HOST_CALL_LIMIT: true, INVALID_ARGUMENT: true, INVALID_SNAPSHOT: true,
 });
 
-inOrder("outcomeSlot", ["status", "value", "message", "stop", "console", "consoleTruncated", "executionMs", "hostCalls", "memoryUsedBytes", "peakMemoryBytes", "snapshot"]);
+/** Positions in the array a job resolves with (QJSN_OUTCOME_SLOTS): read by {@link outcomeOf} only. */
+const OutcomeSlot = numbered("outcomeSlot", ["status", "value", "message", "stop", "console", "consoleTruncated", "executionMs", "hostCalls", "memoryUsedBytes", "peakMemoryBytes", "kind", "snapshot"]);
+
+/** Positions in a snapshot read's or write's array (QJSN_SNAPSHOT_RESULT_SLOTS): read by {@link snapshotResultOf} only. */
+const SnapshotResultSlot = numbered("snapshotResultSlot", ["status", "result", "notRestored"]);
+
+/** Positions of what an eval answered on the spot hands back besides its stats (QJSN_ANSWERED_SLOTS). */
+export const AnsweredSlot = numbered("answeredSlot", ["value", "message", "console"]);
+
+/** A native snapshot read's or write's result, by slot name (a read's has no body). */
+export function snapshotResultOf(raw: NativeSnapshotSlots): NativeSnapshotWrite {
+  const result = raw[SnapshotResultSlot.result];
+  const out: NativeSnapshotWrite = { status: raw[SnapshotResultSlot.status] as number, notRestored: raw[SnapshotResultSlot.notRestored] as string[] };
+  if (typeof result === "string") out.message = result;
+  else if (result !== undefined) out.body = result as Buffer;
+  return out;
+}
+
+/** A job's outcome, by slot name: a snapshot job's result as `written` or `read`, by the job's kind. */
+export function outcomeOf(raw: NativeOutcomeSlots): NativeOutcome {
+  const outcome: NativeOutcome = {
+    status: raw[OutcomeSlot.status] as number,
+    value: raw[OutcomeSlot.value] as Buffer | undefined,
+    message: raw[OutcomeSlot.message] as string,
+    stop: raw[OutcomeSlot.stop] as number,
+    console: raw[OutcomeSlot.console] as Buffer | undefined,
+    consoleTruncated: raw[OutcomeSlot.consoleTruncated] as boolean,
+    executionMs: raw[OutcomeSlot.executionMs] as number,
+    hostCalls: raw[OutcomeSlot.hostCalls] as number,
+    memoryUsedBytes: raw[OutcomeSlot.memoryUsedBytes] as number,
+    peakMemoryBytes: raw[OutcomeSlot.peakMemoryBytes] as number,
+  };
+  const snapshot = raw[OutcomeSlot.snapshot] as NativeSnapshotSlots | undefined;
+  if (snapshot !== undefined) {
+    const result = snapshotResultOf(snapshot);
+    if (raw[OutcomeSlot.kind] === JobKind.ReadSnapshot) outcome.read = result;
+    else outcome.written = result;
+  }
+  return outcome;
+}

@@ -6,7 +6,7 @@
 import { SandboxError, type GuestErrorInfo } from "./errors.js";
 import { DECODE_SLICE_WORK, type DecodeQueue } from "./decode-queue.js";
 import { ConsoleDecoder, GuestOpaque, ValueDecoder, decodeConsole, decodeValue, errorHead, type ConsoleRecord } from "./marshal.js";
-import { CONSOLE_LEVELS, native, NativeStatus, NativeStop, StatsSlot, type AnsweredHere, type NativeError, type NativeOutcome } from "./native.js";
+import { AnsweredSlot, CONSOLE_LEVELS, native, NativeStatus, NativeStop, StatsSlot, type AnsweredHere, type NativeError, type NativeOutcome } from "./native.js";
 import { formatConsoleArgs, renderValue } from "./render.js";
 import { MAX_THROWN_CHARS } from "./request.js";
 import type { ConsoleEntry, EvalOptions, EvalReport, EvalStats, ResolvedSandboxOptions } from "./types.js";
@@ -98,13 +98,23 @@ function exchangeView(length: number): Buffer {
 export function syncOutcome(extras: AnsweredHere): NativeOutcome {
   const s = native.syncStats;
   const inExchange = s[StatsSlot.valueLength]!;
-  const value = inExchange >= 0 ? exchangeView(inExchange) : extras?.[0];
-  return [s[StatsSlot.status]!, value, extras?.[1] ?? "", s[StatsSlot.stop]!, extras?.[2], s[StatsSlot.consoleTruncated] === 1, s[StatsSlot.executionMs]!, s[StatsSlot.hostCalls]!, s[StatsSlot.memoryUsedBytes]!, s[StatsSlot.peakMemoryBytes]!];
+  return {
+    status: s[StatsSlot.status]!,
+    value: inExchange >= 0 ? exchangeView(inExchange) : (extras?.[AnsweredSlot.value] as Buffer | undefined),
+    message: (extras?.[AnsweredSlot.message] as string | undefined) ?? "",
+    stop: s[StatsSlot.stop]!,
+    console: extras?.[AnsweredSlot.console] as Buffer | undefined,
+    consoleTruncated: s[StatsSlot.consoleTruncated] === 1,
+    executionMs: s[StatsSlot.executionMs]!,
+    hostCalls: s[StatsSlot.hostCalls]!,
+    memoryUsedBytes: s[StatsSlot.memoryUsedBytes]!,
+    peakMemoryBytes: s[StatsSlot.peakMemoryBytes]!,
+  };
 }
 
 /** The outcome of an eval that never reached the engine (disposed, broken, aborted first, busy). */
 export function stubOutcome(status: NativeStatus): NativeOutcome {
-  return [status, undefined, "", NativeStop.None, undefined, false, 0, 0, 0, 0];
+  return { status, value: undefined, message: "", stop: NativeStop.None, console: undefined, consoleTruncated: false, executionMs: 0, hostCalls: 0, memoryUsedBytes: 0, peakMemoryBytes: 0 };
 }
 
 /** An outcome's bytes, decoded: the value or thrown value (or why it could not be copied out) and the console records. */
@@ -121,7 +131,7 @@ function carriesValue(status: NativeStatus): boolean {
 
 /** An outcome's bytes decoded at once (inline evals: the caller chose to block). */
 export function decodeAtOnce(raw: NativeOutcome): DecodedOutcome {
-  const [status, valueBytes, , , consoleBytes] = raw;
+  const { status, value: valueBytes, console: consoleBytes } = raw;
   const console = consoleBytes ? decodeConsole(consoleBytes) : [];
   if (!valueBytes || !carriesValue(status)) return { value: undefined, console };
   try {
@@ -137,7 +147,7 @@ export function decodeAtOnce(raw: NativeOutcome): DecodedOutcome {
  * without a promise. The promise rejects with `DISPOSED` when the queue is cancelled meanwhile.
  */
 export function decodeOutcome(raw: NativeOutcome, queue: DecodeQueue): DecodedOutcome | Promise<DecodedOutcome> {
-  const [status, valueBytes, , , consoleBytes] = raw;
+  const { status, value: valueBytes, console: consoleBytes } = raw;
   const value = valueBytes && carriesValue(status) ? new ValueDecoder(valueBytes) : undefined;
   if (!consoleBytes && !queue.busy) {
     try {
@@ -166,7 +176,7 @@ async function decodeInSlices(queue: DecodeQueue, consoleBytes: Buffer | undefin
  * Without `decoded`, the outcome's bytes are decoded at once.
  */
 export function reportOf(raw: NativeOutcome, wallMs: number, limits: OutcomeLimits, decoded: DecodedOutcome = decodeAtOnce(raw)): EvalReport {
-  const [status, , message, stop, , rawTruncated, executionMs, hostCalls, memoryUsedBytes, peakMemoryBytes] = raw;
+  const { status, message, stop, consoleTruncated: rawTruncated, executionMs, hostCalls, memoryUsedBytes, peakMemoryBytes } = raw;
   const stats: EvalStats = { executionMs, wallMs, hostCalls, memoryUsedBytes, peakMemoryBytes };
   const kept = formatConsole(decoded.console, limits.maxConsoleBytes);
   const console = kept.entries;

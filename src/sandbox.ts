@@ -10,7 +10,7 @@ import { HostCalls, removeCode } from "./host-calls.js";
 import { encodeValue } from "./marshal.js";
 import { SANDBOX_LIMITS } from "./options.js";
 import { observeEval, sandboxClosed, sandboxOpened, traceOperation, type EvalObservation } from "./telemetry/hub.js";
-import { JobKind, native, NativeStatus, NativeStop, type AnsweredHere, type NativeHandle, type NativeOutcome } from "./native.js";
+import { JobKind, native, NativeStatus, NativeStop, outcomeOf, type AnsweredHere, type NativeHandle, type NativeOutcome, type NativeOutcomeSlots } from "./native.js";
 import { decodeAtOnce, decodeOutcome, errorOf, globalValueOf, limitsOf, refusal, reportOf, stubOutcome, syncOutcome, throwIfFailed, type DecodedOutcome } from "./outcomes.js";
 import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealWrittenSnapshot, splitRestoreOptions, takeSnapshot, type NotRestored, type RestoreOptions, type RestoredSandbox, type SnapshotAfterEval, type SnapshotAfterRun, type SnapshotOptions } from "./snapshot.js";
 import { type ArgumentsSchema, checkedAsyncFunction, checkedFunction } from "./host-schema.js";
@@ -110,7 +110,7 @@ export class Sandbox implements Disposable {
   }
 
   #report(raw: NativeOutcome, wallMs: number, o: EvalOptions, wallBudgetMs?: number, decoded?: DecodedOutcome): EvalReport {
-    if (this.#observed !== undefined) this.#observed.bytesOut += (raw[1]?.length ?? 0) + (raw[4]?.length ?? 0);
+    if (this.#observed !== undefined) this.#observed.bytesOut += (raw.value?.length ?? 0) + (raw.console?.length ?? 0);
     return reportOf(raw, wallMs, limitsOf(this.#options, o, wallBudgetMs), decoded ?? decodeAtOnce(raw));
   }
 
@@ -410,7 +410,7 @@ export class Sandbox implements Disposable {
     this.#host.beginEval(evalId, o.onConsole);
     const budgetMs = o.timeoutMs ?? this.#options.executionTimeoutMs;
     const filename = o.filename ?? "<eval>";
-    let pending: Promise<NativeOutcome> | AnsweredHere | null;
+    let pending: Promise<NativeOutcomeSlots> | AnsweredHere | null;
     if (after === undefined) {
       requestEval(JobKind.Eval, handle.id, evalId, budgetMs, o, mayAnswerNow(started));
       pending = handle.start(code, filename);
@@ -429,7 +429,7 @@ export class Sandbox implements Disposable {
     // It ended while evalAsync waited for it. Its value is copied out of the exchange buffer
     // before any host code (an abort listener, a decode slice) can call into the addon.
     const raw = this.#checked(syncOutcome(pending));
-    if (raw[1]?.buffer === native.exchange.buffer) raw[1] = Buffer.from(raw[1]);
+    if (raw.value?.buffer === native.exchange.buffer) raw.value = Buffer.from(raw.value);
     // Nothing it sent is still being decoded: no budget timer, no abort listener, no turn of the
     // event loop.
     if (!this.#decodes.busy) {
@@ -439,11 +439,11 @@ export class Sandbox implements Disposable {
     return this.#outcomeOf(raw, evalId, started, o, wallMs);
   }
 
-  async #outcomeOf(pending: NativeOutcome | Promise<NativeOutcome>, evalId: number, started: number, o: EvalOptions, wallMs: number, after?: SnapshotAfterEval): Promise<EvalReport> {
+  async #outcomeOf(pending: NativeOutcome | Promise<NativeOutcomeSlots>, evalId: number, started: number, o: EvalOptions, wallMs: number, after?: SnapshotAfterEval): Promise<EvalReport> {
     let raw: NativeOutcome;
     try {
       raw = pending instanceof Promise ? await this.#settled(pending, evalId, wallMs, o.signal, o.wallHold) : this.#checked(pending);
-      if (after !== undefined) after.written = raw[10];
+      if (after !== undefined) after.written = raw.written;
       // Host calls and console lines the guest made before it ended reach the host while the eval is current.
       const drained = this.#decodes.drained();
       if (drained) await drained;
@@ -470,17 +470,17 @@ export class Sandbox implements Disposable {
 
   // A job the watchdog answered for (stuck in a built-in) leaves the sandbox broken.
   #checked(raw: NativeOutcome): NativeOutcome {
-    if (raw[0] === NativeStatus.Timeout && raw[2]) this.#broken = true;
+    if (raw.status === NativeStatus.Timeout && raw.message) this.#broken = true;
     return raw;
   }
 
   // Awaits an executor job under the wall budget `wallMs` (suspended while `hold` is held) and `signal`.
-  async #settled(pending: Promise<NativeOutcome>, evalId: number, wallMs: number, signal?: AbortSignal, hold?: WallHold): Promise<NativeOutcome> {
+  async #settled(pending: Promise<NativeOutcomeSlots>, evalId: number, wallMs: number, signal?: AbortSignal, hold?: WallHold): Promise<NativeOutcome> {
     const cancel = wallTimer(wallMs, () => this.#handle?.stop(NativeStop.WallBudget, evalId), hold);
     const onAbort = (): void => this.#handle?.stop(NativeStop.Abort, evalId);
     signal?.addEventListener("abort", onAbort, { once: true });
     try {
-      return this.#checked(await pending);
+      return this.#checked(outcomeOf(await pending));
     } finally {
       cancel();
       signal?.removeEventListener("abort", onAbort);
@@ -532,9 +532,8 @@ export class Sandbox implements Disposable {
       requestSnapshot(JobKind.WriteSnapshot, evalId, 0, maxSnapshotBody(resolved));
       const pending = handle.start(excluded);
       if (!pending) throw new SandboxError("BUSY", "cannot take a snapshot while an eval runs");
-      const raw = await pending;
-      const written = raw[10];
-      if (raw[0] !== NativeStatus.Ok || !written) throw errorOf(raw[0], undefined, raw[2], raw[3], limitsOf(this.#options, {}));
+      const { status, written, message, stop } = outcomeOf(await pending);
+      if (status !== NativeStatus.Ok || !written) throw errorOf(status, undefined, message, stop, limitsOf(this.#options, {}));
       return sealWrittenSnapshot(written, resolved, native.engineVersion);
     });
   }
@@ -599,9 +598,8 @@ export class Sandbox implements Disposable {
     const pending = handle.start(body);
     if (!pending) throw new SandboxError("BUSY", "cannot restore into a sandbox while an eval runs");
     const wallMs = this.#options.wallTimeoutMs;
-    const raw = await this.#settled(pending, evalId, wallMs);
-    const read = raw[10];
-    if (raw[0] !== NativeStatus.Ok || !read) throw errorOf(raw[0], undefined, raw[2], raw[3], limitsOf(this.#options, { timeoutMs: budgetMs }, wallMs));
+    const { status, read, message, stop } = await this.#settled(pending, evalId, wallMs);
+    if (status !== NativeStatus.Ok || !read) throw errorOf(status, undefined, message, stop, limitsOf(this.#options, { timeoutMs: budgetMs }, wallMs));
     return restoredList(read);
   }
 

@@ -23,7 +23,7 @@ import { createHash, createHmac, timingSafeEqual, type Hash, type Hmac } from "n
 import { promisify } from "node:util";
 import { constants as zlibConstants, deflateRaw, deflateRawSync, inflateRaw, inflateRawSync } from "node:zlib";
 import { SandboxError } from "./errors.js";
-import { JobKind, NativeSnapshotStatus, type NativeHandle, type NativeSnapshotRead, type NativeSnapshotWrite } from "./native.js";
+import { JobKind, NativeSnapshotStatus, snapshotResultOf, type NativeHandle, type NativeSnapshotRead, type NativeSnapshotWrite } from "./native.js";
 import { refusal } from "./outcomes.js";
 import { requestSnapshot } from "./request.js";
 import type { EvalReport, SandboxOptions } from "./types.js";
@@ -237,7 +237,7 @@ export function takeSnapshot(handle: NativeHandle, excludedNames: string[], opti
   requestSnapshot(JobKind.WriteSnapshot, 0, 0, maxSnapshotBody(options));
   const raw = handle.writeSnapshot(excludedNames);
   if (!Array.isArray(raw)) throw refusal(raw, "take a snapshot", "cannot take a snapshot");
-  const body = writtenBody(raw, options);
+  const body = writtenBody(snapshotResultOf(raw), options);
   return sealed(options.compress ? deflateRawSync(body, DEFLATE_OPTIONS) : body, options, engineVersion);
 }
 
@@ -292,13 +292,13 @@ export function maxSnapshotBody(options: ResolvedSnapshotOptions): number {
   return options.maxSnapshotBytes - SNAPSHOT_OVERHEAD_BYTES;
 }
 
-function writtenBody(raw: NativeSnapshotWrite, options: ResolvedSnapshotOptions): Buffer {
-  const [status, result] = raw;
-  if (status !== NativeSnapshotStatus.Ok || typeof result === "string" || result === undefined) {
-    const message = typeof result === "string" ? result : "the snapshot could not be written";
+function writtenBody(written: NativeSnapshotWrite, options: ResolvedSnapshotOptions): Buffer {
+  const { status, body } = written;
+  if (status !== NativeSnapshotStatus.Ok || body === undefined) {
+    const message = written.message ?? "the snapshot could not be written";
     throw nativeFailure(status, status === NativeSnapshotStatus.TooLarge ? `the snapshot cannot be written (maxSnapshotBytes (${options.maxSnapshotBytes}), nesting and value caps): ${message}` : message);
   }
-  return result;
+  return body;
 }
 
 // The native cap applies to the plain body, so a snapshot inflates within the same cap it was written under.
@@ -429,17 +429,17 @@ export function restoreBody(handle: NativeHandle, body: Buffer, budgetMs: number
   requestSnapshot(JobKind.ReadSnapshot, 0, budgetMs, 0);
   const raw = handle.readSnapshot(body);
   if (!Array.isArray(raw)) throw refusal(raw, "restore into a sandbox", "cannot restore");
-  return restoredList(raw);
+  return restoredList(snapshotResultOf(raw));
 }
 
 /**
  * @internal
  * What a native snapshot read (inline or on an executor thread) could not restore; throws for a
- * failed read. An outcome's index 10 is typed for both kinds of job; a read's carries no body.
+ * failed read.
  */
-export function restoredList(raw: NativeSnapshotRead | NativeSnapshotWrite): NotRestored[] {
-  const [status, message, notRestored] = raw;
-  if (status !== NativeSnapshotStatus.Ok) throw nativeFailure(status, typeof message === "string" ? `the snapshot could not be restored: ${message}` : "the snapshot could not be restored");
+export function restoredList(read: NativeSnapshotRead): NotRestored[] {
+  const { status, message, notRestored } = read;
+  if (status !== NativeSnapshotStatus.Ok) throw nativeFailure(status, message !== undefined ? `the snapshot could not be restored: ${message}` : "the snapshot could not be restored");
   return notRestoredList(notRestored);
 }
 

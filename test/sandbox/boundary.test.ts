@@ -4,8 +4,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { Sandbox, type SandboxError } from "../../src/index.js";
 import { decodeValue, encodeValue } from "../../src/marshal.js";
-import { COPY_LIMITS, JobKind, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher, NativeStatus, NativeStop, StatsSlot, native } from "../../src/native.js";
-import { createHandle, requestEval, type HandleOptions } from "../../src/request.js";
+import { COPY_LIMITS, JobKind, type NativeDispatcher, type NativeHandle, type NativeOutcomeSlots, type NativePrimitiveDispatcher, NativeSnapshotStatus, NativeStatus, NativeStop, StatsSlot, native, outcomeOf } from "../../src/native.js";
+import { createHandle, requestEval, requestSnapshot, type HandleOptions } from "../../src/request.js";
 
 const HANDLE_OPTIONS: HandleOptions = { memoryLimitBytes: 64 << 20, maxStackSizeBytes: 1 << 20, captureConsole: false, maxConsoleBytes: 0, copyLimitBytes: 64 << 20, maxHostCallsInFlight: 10_000 };
 
@@ -79,8 +79,8 @@ describe("a stop names one async eval", () => {
     try {
       expect(h.defineFunction("poke", 1, false)).toBeUndefined();
       requestEval(JobKind.Eval, h.id, lastAsyncId, 1000, {}, false);
-      const outcome = await h.start("1", "<async>");
-      expect(outcome?.[0]).toBe(NativeStatus.Ok);
+      const outcome = (await h.start("1", "<async>")) as NativeOutcomeSlots;
+      expect(outcomeOf(outcome).status).toBe(NativeStatus.Ok);
       gc?.(); // as one may land here on a loaded machine
       requestEval(JobKind.Eval, h.id, 0, 1000, {}, false);
       native.evalSync("poke({}); poke(); let n = 0; for (let i = 0; i < 1e5; i++) n += i; n", "<sync>");
@@ -88,6 +88,39 @@ describe("a stop names one async eval", () => {
       expect(decodeValue(native.exchange.subarray(0, native.syncStats[StatsSlot.valueLength]))).toBe(4999950000);
     } finally {
       h.dispose();
+    }
+  });
+});
+
+describe("a job's outcome", () => {
+  it("is read by slot name, a snapshot job's result typed by the job's kind", async () => {
+    const writer = createHandle(HANDLE_OPTIONS, () => undefined, () => undefined);
+    const reader = createHandle(HANDLE_OPTIONS, () => undefined, () => undefined);
+    try {
+      requestEval(JobKind.Eval, writer.id, 1, 1000, {}, false);
+      const evaluated = outcomeOf((await writer.start("var kept = [1, 2]; 'done'", "<eval>")) as NativeOutcomeSlots);
+      expect(evaluated.status).toBe(NativeStatus.Ok);
+      expect(decodeValue(evaluated.value!)).toBe("done");
+      expect(evaluated.written).toBeUndefined();
+      expect(evaluated.read).toBeUndefined();
+
+      requestSnapshot(JobKind.WriteSnapshot, 2, 0, 1 << 20);
+      const written = outcomeOf((await writer.start([])) as NativeOutcomeSlots);
+      expect(written.read).toBeUndefined();
+      expect(written.written?.status).toBe(NativeSnapshotStatus.Ok);
+      const body = written.written?.body;
+      expect(body).toBeInstanceOf(Buffer);
+
+      requestSnapshot(JobKind.ReadSnapshot, 1, 1000, 0);
+      const read = outcomeOf((await reader.start(body!)) as NativeOutcomeSlots);
+      expect(read.written).toBeUndefined();
+      expect(read.read).toEqual({ status: NativeSnapshotStatus.Ok, notRestored: [] });
+      requestEval(JobKind.Eval, reader.id, 0, 1000, {}, false);
+      native.evalSync("kept.length", "<eval>");
+      expect(decodeValue(native.exchange.subarray(0, native.syncStats[StatsSlot.valueLength]))).toBe(2);
+    } finally {
+      writer.dispose();
+      reader.dispose();
     }
   });
 });
