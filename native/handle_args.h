@@ -34,6 +34,8 @@ class HandleArgs {
   bool isArray(size_t i) const { return at(i).IsArray(); }
   bool isFunction(size_t i) const { return at(i).IsFunction(); }
   bool isNumber(size_t i) const { return at(i).IsNumber(); }
+  // The argument as it is (host results, read by EnvBridge).
+  Napi::Value value(size_t i) const { return at(i); }
 
   // Read in one pass when it is short (measuring it first walks it once more).
   std::string utf8(size_t i) const {

@@ -15,24 +15,26 @@ const napi_type_tag kHandleTag = {0x7a1c5e0d2f4b4c11ULL, 0x9e3b6a85d0c2f417ULL};
 }  // namespace
 
 Napi::Function SandboxHandle::Define(Napi::Env env) {
-  return DefineClass(env, "SandboxHandle",
-                     {
-                         InstanceMethod("start", &SandboxHandle::Start),
-                         InstanceMethod("stop", &SandboxHandle::Stop),
-                         InstanceMethod("settle", &SandboxHandle::Settle),
-                         InstanceMethod("answerSync", &SandboxHandle::AnswerSync),
-                         InstanceMethod("defineFunction", &SandboxHandle::DefineFunction),
-                         InstanceMethod("defineFrozenFunction", &SandboxHandle::DefineFrozenFunction),
-                         InstanceMethod("setGlobal", &SandboxHandle::SetGlobal),
-                         InstanceMethod("getGlobal", &SandboxHandle::GetGlobal),
-                         InstanceMethod("globalNames", &SandboxHandle::GlobalNames),
-                         InstanceMethod("memoryUsage", &SandboxHandle::MemoryUsage),
-                         InstanceMethod("writeSnapshot", &SandboxHandle::WriteSnapshot),
-                         InstanceMethod("readSnapshot", &SandboxHandle::ReadSnapshot),
-                         InstanceMethod("dispose", &SandboxHandle::Dispose),
-                         InstanceMethod("setClock", &SandboxHandle::SetClock),
-                         InstanceMethod("setRandomSeed", &SandboxHandle::SetRandomSeed),
-                     });
+  return DefineClass(
+      env, "SandboxHandle",
+      {
+          InstanceMethod("start", &SandboxHandle::guarded<&SandboxHandle::Start, 0>),
+          InstanceMethod("stop", &SandboxHandle::guarded<&SandboxHandle::Stop, 2>),
+          InstanceMethod("settle", &SandboxHandle::guarded<&SandboxHandle::Settle, 3>),
+          InstanceMethod("answerSync", &SandboxHandle::guarded<&SandboxHandle::AnswerSync, 2>),
+          InstanceMethod("defineFunction", &SandboxHandle::guarded<&SandboxHandle::DefineFunction, 3, Needs::Idle>),
+          InstanceMethod("defineFrozenFunction",
+                         &SandboxHandle::guarded<&SandboxHandle::DefineFrozenFunction, 2, Needs::Idle>),
+          InstanceMethod("setGlobal", &SandboxHandle::guarded<&SandboxHandle::SetGlobal, 2, Needs::Idle>),
+          InstanceMethod("getGlobal", &SandboxHandle::guarded<&SandboxHandle::GetGlobal, 1>),
+          InstanceMethod("globalNames", &SandboxHandle::guarded<&SandboxHandle::GlobalNames, 1, Needs::Idle>),
+          InstanceMethod("memoryUsage", &SandboxHandle::guarded<&SandboxHandle::MemoryUsage, 0>),
+          InstanceMethod("writeSnapshot", &SandboxHandle::guarded<&SandboxHandle::WriteSnapshot, 1, Needs::Idle>),
+          InstanceMethod("readSnapshot", &SandboxHandle::guarded<&SandboxHandle::ReadSnapshot, 1, Needs::Idle>),
+          InstanceMethod("dispose", &SandboxHandle::Dispose),
+          InstanceMethod("setClock", &SandboxHandle::guarded<&SandboxHandle::SetClock, 3>),
+          InstanceMethod("setRandomSeed", &SandboxHandle::guarded<&SandboxHandle::SetRandomSeed, 1>),
+      });
 }
 
 Napi::Function SandboxHandle::DefineEvalSync(Napi::Env env, EnvBridge* bridge) {
@@ -267,10 +269,8 @@ Napi::Value SandboxHandle::answerHere(Napi::Env env, const EvalOutcome& o) {
   return extras;
 }
 
-Napi::Value SandboxHandle::Start(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  if (!alive(info)) return env.Undefined();
-  std::optional<EvalRequest> r = requestOf(*bridge_, HandleArgs(info));
+Napi::Value SandboxHandle::Start(Napi::Env env, const HandleArgs& args) {
+  std::optional<EvalRequest> r = requestOf(*bridge_, args);
   if (!r) return env.Undefined();
   if (engine_->broken()) return env.Null();
   const EnvBridge& b = *bridge_;
@@ -327,79 +327,61 @@ void SandboxHandle::runInline() {
   inlineRunning_ = false;
 }
 
-Napi::Value SandboxHandle::Stop(const Napi::CallbackInfo& info) {
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(2)) return info.Env().Undefined();
+Napi::Value SandboxHandle::Stop(Napi::Env env, const HandleArgs& args) {
   auto reason = static_cast<StopReason>(args.i32(0));
-  if (reason != StopReason::WallBudget && reason != StopReason::Abort) return info.Env().Undefined();
+  if (reason != StopReason::WallBudget && reason != StopReason::Abort) return env.Undefined();
   if (engine_->requestStop(reason, args.u64(1))) run();
   Executor::instance().stopRequested(engine_.get());
-  return info.Env().Undefined();
+  return env.Undefined();
 }
 
-Napi::Value SandboxHandle::AnswerSync(const Napi::CallbackInfo& info) {
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(2)) return info.Env().Undefined();
+Napi::Value SandboxHandle::AnswerSync(Napi::Env env, const HandleArgs& args) {
   if (parkedSlot_ && args.u32(0) == parkedToken_)
-    EnvBridge::finishSlot(std::exchange(parkedSlot_, nullptr), bridge_->hostResultOf(info[1]));
-  return info.Env().Undefined();
+    EnvBridge::finishSlot(std::exchange(parkedSlot_, nullptr), bridge_->hostResultOf(args.value(1)));
+  return env.Undefined();
 }
 
-Napi::Value SandboxHandle::Settle(const Napi::CallbackInfo& info) {
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(3)) return info.Env().Undefined();
+Napi::Value SandboxHandle::Settle(Napi::Env env, const HandleArgs& args) {
   HostResult r;
   r.callId = args.u32(0);
   r.ok = args.flag(1);
   if (r.ok) {
-    r.value = bridge_->resultBytes(info[2]);
-  } else if (info[2].IsArray()) {
-    Napi::Array a = info[2].As<Napi::Array>();
+    r.value = bridge_->resultBytes(args.value(2));
+  } else if (args.isArray(2)) {
+    Napi::Array a = args.value(2).As<Napi::Array>();
     r.errorName = a.Get(0u).ToString().Utf8Value();
     r.errorMessage = a.Get(1u).ToString().Utf8Value();
   }
   bool parked = engine_->deliver(std::move(r));
   if (inline_) {
     if (parked) runInline();
-    return info.Env().Undefined();
+    return env.Undefined();
   }
   // The guest goes on: in the slice still waiting for this result, or in the one queued now.
   if (parked) Executor::instance().schedule(engine_);
   std::shared_ptr<EnvBridge> bridge = bridge_;  // a host function may dispose this handle
   if (!args.flag(3)) bridge->awaitReply();
   else if (bridge->collectNextCall()) bridge->drain();
-  return info.Env().Undefined();
+  return env.Undefined();
 }
 
-Napi::Value SandboxHandle::DefineFunction(const Napi::CallbackInfo& info) {
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(3)) return info.Env().Undefined();
-  if (engine_->busy()) return busyError(info.Env());
-  return errorToJs(info.Env(), engine_->defineFunction(args.utf8(0), args.u32(1), args.flag(2)));
+Napi::Value SandboxHandle::DefineFunction(Napi::Env env, const HandleArgs& args) {
+  return errorToJs(env, engine_->defineFunction(args.utf8(0), args.u32(1), args.flag(2)));
 }
 
-Napi::Value SandboxHandle::DefineFrozenFunction(const Napi::CallbackInfo& info) {
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(2)) return info.Env().Undefined();
-  if (engine_->busy()) return busyError(info.Env());
+Napi::Value SandboxHandle::DefineFrozenFunction(Napi::Env env, const HandleArgs& args) {
   bool installed = false;
   std::optional<NativeError> error = engine_->defineFrozenFunction(args.utf8(0), args.u32(1), &installed);
-  if (error) return errorToJs(info.Env(), error);
-  return Napi::Boolean::New(info.Env(), installed);
+  if (error) return errorToJs(env, error);
+  return Napi::Boolean::New(env, installed);
 }
 
-Napi::Value SandboxHandle::SetGlobal(const Napi::CallbackInfo& info) {
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(2)) return info.Env().Undefined();
-  if (engine_->busy()) return busyError(info.Env());
+Napi::Value SandboxHandle::SetGlobal(Napi::Env env, const HandleArgs& args) {
   std::vector<uint8_t> bytes = args.bytes(1);
-  return errorToJs(info.Env(), engine_->setGlobal(args.utf8(0), bytes.data(), bytes.size()));
+  return errorToJs(env, engine_->setGlobal(args.utf8(0), bytes.data(), bytes.size()));
 }
 
-Napi::Value SandboxHandle::GetGlobal(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(1)) return env.Undefined();
+Napi::Value SandboxHandle::GetGlobal(Napi::Env env, const HandleArgs& args) {
   Napi::Array a = Napi::Array::New(env, 2);
   if (engine_->busy()) {
     a.Set(0u, Napi::Number::New(env, static_cast<int>(EvalStatus::Busy)));
@@ -414,23 +396,16 @@ Napi::Value SandboxHandle::GetGlobal(const Napi::CallbackInfo& info) {
   return a;
 }
 
-Napi::Value SandboxHandle::GlobalNames(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(1) || !args.isNumber(0)) return env.Undefined();
-  if (engine_->busy()) return busyError(env);
+Napi::Value SandboxHandle::GlobalNames(Napi::Env env, const HandleArgs& args) {
   std::vector<std::string> names = engine_->globalNames(args.u32(0));
   Napi::Array a = Napi::Array::New(env, names.size());
   for (size_t i = 0; i < names.size(); i++) a.Set(static_cast<uint32_t>(i), Napi::String::New(env, names[i]));
   return a;
 }
 
-Napi::Value SandboxHandle::WriteSnapshot(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  if (!alive(info)) return env.Undefined();
-  std::optional<EvalRequest> r = requestOf(*bridge_, HandleArgs(info));
+Napi::Value SandboxHandle::WriteSnapshot(Napi::Env env, const HandleArgs& args) {
+  std::optional<EvalRequest> r = requestOf(*bridge_, args);
   if (!r || r->kind != JobKind::WriteSnapshot) return env.Undefined();
-  if (engine_->busy()) return busyError(env);
   std::vector<uint8_t> body;
   SnapshotResult result = engine_->writeSnapshot(r->snapshotExclude, r->snapshotMaxBytes, &body);
   Napi::Value payload = env.Undefined();
@@ -438,19 +413,14 @@ Napi::Value SandboxHandle::WriteSnapshot(const Napi::CallbackInfo& info) {
   return snapshotResultToJs(env, result, payload);
 }
 
-Napi::Value SandboxHandle::ReadSnapshot(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  if (!alive(info)) return env.Undefined();
-  std::optional<EvalRequest> r = requestOf(*bridge_, HandleArgs(info));
+Napi::Value SandboxHandle::ReadSnapshot(Napi::Env env, const HandleArgs& args) {
+  std::optional<EvalRequest> r = requestOf(*bridge_, args);
   if (!r || r->kind != JobKind::ReadSnapshot) return env.Undefined();
-  if (engine_->busy()) return busyError(env);
   SnapshotResult result = engine_->readSnapshot(r->snapshotBody.data(), r->snapshotBody.size(), r->executionBudgetMs);
   return snapshotResultToJs(env, result, env.Undefined());
 }
 
-Napi::Value SandboxHandle::MemoryUsage(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  if (!alive(info)) return env.Undefined();
+Napi::Value SandboxHandle::MemoryUsage(Napi::Env env, const HandleArgs&) {
   Napi::Array a = Napi::Array::New(env, 3);
   a.Set(0u, Napi::Number::New(env, static_cast<double>(engine_->memoryUsed())));
   a.Set(1u, Napi::Number::New(env, static_cast<double>(engine_->memoryPeak())));
@@ -458,17 +428,11 @@ Napi::Value SandboxHandle::MemoryUsage(const Napi::CallbackInfo& info) {
   return a;
 }
 
-Napi::Value SandboxHandle::SetClock(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(3)) return env.Undefined();
+Napi::Value SandboxHandle::SetClock(Napi::Env env, const HandleArgs& args) {
   return Napi::Boolean::New(env, engine_->setClock(args.flag(0), args.number(1), args.flag(2)));
 }
 
-Napi::Value SandboxHandle::SetRandomSeed(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(1)) return env.Undefined();
+Napi::Value SandboxHandle::SetRandomSeed(Napi::Env env, const HandleArgs& args) {
   double seed = args.number(0);
   if (!(seed >= 0 && seed < 9007199254740992.0)) return Napi::Boolean::New(env, false);
   return Napi::Boolean::New(env, engine_->setRandomSeed(static_cast<uint64_t>(seed)));

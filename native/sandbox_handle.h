@@ -45,9 +45,10 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   // is parked here until then, or until the handle is released. Nothing, when parked.
   std::optional<HostResult> syncCall(uint32_t fnId, std::vector<uint8_t>& args, EnvBridge::SyncSlot* slot);
 
-  // The fast path of a sync host call on the main thread: primitiveDispatcher(fnId * 4 + argc, ...args)
-  // gets the primitives as they are and answers with a primitive, [bytes] (the codec's answer, as
-  // dispatcher's) or [name, message].
+  // The fast path of a sync host call on the main thread (native/primitive_call.h): the call word
+  // (fnId * 32 + number bits * 4 + argc) and number arguments cross in the primitive slots
+  // (QJSN_PRIMITIVE_SLOTS), the other arguments as they are; primitiveDispatcher answers with a
+  // primitive, [bytes] (the codec's answer, as dispatcher's) or [name, message].
   bool syncCallPrimitive(PrimitiveCall* call) {
     napi_env env = Env();
     // One handle scope for a run of calls rather than one each (opening one allocates): the
@@ -80,6 +81,23 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   bool alive(const Napi::CallbackInfo& info);
   static void disposedError(Napi::Env env);
 
+  // What a method needs before its body runs.
+  enum class Needs {
+    Live,  // a live engine behind a receiver of this class (type-tagged), and its arguments
+    Idle,  // ... and no active eval: a direct call answers BUSY during one
+  };
+  // Every method's prologue, written once (as better-sqlite3's REQUIRE_DATABASE_OPEN): a disposed
+  // or forged receiver throws DISPOSED, fewer than `Argc` arguments answer undefined, and an
+  // `Idle` method answers BUSY while an eval is active. The method's table entry names its guard.
+  template <Napi::Value (SandboxHandle::*Method)(Napi::Env, const HandleArgs&), size_t Argc, Needs needs = Needs::Live>
+  Napi::Value guarded(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    HandleArgs args(info);
+    if (!alive(info) || !args.has(Argc)) return env.Undefined();
+    if (needs == Needs::Idle && engine_->busy()) return busyError(env);
+    return (this->*Method)(env, args);
+  }
+
   static int kind(DispatchKind k) { return static_cast<int>(k); }
 
   // The job a call asks for: its numbers from the request slots (QJSN_REQUEST_SLOTS), its payloads
@@ -107,7 +125,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   // answered as evalSync answers it (answerHere). Snapshot jobs put their result in the
   // outcome's snapshot slot; a restore runs guest code, which never runs on the Node main thread
   // this way.
-  Napi::Value Start(const Napi::CallbackInfo& info);
+  Napi::Value Start(Napi::Env env, const HandleArgs& args);
 
   Napi::Value startAsync(Napi::Env env, EvalRequest request, uint64_t evalId, bool runInline = false,
                          bool answerNow = false);
@@ -121,43 +139,43 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   void runInline();
 
   // stop(reason, evalId)
-  Napi::Value Stop(const Napi::CallbackInfo& info);
+  Napi::Value Stop(Napi::Env env, const HandleArgs& args);
 
   // answerSync(token, bytes in the exchange buffer | Buffer | [name, message]): see syncCall.
-  Napi::Value AnswerSync(const Napi::CallbackInfo& info);
+  Napi::Value AnswerSync(Napi::Env env, const HandleArgs& args);
 
   // settle(callId, ok, bytes | [name, message], collect): with `collect`, the guest's next host
   // call is taken and dispatched here when it comes at once (src/host-calls.ts says when it may).
-  Napi::Value Settle(const Napi::CallbackInfo& info);
+  Napi::Value Settle(Napi::Env env, const HandleArgs& args);
 
   // defineFunction(path, fnId, async) -> undefined | { code, message }
-  Napi::Value DefineFunction(const Napi::CallbackInfo& info);
+  Napi::Value DefineFunction(Napi::Env env, const HandleArgs& args);
 
   // defineFrozenFunction(name, fnId) -> true (installed) | false (the guest keeps its own) | { code, message }
-  Napi::Value DefineFrozenFunction(const Napi::CallbackInfo& info);
+  Napi::Value DefineFrozenFunction(Napi::Env env, const HandleArgs& args);
 
   // setGlobal(name, bytes) -> undefined | { code, message }
-  Napi::Value SetGlobal(const Napi::CallbackInfo& info);
+  Napi::Value SetGlobal(Napi::Env env, const HandleArgs& args);
 
   // getGlobal(name) -> [status, bytes | message]
-  Napi::Value GetGlobal(const Napi::CallbackInfo& info);
+  Napi::Value GetGlobal(Napi::Env env, const HandleArgs& args);
 
   // globalNames(limit) -> string[] | { code: "BUSY", message }
-  Napi::Value GlobalNames(const Napi::CallbackInfo& info);
+  Napi::Value GlobalNames(Napi::Env env, const HandleArgs& args);
 
   // writeSnapshot(excludedNames), request WriteSnapshot -> [status, body | message, [name, type, ...]] | { code: "BUSY", message }
-  Napi::Value WriteSnapshot(const Napi::CallbackInfo& info);
+  Napi::Value WriteSnapshot(Napi::Env env, const HandleArgs& args);
 
   // readSnapshot(body), request ReadSnapshot -> [status, undefined | message, [name, type, ...]] | { code: "BUSY", message }
-  Napi::Value ReadSnapshot(const Napi::CallbackInfo& info);
+  Napi::Value ReadSnapshot(Napi::Env env, const HandleArgs& args);
 
-  Napi::Value MemoryUsage(const Napi::CallbackInfo& info);
+  Napi::Value MemoryUsage(Napi::Env env, const HandleArgs& args);
 
   // setClock(fixed, epochMs, localTimeUtc) -> false when busy or refused (native/clock.cc)
-  Napi::Value SetClock(const Napi::CallbackInfo& info);
+  Napi::Value SetClock(Napi::Env env, const HandleArgs& args);
 
   // setRandomSeed(seed: integer below 2**53) -> false when busy
-  Napi::Value SetRandomSeed(const Napi::CallbackInfo& info);
+  Napi::Value SetRandomSeed(Napi::Env env, const HandleArgs& args);
 
   Napi::Value Dispose(const Napi::CallbackInfo& info);
 
