@@ -70,8 +70,8 @@ namespace qjsn {
   X(Error, 0x10)       /* string name, string message, value stack (String or Undefined) */                           \
   X(BackRef, 0x11)     /* u32 object number */                                                                        \
   X(Opaque, 0x12)      /* u8 OpaqueKind, string name: a value that cannot be copied, described */                     \
-  X(Symbol, 0x13)      /* reserved for snapshots */                                                                   \
-  X(Latin1, 0x14)      /* u32 length, bytes: a string whose units all fit in one byte */                              \
+  /* 0x13: never assigned (a Symbol tag was once reserved; symbols cross as Opaque) */                                \
+  X(Latin1, 0x14) /* u32 length, bytes: a string whose units all fit in one byte */                                   \
   /* Snapshot bodies only (native/snapshot.h): */                                                                     \
   X(Function, 0x15)    /* u32 size, UTF-8 source text, then own properties and prototype properties, each as u32   \
                         count, count * (string key, value) */  \

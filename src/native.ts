@@ -8,8 +8,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { SandboxErrorCode } from "./errors.js";
-import type { ConsoleLevel } from "./types.js";
-import type { GuestOpaqueKind } from "./wire.js";
+import type { ConsoleLevel, GuestOpaqueKind } from "./types.js";
 
 /** The array the addon resolves a job with, by the contract's `outcomeSlot`: read only by {@link outcomeOf}. */
 export type NativeOutcomeSlots = unknown[];

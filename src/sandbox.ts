@@ -12,9 +12,9 @@ import { SANDBOX_LIMITS } from "./options.js";
 import { observeEval, sandboxClosed, sandboxOpened, traceOperation, type EvalObservation } from "./telemetry/hub.js";
 import { JobKind, native, NativeStatus, NativeStop, outcomeOf, type AnsweredHere, type NativeHandle, type NativeOutcome, type NativeOutcomeSlots } from "./native.js";
 import { decodeAtOnce, decodeOutcome, errorOf, globalValueOf, limitsOf, refusal, reportOf, stubOutcome, syncOutcome, throwIfFailed, type DecodedOutcome } from "./outcomes.js";
-import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealWrittenSnapshot, splitRestoreOptions, takeSnapshot, type NotRestored, type RestoreOptions, type RestoredSandbox, type SnapshotAfterEval, type SnapshotAfterRun, type SnapshotOptions } from "./snapshot.js";
+import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealWrittenSnapshot, splitRestoreOptions, takeSnapshot, type RestoreOptions, type SnapshotAfterEval, type SnapshotAfterRun, type SnapshotOptions } from "./snapshot.js";
 import { type ArgumentsSchema, checkedAsyncFunction, checkedFunction } from "./host-schema.js";
-import type { AsyncHostFunction, EvalOptions, EvalReport, HostCallContext, HostFunction, MemoryUsage, ResolvedSandboxOptions, SandboxOptions } from "./types.js";
+import type { AsyncHostFunction, EvalOptions, EvalReport, HostCallContext, HostFunction, MemoryUsage, NotRestored, ResolvedSandboxOptions, SandboxOptions } from "./types.js";
 import { createHandle, requestEval, requestSnapshot } from "./request.js";
 import { perTurnBudget } from "./turn-budget.js";
 import { wallTimer, type WallHold } from "./wall-hold.js";
@@ -34,6 +34,17 @@ const mayAnswerNow = perTurnBudget(1);
 /** Resolves with `value` after a turn of the event loop (timers and I/O callbacks run first). */
 function nextTurn<T>(value: T): Promise<T> {
   return new Promise((resolve) => setImmediate(resolve, value));
+}
+
+/** What {@link Sandbox.restore} returns. */
+export interface RestoredSandbox {
+  sandbox: Sandbox;
+  /**
+   * The placeholders this snapshot introduced; each throws `Value for 'NAME' was not restored...`
+   * when read. A placeholder carried over from an earlier restore (the snapshot was taken of a
+   * restored sandbox) keeps its original type but is not listed again: it was reported then.
+   */
+  notRestored: NotRestored[];
 }
 
 /**

@@ -26,7 +26,7 @@ import { SandboxError } from "./errors.js";
 import { JobKind, NativeSnapshotStatus, snapshotResultOf, type NativeHandle, type NativeSnapshotRead, type NativeSnapshotWrite } from "./native.js";
 import { refusal } from "./outcomes.js";
 import { requestSnapshot } from "./request.js";
-import type { EvalReport, SandboxOptions } from "./types.js";
+import type { EvalReport, NotRestored, SandboxOptions } from "./types.js";
 
 const MAGIC = Buffer.from("QJSNSNAP", "latin1");
 /** Version of the snapshot layout this build writes. It also reads version 1. */
@@ -72,28 +72,6 @@ export interface SnapshotOptions {
 export interface RestoreOptions extends SandboxOptions, Omit<SnapshotOptions, "compress"> {
   /** Execution budget for re-creating functions and classes from their source, ms. Default: `executionTimeoutMs`. */
   restoreTimeoutMs?: number;
-}
-
-/** A global (or a part of one, `name.key`) that came back as a placeholder which throws when read. */
-export interface NotRestored {
-  /** The global's name, or the path to the part that was lost (`state.timer`, `list[3]`). */
-  name: string;
-  /**
-   * What it was: `closure`, `Promise`, `Proxy`, `WeakMap`, `Generator`, `symbol`, `native function`,
-   * `instance with private fields`, `accessor (closure)`...
-   */
-  type: string;
-}
-
-/** What {@link Sandbox.restore} returns. */
-export interface RestoredSandbox {
-  sandbox: import("./sandbox.js").Sandbox;
-  /**
-   * The placeholders this snapshot introduced; each throws `Value for 'NAME' was not restored...`
-   * when read. A placeholder carried over from an earlier restore (the snapshot was taken of a
-   * restored sandbox) keeps its original type but is not listed again: it was reported then.
-   */
-  notRestored: NotRestored[];
 }
 
 /** Header fields of a snapshot, read after its lengths are checked (the digest is not verified). */
