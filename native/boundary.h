@@ -36,10 +36,13 @@ namespace qjsn {
   X(Interrupted)    /* the time budget ran out while re-creating functions */ \
   X(StackExhausted) /* the calling thread has too little stack left: nothing was read */
 
-// Codes of the failures a direct call (defineFunction, setGlobal, snapshots...) hands back as
-// { code, message }: the SandboxError codes of src/errors.ts. X(name, code)
+// Codes of the failures every direct call (the constructor, defineFunction, setGlobal, getGlobal,
+// start, snapshots...) returns or throws as { code, message }: the SandboxError codes of
+// src/errors.ts. X(name, code)
 #define QJSN_ERROR_CODES(X)           \
   X(Busy, "BUSY")                     \
+  X(Disposed, "DISPOSED")             \
+  X(Broken, "BROKEN")                 \
   X(StackOverflow, "STACK_OVERFLOW")  \
   X(OutOfMemory, "OUT_OF_MEMORY")     \
   X(Unserializable, "UNSERIALIZABLE") \

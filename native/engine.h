@@ -141,6 +141,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   Engine& operator=(const Engine&) = delete;
 
   bool valid() const { return ctx_ != nullptr; }
+  // Why the constructor left the engine invalid: memory, the calling thread's stack, or the realm.
+  NativeError creationFailure() const { return creationFailure_; }
   JSContext* context() const { return ctx_; }
   uint32_t id() const { return id_; }
 
@@ -153,8 +155,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // global `name` it cannot lose.
   std::optional<NativeError> defineFrozenFunction(const std::string& name, uint32_t fnId, bool* installed);
   std::optional<NativeError> setGlobal(const std::string& name, const uint8_t* data, size_t size);
-  // Fills `out` with wire bytes of the global's own data property; returns an error text or "".
-  std::string getGlobal(const std::string& name, std::vector<uint8_t>* out, EvalStatus* status);
+  // Fills `out` with wire bytes of the global's own data property; else why it could not.
+  std::optional<NativeError> getGlobal(const std::string& name, std::vector<uint8_t>* out);
   // Up to `limit` names of the global object's own string-keyed properties, read natively: no
   // getter, Proxy trap or guest-replaceable built-in runs.
   std::vector<std::string> globalNames(size_t limit);
@@ -268,8 +270,12 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // The snapshot write of a request with snapshotAfter, once its eval has finished.
   void snapshotAfterEval(EvalOutcome* out);
 
+  // Why the runtime or realm could not be created (see creationFailure()).
+  NativeError realmFailure(JSContext* ctx);
+
   uint32_t id_;
   EngineOptions options_;
+  NativeError creationFailure_{ErrorCode::OutOfMemory, "could not allocate the sandbox runtime"};
   std::shared_ptr<HostBridge> bridge_;
   MemoryCounter memory_;
   JSRuntime* rt_ = nullptr;

@@ -67,4 +67,10 @@ Napi::Value errorToJs(Napi::Env env, const std::optional<NativeError>& error) {
   return o;
 }
 
+void throwNativeError(Napi::Env env, const NativeError& error) {
+  Napi::Error e = Napi::Error::New(env, error.message);
+  e.Set("code", Napi::String::New(env, errorCodeName(error.code)));
+  e.ThrowAsJavaScriptException();
+}
+
 }  // namespace qjsn

@@ -26,14 +26,14 @@ Napi::Function SandboxHandle::Define(Napi::Env env) {
           InstanceMethod("defineFrozenFunction",
                          &SandboxHandle::guarded<&SandboxHandle::DefineFrozenFunction, 2, Needs::Idle>),
           InstanceMethod("setGlobal", &SandboxHandle::guarded<&SandboxHandle::SetGlobal, 2, Needs::Idle>),
-          InstanceMethod("getGlobal", &SandboxHandle::guarded<&SandboxHandle::GetGlobal, 1>),
+          InstanceMethod("getGlobal", &SandboxHandle::guarded<&SandboxHandle::GetGlobal, 1, Needs::Idle>),
           InstanceMethod("globalNames", &SandboxHandle::guarded<&SandboxHandle::GlobalNames, 1, Needs::Idle>),
           InstanceMethod("memoryUsage", &SandboxHandle::guarded<&SandboxHandle::MemoryUsage, 0>),
           InstanceMethod("writeSnapshot", &SandboxHandle::guarded<&SandboxHandle::WriteSnapshot, 1, Needs::Idle>),
           InstanceMethod("readSnapshot", &SandboxHandle::guarded<&SandboxHandle::ReadSnapshot, 1, Needs::Idle>),
           InstanceMethod("dispose", &SandboxHandle::Dispose),
-          InstanceMethod("setClock", &SandboxHandle::guarded<&SandboxHandle::SetClock, 3>),
-          InstanceMethod("setRandomSeed", &SandboxHandle::guarded<&SandboxHandle::SetRandomSeed, 1>),
+          InstanceMethod("setClock", &SandboxHandle::guarded<&SandboxHandle::SetClock, 3, Needs::Idle>),
+          InstanceMethod("setRandomSeed", &SandboxHandle::guarded<&SandboxHandle::SetRandomSeed, 1, Needs::Idle>),
       });
 }
 
@@ -46,7 +46,7 @@ SandboxHandle::SandboxHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
   bridge_ = env.GetInstanceData<std::shared_ptr<EnvBridge>>()->get()->shared_from_this();
   HandleArgs args(info);
   if (!args.has(2) || !args.isFunction(0) || !args.isFunction(1)) {
-    Napi::TypeError::New(env, "SandboxHandle: bad arguments").ThrowAsJavaScriptException();
+    throwNativeError(env, NativeError{ErrorCode::InvalidArgument, "SandboxHandle: bad arguments"});
     return;
   }
   const EnvBridge& b = *bridge_;
@@ -64,8 +64,9 @@ SandboxHandle::SandboxHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
   id_ = bridge_->nextSandboxId();
   engine_ = std::make_shared<Engine>(id_, o, bridge_);
   if (!engine_->valid()) {
+    NativeError why = engine_->creationFailure();
     engine_.reset();
-    Napi::Error::New(env, "OUT_OF_MEMORY: could not create the sandbox runtime").ThrowAsJavaScriptException();
+    throwNativeError(env, why);
     return;
   }
   napi_type_tag_object(env, info.This(), &kHandleTag);
@@ -179,7 +180,7 @@ bool SandboxHandle::alive(const Napi::CallbackInfo& info) {
 }
 
 void SandboxHandle::disposedError(Napi::Env env) {
-  Napi::Error::New(env, "DISPOSED: the sandbox is disposed").ThrowAsJavaScriptException();
+  throwNativeError(env, NativeError{ErrorCode::Disposed, "the sandbox is disposed"});
 }
 
 std::optional<EvalRequest> SandboxHandle::requestOf(const EnvBridge& b, const HandleArgs& args) {
@@ -272,7 +273,7 @@ Napi::Value SandboxHandle::answerHere(Napi::Env env, const EvalOutcome& o) {
 Napi::Value SandboxHandle::Start(Napi::Env env, const HandleArgs& args) {
   std::optional<EvalRequest> r = requestOf(*bridge_, args);
   if (!r) return env.Undefined();
-  if (engine_->broken()) return env.Null();
+  if (engine_->broken()) return errorToJs(env, NativeError{ErrorCode::Broken, "the sandbox is broken"});
   const EnvBridge& b = *bridge_;
   // Only a plain eval runs here or is answered at once: a snapshot job's cost grows with the
   // guest's state, which is never walked on the main thread this way.
@@ -283,7 +284,7 @@ Napi::Value SandboxHandle::Start(Napi::Env env, const HandleArgs& args) {
 }
 
 Napi::Value SandboxHandle::startAsync(Napi::Env env, EvalRequest request, uint64_t evalId, bool runInline, bool answerNow) {
-  if (deferred_ || !engine_->beginAsync(std::move(request), evalId)) return env.Null();
+  if (deferred_ || !engine_->beginAsync(std::move(request), evalId)) return busyError(env);
   evalId_ = evalId;
   inline_ = runInline;
   if (answerNow && !runInline) {
@@ -382,18 +383,10 @@ Napi::Value SandboxHandle::SetGlobal(Napi::Env env, const HandleArgs& args) {
 }
 
 Napi::Value SandboxHandle::GetGlobal(Napi::Env env, const HandleArgs& args) {
-  Napi::Array a = Napi::Array::New(env, 2);
-  if (engine_->busy()) {
-    a.Set(0u, Napi::Number::New(env, static_cast<int>(EvalStatus::Busy)));
-    return a;
-  }
   std::vector<uint8_t> out;
-  EvalStatus status;
-  std::string err = engine_->getGlobal(args.utf8(0), &out, &status);
-  a.Set(0u, Napi::Number::New(env, static_cast<int>(status)));
-  if (err.empty()) a.Set(1u, Napi::Buffer<uint8_t>::Copy(env, out.data(), out.size()));
-  else a.Set(1u, Napi::String::New(env, err));
-  return a;
+  std::optional<NativeError> error = engine_->getGlobal(args.utf8(0), &out);
+  if (error) return errorToJs(env, error);
+  return Napi::Buffer<uint8_t>::Copy(env, out.data(), out.size());
 }
 
 Napi::Value SandboxHandle::GlobalNames(Napi::Env env, const HandleArgs& args) {
@@ -429,13 +422,15 @@ Napi::Value SandboxHandle::MemoryUsage(Napi::Env env, const HandleArgs&) {
 }
 
 Napi::Value SandboxHandle::SetClock(Napi::Env env, const HandleArgs& args) {
-  return Napi::Boolean::New(env, engine_->setClock(args.flag(0), args.number(1), args.flag(2)));
+  if (engine_->setClock(args.flag(0), args.number(1), args.flag(2))) return env.Undefined();
+  return errorToJs(env, NativeError{ErrorCode::InvalidArgument, "the clock's time is outside the Date range"});
 }
 
 Napi::Value SandboxHandle::SetRandomSeed(Napi::Env env, const HandleArgs& args) {
   double seed = args.number(0);
-  if (!(seed >= 0 && seed < 9007199254740992.0)) return Napi::Boolean::New(env, false);
-  return Napi::Boolean::New(env, engine_->setRandomSeed(static_cast<uint64_t>(seed)));
+  if (seed >= 0 && seed < 9007199254740992.0 && engine_->setRandomSeed(static_cast<uint64_t>(seed)))
+    return env.Undefined();
+  return errorToJs(env, NativeError{ErrorCode::InvalidArgument, "the seed is not an integer below 2**53"});
 }
 
 Napi::Value SandboxHandle::Dispose(const Napi::CallbackInfo& info) {

@@ -75,7 +75,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     primitiveScope_ = PrimitiveScope();
   }
 
-  // What a direct call answers while an eval is active.
+  // What a direct call answers while an eval is active: BUSY, the one code of it everywhere.
   static Napi::Value busyError(Napi::Env env);
 
   bool alive(const Napi::CallbackInfo& info);

@@ -89,10 +89,10 @@ export interface NativeHandle {
    * queued before its outcome) is answered as `evalSync` answers, not with a promise. With a copy
    * for display, the result or thrown value may come back cut short, each container cut short
    * ending in a `More` count. Snapshot jobs carry their result in the outcome's snapshot slot.
-   * Null when busy.
+   * `BUSY` while a job is active, `BROKEN` once the watchdog gave up on one.
    */
-  start(code: string, filename: string, excludedNames?: string[]): Promise<NativeOutcomeSlots> | AnsweredHere | null;
-  start(payload: string[] | Uint8Array): Promise<NativeOutcomeSlots> | null;
+  start(code: string, filename: string, excludedNames?: string[]): Promise<NativeOutcomeSlots> | AnsweredHere | NativeError;
+  start(payload: string[] | Uint8Array): Promise<NativeOutcomeSlots> | NativeError;
   stop(reason: number, evalId: number): void;
   /** With `collect`, the guest's next host call may be dispatched before this returns. */
   settle(callId: number, ok: boolean, result: number | Buffer | [string, string], collect?: boolean): void;
@@ -102,7 +102,8 @@ export interface NativeHandle {
   /** true: installed; false: the guest keeps its own global `name`; an error: why nothing was installed. */
   defineFrozenFunction(name: string, fnId: number): boolean | NativeError;
   setGlobal(name: string, bytes: Buffer): NativeError | undefined;
-  getGlobal(name: string): [status: number, result: Buffer | string | undefined];
+  /** The global's own data property as wire bytes; `BUSY`, `STACK_OVERFLOW` or `UNSERIALIZABLE` (an accessor, a value that cannot be copied). */
+  getGlobal(name: string): Buffer | NativeError;
   /** Up to `limit` own string-keyed property names of the global object, or `BUSY`. */
   globalNames(limit: number): string[] | NativeError;
   memoryUsage(): [used: number, peak: number, limit: number];
@@ -111,12 +112,16 @@ export interface NativeHandle {
   writeSnapshot(excludedNames: string[]): NativeSnapshotSlots | NativeError;
   /** The ReadSnapshot request on this thread: [status, undefined | message, flat [name, type, ...] of placeholders], or `BUSY`. */
   readSnapshot(body: Uint8Array): NativeSnapshotSlots | NativeError;
-  setClock(fixed: boolean, epochMs: number, localTimeUtc: boolean): boolean;
-  setRandomSeed(seed: number): boolean;
+  /** `BUSY` during an eval, `INVALID_ARGUMENT` for a time outside the Date range. */
+  setClock(fixed: boolean, epochMs: number, localTimeUtc: boolean): NativeError | undefined;
+  /** `BUSY` during an eval, `INVALID_ARGUMENT` for a seed that is not an integer below 2**53. */
+  setRandomSeed(seed: number): NativeError | undefined;
 }
 
 interface NativeModule {
   /**
+   * Throws a {@link NativeError}: `INVALID_ARGUMENT`, or why the runtime could not be created
+   * (`OUT_OF_MEMORY`, `STACK_OVERFLOW`, `BROKEN`).
    * The handle holds both dispatchers weakly (they close over the Sandbox that owns it): the
    * caller keeps them reachable for as long as it uses the handle. Once they are collected, a sync
    * host call fails in the guest ("the sandbox is shutting down") and an async one is never answered.
@@ -154,10 +159,18 @@ interface NativeModule {
   contract: NativeContract;
 }
 
-/** A failure of a direct call, as the addon hands it back. */
+/**
+ * A failure of a direct call, as the addon returns it, or throws it (an Error with this `code`)
+ * when the call cannot return one: the constructor, a call on a disposed handle.
+ */
 export interface NativeError {
   code: SandboxErrorCode;
   message: string;
+}
+
+/** True when `value` is a {@link NativeError} (returned or thrown). */
+export function isNativeError(value: unknown): value is NativeError {
+  return typeof (value as { code?: unknown } | null | undefined)?.code === "string";
 }
 
 type NumberedGroup = "evalStatus" | "stopReason" | "snapshotStatus" | "typedKind" | "outcomeSlot" | "snapshotResultSlot" | "answeredSlot" | "statsSlot" | "jobKind" | "requestSlot" | "createSlot" | "primitiveSlot" | "dispatchKind" | "wireTag" | "copyLimits" | "sizes";

@@ -6,7 +6,7 @@
 import { SandboxError, type GuestErrorInfo } from "./errors.js";
 import { DECODE_SLICE_WORK, type DecodeQueue } from "./decode-queue.js";
 import { ConsoleDecoder, GuestOpaque, ValueDecoder, decodeConsole, decodeValue, errorHead, type ConsoleRecord } from "./marshal.js";
-import { AnsweredSlot, CONSOLE_LEVELS, native, NativeStatus, NativeStop, StatsSlot, type AnsweredHere, type NativeError, type NativeOutcome } from "./native.js";
+import { AnsweredSlot, CONSOLE_LEVELS, isNativeError, native, NativeStatus, NativeStop, StatsSlot, type AnsweredHere, type NativeError, type NativeOutcome } from "./native.js";
 import { formatConsoleArgs, renderValue } from "./render.js";
 import { MAX_THROWN_CHARS } from "./request.js";
 import type { ConsoleEntry, EvalOptions, EvalReport, EvalStats, ResolvedSandboxOptions } from "./types.js";
@@ -40,14 +40,17 @@ function guestInfo(thrown: unknown): GuestErrorInfo {
 }
 
 /**
- * The typed error of a direct call the engine refused or failed (an idle engine's direct calls):
- * `BUSY` says it could not `what` during an eval, `STACK_OVERFLOW` keeps the engine's words, any
- * other code the engine's reason after `context`.
+ * The typed error of a direct call the engine refused or failed, returned or thrown as a
+ * {@link NativeError}: the one place such an error becomes a {@link SandboxError}. `BUSY` says it
+ * could not `what` during an eval, `STACK_OVERFLOW` keeps the engine's words, any other code the
+ * engine's reason after `context` (when given). A thrown error that is not a NativeError is the
+ * cause of a `BROKEN` one.
  */
-export function refusal(error: NativeError, what: string, context: string): SandboxError {
+export function refusal(error: unknown, what: string, context?: string): SandboxError {
+  if (!isNativeError(error)) return new SandboxError("BROKEN", `could not ${what}`, { cause: error });
   if (error.code === "BUSY") return new SandboxError("BUSY", `cannot ${what} while an eval runs`);
   if (error.code === "STACK_OVERFLOW") return new SandboxError("STACK_OVERFLOW", error.message);
-  return new SandboxError(error.code, `${context}: ${error.message}`);
+  return new SandboxError(error.code, context === undefined ? error.message : `${context}: ${error.message}`);
 }
 
 /** Throws {@link refusal}'s error when a direct call failed. */
@@ -56,11 +59,9 @@ export function throwIfFailed(error: NativeError | undefined, what: string, cont
 }
 
 /** The value of a `getGlobal`, or its typed error. */
-export function globalValueOf(status: number, result: Buffer | string | undefined): unknown {
-  if (status === NativeStatus.Ok) return decodeValue(result as Buffer);
-  if (status === NativeStatus.Busy) throw new SandboxError("BUSY", "cannot read a global while an eval runs");
-  if (status === NativeStatus.StackOverflow) throw new SandboxError("STACK_OVERFLOW", String(result));
-  throw new SandboxError("UNSERIALIZABLE", String(result));
+export function globalValueOf(result: Buffer | NativeError): unknown {
+  if (isNativeError(result)) throw refusal(result, "read a global");
+  return decodeValue(result);
 }
 
 /** The budgets and limits of an eval run with `o` (and, when one was armed, a wall budget of `wallBudgetMs`). */

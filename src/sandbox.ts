@@ -10,7 +10,7 @@ import { HostCalls, removeCode } from "./host-calls.js";
 import { encodeValue } from "./marshal.js";
 import { SANDBOX_LIMITS } from "./options.js";
 import { observeEval, sandboxClosed, sandboxOpened, traceOperation, type EvalObservation } from "./telemetry/hub.js";
-import { JobKind, native, NativeStatus, NativeStop, outcomeOf, type AnsweredHere, type NativeHandle, type NativeOutcome, type NativeOutcomeSlots } from "./native.js";
+import { isNativeError, JobKind, native, NativeStatus, NativeStop, outcomeOf, type AnsweredHere, type NativeError, type NativeHandle, type NativeOutcome, type NativeOutcomeSlots } from "./native.js";
 import { decodeAtOnce, decodeOutcome, errorOf, globalValueOf, limitsOf, refusal, reportOf, stubOutcome, syncOutcome, throwIfFailed, type DecodedOutcome } from "./outcomes.js";
 import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealWrittenSnapshot, splitRestoreOptions, takeSnapshot, type RestoreOptions, type SnapshotAfterEval, type SnapshotAfterRun, type SnapshotOptions } from "./snapshot.js";
 import { type ArgumentsSchema, checkedAsyncFunction, checkedFunction } from "./host-schema.js";
@@ -79,7 +79,7 @@ export class Sandbox implements Disposable {
     try {
       this.#handle = createHandle(o, this.#host.dispatch, this.#host.dispatchPrimitive);
     } catch (err) {
-      throw new SandboxError("OUT_OF_MEMORY", "could not create the sandbox runtime", { cause: err });
+      throw refusal(err, "create the sandbox", "could not create the sandbox");
     }
     this.#handle.setRandomSeed(o.randomSeed);
     this.#id = sandboxOpened();
@@ -97,7 +97,7 @@ export class Sandbox implements Disposable {
     const last = this.#clockInForce;
     if (!last || last[0] !== fixed || last[1] !== epochMs || last[2] !== utc) {
       // A busy engine refuses it (and then the eval too): nothing is in force then.
-      this.#clockInForce = handle.setClock(fixed, epochMs, utc) ? [fixed, epochMs, utc] : undefined;
+      this.#clockInForce = handle.setClock(fixed, epochMs, utc) === undefined ? [fixed, epochMs, utc] : undefined;
     }
     if (o.randomSeed !== undefined) handle.setRandomSeed(o.randomSeed);
   }
@@ -204,8 +204,7 @@ export class Sandbox implements Disposable {
    */
   getGlobal(name: string): unknown {
     if (typeof name !== "string" || name.length > SANDBOX_LIMITS.maxGlobalNameChars) throw invalid("name must be a string");
-    const [status, result] = this.#live().getGlobal(name);
-    return globalValueOf(status, result);
+    return globalValueOf(this.#live().getGlobal(name));
   }
 
   /**
@@ -421,7 +420,7 @@ export class Sandbox implements Disposable {
     this.#host.beginEval(evalId, o.onConsole);
     const budgetMs = o.timeoutMs ?? this.#options.executionTimeoutMs;
     const filename = o.filename ?? "<eval>";
-    let pending: Promise<NativeOutcomeSlots> | AnsweredHere | null;
+    let pending: Promise<NativeOutcomeSlots> | AnsweredHere | NativeError;
     if (after === undefined) {
       requestEval(JobKind.Eval, handle.id, evalId, budgetMs, o, mayAnswerNow(started));
       pending = handle.start(code, filename);
@@ -431,9 +430,9 @@ export class Sandbox implements Disposable {
       requestEval(JobKind.EvalThenSnapshot, handle.id, evalId, budgetMs, o, false, maxSnapshotBody(after.options));
       pending = handle.start(code, filename, excluded);
     }
-    if (pending === null) {
+    if (isNativeError(pending)) {
       this.#host.endEval();
-      return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
+      return this.#report(stubOutcome(pending.code === "BROKEN" ? NativeStatus.Broken : NativeStatus.Busy), 0, o);
     }
     const wallMs = o.wallTimeoutMs ?? this.#options.wallTimeoutMs;
     if (pending instanceof Promise) return this.#outcomeOf(pending, evalId, started, o, wallMs, after);
@@ -542,7 +541,7 @@ export class Sandbox implements Disposable {
       const excluded = this.#hostRoots();
       requestSnapshot(JobKind.WriteSnapshot, evalId, 0, maxSnapshotBody(resolved));
       const pending = handle.start(excluded);
-      if (!pending) throw new SandboxError("BUSY", "cannot take a snapshot while an eval runs");
+      if (isNativeError(pending)) throw refusal(pending, "take a snapshot", "cannot take a snapshot");
       const { status, written, message, stop } = outcomeOf(await pending);
       if (status !== NativeStatus.Ok || !written) throw errorOf(status, undefined, message, stop, limitsOf(this.#options, {}));
       return sealWrittenSnapshot(written, resolved, native.engineVersion);
@@ -607,7 +606,7 @@ export class Sandbox implements Disposable {
     const evalId = ++this.#evalSeq;
     requestSnapshot(JobKind.ReadSnapshot, evalId, budgetMs, 0);
     const pending = handle.start(body);
-    if (!pending) throw new SandboxError("BUSY", "cannot restore into a sandbox while an eval runs");
+    if (isNativeError(pending)) throw refusal(pending, "restore into a sandbox", "cannot restore");
     const wallMs = this.#options.wallTimeoutMs;
     const { status, read, message, stop } = await this.#settled(pending, evalId, wallMs);
     if (status !== NativeStatus.Ok || !read) throw errorOf(status, undefined, message, stop, limitsOf(this.#options, { timeoutMs: budgetMs }, wallMs));

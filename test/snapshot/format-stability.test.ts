@@ -14,7 +14,7 @@ import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { decodeValue, encodeValue } from "../../src/marshal.js";
-import { JobKind, native, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher } from "../../src/native.js";
+import { isNativeError, JobKind, native, NativeStatus, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher } from "../../src/native.js";
 import { createHandle, requestEval, requestSnapshot } from "../../src/request.js";
 
 const FIXTURE = new URL("./fixtures/format-stability.json", import.meta.url);
@@ -65,6 +65,13 @@ function evalBytes(h: NativeHandle, code: string, describe: boolean): Buffer | s
 function valueBytes(extras: [Buffer | undefined, string, Buffer | undefined] | undefined): Buffer {
   const inExchange = native.syncStats[7]!;
   return Buffer.from(inExchange >= 0 ? native.exchange.subarray(0, inExchange) : extras![0]!);
+}
+
+/** The bytes of a global, or the failure text (pinned as it read when failures carried an eval status). */
+function globalBytes(h: NativeHandle, name: string): Buffer | string {
+  const result = h.getGlobal(name);
+  if (!isNativeError(result)) return Buffer.from(result);
+  return `status ${result.code === "UNSERIALIZABLE" ? NativeStatus.Unserializable : result.code}: ${result.message}`;
 }
 
 function run(h: NativeHandle, code: string): void {
@@ -127,8 +134,7 @@ describe("the boundary codec writes the same bytes for every shape", () => {
       pin(`eval/${name}/throw`, evalBytes(handle(), code, false));
       const h = handle();
       run(h, `globalThis.__value = (0, eval)(${JSON.stringify(code)})`);
-      const [status, result] = h.getGlobal("__value");
-      pin(`getGlobal/${name}`, typeof result === "string" ? `status ${status}: ${result}` : Buffer.from(result ?? ""));
+      pin(`getGlobal/${name}`, globalBytes(h, "__value"));
     });
   }
 
@@ -170,8 +176,7 @@ describe("the boundary codec writes the same bytes for every shape", () => {
     for (const [name, value] of Object.entries(host)) {
       const bytes = encodeValue(value);
       expect(h.setGlobal(name, bytes), name).toBeUndefined(); // no { code, message } failure
-      const [status, result] = h.getGlobal(name);
-      pin(`roundTrip/${name}`, typeof result === "string" ? `status ${status}: ${result}` : Buffer.from(result ?? ""));
+      pin(`roundTrip/${name}`, globalBytes(h, name));
     }
   });
 });
