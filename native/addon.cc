@@ -23,6 +23,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("exchange", bridge->exchange());
   exports.Set("syncStats", bridge->statsArray());
   exports.Set("primitiveSlots", bridge->primitiveSlotsArray());
+  exports.Set("request", bridge->requestArray());
+  exports.Set("createSlots", bridge->createArray());
   exportProcessFacts(env, exports);
   return exports;
 }

@@ -10,7 +10,9 @@ using Phase = EvalLifecycle::Phase;
 using Event = EvalLifecycle::Event;
 
 void Engine::lifecycleFault(EvalOutcome* out) {
+  JobKind kind = out->kind;
   *out = EvalOutcome();
+  out->kind = kind;
   out->status = EvalStatus::Broken;
   out->message = "internal error: the sandbox lost track of its eval state";
 }
@@ -30,7 +32,6 @@ void Engine::snapshotAfterEval(EvalOutcome* out) {
       std::unique_lock<std::mutex> lock(mu_);
       writingAfterEval_ = true;
       lock.unlock();
-      out->snapshotOp = true;
       out->snapshot = writeSnapshot(request_.snapshotExclude, request_.snapshotMaxBytes, &out->snapshotBody);
       lock.lock();
       writingAfterEval_ = false;
@@ -68,6 +69,58 @@ bool Engine::requestStop(StopReason reason, uint64_t evalId) {
   return parked;
 }
 
+bool Engine::startJob(EvalOutcome* out, bool* entered) {
+  resetEvalCounters(pendingEvalId_);
+  if (stop_.load() != 0) {
+    classifyException(JS_UNDEFINED, out);
+    *entered = false;
+    return true;
+  }
+  if (!enterGuest(request_.executionBudgetMs)) {
+    out->status = EvalStatus::StackOverflow;
+    out->message = stackRefusal();
+    leaveGuest();
+    return true;
+  }
+  switch (request_.kind) {
+    case JobKind::WriteSnapshot: return writeSnapshotJob(out);
+    case JobKind::ReadSnapshot: return readSnapshotJob(out);
+    case JobKind::Eval:
+    case JobKind::EvalThenSnapshot:
+    case JobKind::Count: break;
+  }
+  return !startEval(out);
+}
+
+bool Engine::startEval(EvalOutcome* out) {
+  if (!compileAndStart(request_, out)) {
+    leaveGuest();  // stop the clock: the execution time counts in the outcome
+    return false;
+  }
+  drainJobs();
+  return true;
+}
+
+bool Engine::writeSnapshotJob(EvalOutcome* out) {
+  leaveGuest();  // writing runs no guest code: no execution budget applies
+  out->snapshot = writeSnapshot(request_.snapshotExclude, request_.snapshotMaxBytes, &out->snapshotBody);
+  request_.snapshotExclude.clear();
+  return true;
+}
+
+bool Engine::readSnapshotJob(EvalOutcome* out) {
+  out->snapshot = readSnapshotEntered(request_.snapshotBody.data(), request_.snapshotBody.size());
+  request_.snapshotBody = std::vector<uint8_t>();
+  leaveGuest();
+  return true;
+}
+
+void Engine::resumeEval(std::vector<HostResult>* results) {
+  enterGuest(request_.executionBudgetMs);
+  settleHostCalls(results);
+  drainJobs();
+}
+
 bool Engine::runSlice() {
   std::vector<HostResult> results;
   bool firstSlice;
@@ -81,43 +134,11 @@ bool Engine::runSlice() {
     inboxReady_.store(false, std::memory_order_relaxed);
   }
   EvalOutcome out;
-  bool done = false;
+  out.kind = request_.kind;
   bool entered = true;
-  if (firstSlice) {
-    resetEvalCounters(pendingEvalId_);
-    if (stop_.load() != 0) {
-      classifyException(JS_UNDEFINED, &out);
-      done = true;
-      entered = false;
-    } else {
-      if (!enterGuest(request_.executionBudgetMs)) {
-        out.status = EvalStatus::StackOverflow;
-        out.message = stackRefusal();
-        done = true;
-        leaveGuest();
-      } else if (request_.takeSnapshot) {
-        leaveGuest();  // writing runs no guest code: no execution budget applies
-        out.snapshotOp = true;
-        out.snapshot = writeSnapshot(request_.snapshotExclude, request_.snapshotMaxBytes, &out.snapshotBody);
-        request_.snapshotExclude.clear();
-        done = true;
-      } else if (request_.restore) {
-        out.snapshotOp = true;
-        out.snapshot = readSnapshotEntered(request_.snapshotBody.data(), request_.snapshotBody.size());
-        request_.snapshotBody = std::vector<uint8_t>();
-        leaveGuest();
-        done = true;
-      } else {
-        done = !compileAndStart(request_, &out);
-        if (done) leaveGuest();  // stop the clock: the execution time counts in the outcome
-        else drainJobs();
-      }
-    }
-  } else {
-    enterGuest(request_.executionBudgetMs);
-    settleHostCalls(&results);
-    drainJobs();
-  }
+  bool done = false;
+  if (firstSlice) done = startJob(&out, &entered);
+  else resumeEval(&results);
   while (true) {
     // Also when the first slice ended the eval (a budget stop, a throw): its time counts.
     if (entered) leaveGuest();
@@ -160,16 +181,14 @@ bool Engine::runSlice() {
       inboxReady_.store(false, std::memory_order_relaxed);
       overdueCpuNs_ = -1;
     }
-    enterGuest(request_.executionBudgetMs);
+    resumeEval(&results);
     entered = true;
-    settleHostCalls(&results);
-    drainJobs();
   }
   std::unique_lock<std::mutex> lock(mu_);
   if (done && lifecycle_.phase() != Phase::Abandoned) {
     lock.unlock();
     finish(&out);
-    if (request_.snapshotAfter) snapshotAfterEval(&out);
+    if (request_.kind == JobKind::EvalThenSnapshot) snapshotAfterEval(&out);
     lock.lock();
   }
   bool again = !done && (!inbox_.empty() || stop_.load() != 0);  // results or a stop arrived meanwhile
@@ -228,6 +247,7 @@ bool Engine::abandon(int64_t graceNs) {
   if (out.stop == StopReason::Dispose) out.status = EvalStatus::Disposed;
   out.message = "the guest is stuck in a built-in that cannot be interrupted; the sandbox is broken";
   out.evalId = pendingEvalId_;
+  out.kind = request_.kind;
   out.executionMs = clock_.executionMs() + static_cast<double>(deadlines.sliceNs(cpuNs, nowNs)) / 1e6;
   out.hostCalls = hostCalls_.calls();
   out.memoryUsedBytes = memoryUsed();

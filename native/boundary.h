@@ -36,10 +36,13 @@ namespace qjsn {
   X(Interrupted)    /* the time budget ran out while re-creating functions */ \
   X(StackExhausted) /* the calling thread has too little stack left: nothing was read */
 
-// Codes of the failures a direct call (defineFunction, setGlobal, snapshots...) hands back as
-// { code, message }: the SandboxError codes of src/errors.ts. X(name, code)
+// Codes of the failures every direct call (the constructor, defineFunction, setGlobal, getGlobal,
+// start, snapshots...) returns or throws as { code, message }: the SandboxError codes of
+// src/errors.ts. X(name, code)
 #define QJSN_ERROR_CODES(X)           \
   X(Busy, "BUSY")                     \
+  X(Disposed, "DISPOSED")             \
+  X(Broken, "BROKEN")                 \
   X(StackOverflow, "STACK_OVERFLOW")  \
   X(OutOfMemory, "OUT_OF_MEMORY")     \
   X(Unserializable, "UNSERIALIZABLE") \
@@ -70,8 +73,8 @@ namespace qjsn {
   X(Error, 0x10)       /* string name, string message, value stack (String or Undefined) */                           \
   X(BackRef, 0x11)     /* u32 object number */                                                                        \
   X(Opaque, 0x12)      /* u8 OpaqueKind, string name: a value that cannot be copied, described */                     \
-  X(Symbol, 0x13)      /* reserved for snapshots */                                                                   \
-  X(Latin1, 0x14)      /* u32 length, bytes: a string whose units all fit in one byte */                              \
+  /* 0x13: never assigned (a Symbol tag was once reserved; symbols cross as Opaque) */                                \
+  X(Latin1, 0x14) /* u32 length, bytes: a string whose units all fit in one byte */                                   \
   /* Snapshot bodies only (native/snapshot.h): */                                                                     \
   X(Function, 0x15)    /* u32 size, UTF-8 source text, then own properties and prototype properties, each as u32   \
                         count, count * (string key, value) */  \
@@ -114,19 +117,67 @@ namespace qjsn {
 // Console methods, by the level number a console line carries. X(name)
 #define QJSN_CONSOLE_LEVELS(X) X(log) X(info) X(warn) X(error) X(debug)
 
-// Positions in the array an async eval resolves with (snapshot: only for snapshot reads and writes). X(name)
-#define QJSN_OUTCOME_SLOTS(X) \
-  X(status)                   \
-  X(value)                    \
-  X(message)                  \
-  X(stop)                     \
-  X(console)                  \
-  X(consoleTruncated)         \
-  X(executionMs)              \
-  X(hostCalls)                \
-  X(memoryUsedBytes)          \
-  X(peakMemoryBytes)          \
-  X(snapshot)
+// Positions in the array an async job resolves with. X(name)
+#define QJSN_OUTCOME_SLOTS(X)             \
+  X(status)                               \
+  X(value)                                \
+  X(message)                              \
+  X(stop)                                 \
+  X(console)                              \
+  X(consoleTruncated)                     \
+  X(executionMs)                          \
+  X(hostCalls)                            \
+  X(memoryUsedBytes)                      \
+  X(peakMemoryBytes)                      \
+  X(kind)     /* the request's JobKind */ \
+  X(snapshot) /* a snapshot job's read or write (QJSN_SNAPSHOT_RESULT_SLOTS), when it ran */
+
+// Positions in the array a snapshot read or write answers with. X(name)
+#define QJSN_SNAPSHOT_RESULT_SLOTS(X)                                  \
+  X(status)      /* a SnapshotStatus */                                \
+  X(result)      /* a write's body when Ok; else what failed (text) */ \
+  X(notRestored) /* [name, type, ...] of the placeholders written or read */
+
+// What a job does, in its request and its outcome. X(name)
+#define QJSN_JOB_KINDS(X)                                                                            \
+  X(Eval)                                                                                            \
+  X(EvalThenSnapshot) /* an eval, then (when it was not stopped) a snapshot write in the same job */ \
+  X(WriteSnapshot)    /* no guest code runs; its cost grows with the guest's state */                \
+  X(ReadSnapshot)     /* a restore: re-creating functions and classes runs guest code, under budgetMs */
+
+// Slots of the shared Float64Array (`request`) a job's numbers travel in, written by src/ just
+// before the call that reads them: evalSync, start, and the main-thread snapshot calls. Only code,
+// filename and byte payloads (snapshot body, excluded names) travel as arguments. X(name)
+#define QJSN_REQUEST_SLOTS(X)                                                                          \
+  X(kind)             /* a JobKind */                                                                  \
+  X(sandboxId)        /* evalSync: the sandbox it runs in */                                           \
+  X(evalId)           /* async jobs: the number stop() and the outcome name it by */                   \
+  X(budgetMs)         /* execution budget (ReadSnapshot: of re-creating functions and classes) */      \
+  X(describe)         /* 1: a value that cannot be copied comes back described */                      \
+  X(streamConsole)    /* 1: each console line also goes to the dispatcher as it is written */          \
+  X(runInline)        /* 1: the job runs on the calling thread */                                      \
+  X(answerNow)        /* 1: an outcome ready within the main thread's short wait comes back at once */ \
+  X(resultParts)      /* copy for display of the result: at most this many parts (0: exact) */         \
+  X(thrownParts)      /* ... of a thrown value */                                                      \
+  X(displayDepth)     /* ... and no entries of containers nested deeper */                             \
+  X(snapshotMaxBytes) /* EvalThenSnapshot, WriteSnapshot: the cap on the body */
+
+// Slots of the shared Float64Array (`createSlots`) new SandboxHandle(dispatcher, primitiveDispatcher)
+// reads its options from. X(name)
+#define QJSN_CREATE_SLOTS(X) \
+  X(memoryLimitBytes)        \
+  X(maxStackSizeBytes)       \
+  X(captureConsole)          \
+  X(maxConsoleBytes)         \
+  X(copyLimitBytes)          \
+  X(maxHostCallsInFlight)
+
+// Positions in the array of what an eval answered on the spot (evalSync, start with answerNow)
+// hands back besides its stats: only what did not fit the stats and the exchange buffer. X(name)
+#define QJSN_ANSWERED_SLOTS(X)                                                    \
+  X(value) /* the value's wire bytes when they did not fit the exchange buffer */ \
+  X(message)                                                                      \
+  X(console) /* the console records, when there are any */
 
 // Positions in the shared Float64Array an inline eval leaves its numbers in. X(name)
 #define QJSN_STATS_SLOTS(X) \
@@ -176,7 +227,12 @@ enum class ErrorCode : int { QJSN_ERROR_CODES(QJSN_ENUMERATOR) };
 enum class OpaqueKind : uint8_t { QJSN_OPAQUE_KINDS(QJSN_ENUMERATOR) };
 enum class TypedKind : uint8_t { QJSN_TYPED_KINDS(QJSN_ENUMERATOR) Count };
 enum class OutcomeSlot : uint32_t { QJSN_OUTCOME_SLOTS(QJSN_ENUMERATOR) };
+enum class SnapshotResultSlot : uint32_t { QJSN_SNAPSHOT_RESULT_SLOTS(QJSN_ENUMERATOR) };
 enum class StatsSlot : uint32_t { QJSN_STATS_SLOTS(QJSN_ENUMERATOR) };
+enum class AnsweredSlot : uint32_t { QJSN_ANSWERED_SLOTS(QJSN_ENUMERATOR) };
+enum class JobKind : int { QJSN_JOB_KINDS(QJSN_ENUMERATOR) Count };
+enum class RequestSlot : uint32_t { QJSN_REQUEST_SLOTS(QJSN_ENUMERATOR) };
+enum class CreateSlot : uint32_t { QJSN_CREATE_SLOTS(QJSN_ENUMERATOR) };
 enum class PrimitiveSlot : uint32_t { QJSN_PRIMITIVE_SLOTS(QJSN_ENUMERATOR) };
 enum class DispatchKind : int { QJSN_DISPATCH_KINDS(QJSN_ENUMERATOR) };
 
@@ -185,7 +241,12 @@ enum class Tag : uint8_t { QJSN_WIRE_TAGS(QJSN_TAG_ENUMERATOR) };
 #undef QJSN_TAG_ENUMERATOR
 
 constexpr uint32_t kStatsSlots = 0 QJSN_STATS_SLOTS(QJSN_COUNT);
+constexpr uint32_t kAnsweredSlots = 0 QJSN_ANSWERED_SLOTS(QJSN_COUNT);
+constexpr uint32_t kOutcomeSlots = 0 QJSN_OUTCOME_SLOTS(QJSN_COUNT);
+constexpr uint32_t kSnapshotResultSlots = 0 QJSN_SNAPSHOT_RESULT_SLOTS(QJSN_COUNT);
 constexpr uint32_t kPrimitiveSlots = 0 QJSN_PRIMITIVE_SLOTS(QJSN_COUNT);
+constexpr uint32_t kRequestSlots = 0 QJSN_REQUEST_SLOTS(QJSN_COUNT);
+constexpr uint32_t kCreateSlots = 0 QJSN_CREATE_SLOTS(QJSN_COUNT);
 
 #define QJSN_SIZE_CONSTANT(name, value) constexpr uint32_t name = value;
 namespace boundary {

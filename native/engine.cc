@@ -68,12 +68,14 @@ Engine::Engine(uint32_t id, const EngineOptions& options, std::shared_ptr<HostBr
   JS_SetMemoryLimit(rt_, options_.memoryLimitBytes);
   JS_SetMaxStackSize(rt_, options_.maxStackSizeBytes);
   JS_SetInterruptHandler(rt_, interruptHandler, this);
+  creationFailure_ = {ErrorCode::OutOfMemory, "could not allocate the sandbox's context"};
   JSContext* ctx = JS_NewContextRaw(rt_);
   // No `performance` (a real high-resolution clock) and no module loader: see SECURITY.md.
   if (!ctx || JS_AddIntrinsicBaseObjects(ctx) || JS_AddIntrinsicDate(ctx) || JS_AddIntrinsicEval(ctx) ||
       JS_AddIntrinsicRegExp(ctx) || JS_AddIntrinsicJSON(ctx) || JS_AddIntrinsicProxy(ctx) ||
       JS_AddIntrinsicMapSet(ctx) || JS_AddIntrinsicTypedArrays(ctx) || JS_AddIntrinsicPromise(ctx) ||
       JS_AddIntrinsicBigInt(ctx) || JS_AddIntrinsicWeakRef(ctx)) {
+    if (ctx) creationFailure_ = realmFailure(ctx);
     if (ctx) JS_FreeContext(ctx);
     JS_FreeRuntime(rt_);
     rt_ = nullptr;
@@ -82,6 +84,7 @@ Engine::Engine(uint32_t id, const EngineOptions& options, std::shared_ptr<HostBr
   ctx_ = ctx;
   JS_SetContextOpaque(ctx_, this);
   if (!intrinsics_.load(ctx_) || !trimRealm(ctx_)) {
+    creationFailure_ = realmFailure(ctx_);
     teardown();
     return;
   }
@@ -89,6 +92,26 @@ Engine::Engine(uint32_t id, const EngineOptions& options, std::shared_ptr<HostBr
 }
 
 Engine::~Engine() { teardown(); }
+
+NativeError Engine::realmFailure(JSContext* ctx) {
+  OwnedValue exception(ctx, JS_GetException(ctx));
+  // Nothing of the guest exists yet: reading the engine's own error runs no guest code.
+  std::string why;
+  if (!JS_IsNull(exception.get())) {
+    if (const char* text = JS_ToCString(ctx, exception.get())) {
+      why = text;
+      JS_FreeCString(ctx, text);
+    } else {
+      JS_FreeValue(ctx, JS_GetException(ctx));
+    }
+  }
+  if (why.empty() || why.find("out of memory") != std::string::npos)
+    return {ErrorCode::OutOfMemory, "the memory limit (" + std::to_string(options_.memoryLimitBytes) +
+                                        " bytes) is too small to create the sandbox's realm"};
+  if (why.find("stack overflow") != std::string::npos)
+    return {ErrorCode::StackOverflow, "the calling thread has too little stack left to create a sandbox"};
+  return {ErrorCode::Broken, "could not create the sandbox's realm: " + why};
+}
 
 void Engine::teardown() {
   if (!rt_) return;

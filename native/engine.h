@@ -44,6 +44,12 @@ struct EngineOptions {
 };
 
 struct EvalRequest {
+  // What the job does. Eval kinds run `code`; a snapshot write runs no guest code but its cost
+  // grows with the guest's state, and a read re-creates functions and classes from source (guest
+  // code): both run on the executor, under the job's budgets, like an eval. EvalThenSnapshot
+  // writes the snapshot in the same job once the eval ended without being stopped: one executor
+  // round trip for a caller that keeps the state after every eval.
+  JobKind kind = JobKind::Eval;
   std::string code;
   std::string filename = "<eval>";
   double executionBudgetMs = 5000;
@@ -51,17 +57,8 @@ struct EvalRequest {
   // Copies for display of the result and of a thrown value (GuestEncoder; zero parts: exact).
   DisplayCut resultDisplay;
   DisplayCut thrownDisplay;
-  bool streamConsole = false;  // also hand each console line to the host as it is written (async evals)
-  // A restore instead of code: the snapshot body is read on the executor under the eval's budgets,
-  // since re-creating functions and classes from source runs guest code.
-  bool restore = false;
-  std::vector<uint8_t> snapshotBody;
-  // A snapshot write instead of code: its cost grows with the guest's state, so it runs on the
-  // executor too (no guest code runs; the body comes back as the outcome's snapshotBody).
-  bool takeSnapshot = false;
-  // Code, then a snapshot write in the same job once the eval ended without being stopped: one
-  // executor round trip for a caller that keeps the state after every eval.
-  bool snapshotAfter = false;
+  bool streamConsole = false;         // also hand each console line to the host as it is written (async evals)
+  std::vector<uint8_t> snapshotBody;  // ReadSnapshot: the body
   std::unordered_set<std::u16string> snapshotExclude;  // both writes: names the host owns
   uint64_t snapshotMaxBytes = 0;
 };
@@ -78,9 +75,9 @@ struct EvalOutcome {
   size_t memoryUsedBytes = 0;
   size_t peakMemoryBytes = 0;
   uint64_t evalId = 0;
-  bool snapshotOp = false;  // a restore or a snapshot write ran: `snapshot` holds its result
-  SnapshotResult snapshot;
-  std::vector<uint8_t> snapshotBody;  // what a snapshot write wrote
+  JobKind kind = JobKind::Eval;            // the request's
+  std::optional<SnapshotResult> snapshot;  // a snapshot job's read or write, when it ran
+  std::vector<uint8_t> snapshotBody;       // what a snapshot write wrote
 };
 
 struct HostResult {
@@ -148,6 +145,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   Engine& operator=(const Engine&) = delete;
 
   bool valid() const { return ctx_ != nullptr; }
+  // Why the constructor left the engine invalid: memory, the calling thread's stack, or the realm.
+  NativeError creationFailure() const { return creationFailure_; }
   JSContext* context() const { return ctx_; }
   uint32_t id() const { return id_; }
 
@@ -160,8 +159,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // global `name` it cannot lose.
   std::optional<NativeError> defineFrozenFunction(const std::string& name, uint32_t fnId, bool* installed);
   std::optional<NativeError> setGlobal(const std::string& name, const uint8_t* data, size_t size);
-  // Fills `out` with wire bytes of the global's own data property; returns an error text or "".
-  std::string getGlobal(const std::string& name, std::vector<uint8_t>* out, EvalStatus* status);
+  // Fills `out` with wire bytes of the global's own data property; else why it could not.
+  std::optional<NativeError> getGlobal(const std::string& name, std::vector<uint8_t>* out);
   // Up to `limit` names of the global object's own string-keyed properties, read natively: no
   // getter, Proxy trap or guest-replaceable built-in runs.
   std::vector<std::string> globalNames(size_t limit);
@@ -234,6 +233,15 @@ class Engine : public std::enable_shared_from_this<Engine> {
   bool clampStack();
   void leaveGuest();
   void teardown();
+  // The first slice of an async job: what its kind does. True when the job is done; `entered`
+  // false when it ended before entering the guest (stopped before it started).
+  bool startJob(EvalOutcome* out, bool* entered);
+  // Each kind's first slice. startEval: true while the eval goes on (the guest still entered).
+  bool startEval(EvalOutcome* out);
+  bool writeSnapshotJob(EvalOutcome* out);
+  bool readSnapshotJob(EvalOutcome* out);
+  // A later slice of an eval: the host results that arrived, then the jobs they queued.
+  void resumeEval(std::vector<HostResult>* results);
   bool compileAndStart(const EvalRequest& request, EvalOutcome* out);
   void drainJobs();
   bool settled(EvalOutcome* out);
@@ -262,8 +270,12 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // The snapshot write of a request with snapshotAfter, once its eval has finished.
   void snapshotAfterEval(EvalOutcome* out);
 
+  // Why the runtime or realm could not be created (see creationFailure()).
+  NativeError realmFailure(JSContext* ctx);
+
   uint32_t id_;
   EngineOptions options_;
+  NativeError creationFailure_{ErrorCode::OutOfMemory, "could not allocate the sandbox runtime"};
   std::shared_ptr<HostBridge> bridge_;
   MemoryCounter memory_;
   JSRuntime* rt_ = nullptr;

@@ -40,6 +40,12 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
     Napi::Float64Array primitiveSlots = Napi::Float64Array::New(env_, kPrimitiveSlots);
     primitiveSlotsData_ = primitiveSlots.Data();
     primitiveSlots_ = Napi::Persistent(primitiveSlots);
+    Napi::Float64Array request = Napi::Float64Array::New(env_, kRequestSlots);
+    requestData_ = request.Data();
+    request_ = Napi::Persistent(request);
+    Napi::Float64Array createSlots = Napi::Float64Array::New(env_, kCreateSlots);
+    createData_ = createSlots.Data();
+    createSlots_ = Napi::Persistent(createSlots);
     Napi::Buffer<uint8_t> exchange = Napi::Buffer<uint8_t>::New(env_, kExchangeBytes);
     exchangeData_ = exchange.Data();  // stable: the persistent reference keeps the buffer alive
     exchange_ = Napi::Persistent(exchange);
@@ -126,6 +132,12 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   // The numbers of a primitive host call (QJSN_PRIMITIVE_SLOTS), shared with src/host-calls.ts.
   Napi::Float64Array primitiveSlotsArray() { return primitiveSlots_.Value(); }
   double& primitiveSlot(PrimitiveSlot slot) { return primitiveSlotsData_[static_cast<uint32_t>(slot)]; }
+  // The numbers of the job a call of src/ asks for (QJSN_REQUEST_SLOTS), written just before the call.
+  Napi::Float64Array requestArray() { return request_.Value(); }
+  double request(RequestSlot slot) const { return requestData_[static_cast<uint32_t>(slot)]; }
+  // The options of the sandbox being created (QJSN_CREATE_SLOTS), written just before new SandboxHandle.
+  Napi::Float64Array createArray() { return createSlots_.Value(); }
+  double createOption(CreateSlot slot) const { return createData_[static_cast<uint32_t>(slot)]; }
   // Puts `bytes` where the dispatcher reads them: the exchange buffer when they fit (returns its
   // byte count and leaves `spill` empty), else a Buffer of their own in `spill`.
   uint32_t stage(const std::vector<uint8_t>& bytes, Napi::Value* spill) {
@@ -223,6 +235,10 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   Napi::Reference<Napi::Float64Array> primitiveSlots_;
   double* primitiveSlotsData_ = nullptr;
   double* statsData_ = nullptr;
+  Napi::Reference<Napi::Float64Array> request_;
+  double* requestData_ = nullptr;
+  Napi::Reference<Napi::Float64Array> createSlots_;
+  double* createData_ = nullptr;
   std::mutex mu_;
   // Vectors, not deques: a drain swaps the outbox with the emptied batch of the drain before
   // (spareBatch_), so that a message costs no allocation of its own on either thread.

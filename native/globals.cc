@@ -88,38 +88,31 @@ std::optional<NativeError> Engine::setGlobal(const std::string& name, const uint
   return std::nullopt;
 }
 
-std::string Engine::getGlobal(const std::string& name, std::vector<uint8_t>* out, EvalStatus* status) {
-  if (!clampStack()) {
-    *status = EvalStatus::StackOverflow;
-    return stackRefusal();
-  }
+std::optional<NativeError> Engine::getGlobal(const std::string& name, std::vector<uint8_t>* out) {
+  if (!clampStack()) return NativeError{ErrorCode::StackOverflow, stackRefusal()};
   OwnedValue global(ctx_, JS_GetGlobalObject(ctx_));
   OwnedAtom atom(ctx_, JS_NewAtomLen(ctx_, name.data(), name.size()));
   OwnedDescriptor d(ctx_);
   int r = d.load(global.get(), atom.get());
   WireWriter w;
-  *status = EvalStatus::Ok;
   if (r < 0) {
     JS_FreeValue(ctx_, JS_GetException(ctx_));
-    *status = EvalStatus::GuestError;
-    return "cannot read global '" + name + "'";
+    return NativeError{ErrorCode::Unserializable, "cannot read global '" + name + "'"};
   }
   if (r == 0) {
     w.tag(Tag::Undefined);
   } else if (d.isAccessor()) {
-    *status = EvalStatus::Unserializable;
-    return "global '" + name + "' is an accessor; getters are never run";
+    return NativeError{ErrorCode::Unserializable, "global '" + name + "' is an accessor; getters are never run"};
   } else {
     GuestEncoder enc(ctx_, intrinsics_, w, limits_, false);
     if (!enc.encode(d.desc.value)) {
       if (enc.error().status == CodecStatus::GuestException) JS_FreeValue(ctx_, JS_GetException(ctx_));
-      *status = EvalStatus::Unserializable;
       const CodecError& e = enc.error();
-      return "global '" + name + "'" + e.path + ": " + e.message;
+      return NativeError{ErrorCode::Unserializable, "global '" + name + "'" + e.path + ": " + e.message};
     }
   }
   *out = std::move(w.bytes());
-  return std::string();
+  return std::nullopt;
 }
 
 std::vector<std::string> Engine::globalNames(size_t limit) {

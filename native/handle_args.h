@@ -16,6 +16,14 @@
 
 namespace qjsn {
 
+// A number of a shared slot array (native/boundary.h) as an integer: NaN and negatives read as 0,
+// values past the type's range as its largest (src/ validates them first; this keeps casts defined).
+inline uint64_t slotU64(double v) {
+  return v >= 18446744073709551616.0 ? UINT64_MAX : v >= 0 ? static_cast<uint64_t>(v) : 0;
+}
+inline uint32_t slotU32(double v) { return v >= 4294967296.0 ? UINT32_MAX : v >= 0 ? static_cast<uint32_t>(v) : 0; }
+inline bool slotFlag(double v) { return v == 1; }
+
 class HandleArgs {
  public:
   // The arguments from `first` on are numbered from 0.
@@ -26,6 +34,8 @@ class HandleArgs {
   bool isArray(size_t i) const { return at(i).IsArray(); }
   bool isFunction(size_t i) const { return at(i).IsFunction(); }
   bool isNumber(size_t i) const { return at(i).IsNumber(); }
+  // The argument as it is (host results, read by EnvBridge).
+  Napi::Value value(size_t i) const { return at(i); }
 
   // Read in one pass when it is short (measuring it first walks it once more).
   std::string utf8(size_t i) const {

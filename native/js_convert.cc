@@ -44,15 +44,17 @@ Napi::Value snapshotResultToJs(Napi::Env env, const SnapshotResult& r, Napi::Val
     notRestored.Set(static_cast<uint32_t>(2 * i), Napi::String::New(env, r.notRestored[i].name));
     notRestored.Set(static_cast<uint32_t>(2 * i + 1), Napi::String::New(env, r.notRestored[i].type));
   }
-  Napi::Array a = Napi::Array::New(env, 3);
-  a.Set(0u, Napi::Number::New(env, static_cast<int>(r.status)));
-  a.Set(1u, r.status == SnapshotStatus::Ok ? payload : Napi::String::New(env, r.message).As<Napi::Value>());
-  a.Set(2u, notRestored);
+  auto in = [](SnapshotResultSlot slot) { return static_cast<uint32_t>(slot); };
+  Napi::Array a = Napi::Array::New(env, kSnapshotResultSlots);
+  a.Set(in(SnapshotResultSlot::status), Napi::Number::New(env, static_cast<int>(r.status)));
+  a.Set(in(SnapshotResultSlot::result),
+        r.status == SnapshotStatus::Ok ? payload : Napi::String::New(env, r.message).As<Napi::Value>());
+  a.Set(in(SnapshotResultSlot::notRestored), notRestored);
   return a;
 }
 
 Napi::Value outcomeToJs(Napi::Env env, EvalOutcome& o) {
-  Napi::Array a = Napi::Array::New(env, o.snapshotOp ? at(OutcomeSlot::snapshot) + 1 : at(OutcomeSlot::snapshot));
+  Napi::Array a = Napi::Array::New(env, kOutcomeSlots);
   a.Set(at(OutcomeSlot::status), Napi::Number::New(env, static_cast<int>(o.status)));
   a.Set(at(OutcomeSlot::value), bufferOrUndefined(env, o.value));
   a.Set(at(OutcomeSlot::message), Napi::String::New(env, o.message));
@@ -63,8 +65,9 @@ Napi::Value outcomeToJs(Napi::Env env, EvalOutcome& o) {
   a.Set(at(OutcomeSlot::hostCalls), Napi::Number::New(env, o.hostCalls));
   a.Set(at(OutcomeSlot::memoryUsedBytes), Napi::Number::New(env, static_cast<double>(o.memoryUsedBytes)));
   a.Set(at(OutcomeSlot::peakMemoryBytes), Napi::Number::New(env, static_cast<double>(o.peakMemoryBytes)));
-  if (o.snapshotOp)
-    a.Set(at(OutcomeSlot::snapshot), snapshotResultToJs(env, o.snapshot, bufferOrUndefined(env, o.snapshotBody)));
+  a.Set(at(OutcomeSlot::kind), Napi::Number::New(env, static_cast<int>(o.kind)));
+  a.Set(at(OutcomeSlot::snapshot),
+        o.snapshot ? snapshotResultToJs(env, *o.snapshot, bufferOrUndefined(env, o.snapshotBody)) : env.Undefined());
   return a;
 }
 
@@ -74,6 +77,12 @@ Napi::Value errorToJs(Napi::Env env, const std::optional<NativeError>& error) {
   o.Set("code", Napi::String::New(env, errorCodeName(error->code)));
   o.Set("message", Napi::String::New(env, error->message));
   return o;
+}
+
+void throwNativeError(Napi::Env env, const NativeError& error) {
+  Napi::Error e = Napi::Error::New(env, error.message);
+  e.Set("code", Napi::String::New(env, errorCodeName(error.code)));
+  e.ThrowAsJavaScriptException();
 }
 
 }  // namespace qjsn

@@ -23,4 +23,8 @@ Napi::Value outcomeToJs(Napi::Env env, EvalOutcome& o);
 // { code, message } of a direct call's failure; undefined when there is none.
 Napi::Value errorToJs(Napi::Env env, const std::optional<NativeError>& error);
 
+// Throws `error` as an Error whose `code` and `message` are the NativeError's: the shape of a
+// failure a call cannot return (the constructor's, a disposed handle's).
+void throwNativeError(Napi::Env env, const NativeError& error);
+
 }  // namespace qjsn

@@ -15,26 +15,26 @@ const napi_type_tag kHandleTag = {0x7a1c5e0d2f4b4c11ULL, 0x9e3b6a85d0c2f417ULL};
 }  // namespace
 
 Napi::Function SandboxHandle::Define(Napi::Env env) {
-  return DefineClass(env, "SandboxHandle",
-                     {
-                         InstanceMethod("evalAsync", &SandboxHandle::EvalAsync),
-                         InstanceMethod("stop", &SandboxHandle::Stop),
-                         InstanceMethod("settle", &SandboxHandle::Settle),
-                         InstanceMethod("answerSync", &SandboxHandle::AnswerSync),
-                         InstanceMethod("defineFunction", &SandboxHandle::DefineFunction),
-                         InstanceMethod("defineFrozenFunction", &SandboxHandle::DefineFrozenFunction),
-                         InstanceMethod("setGlobal", &SandboxHandle::SetGlobal),
-                         InstanceMethod("getGlobal", &SandboxHandle::GetGlobal),
-                         InstanceMethod("globalNames", &SandboxHandle::GlobalNames),
-                         InstanceMethod("memoryUsage", &SandboxHandle::MemoryUsage),
-                         InstanceMethod("writeSnapshot", &SandboxHandle::WriteSnapshot),
-                         InstanceMethod("readSnapshot", &SandboxHandle::ReadSnapshot),
-                         InstanceMethod("restoreAsync", &SandboxHandle::RestoreAsync),
-                         InstanceMethod("writeSnapshotAsync", &SandboxHandle::WriteSnapshotAsync),
-                         InstanceMethod("dispose", &SandboxHandle::Dispose),
-                         InstanceMethod("setClock", &SandboxHandle::SetClock),
-                         InstanceMethod("setRandomSeed", &SandboxHandle::SetRandomSeed),
-                     });
+  return DefineClass(
+      env, "SandboxHandle",
+      {
+          InstanceMethod("start", &SandboxHandle::guarded<&SandboxHandle::Start, 0>),
+          InstanceMethod("stop", &SandboxHandle::guarded<&SandboxHandle::Stop, 2>),
+          InstanceMethod("settle", &SandboxHandle::guarded<&SandboxHandle::Settle, 3>),
+          InstanceMethod("answerSync", &SandboxHandle::guarded<&SandboxHandle::AnswerSync, 2>),
+          InstanceMethod("defineFunction", &SandboxHandle::guarded<&SandboxHandle::DefineFunction, 3, Needs::Idle>),
+          InstanceMethod("defineFrozenFunction",
+                         &SandboxHandle::guarded<&SandboxHandle::DefineFrozenFunction, 2, Needs::Idle>),
+          InstanceMethod("setGlobal", &SandboxHandle::guarded<&SandboxHandle::SetGlobal, 2, Needs::Idle>),
+          InstanceMethod("getGlobal", &SandboxHandle::guarded<&SandboxHandle::GetGlobal, 1, Needs::Idle>),
+          InstanceMethod("globalNames", &SandboxHandle::guarded<&SandboxHandle::GlobalNames, 1, Needs::Idle>),
+          InstanceMethod("memoryUsage", &SandboxHandle::guarded<&SandboxHandle::MemoryUsage, 0>),
+          InstanceMethod("writeSnapshot", &SandboxHandle::guarded<&SandboxHandle::WriteSnapshot, 1, Needs::Idle>),
+          InstanceMethod("readSnapshot", &SandboxHandle::guarded<&SandboxHandle::ReadSnapshot, 1, Needs::Idle>),
+          InstanceMethod("dispose", &SandboxHandle::Dispose),
+          InstanceMethod("setClock", &SandboxHandle::guarded<&SandboxHandle::SetClock, 3, Needs::Idle>),
+          InstanceMethod("setRandomSeed", &SandboxHandle::guarded<&SandboxHandle::SetRandomSeed, 1, Needs::Idle>),
+      });
 }
 
 Napi::Function SandboxHandle::DefineEvalSync(Napi::Env env, EnvBridge* bridge) {
@@ -45,26 +45,28 @@ SandboxHandle::SandboxHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
   Napi::Env env = info.Env();
   bridge_ = env.GetInstanceData<std::shared_ptr<EnvBridge>>()->get()->shared_from_this();
   HandleArgs args(info);
-  if (!args.has(6) || !args.isFunction(4) || !args.isFunction(5)) {
-    Napi::TypeError::New(env, "SandboxHandle: bad arguments").ThrowAsJavaScriptException();
+  if (!args.has(2) || !args.isFunction(0) || !args.isFunction(1)) {
+    throwNativeError(env, NativeError{ErrorCode::InvalidArgument, "SandboxHandle: bad arguments"});
     return;
   }
+  const EnvBridge& b = *bridge_;
   EngineOptions o;
-  o.memoryLimitBytes = static_cast<size_t>(args.u64(0));
-  o.maxStackSizeBytes = static_cast<size_t>(args.u64(1));
-  o.captureConsole = args.flag(2);
-  o.maxConsoleBytes = static_cast<size_t>(args.u64(3));
-  o.copyLimitBytes = args.has(7) ? args.u64(6) : o.memoryLimitBytes;
-  if (args.has(8)) o.maxHostCallsInFlight = args.u64(7);
+  o.memoryLimitBytes = static_cast<size_t>(slotU64(b.createOption(CreateSlot::memoryLimitBytes)));
+  o.maxStackSizeBytes = static_cast<size_t>(slotU64(b.createOption(CreateSlot::maxStackSizeBytes)));
+  o.captureConsole = slotFlag(b.createOption(CreateSlot::captureConsole));
+  o.maxConsoleBytes = static_cast<size_t>(slotU64(b.createOption(CreateSlot::maxConsoleBytes)));
+  o.copyLimitBytes = slotU64(b.createOption(CreateSlot::copyLimitBytes));
+  o.maxHostCallsInFlight = slotU64(b.createOption(CreateSlot::maxHostCallsInFlight));
   // Weak: the dispatcher closes over the Sandbox that owns this handle, and a strong reference
   // would keep both alive forever. An eval in flight keeps them alive through its promise.
-  dispatcher_ = Napi::Weak(info[4].As<Napi::Function>());
-  primitiveDispatcher_ = Napi::Weak(info[5].As<Napi::Function>());
+  dispatcher_ = Napi::Weak(info[0].As<Napi::Function>());
+  primitiveDispatcher_ = Napi::Weak(info[1].As<Napi::Function>());
   id_ = bridge_->nextSandboxId();
   engine_ = std::make_shared<Engine>(id_, o, bridge_);
   if (!engine_->valid()) {
+    NativeError why = engine_->creationFailure();
     engine_.reset();
-    Napi::Error::New(env, "OUT_OF_MEMORY: could not create the sandbox runtime").ThrowAsJavaScriptException();
+    throwNativeError(env, why);
     return;
   }
   napi_type_tag_object(env, info.This(), &kHandleTag);
@@ -178,44 +180,66 @@ bool SandboxHandle::alive(const Napi::CallbackInfo& info) {
 }
 
 void SandboxHandle::disposedError(Napi::Env env) {
-  Napi::Error::New(env, "DISPOSED: the sandbox is disposed").ThrowAsJavaScriptException();
+  throwNativeError(env, NativeError{ErrorCode::Disposed, "the sandbox is disposed"});
 }
 
-EvalRequest SandboxHandle::requestOf(const HandleArgs& args, size_t displayAt) {
+std::optional<EvalRequest> SandboxHandle::requestOf(const EnvBridge& b, const HandleArgs& args) {
+  double kind = b.request(RequestSlot::kind);
+  if (!(kind >= 0 && kind < static_cast<int>(JobKind::Count))) return std::nullopt;
   EvalRequest r;
-  r.code = args.utf8(0);
-  r.filename = args.utf8(1);
-  r.executionBudgetMs = args.number(2);
-  r.describeUnserializable = args.flag(3);
-  r.streamConsole = displayAt > 5 && args.flag(5);
-  if (args.has(displayAt + 3)) {
-    uint32_t depth = args.u32(displayAt + 2);
-    r.resultDisplay = {args.u32(displayAt), depth};
-    r.thrownDisplay = {args.u32(displayAt + 1), depth};
+  r.kind = static_cast<JobKind>(static_cast<int>(kind));
+  r.executionBudgetMs = b.request(RequestSlot::budgetMs);
+  r.snapshotMaxBytes = slotU64(b.request(RequestSlot::snapshotMaxBytes));
+  switch (r.kind) {
+    case JobKind::Eval:
+    case JobKind::EvalThenSnapshot: {
+      bool thenSnapshot = r.kind == JobKind::EvalThenSnapshot;
+      if (!args.has(thenSnapshot ? 3 : 2) || (thenSnapshot && !args.isArray(2))) return std::nullopt;
+      r.code = args.utf8(0);
+      r.filename = args.utf8(1);
+      if (thenSnapshot) r.snapshotExclude = args.utf16Set(2);
+      r.describeUnserializable = slotFlag(b.request(RequestSlot::describe));
+      r.streamConsole = slotFlag(b.request(RequestSlot::streamConsole));
+      uint32_t depth = slotU32(b.request(RequestSlot::displayDepth));
+      r.resultDisplay = {slotU32(b.request(RequestSlot::resultParts)), depth};
+      r.thrownDisplay = {slotU32(b.request(RequestSlot::thrownParts)), depth};
+      break;
+    }
+    case JobKind::WriteSnapshot:
+      if (!args.has(1) || !args.isArray(0)) return std::nullopt;
+      r.snapshotExclude = args.utf16Set(0);
+      break;
+    case JobKind::ReadSnapshot:
+      if (!args.has(1)) return std::nullopt;
+      r.snapshotBody = args.bytes(0);
+      break;
+    case JobKind::Count: return std::nullopt;
   }
   return r;
 }
 
 Napi::Value SandboxHandle::EvalSyncOf(const Napi::CallbackInfo& info) {
-  SandboxHandle* handle = static_cast<EnvBridge*>(info.Data())->handleOf(HandleArgs(info).u32(0));
+  EnvBridge* bridge = static_cast<EnvBridge*>(info.Data());
+  SandboxHandle* handle = bridge->handleOf(slotU32(bridge->request(RequestSlot::sandboxId)));
   if (!handle) {
     disposedError(info.Env());
     return info.Env().Undefined();
   }
+  std::optional<EvalRequest> request = requestOf(*bridge, HandleArgs(info));
+  if (!request || request->kind != JobKind::Eval) return info.Env().Undefined();
   // Nothing else keeps the handle's wrapper alive while host functions run (they may drop it).
   handle->Ref();
-  Napi::Value answer = handle->EvalSync(info.Env(), HandleArgs(info, 1));
+  Napi::Value answer = handle->EvalSync(info.Env(), std::move(*request));
   handle->Unref();
   return answer;
 }
 
-Napi::Value SandboxHandle::EvalSync(Napi::Env env, const HandleArgs& args) {
-  if (!args.has(4)) return env.Undefined();
+Napi::Value SandboxHandle::EvalSync(Napi::Env env, EvalRequest request) {
   std::shared_ptr<Engine> keep = engine_;
   // A host function may call evalSync here again (refused as busy): it must leave the outer
   // eval's scope open. Each call closes only the scope its own eval opened.
   PrimitiveScope outer = std::exchange(primitiveScope_, PrimitiveScope());
-  EvalOutcome o = keep->evalSync(requestOf(args, 4));
+  EvalOutcome o = keep->evalSync(std::move(request));
   closePrimitiveScope();
   primitiveScope_ = outer;
   return answerHere(env, o);
@@ -236,55 +260,31 @@ Napi::Value SandboxHandle::answerHere(Napi::Env env, const EvalOutcome& o) {
   valueLength = o.value.empty() ? -1 : b.stage(o.value, &spill);
   if (spilled) valueLength = -1;
   if (!spilled && o.message.empty() && o.console.empty()) return spill;
-  Napi::Array extras = Napi::Array::New(env, 3);
-  extras.Set(0u, spill);
-  extras.Set(1u, Napi::String::New(env, o.message));
-  extras.Set(2u, o.console.empty()
-                     ? env.Undefined()
-                     : Napi::Buffer<uint8_t>::Copy(env, o.console.data(), o.console.size()).As<Napi::Value>());
+  auto in = [](AnsweredSlot slot) { return static_cast<uint32_t>(slot); };
+  Napi::Array extras = Napi::Array::New(env, kAnsweredSlots);
+  extras.Set(in(AnsweredSlot::value), spill);
+  extras.Set(in(AnsweredSlot::message), Napi::String::New(env, o.message));
+  extras.Set(in(AnsweredSlot::console),
+             o.console.empty() ? env.Undefined()
+                               : Napi::Buffer<uint8_t>::Copy(env, o.console.data(), o.console.size()).As<Napi::Value>());
   return extras;
 }
 
-Napi::Value SandboxHandle::EvalAsync(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(5)) return env.Undefined();
-  if (engine_->broken()) return env.Null();
-  EvalRequest r = requestOf(args, 8);
-  if (args.has(13) && args.isArray(11)) {
-    r.snapshotAfter = true;
-    r.snapshotExclude = args.utf16Set(11);
-    r.snapshotMaxBytes = args.u64(12);
-  }
-  return startAsync(env, std::move(r), args.u64(4), args.flag(6), args.flag(7));
-}
-
-Napi::Value SandboxHandle::RestoreAsync(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(3)) return env.Undefined();
-  if (engine_->broken()) return env.Null();
-  EvalRequest r;
-  r.restore = true;
-  r.snapshotBody = args.bytes(0);
-  r.executionBudgetMs = args.number(1);
-  return startAsync(env, std::move(r), args.u64(2));
-}
-
-Napi::Value SandboxHandle::WriteSnapshotAsync(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(3) || !args.isArray(0)) return env.Undefined();
-  if (engine_->broken()) return env.Null();
-  EvalRequest r;
-  r.takeSnapshot = true;
-  r.snapshotExclude = args.utf16Set(0);
-  r.snapshotMaxBytes = args.u64(1);
-  return startAsync(env, std::move(r), args.u64(2));
+Napi::Value SandboxHandle::Start(Napi::Env env, const HandleArgs& args) {
+  std::optional<EvalRequest> r = requestOf(*bridge_, args);
+  if (!r) return env.Undefined();
+  if (engine_->broken()) return errorToJs(env, NativeError{ErrorCode::Broken, "the sandbox is broken"});
+  const EnvBridge& b = *bridge_;
+  // Only a plain eval runs here or is answered at once: a snapshot job's cost grows with the
+  // guest's state, which is never walked on the main thread this way.
+  bool plainEval = r->kind == JobKind::Eval;
+  bool runInline = plainEval && slotFlag(b.request(RequestSlot::runInline));
+  bool answerNow = plainEval && slotFlag(b.request(RequestSlot::answerNow));
+  return startAsync(env, std::move(*r), slotU64(b.request(RequestSlot::evalId)), runInline, answerNow);
 }
 
 Napi::Value SandboxHandle::startAsync(Napi::Env env, EvalRequest request, uint64_t evalId, bool runInline, bool answerNow) {
-  if (deferred_ || !engine_->beginAsync(std::move(request), evalId)) return env.Null();
+  if (deferred_ || !engine_->beginAsync(std::move(request), evalId)) return busyError(env);
   evalId_ = evalId;
   inline_ = runInline;
   if (answerNow && !runInline) {
@@ -328,129 +328,92 @@ void SandboxHandle::runInline() {
   inlineRunning_ = false;
 }
 
-Napi::Value SandboxHandle::Stop(const Napi::CallbackInfo& info) {
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(2)) return info.Env().Undefined();
+Napi::Value SandboxHandle::Stop(Napi::Env env, const HandleArgs& args) {
   auto reason = static_cast<StopReason>(args.i32(0));
-  if (reason != StopReason::WallBudget && reason != StopReason::Abort) return info.Env().Undefined();
+  if (reason != StopReason::WallBudget && reason != StopReason::Abort) return env.Undefined();
   if (engine_->requestStop(reason, args.u64(1))) run();
   Executor::instance().stopRequested(engine_.get());
-  return info.Env().Undefined();
+  return env.Undefined();
 }
 
-Napi::Value SandboxHandle::AnswerSync(const Napi::CallbackInfo& info) {
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(2)) return info.Env().Undefined();
+Napi::Value SandboxHandle::AnswerSync(Napi::Env env, const HandleArgs& args) {
   if (parkedSlot_ && args.u32(0) == parkedToken_)
-    EnvBridge::finishSlot(std::exchange(parkedSlot_, nullptr), bridge_->hostResultOf(info[1]));
-  return info.Env().Undefined();
+    EnvBridge::finishSlot(std::exchange(parkedSlot_, nullptr), bridge_->hostResultOf(args.value(1)));
+  return env.Undefined();
 }
 
-Napi::Value SandboxHandle::Settle(const Napi::CallbackInfo& info) {
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(3)) return info.Env().Undefined();
+Napi::Value SandboxHandle::Settle(Napi::Env env, const HandleArgs& args) {
   HostResult r;
   r.callId = args.u32(0);
   r.ok = args.flag(1);
   if (r.ok) {
-    r.value = bridge_->resultBytes(info[2]);
-  } else if (info[2].IsArray()) {
-    Napi::Array a = info[2].As<Napi::Array>();
+    r.value = bridge_->resultBytes(args.value(2));
+  } else if (args.isArray(2)) {
+    Napi::Array a = args.value(2).As<Napi::Array>();
     r.errorName = a.Get(0u).ToString().Utf8Value();
     r.errorMessage = a.Get(1u).ToString().Utf8Value();
   }
   bool parked = engine_->deliver(std::move(r));
   if (inline_) {
     if (parked) runInline();
-    return info.Env().Undefined();
+    return env.Undefined();
   }
   // The guest goes on: in the slice still waiting for this result, or in the one queued now.
   if (parked) Executor::instance().schedule(engine_);
   std::shared_ptr<EnvBridge> bridge = bridge_;  // a host function may dispose this handle
   if (!args.flag(3)) bridge->awaitReply();
   else if (bridge->collectNextCall()) bridge->drain();
-  return info.Env().Undefined();
+  return env.Undefined();
 }
 
-Napi::Value SandboxHandle::DefineFunction(const Napi::CallbackInfo& info) {
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(3)) return info.Env().Undefined();
-  if (engine_->busy()) return busyError(info.Env());
-  return errorToJs(info.Env(), engine_->defineFunction(args.utf8(0), args.u32(1), args.flag(2)));
+Napi::Value SandboxHandle::DefineFunction(Napi::Env env, const HandleArgs& args) {
+  return errorToJs(env, engine_->defineFunction(args.utf8(0), args.u32(1), args.flag(2)));
 }
 
-Napi::Value SandboxHandle::DefineFrozenFunction(const Napi::CallbackInfo& info) {
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(2)) return info.Env().Undefined();
-  if (engine_->busy()) return busyError(info.Env());
+Napi::Value SandboxHandle::DefineFrozenFunction(Napi::Env env, const HandleArgs& args) {
   bool installed = false;
   std::optional<NativeError> error = engine_->defineFrozenFunction(args.utf8(0), args.u32(1), &installed);
-  if (error) return errorToJs(info.Env(), error);
-  return Napi::Boolean::New(info.Env(), installed);
+  if (error) return errorToJs(env, error);
+  return Napi::Boolean::New(env, installed);
 }
 
-Napi::Value SandboxHandle::SetGlobal(const Napi::CallbackInfo& info) {
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(2)) return info.Env().Undefined();
-  if (engine_->busy()) return busyError(info.Env());
+Napi::Value SandboxHandle::SetGlobal(Napi::Env env, const HandleArgs& args) {
   std::vector<uint8_t> bytes = args.bytes(1);
-  return errorToJs(info.Env(), engine_->setGlobal(args.utf8(0), bytes.data(), bytes.size()));
+  return errorToJs(env, engine_->setGlobal(args.utf8(0), bytes.data(), bytes.size()));
 }
 
-Napi::Value SandboxHandle::GetGlobal(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(1)) return env.Undefined();
-  Napi::Array a = Napi::Array::New(env, 2);
-  if (engine_->busy()) {
-    a.Set(0u, Napi::Number::New(env, static_cast<int>(EvalStatus::Busy)));
-    return a;
-  }
+Napi::Value SandboxHandle::GetGlobal(Napi::Env env, const HandleArgs& args) {
   std::vector<uint8_t> out;
-  EvalStatus status;
-  std::string err = engine_->getGlobal(args.utf8(0), &out, &status);
-  a.Set(0u, Napi::Number::New(env, static_cast<int>(status)));
-  if (err.empty()) a.Set(1u, Napi::Buffer<uint8_t>::Copy(env, out.data(), out.size()));
-  else a.Set(1u, Napi::String::New(env, err));
-  return a;
+  std::optional<NativeError> error = engine_->getGlobal(args.utf8(0), &out);
+  if (error) return errorToJs(env, error);
+  return Napi::Buffer<uint8_t>::Copy(env, out.data(), out.size());
 }
 
-Napi::Value SandboxHandle::GlobalNames(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(1) || !args.isNumber(0)) return env.Undefined();
-  if (engine_->busy()) return busyError(env);
+Napi::Value SandboxHandle::GlobalNames(Napi::Env env, const HandleArgs& args) {
   std::vector<std::string> names = engine_->globalNames(args.u32(0));
   Napi::Array a = Napi::Array::New(env, names.size());
   for (size_t i = 0; i < names.size(); i++) a.Set(static_cast<uint32_t>(i), Napi::String::New(env, names[i]));
   return a;
 }
 
-Napi::Value SandboxHandle::WriteSnapshot(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(2) || !args.isArray(0)) return env.Undefined();
-  if (engine_->busy()) return busyError(env);
+Napi::Value SandboxHandle::WriteSnapshot(Napi::Env env, const HandleArgs& args) {
+  std::optional<EvalRequest> r = requestOf(*bridge_, args);
+  if (!r || r->kind != JobKind::WriteSnapshot) return env.Undefined();
   std::vector<uint8_t> body;
-  SnapshotResult r = engine_->writeSnapshot(args.utf16Set(0), args.u64(1), &body);
+  SnapshotResult result = engine_->writeSnapshot(r->snapshotExclude, r->snapshotMaxBytes, &body);
   Napi::Value payload = env.Undefined();
-  if (r.status == SnapshotStatus::Ok) payload = Napi::Buffer<uint8_t>::Copy(env, body.data(), body.size());
-  return snapshotResultToJs(env, r, payload);
+  if (result.status == SnapshotStatus::Ok) payload = Napi::Buffer<uint8_t>::Copy(env, body.data(), body.size());
+  return snapshotResultToJs(env, result, payload);
 }
 
-Napi::Value SandboxHandle::ReadSnapshot(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(2)) return env.Undefined();
-  if (engine_->busy()) return busyError(env);
-  std::vector<uint8_t> body = args.bytes(0);
-  SnapshotResult r = engine_->readSnapshot(body.data(), body.size(), args.number(1));
-  return snapshotResultToJs(env, r, env.Undefined());
+Napi::Value SandboxHandle::ReadSnapshot(Napi::Env env, const HandleArgs& args) {
+  std::optional<EvalRequest> r = requestOf(*bridge_, args);
+  if (!r || r->kind != JobKind::ReadSnapshot) return env.Undefined();
+  SnapshotResult result = engine_->readSnapshot(r->snapshotBody.data(), r->snapshotBody.size(), r->executionBudgetMs);
+  return snapshotResultToJs(env, result, env.Undefined());
 }
 
-Napi::Value SandboxHandle::MemoryUsage(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  if (!alive(info)) return env.Undefined();
+Napi::Value SandboxHandle::MemoryUsage(Napi::Env env, const HandleArgs&) {
   Napi::Array a = Napi::Array::New(env, 3);
   a.Set(0u, Napi::Number::New(env, static_cast<double>(engine_->memoryUsed())));
   a.Set(1u, Napi::Number::New(env, static_cast<double>(engine_->memoryPeak())));
@@ -458,20 +421,16 @@ Napi::Value SandboxHandle::MemoryUsage(const Napi::CallbackInfo& info) {
   return a;
 }
 
-Napi::Value SandboxHandle::SetClock(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(3)) return env.Undefined();
-  return Napi::Boolean::New(env, engine_->setClock(args.flag(0), args.number(1), args.flag(2)));
+Napi::Value SandboxHandle::SetClock(Napi::Env env, const HandleArgs& args) {
+  if (engine_->setClock(args.flag(0), args.number(1), args.flag(2))) return env.Undefined();
+  return errorToJs(env, NativeError{ErrorCode::InvalidArgument, "the clock's time is outside the Date range"});
 }
 
-Napi::Value SandboxHandle::SetRandomSeed(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  HandleArgs args(info);
-  if (!alive(info) || !args.has(1)) return env.Undefined();
+Napi::Value SandboxHandle::SetRandomSeed(Napi::Env env, const HandleArgs& args) {
   double seed = args.number(0);
-  if (!(seed >= 0 && seed < 9007199254740992.0)) return Napi::Boolean::New(env, false);
-  return Napi::Boolean::New(env, engine_->setRandomSeed(static_cast<uint64_t>(seed)));
+  if (seed >= 0 && seed < 9007199254740992.0 && engine_->setRandomSeed(static_cast<uint64_t>(seed)))
+    return env.Undefined();
+  return errorToJs(env, NativeError{ErrorCode::InvalidArgument, "the seed is not an integer below 2**53"});
 }
 
 Napi::Value SandboxHandle::Dispose(const Napi::CallbackInfo& info) {

@@ -24,7 +24,8 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   // The module's evalSync (EvalSyncOf), finding handles in `bridge`.
   static Napi::Function DefineEvalSync(Napi::Env env, EnvBridge* bridge);
 
-  // new SandboxHandle(memoryLimit, maxStack, captureConsole, maxConsoleBytes, dispatcher, primitiveDispatcher, copyLimit)
+  // new SandboxHandle(dispatcher, primitiveDispatcher), with the options in the create slots
+  // (QJSN_CREATE_SLOTS).
   SandboxHandle(const Napi::CallbackInfo& info);
 
   ~SandboxHandle() override { release(); }
@@ -44,9 +45,10 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   // is parked here until then, or until the handle is released. Nothing, when parked.
   std::optional<HostResult> syncCall(uint32_t fnId, std::vector<uint8_t>& args, EnvBridge::SyncSlot* slot);
 
-  // The fast path of a sync host call on the main thread: primitiveDispatcher(fnId * 4 + argc, ...args)
-  // gets the primitives as they are and answers with a primitive, [bytes] (the codec's answer, as
-  // dispatcher's) or [name, message].
+  // The fast path of a sync host call on the main thread (native/primitive_call.h): the call word
+  // (fnId * 32 + number bits * 4 + argc) and number arguments cross in the primitive slots
+  // (QJSN_PRIMITIVE_SLOTS), the other arguments as they are; primitiveDispatcher answers with a
+  // primitive, [bytes] (the codec's answer, as dispatcher's) or [name, message].
   bool syncCallPrimitive(PrimitiveCall* call) {
     napi_env env = Env();
     // One handle scope for a run of calls rather than one each (opening one allocates): the
@@ -73,48 +75,57 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
     primitiveScope_ = PrimitiveScope();
   }
 
-  // What a direct call answers while an eval is active.
+  // What a direct call answers while an eval is active: BUSY, the one code of it everywhere.
   static Napi::Value busyError(Napi::Env env);
 
   bool alive(const Napi::CallbackInfo& info);
   static void disposedError(Napi::Env env);
 
+  // What a method needs before its body runs.
+  enum class Needs {
+    Live,  // a live engine behind a receiver of this class (type-tagged), and its arguments
+    Idle,  // ... and no active eval: a direct call answers BUSY during one
+  };
+  // Every method's prologue, written once (as better-sqlite3's REQUIRE_DATABASE_OPEN): a disposed
+  // or forged receiver throws DISPOSED, fewer than `Argc` arguments answer undefined, and an
+  // `Idle` method answers BUSY while an eval is active. The method's table entry names its guard.
+  template <Napi::Value (SandboxHandle::*Method)(Napi::Env, const HandleArgs&), size_t Argc, Needs needs = Needs::Live>
+  Napi::Value guarded(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    HandleArgs args(info);
+    if (!alive(info) || !args.has(Argc)) return env.Undefined();
+    if (needs == Needs::Idle && engine_->busy()) return busyError(env);
+    return (this->*Method)(env, args);
+  }
+
   static int kind(DispatchKind k) { return static_cast<int>(k); }
 
-  // (code, filename, budgetMs, describe, evalId, streamConsole) of evalSync and evalAsync, with the
-  // optional copy for display (resultParts, thrownParts, depth) from argument `displayAt` on
-  // (missing: an exact copy, and nothing more to read).
-  static EvalRequest requestOf(const HandleArgs& args, size_t displayAt);
+  // The job a call asks for: its numbers from the request slots (QJSN_REQUEST_SLOTS), its payloads
+  // from the arguments, by kind: Eval (code, filename), EvalThenSnapshot (code, filename,
+  // excludedNames), WriteSnapshot (excludedNames), ReadSnapshot (body). Nothing when they do not
+  // match. evalSync, start, writeSnapshot and readSnapshot all read their request here.
+  static std::optional<EvalRequest> requestOf(const EnvBridge& bridge, const HandleArgs& args);
 
-  // evalSync(sandboxId, code, filename, budgetMs, describe[, resultParts, thrownParts, depth]) -> answerHere
+  // evalSync(code, filename) -> answerHere, for the request of kind Eval in the request slots.
   // A function of the module, not a method: the sandbox id finds the handle in one lookup, where
   // a method pays for unwrapping its receiver and checking its type tag, a tenth of a trivial eval.
   static Napi::Value EvalSyncOf(const Napi::CallbackInfo& info);
 
-  Napi::Value EvalSync(Napi::Env env, const HandleArgs& args);
+  Napi::Value EvalSync(Napi::Env env, EvalRequest request);
 
   // An eval's outcome for a caller that reads it at once, without building an array: the numbers
   // go into the environment's shared stats array and a value that fits into the exchange buffer;
   // only console output, a message or an oversized value come back as JS values, as
-  // [value | undefined, message, console] (src/outcomes.ts syncOutcome reads them).
+  // the answered slots (QJSN_ANSWERED_SLOTS; src/outcomes.ts syncOutcome reads them).
   Napi::Value answerHere(Napi::Env env, const EvalOutcome& o);
 
-  // evalAsync(code, filename, budgetMs, describe, evalId, streamConsole, inline, answerNow[,
-  // resultParts, thrownParts, depth[, excludedNames, maxBytes]]) -> Promise<outcome array>; when
-  // `answerNow` and the eval ended within the main thread's short wait for it
-  // (EnvBridge::takeOutcome), the outcome as evalSync answers it (answerHere); null when busy.
-  // With excludedNames, a snapshot is written after an eval that was not stopped, as
-  // writeSnapshotAsync would, into the outcome's index 10 (never with answerNow).
-  Napi::Value EvalAsync(const Napi::CallbackInfo& info);
-
-  // restoreAsync(body, budgetMs, evalId) -> Promise<outcome array with [status, message, [name, type, ...]]
-  // at index 10>; null when busy. Runs on an executor thread like an eval: re-created functions
-  // and classes run guest code, which never runs on the Node main thread this way.
-  Napi::Value RestoreAsync(const Napi::CallbackInfo& info);
-
-  // writeSnapshotAsync(excludedNames, maxBytes, evalId) -> Promise<outcome array with
-  // [status, body | message, [name, type, ...]] at index 10>; null when busy.
-  Napi::Value WriteSnapshotAsync(const Napi::CallbackInfo& info);
+  // start(...payloads of the request's kind) -> Promise<outcome array>; null when busy. Runs the
+  // job on an executor thread, or (a plain eval with runInline) on this one. A plain eval with
+  // answerNow that ended within the main thread's short wait for it (EnvBridge::takeOutcome) is
+  // answered as evalSync answers it (answerHere). Snapshot jobs put their result in the
+  // outcome's snapshot slot; a restore runs guest code, which never runs on the Node main thread
+  // this way.
+  Napi::Value Start(Napi::Env env, const HandleArgs& args);
 
   Napi::Value startAsync(Napi::Env env, EvalRequest request, uint64_t evalId, bool runInline = false,
                          bool answerNow = false);
@@ -128,43 +139,43 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   void runInline();
 
   // stop(reason, evalId)
-  Napi::Value Stop(const Napi::CallbackInfo& info);
+  Napi::Value Stop(Napi::Env env, const HandleArgs& args);
 
   // answerSync(token, bytes in the exchange buffer | Buffer | [name, message]): see syncCall.
-  Napi::Value AnswerSync(const Napi::CallbackInfo& info);
+  Napi::Value AnswerSync(Napi::Env env, const HandleArgs& args);
 
   // settle(callId, ok, bytes | [name, message], collect): with `collect`, the guest's next host
   // call is taken and dispatched here when it comes at once (src/host-calls.ts says when it may).
-  Napi::Value Settle(const Napi::CallbackInfo& info);
+  Napi::Value Settle(Napi::Env env, const HandleArgs& args);
 
   // defineFunction(path, fnId, async) -> undefined | { code, message }
-  Napi::Value DefineFunction(const Napi::CallbackInfo& info);
+  Napi::Value DefineFunction(Napi::Env env, const HandleArgs& args);
 
   // defineFrozenFunction(name, fnId) -> true (installed) | false (the guest keeps its own) | { code, message }
-  Napi::Value DefineFrozenFunction(const Napi::CallbackInfo& info);
+  Napi::Value DefineFrozenFunction(Napi::Env env, const HandleArgs& args);
 
   // setGlobal(name, bytes) -> undefined | { code, message }
-  Napi::Value SetGlobal(const Napi::CallbackInfo& info);
+  Napi::Value SetGlobal(Napi::Env env, const HandleArgs& args);
 
   // getGlobal(name) -> [status, bytes | message]
-  Napi::Value GetGlobal(const Napi::CallbackInfo& info);
+  Napi::Value GetGlobal(Napi::Env env, const HandleArgs& args);
 
   // globalNames(limit) -> string[] | { code: "BUSY", message }
-  Napi::Value GlobalNames(const Napi::CallbackInfo& info);
+  Napi::Value GlobalNames(Napi::Env env, const HandleArgs& args);
 
-  // writeSnapshot(excludedNames, maxBytes) -> [status, body | message, [name, type, ...]] | { code: "BUSY", message }
-  Napi::Value WriteSnapshot(const Napi::CallbackInfo& info);
+  // writeSnapshot(excludedNames), request WriteSnapshot -> [status, body | message, [name, type, ...]] | { code: "BUSY", message }
+  Napi::Value WriteSnapshot(Napi::Env env, const HandleArgs& args);
 
-  // readSnapshot(body, budgetMs) -> [status, undefined | message, [name, type, ...]] | { code: "BUSY", message }
-  Napi::Value ReadSnapshot(const Napi::CallbackInfo& info);
+  // readSnapshot(body), request ReadSnapshot -> [status, undefined | message, [name, type, ...]] | { code: "BUSY", message }
+  Napi::Value ReadSnapshot(Napi::Env env, const HandleArgs& args);
 
-  Napi::Value MemoryUsage(const Napi::CallbackInfo& info);
+  Napi::Value MemoryUsage(Napi::Env env, const HandleArgs& args);
 
   // setClock(fixed, epochMs, localTimeUtc) -> false when busy or refused (native/clock.cc)
-  Napi::Value SetClock(const Napi::CallbackInfo& info);
+  Napi::Value SetClock(Napi::Env env, const HandleArgs& args);
 
   // setRandomSeed(seed: integer below 2**53) -> false when busy
-  Napi::Value SetRandomSeed(const Napi::CallbackInfo& info);
+  Napi::Value SetRandomSeed(Napi::Env env, const HandleArgs& args);
 
   Napi::Value Dispose(const Napi::CallbackInfo& info);
 

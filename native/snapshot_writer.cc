@@ -62,7 +62,9 @@ bool membersCaptureLocals(JSContext* ctx, JSValueConst obj, const std::string& s
   return false;
 }
 
-enum class W { Ok, Unstorable, Fatal };
+// How writing one value went: stored, or not storable (the caller writes a placeholder in its
+// place and goes on), or failed so that the whole write stops (out of memory, over a cap).
+enum class Written { Ok, Unstorable, Fatal };
 
 class Writer {
  public:
@@ -100,44 +102,44 @@ class Writer {
 
   bool collect(JSValueConst holder, Binding defaultBinding, const std::unordered_set<std::u16string>& baseline,
                const std::unordered_set<std::u16string>& exclude, OwnedPropertyEnum& keys, std::vector<Entry>* entries);
-  W value(JSValueConst v, uint32_t depth);
-  W object(JSValueConst v, uint32_t depth);
-  W function(JSValueConst v, uint32_t depth);
-  W array(JSValueConst v, uint32_t depth);
-  W properties(JSValueConst obj, uint32_t depth);
+  Written value(JSValueConst v, uint32_t depth);
+  Written object(JSValueConst v, uint32_t depth);
+  Written function(JSValueConst v, uint32_t depth);
+  Written array(JSValueConst v, uint32_t depth);
+  Written properties(JSValueConst obj, uint32_t depth);
   // Where the output stood, to take back a value that turned out not to be storable.
   struct Mark {
     size_t bytes, objects, report;
   };
   Mark mark() const { return {out_.size(), numbered_.size(), result_.notRestored.size()}; }
   void rollback(const Mark& m);
-  W slot(JSValueConst v, uint32_t depth);
-  W accessor(JSValueConst getter, JSValueConst setter, uint32_t depth);
-  W collection(JSValueConst v, bool isMap, uint32_t depth);
-  W typedArray(JSValueConst v, TypedKind kind, uint32_t depth);
-  W leaf(JSValueConst v);
+  Written slot(JSValueConst v, uint32_t depth);
+  Written accessor(JSValueConst getter, JSValueConst setter, uint32_t depth);
+  Written collection(JSValueConst v, bool isMap, uint32_t depth);
+  Written typedArray(JSValueConst v, TypedKind kind, uint32_t depth);
+  Written leaf(JSValueConst v);
   bool prototypeOwner(JSValueConst v, OwnedValue* owner);
   void placeholder(const std::string& type, Tag tag = Tag::Placeholder);
   bool atomKey(JSAtom atom);
   // What a shared walk's end means: the failure a callback returned, or else the engine's.
-  W walked(Walk result, W status) {
-    if (result == Walk::Done) return W::Ok;
-    return status != W::Ok ? status : guestFailed();
+  Written walked(Walk result, Written status) {
+    if (result == Walk::Done) return Written::Ok;
+    return status != Written::Ok ? status : guestFailed();
   }
   void number(JSValueConst v) {
     ids_.emplace(JS_VALUE_GET_PTR(v), static_cast<uint32_t>(numbered_.size()));
     numbered_.push_back(JS_VALUE_GET_PTR(v));
   }
-  W unstorable(std::string type) {
+  Written unstorable(std::string type) {
     type_ = std::move(type);
-    return W::Unstorable;
+    return Written::Unstorable;
   }
-  W fatal(SnapshotStatus status, std::string message) {
+  Written fatal(SnapshotStatus status, std::string message) {
     result_.status = status;
     result_.message = std::move(message);
-    return W::Fatal;
+    return Written::Fatal;
   }
-  W guestFailed() { return fatal(SnapshotStatus::OutOfMemory, "the engine raised while writing the snapshot"); }
+  Written guestFailed() { return fatal(SnapshotStatus::OutOfMemory, "the engine raised while writing the snapshot"); }
   std::string pathText();
 
   JSContext* ctx_;
@@ -194,13 +196,13 @@ void Writer::placeholder(const std::string& type, Tag tag) {
 
 // A value in a place that can hold a placeholder (a property, an element, a global): when it
 // cannot be stored, what was written of it is taken back and a placeholder takes its place.
-W Writer::slot(JSValueConst v, uint32_t depth) {
+Written Writer::slot(JSValueConst v, uint32_t depth) {
   Mark m = mark();
-  W r = value(v, depth);
-  if (r != W::Unstorable) return r;
+  Written r = value(v, depth);
+  if (r != Written::Unstorable) return r;
   rollback(m);
   placeholder(type_);
-  return W::Ok;
+  return Written::Ok;
 }
 
 void Writer::rollback(const Mark& m) {
@@ -214,34 +216,34 @@ void Writer::rollback(const Mark& m) {
 
 // An accessor property: its getter and setter, re-created from source like any function. When
 // either cannot be, the property is a placeholder.
-W Writer::accessor(JSValueConst getter, JSValueConst setter, uint32_t depth) {
+Written Writer::accessor(JSValueConst getter, JSValueConst setter, uint32_t depth) {
   if (const PlaceholderInfo* carried = placeholderInfoOf(getter)) {
     placeholder(carried->type, Tag::ReportedPlaceholder);
-    return W::Ok;
+    return Written::Ok;
   }
   Mark m = mark();
   out_.tag(Tag::Accessor);
-  W r = W::Ok;
+  Written r = Written::Ok;
   for (JSValueConst f : {getter, setter}) {
-    if (r != W::Ok) break;
+    if (r != Written::Ok) break;
     if (JS_IsUndefined(f)) out_.tag(Tag::Undefined);
     else r = JS_IsFunction(ctx_, f) ? value(f, depth) : unstorable("accessor");
   }
-  if (r != W::Unstorable) return r;
+  if (r != Written::Unstorable) return r;
   rollback(m);
   placeholder(type_ == "accessor" ? type_ : "accessor (" + type_ + ")");
-  return W::Ok;
+  return Written::Ok;
 }
 
-W Writer::value(JSValueConst v, uint32_t depth) {
+Written Writer::value(JSValueConst v, uint32_t depth) {
   if (++nodes_ > limits_.maxNodes)
     return fatal(SnapshotStatus::TooLarge, "the state has more than " + std::to_string(limits_.maxNodes) + " values");
   if (out_.size() > limits_.maxBytes)
     return fatal(SnapshotStatus::TooLarge, "the state takes more than " + std::to_string(limits_.maxBytes) + " bytes");
-  if (writeScalar(v, out_)) return W::Ok;
+  if (writeScalar(v, out_)) return Written::Ok;
   switch (JS_VALUE_GET_NORM_TAG(v)) {
     case JS_TAG_STRING:
-    case JS_TAG_STRING_ROPE: return writeString(ctx_, v, out_) == Put::Ok ? W::Ok : guestFailed();
+    case JS_TAG_STRING_ROPE: return writeString(ctx_, v, out_) == Put::Ok ? Written::Ok : guestFailed();
     case JS_TAG_BIG_INT:
     case JS_TAG_SHORT_BIG_INT: return leaf(v);
     case JS_TAG_SYMBOL: return unstorable("symbol");
@@ -251,9 +253,9 @@ W Writer::value(JSValueConst v, uint32_t depth) {
 }
 
 // Date, RegExp, Error, ArrayBuffer and BigInt hold no other objects: the boundary codec writes them.
-W Writer::leaf(JSValueConst v) {
+Written Writer::leaf(JSValueConst v) {
   GuestEncoder enc(ctx_, in_, out_, limits_, false);
-  if (enc.encode(v)) return W::Ok;
+  if (enc.encode(v)) return Written::Ok;
   if (enc.error().status == CodecStatus::TooLarge) return fatal(SnapshotStatus::TooLarge, enc.error().message);
   if (enc.error().status == CodecStatus::GuestException) return guestFailed();
   return unstorable("object");
@@ -270,12 +272,12 @@ bool Writer::prototypeOwner(JSValueConst v, OwnedValue* owner) {
   return true;
 }
 
-W Writer::object(JSValueConst v, uint32_t depth) {
+Written Writer::object(JSValueConst v, uint32_t depth) {
   auto seen = ids_.find(JS_VALUE_GET_PTR(v));
   if (seen != ids_.end()) {
     out_.tag(Tag::BackRef);
     out_.u32(seen->second);
-    return W::Ok;
+    return Written::Ok;
   }
   if (depth >= limits_.maxDepth)
     return fatal(SnapshotStatus::TooLarge,
@@ -328,13 +330,13 @@ W Writer::object(JSValueConst v, uint32_t depth) {
       return unstorable("instance with private fields");
     }
     out_.tag(Tag::Instance);
-    W r = value(proto.get(), depth + 1);
-    if (r != W::Ok) return r;
+    Written r = value(proto.get(), depth + 1);
+    if (r != Written::Ok) return r;
   }
   return properties(v, depth);
 }
 
-W Writer::function(JSValueConst v, uint32_t depth) {
+Written Writer::function(JSValueConst v, uint32_t depth) {
   JSFunctionSnapshotInfo info;
   if (!JS_GetFunctionSnapshotInfo(ctx_, v, &info)) return unstorable("native function");
   if (!info.source) return unstorable("function without source text");
@@ -350,11 +352,11 @@ W Writer::function(JSValueConst v, uint32_t depth) {
   out_.tag(Tag::Function);
   out_.u32(static_cast<uint32_t>(info.source_len));
   out_.raw(info.source, info.source_len);
-  W r = properties(v, depth);
-  if (r != W::Ok) return r;
+  Written r = properties(v, depth);
+  if (r != Written::Ok) return r;
   if (!JS_IsObject(proto.get()) || JS_IsProxy(proto.get()) || JS_GetClassID(proto.get()) != in_.objectClassId) {
     out_.u32(0);
-    return W::Ok;
+    return Written::Ok;
   }
   path_.push_back({atomPrototype_.get(), 0});
   r = properties(proto.get(), depth);
@@ -362,8 +364,8 @@ W Writer::function(JSValueConst v, uint32_t depth) {
   return r;
 }
 
-W Writer::properties(JSValueConst obj, uint32_t depth) {
-  W status = W::Ok;
+Written Writer::properties(JSValueConst obj, uint32_t depth) {
+  Written status = Written::Ok;
   Walk result = walkProperties(ctx_, obj, out_, [&](JSAtom key, const OwnedDescriptor& d) {
     if (!atomKey(key)) {
       status = guestFailed();
@@ -372,47 +374,47 @@ W Writer::properties(JSValueConst obj, uint32_t depth) {
     path_.push_back({key, 0});
     status = d.isAccessor() ? accessor(d.desc.getter, d.desc.setter, depth + 1) : slot(d.desc.value, depth + 1);
     path_.pop_back();
-    return status == W::Ok;
+    return status == Written::Ok;
   });
   return walked(result, status);
 }
 
-W Writer::array(JSValueConst v, uint32_t depth) {
-  W status = W::Ok;
+Written Writer::array(JSValueConst v, uint32_t depth) {
+  Written status = Written::Ok;
   Walk result = walkArray(ctx_, v, out_, [&](uint32_t index, const OwnedDescriptor& d) {
     path_.push_back({JS_ATOM_NULL, index});
     status = d.isAccessor() ? accessor(d.desc.getter, d.desc.setter, depth + 1) : slot(d.desc.value, depth + 1);
     path_.pop_back();
-    return status == W::Ok;
+    return status == Written::Ok;
   });
   return walked(result, status);
 }
 
 // Entries are not slots, so an entry that cannot be stored makes the whole collection a
 // placeholder.
-W Writer::collection(JSValueConst v, bool isMap, uint32_t depth) {
-  W status = W::Ok;
+Written Writer::collection(JSValueConst v, bool isMap, uint32_t depth) {
+  Written status = Written::Ok;
   Walk result = walkCollection(ctx_, in_, v, isMap, out_, [&](JSValueConst entry, JSValueConst key) {
-    status = isMap ? value(key, depth + 1) : W::Ok;
-    if (status == W::Ok) status = value(entry, depth + 1);
-    if (status == W::Ok) return Step::Continue;
+    status = isMap ? value(key, depth + 1) : Written::Ok;
+    if (status == Written::Ok) status = value(entry, depth + 1);
+    if (status == Written::Ok) return Step::Continue;
     // The engine's own exception (stack overflow, out of memory) travels up as it is.
-    return status == W::Fatal ? Step::Propagate : Step::Stop;
+    return status == Written::Fatal ? Step::Propagate : Step::Stop;
   });
   return walked(result, status);
 }
 
-W Writer::typedArray(JSValueConst v, TypedKind kind, uint32_t depth) {
+Written Writer::typedArray(JSValueConst v, TypedKind kind, uint32_t depth) {
   size_t offset = 0, byteLength = 0, bpe = 1;
   OwnedValue buffer(ctx_, JS_GetTypedArrayBuffer(ctx_, v, &offset, &byteLength, &bpe));
   if (buffer.isException()) return guestFailed();
   out_.tag(Tag::TypedArray);
   out_.u8(static_cast<uint8_t>(kind));
-  W r = value(buffer.get(), depth + 1);
-  if (r != W::Ok) return r;
+  Written r = value(buffer.get(), depth + 1);
+  if (r != Written::Ok) return r;
   out_.u32(static_cast<uint32_t>(offset));
   out_.u32(static_cast<uint32_t>(bpe ? byteLength / bpe : 0));
-  return W::Ok;
+  return Written::Ok;
 }
 
 bool Writer::collect(JSValueConst holder, Binding defaultBinding, const std::unordered_set<std::u16string>& baseline,
@@ -483,9 +485,9 @@ SnapshotResult Writer::run(const std::unordered_set<std::u16string>& baseline,
   }
   for (const Entry& e : entries) {
     path_.assign(1, {e.atom, 0});
-    W r = W::Ok;
+    Written r = Written::Ok;
     r = e.accessor ? accessor(e.getter.get(), e.setter.get(), 0) : slot(e.value.get(), 0);
-    if (r != W::Ok) {
+    if (r != Written::Ok) {
       if (result_.status == SnapshotStatus::Ok) guestFailed();
       takeEngineFailure(ctx_, &result_);
       return std::move(result_);

@@ -5,7 +5,8 @@
  */
 import { SandboxError } from "./errors.js";
 import { OPAQUE_KINDS, TypedKind } from "./native.js";
-import { GuestOpaque, Tag, VIEW_CTORS, type GuestOpaqueKind } from "./wire.js";
+import type { GuestOpaqueKind } from "./types.js";
+import { GuestOpaque, Tag, VIEW_CTORS } from "./wire.js";
 
 const ERROR_CTORS: Record<string, ErrorConstructor> = {
   Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError,

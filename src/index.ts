@@ -10,7 +10,6 @@ export { renderValue, type RenderOptions } from "./render.js";
 export type { ArgumentsSchema, SchemaIssue, SchemaResult } from "./host-schema.js";
 export { WallHold } from "./wall-hold.js";
 export { SANDBOX_DEFAULTS, SANDBOX_LIMITS } from "./options.js";
-export type { GuestOpaqueKind } from "./wire.js";
 export type {
   SandboxOptions,
   ResolvedSandboxOptions,
@@ -24,9 +23,12 @@ export type {
   HostCallContext,
   HostFunction,
   AsyncHostFunction,
+  GuestOpaqueKind,
+  NotRestored,
 } from "./types.js";
 export { inspectSnapshot, snapshotBody, resealSnapshot, SNAPSHOT_FORMAT_VERSION } from "./snapshot.js";
-export type { SnapshotOptions, RestoreOptions, ResealOptions, SnapshotSigning, NotRestored, RestoredSandbox, SnapshotInfo, SnapshotAfterRun } from "./snapshot.js";
+export type { SnapshotOptions, RestoreOptions, ResealOptions, SnapshotSigning, SnapshotInfo, SnapshotAfterRun } from "./snapshot.js";
+export type { RestoredSandbox } from "./sandbox.js";
 export { TELEMETRY_CHANNELS, TIER, keyHash as telemetryKeyHash, MAX_TENANT_CHARS, nameHostCall, traceActive, traceOperation } from "./telemetry/hub.js";
 export type { EvalStartMessage, EvalEndMessage, HostCallStartMessage, HostCallEndMessage } from "./telemetry/hub.js";
 export { METRICS as TELEMETRY_METRICS } from "./telemetry/metrics.js";

@@ -18,4 +18,5 @@ export {
   type ConsoleRecord,
   type ResumableDecode,
 } from "./decoder.js";
-export { GuestOpaque, type GuestOpaqueKind } from "./wire.js";
+export type { GuestOpaqueKind } from "./types.js";
+export { GuestOpaque } from "./wire.js";

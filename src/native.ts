@@ -8,30 +8,44 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { SandboxErrorCode } from "./errors.js";
-import type { ConsoleLevel } from "./types.js";
-import type { GuestOpaqueKind } from "./wire.js";
+import type { ConsoleLevel, GuestOpaqueKind } from "./types.js";
 
-/** Raw outcome of one eval, as native/js_convert.cc builds it (positions: the contract's `outcomeSlot`, checked at load). */
-export type NativeOutcome = [
-  status: number,
-  value: Buffer | undefined,
-  message: string,
-  stopReason: number,
-  console: Buffer | undefined,
-  consoleTruncated: boolean,
-  executionMs: number,
-  hostCalls: number,
-  memoryUsedBytes: number,
-  peakMemoryBytes: number,
-  /** The result of a restore (a read) or of a snapshot write, when one ran in the job. */
-  snapshot?: NativeSnapshotRead | NativeSnapshotWrite,
-];
+/** The array the addon resolves a job with, by the contract's `outcomeSlot`: read only by {@link outcomeOf}. */
+export type NativeOutcomeSlots = unknown[];
 
-/** Result of a native snapshot write: [status, body | message, flat [name, type, ...] of placeholders]. */
-export type NativeSnapshotWrite = [status: number, result: Buffer | string | undefined, notRestored: string[]];
+/** The array a native snapshot read or write answers with, by `snapshotResultSlot`: read only by {@link snapshotResultOf}. */
+export type NativeSnapshotSlots = unknown[];
 
-/** Result of a native snapshot read: [status, undefined | message, flat [name, type, ...] of placeholders]. */
-export type NativeSnapshotRead = [status: number, message: string | undefined, notRestored: string[]];
+/** One job's outcome, read by slot name ({@link outcomeOf}), or built by src/outcomes.ts for an eval answered on the spot. */
+export interface NativeOutcome {
+  status: NativeStatus;
+  /** The result (Ok) or what was thrown (GuestError, SyntaxError), as wire bytes. */
+  value: Buffer | undefined;
+  message: string;
+  stop: number;
+  /** Console records as wire bytes, when there are any. */
+  console: Buffer | undefined;
+  consoleTruncated: boolean;
+  executionMs: number;
+  hostCalls: number;
+  memoryUsedBytes: number;
+  peakMemoryBytes: number;
+  /** What an EvalThenSnapshot or WriteSnapshot job wrote, when the write ran. */
+  written?: NativeSnapshotWrite;
+  /** What a ReadSnapshot job read, when the read ran. */
+  read?: NativeSnapshotRead;
+}
+
+/** Result of a native snapshot write: its status, the body (Ok) or what failed, and the placeholders as flat [name, type, ...]. */
+export interface NativeSnapshotWrite {
+  status: number;
+  body?: Buffer;
+  message?: string;
+  notRestored: string[];
+}
+
+/** Result of a native snapshot read: as a write's, with no body. */
+export type NativeSnapshotRead = Omit<NativeSnapshotWrite, "body">;
 
 /**
  * Called by the addon on the main thread for each guest call of a host function. The arguments
@@ -57,35 +71,28 @@ export type NativeDispatcher = (kind: number, fnId: number, callId: number, argL
 export type NativePrimitiveDispatcher = (a0: unknown, a1: unknown, a2: unknown) => unknown;
 
 /**
- * What an eval copies of its result and thrown value: with 0 parts all of it; else a copy for
- * display holding at most that many values and keys, depth first, and no entries of containers
- * nested deeper than `depth` (native/guest_codec.h DisplayCut).
- */
-export type DisplayCut = readonly [resultParts: number, thrownParts: number, depth: number];
-
-/** The arguments of a snapshot write: names the host owns (left out), the cap on the body. */
-export type SnapshotAfter = readonly [excludedNames: string[], maxBodyBytes: number];
-
-/**
- * An eval answered on the spot (`evalSync`, or `evalAsync` with `answerNow`): its numbers are in
+ * An eval answered on the spot (`evalSync`, or `start` with `answerNow`): its numbers are in
  * `syncStats` (at the positions of {@link StatsSlot}) and a value that fitted in `exchange`; what
- * did not fit comes back as [value, message, console].
+ * did not fit comes back in an array at the positions of {@link AnsweredSlot}.
  */
-export type AnsweredHere = [value: Buffer | undefined, message: string, console: Buffer | undefined] | undefined;
+export type AnsweredHere = readonly unknown[] | undefined;
 
 export interface NativeHandle {
   /** The sandbox's number, for {@link NativeModule.evalSync}. */
   readonly id: number;
   /**
-   * Runs on an executor thread, or with `inline` on the calling thread (slices and host-call
-   * dispatch in turn). With `answerNow`, an eval that ends while the call briefly waits for it
-   * (nothing of its sandbox queued before its outcome) is answered as `evalSync` answers, not
-   * with a promise.
-   * With a {@link DisplayCut}, the result or thrown value may come back as a copy for display, each
-   * container cut short ending in a `More` count. With `snapshotAfter`, an eval that was not
-   * stopped is followed in the same job by a snapshot write, as `writeSnapshotAsync` does.
+   * Starts the job in the request slots ({@link RequestSlot}; src/request.ts writes them), with the
+   * payloads of its kind: an eval's code and filename (and, for EvalThenSnapshot, the names a
+   * snapshot leaves out), a write's excluded names, a read's body. Runs on an executor thread, or
+   * with `runInline` on the calling thread (slices and host-call dispatch in turn). With
+   * `answerNow`, an eval that ends while the call briefly waits for it (nothing of its sandbox
+   * queued before its outcome) is answered as `evalSync` answers, not with a promise. With a copy
+   * for display, the result or thrown value may come back cut short, each container cut short
+   * ending in a `More` count. Snapshot jobs carry their result in the outcome's snapshot slot.
+   * `BUSY` while a job is active, `BROKEN` once the watchdog gave up on one.
    */
-  evalAsync(code: string, filename: string, budgetMs: number, describe: boolean, evalId: number, streamConsole: boolean, inline: boolean, answerNow: boolean, ...extra: DisplayCut | [] | [...display: DisplayCut, ...snapshotAfter: SnapshotAfter]): Promise<NativeOutcome> | AnsweredHere | null;
+  start(code: string, filename: string, excludedNames?: string[]): Promise<NativeOutcomeSlots> | AnsweredHere | NativeError;
+  start(payload: string[] | Uint8Array): Promise<NativeOutcomeSlots> | NativeError;
   stop(reason: number, evalId: number): void;
   /** With `collect`, the guest's next host call may be dispatched before this returns. */
   settle(callId: number, ok: boolean, result: number | Buffer | [string, string], collect?: boolean): void;
@@ -95,47 +102,37 @@ export interface NativeHandle {
   /** true: installed; false: the guest keeps its own global `name`; an error: why nothing was installed. */
   defineFrozenFunction(name: string, fnId: number): boolean | NativeError;
   setGlobal(name: string, bytes: Buffer): NativeError | undefined;
-  getGlobal(name: string): [status: number, result: Buffer | string | undefined];
+  /** The global's own data property as wire bytes; `BUSY`, `STACK_OVERFLOW` or `UNSERIALIZABLE` (an accessor, a value that cannot be copied). */
+  getGlobal(name: string): Buffer | NativeError;
   /** Up to `limit` own string-keyed property names of the global object, or `BUSY`. */
   globalNames(limit: number): string[] | NativeError;
   memoryUsage(): [used: number, peak: number, limit: number];
   dispose(): void;
-  /** [status, body | message, flat [name, type, ...] of placeholders], or `BUSY`. */
-  writeSnapshot(excludedNames: string[], maxBodyBytes: number): NativeSnapshotWrite | NativeError;
-  /** [status, undefined | message, flat [name, type, ...] of placeholders], or `BUSY`. */
-  readSnapshot(body: Uint8Array, budgetMs: number): NativeSnapshotRead | NativeError;
-  /**
-   * Reads a snapshot body on an executor thread, like an eval (same budgets, stop and watchdog);
-   * the outcome carries the read's result at index 10 when the read ran. Null when busy.
-   */
-  restoreAsync(body: Uint8Array, budgetMs: number, evalId: number): Promise<NativeOutcome> | null;
-  /** Writes a snapshot body on an executor thread: the write's result at index 10. Null when busy. */
-  writeSnapshotAsync(excludedNames: string[], maxBodyBytes: number, evalId: number): Promise<NativeOutcome> | null;
-  setClock(fixed: boolean, epochMs: number, localTimeUtc: boolean): boolean;
-  setRandomSeed(seed: number): boolean;
+  /** The WriteSnapshot request on this thread: [status, body | message, flat [name, type, ...] of placeholders], or `BUSY`. */
+  writeSnapshot(excludedNames: string[]): NativeSnapshotSlots | NativeError;
+  /** The ReadSnapshot request on this thread: [status, undefined | message, flat [name, type, ...] of placeholders], or `BUSY`. */
+  readSnapshot(body: Uint8Array): NativeSnapshotSlots | NativeError;
+  /** `BUSY` during an eval, `INVALID_ARGUMENT` for a time outside the Date range. */
+  setClock(fixed: boolean, epochMs: number, localTimeUtc: boolean): NativeError | undefined;
+  /** `BUSY` during an eval, `INVALID_ARGUMENT` for a seed that is not an integer below 2**53. */
+  setRandomSeed(seed: number): NativeError | undefined;
 }
 
 interface NativeModule {
   /**
+   * Throws a {@link NativeError}: `INVALID_ARGUMENT`, or why the runtime could not be created
+   * (`OUT_OF_MEMORY`, `STACK_OVERFLOW`, `BROKEN`).
    * The handle holds both dispatchers weakly (they close over the Sandbox that owns it): the
    * caller keeps them reachable for as long as it uses the handle. Once they are collected, a sync
    * host call fails in the guest ("the sandbox is shutting down") and an async one is never answered.
    */
-  SandboxHandle: new (
-    memoryLimitBytes: number,
-    maxStackSizeBytes: number,
-    captureConsole: boolean,
-    maxConsoleBytes: number,
-    dispatcher: NativeDispatcher,
-    primitiveDispatcher: NativePrimitiveDispatcher,
-    copyLimitBytes: number,
-    maxHostCallsInFlight: number,
-  ) => NativeHandle;
+  SandboxHandle: new (dispatcher: NativeDispatcher, primitiveDispatcher: NativePrimitiveDispatcher) => NativeHandle;
   /**
-   * Runs an eval of the handle numbered `sandboxId` inline, answered on the spot ({@link AnsweredHere}).
-   * A function, not a method of the handle: a method call costs a tenth of a trivial eval more.
+   * Runs the Eval request in the request slots inline, in the sandbox its `sandboxId` names,
+   * answered on the spot ({@link AnsweredHere}). A function, not a method of the handle: a method
+   * call costs a tenth of a trivial eval more.
    */
-  evalSync(sandboxId: number, code: string, filename: string, budgetMs: number, describe: boolean, ...display: DisplayCut | []): AnsweredHere;
+  evalSync(code: string, filename: string): AnsweredHere;
   threadStackBytes: number;
   /** [executor threads now, their cap]: one thread per runnable async eval, created on demand. */
   executorThreads(): [threads: number, maxThreads: number];
@@ -152,19 +149,31 @@ interface NativeModule {
   syncStats: Float64Array;
   /** The numbers of a primitive host call (see {@link NativePrimitiveDispatcher}). */
   primitiveSlots: Float64Array;
+  /** The numbers of the job the next call asks for (see {@link RequestSlot}). */
+  request: Float64Array;
+  /** The options of the next `new SandboxHandle` (see {@link CreateSlot}). */
+  createSlots: Float64Array;
   /** QuickJS-ng version compiled in. */
   engineVersion: string;
   /** The boundary table of native/boundary.h, frozen. */
   contract: NativeContract;
 }
 
-/** A failure of a direct call, as the addon hands it back. */
+/**
+ * A failure of a direct call, as the addon returns it, or throws it (an Error with this `code`)
+ * when the call cannot return one: the constructor, a call on a disposed handle.
+ */
 export interface NativeError {
   code: SandboxErrorCode;
   message: string;
 }
 
-type NumberedGroup = "evalStatus" | "stopReason" | "snapshotStatus" | "typedKind" | "outcomeSlot" | "statsSlot" | "primitiveSlot" | "dispatchKind" | "wireTag" | "copyLimits" | "sizes";
+/** True when `value` is a {@link NativeError} (returned or thrown). */
+export function isNativeError(value: unknown): value is NativeError {
+  return typeof (value as { code?: unknown } | null | undefined)?.code === "string";
+}
+
+type NumberedGroup = "evalStatus" | "stopReason" | "snapshotStatus" | "typedKind" | "outcomeSlot" | "snapshotResultSlot" | "answeredSlot" | "statsSlot" | "jobKind" | "requestSlot" | "createSlot" | "primitiveSlot" | "dispatchKind" | "wireTag" | "copyLimits" | "sizes";
 type NamedGroup = "errorCodes" | "opaqueKinds" | "consoleLevels";
 type NativeContract = Readonly<Record<NumberedGroup, Readonly<Record<string, number>>> & Record<NamedGroup, readonly string[]>>;
 
@@ -205,14 +214,6 @@ function named<K extends string>(group: NamedGroup, known: Readonly<Record<K, tr
   return list as readonly K[];
 }
 
-/** Fails loudly unless `names` are the contract's `group`, in this order (positional tuples). */
-function inOrder(group: NumberedGroup, names: readonly string[]): void {
-  const slots = numbered(group, names);
-  names.forEach((name, i) => {
-    if (slots[name] !== i) throw contractBroken(`${group}.${name} at position ${i}`);
-  });
-}
-
 /** Statuses of an eval (native/boundary.h QJSN_EVAL_STATUSES). */
 export const NativeStatus = numbered("evalStatus", ["Ok", "GuestError", "SyntaxError", "Timeout", "OutOfMemory", "StackOverflow", "Aborted", "Disposed", "Unserializable", "Broken", "Busy", "CopyLimit", "HostCallLimit"]);
 export type NativeStatus = number;
@@ -225,6 +226,15 @@ export const NativeSnapshotStatus = numbered("snapshotStatus", ["Ok", "TooLarge"
 
 /** Positions of an inline eval's numbers in `syncStats` (QJSN_STATS_SLOTS). */
 export const StatsSlot = numbered("statsSlot", ["status", "stop", "consoleTruncated", "executionMs", "hostCalls", "memoryUsedBytes", "peakMemoryBytes", "valueLength"]);
+
+/** What a job does (QJSN_JOB_KINDS). */
+export const JobKind = numbered("jobKind", ["Eval", "EvalThenSnapshot", "WriteSnapshot", "ReadSnapshot"]);
+
+/** Positions of a job's numbers in `request` (QJSN_REQUEST_SLOTS). */
+export const RequestSlot = numbered("requestSlot", ["kind", "sandboxId", "evalId", "budgetMs", "describe", "streamConsole", "runInline", "answerNow", "resultParts", "thrownParts", "displayDepth", "snapshotMaxBytes"]);
+
+/** Positions of a new sandbox's options in `createSlots` (QJSN_CREATE_SLOTS). */
+export const CreateSlot = numbered("createSlot", ["memoryLimitBytes", "maxStackSizeBytes", "captureConsole", "maxConsoleBytes", "copyLimitBytes", "maxHostCallsInFlight"]);
 
 /** Positions of a primitive host call's numbers in `primitiveSlots` (QJSN_PRIMITIVE_SLOTS). */
 export const PrimitiveSlot = numbered("primitiveSlot", ["call", "arg0", "arg1", "arg2", "result", "hasResult"]);
@@ -258,4 +268,43 @@ named<SandboxErrorCode>("errorCodes", {
   BUSY: true, BROKEN: true, UNSERIALIZABLE: true, COPY_LIMIT: true, HOST_CALL_LIMIT: true, INVALID_ARGUMENT: true, INVALID_SNAPSHOT: true,
 });
 
-inOrder("outcomeSlot", ["status", "value", "message", "stop", "console", "consoleTruncated", "executionMs", "hostCalls", "memoryUsedBytes", "peakMemoryBytes", "snapshot"]);
+/** Positions in the array a job resolves with (QJSN_OUTCOME_SLOTS): read by {@link outcomeOf} only. */
+const OutcomeSlot = numbered("outcomeSlot", ["status", "value", "message", "stop", "console", "consoleTruncated", "executionMs", "hostCalls", "memoryUsedBytes", "peakMemoryBytes", "kind", "snapshot"]);
+
+/** Positions in a snapshot read's or write's array (QJSN_SNAPSHOT_RESULT_SLOTS): read by {@link snapshotResultOf} only. */
+const SnapshotResultSlot = numbered("snapshotResultSlot", ["status", "result", "notRestored"]);
+
+/** Positions of what an eval answered on the spot hands back besides its stats (QJSN_ANSWERED_SLOTS). */
+export const AnsweredSlot = numbered("answeredSlot", ["value", "message", "console"]);
+
+/** A native snapshot read's or write's result, by slot name (a read's has no body). */
+export function snapshotResultOf(raw: NativeSnapshotSlots): NativeSnapshotWrite {
+  const result = raw[SnapshotResultSlot.result];
+  const out: NativeSnapshotWrite = { status: raw[SnapshotResultSlot.status] as number, notRestored: raw[SnapshotResultSlot.notRestored] as string[] };
+  if (typeof result === "string") out.message = result;
+  else if (result !== undefined) out.body = result as Buffer;
+  return out;
+}
+
+/** A job's outcome, by slot name: a snapshot job's result as `written` or `read`, by the job's kind. */
+export function outcomeOf(raw: NativeOutcomeSlots): NativeOutcome {
+  const outcome: NativeOutcome = {
+    status: raw[OutcomeSlot.status] as number,
+    value: raw[OutcomeSlot.value] as Buffer | undefined,
+    message: raw[OutcomeSlot.message] as string,
+    stop: raw[OutcomeSlot.stop] as number,
+    console: raw[OutcomeSlot.console] as Buffer | undefined,
+    consoleTruncated: raw[OutcomeSlot.consoleTruncated] as boolean,
+    executionMs: raw[OutcomeSlot.executionMs] as number,
+    hostCalls: raw[OutcomeSlot.hostCalls] as number,
+    memoryUsedBytes: raw[OutcomeSlot.memoryUsedBytes] as number,
+    peakMemoryBytes: raw[OutcomeSlot.peakMemoryBytes] as number,
+  };
+  const snapshot = raw[OutcomeSlot.snapshot] as NativeSnapshotSlots | undefined;
+  if (snapshot !== undefined) {
+    const result = snapshotResultOf(snapshot);
+    if (raw[OutcomeSlot.kind] === JobKind.ReadSnapshot) outcome.read = result;
+    else outcome.written = result;
+  }
+  return outcome;
+}

@@ -6,15 +6,14 @@
 import { SandboxError, type GuestErrorInfo } from "./errors.js";
 import { DECODE_SLICE_WORK, type DecodeQueue } from "./decode-queue.js";
 import { ConsoleDecoder, GuestOpaque, ValueDecoder, decodeConsole, decodeValue, errorHead, type ConsoleRecord } from "./marshal.js";
-import { CONSOLE_LEVELS, native, NativeStatus, NativeStop, StatsSlot, type AnsweredHere, type DisplayCut, type NativeError, type NativeOutcome } from "./native.js";
-import { formatConsoleArgs, RENDER_OPTIONS, renderValue } from "./render.js";
+import { AnsweredSlot, CONSOLE_LEVELS, isNativeError, native, NativeStatus, NativeStop, StatsSlot, type AnsweredHere, type NativeError, type NativeOutcome } from "./native.js";
+import { formatConsoleArgs, renderValue } from "./render.js";
+import { MAX_THROWN_CHARS } from "./request.js";
 import type { ConsoleEntry, EvalOptions, EvalReport, EvalStats, ResolvedSandboxOptions } from "./types.js";
 
 /** Console levels by the number the engine sends. */
 export { CONSOLE_LEVELS };
 
-/** A thrown non-Error value is described within this many characters (rendering runs on the main thread). */
-const MAX_THROWN_CHARS = 16_384;
 
 /** The budgets and limits an eval ran under, for error messages that name them. */
 export interface OutcomeLimits {
@@ -41,14 +40,17 @@ function guestInfo(thrown: unknown): GuestErrorInfo {
 }
 
 /**
- * The typed error of a direct call the engine refused or failed (an idle engine's direct calls):
- * `BUSY` says it could not `what` during an eval, `STACK_OVERFLOW` keeps the engine's words, any
- * other code the engine's reason after `context`.
+ * The typed error of a direct call the engine refused or failed, returned or thrown as a
+ * {@link NativeError}: the one place such an error becomes a {@link SandboxError}. `BUSY` says it
+ * could not `what` during an eval, `STACK_OVERFLOW` keeps the engine's words, any other code the
+ * engine's reason after `context` (when given). A thrown error that is not a NativeError is the
+ * cause of a `BROKEN` one.
  */
-export function refusal(error: NativeError, what: string, context: string): SandboxError {
+export function refusal(error: unknown, what: string, context?: string): SandboxError {
+  if (!isNativeError(error)) return new SandboxError("BROKEN", `could not ${what}`, { cause: error });
   if (error.code === "BUSY") return new SandboxError("BUSY", `cannot ${what} while an eval runs`);
   if (error.code === "STACK_OVERFLOW") return new SandboxError("STACK_OVERFLOW", error.message);
-  return new SandboxError(error.code, `${context}: ${error.message}`);
+  return new SandboxError(error.code, context === undefined ? error.message : `${context}: ${error.message}`);
 }
 
 /** Throws {@link refusal}'s error when a direct call failed. */
@@ -57,11 +59,9 @@ export function throwIfFailed(error: NativeError | undefined, what: string, cont
 }
 
 /** The value of a `getGlobal`, or its typed error. */
-export function globalValueOf(status: number, result: Buffer | string | undefined): unknown {
-  if (status === NativeStatus.Ok) return decodeValue(result as Buffer);
-  if (status === NativeStatus.Busy) throw new SandboxError("BUSY", "cannot read a global while an eval runs");
-  if (status === NativeStatus.StackOverflow) throw new SandboxError("STACK_OVERFLOW", String(result));
-  throw new SandboxError("UNSERIALIZABLE", String(result));
+export function globalValueOf(result: Buffer | NativeError): unknown {
+  if (isNativeError(result)) throw refusal(result, "read a global");
+  return decodeValue(result);
 }
 
 /** The budgets and limits of an eval run with `o` (and, when one was armed, a wall budget of `wallBudgetMs`). */
@@ -94,18 +94,28 @@ function exchangeView(length: number): Buffer {
 /**
  * The outcome of an eval answered on the spot: its numbers from `native.syncStats`, its value from
  * the exchange buffer when it fitted there (a view, valid until the next call into the addon), the
- * rest from what `evalSync` or `evalAsync` returned.
+ * rest from what `evalSync` or `start` returned.
  */
 export function syncOutcome(extras: AnsweredHere): NativeOutcome {
   const s = native.syncStats;
   const inExchange = s[StatsSlot.valueLength]!;
-  const value = inExchange >= 0 ? exchangeView(inExchange) : extras?.[0];
-  return [s[StatsSlot.status]!, value, extras?.[1] ?? "", s[StatsSlot.stop]!, extras?.[2], s[StatsSlot.consoleTruncated] === 1, s[StatsSlot.executionMs]!, s[StatsSlot.hostCalls]!, s[StatsSlot.memoryUsedBytes]!, s[StatsSlot.peakMemoryBytes]!];
+  return {
+    status: s[StatsSlot.status]!,
+    value: inExchange >= 0 ? exchangeView(inExchange) : (extras?.[AnsweredSlot.value] as Buffer | undefined),
+    message: (extras?.[AnsweredSlot.message] as string | undefined) ?? "",
+    stop: s[StatsSlot.stop]!,
+    console: extras?.[AnsweredSlot.console] as Buffer | undefined,
+    consoleTruncated: s[StatsSlot.consoleTruncated] === 1,
+    executionMs: s[StatsSlot.executionMs]!,
+    hostCalls: s[StatsSlot.hostCalls]!,
+    memoryUsedBytes: s[StatsSlot.memoryUsedBytes]!,
+    peakMemoryBytes: s[StatsSlot.peakMemoryBytes]!,
+  };
 }
 
 /** The outcome of an eval that never reached the engine (disposed, broken, aborted first, busy). */
 export function stubOutcome(status: NativeStatus): NativeOutcome {
-  return [status, undefined, "", NativeStop.None, undefined, false, 0, 0, 0, 0];
+  return { status, value: undefined, message: "", stop: NativeStop.None, console: undefined, consoleTruncated: false, executionMs: 0, hostCalls: 0, memoryUsedBytes: 0, peakMemoryBytes: 0 };
 }
 
 /** An outcome's bytes, decoded: the value or thrown value (or why it could not be copied out) and the console records. */
@@ -122,7 +132,7 @@ function carriesValue(status: NativeStatus): boolean {
 
 /** An outcome's bytes decoded at once (inline evals: the caller chose to block). */
 export function decodeAtOnce(raw: NativeOutcome): DecodedOutcome {
-  const [status, valueBytes, , , consoleBytes] = raw;
+  const { status, value: valueBytes, console: consoleBytes } = raw;
   const console = consoleBytes ? decodeConsole(consoleBytes) : [];
   if (!valueBytes || !carriesValue(status)) return { value: undefined, console };
   try {
@@ -132,34 +142,13 @@ export function decodeAtOnce(raw: NativeOutcome): DecodedOutcome {
   }
 }
 
-/** No display arguments: the addon then copies exactly, and reads no more arguments. */
-const EXACT_COPY: [] = [];
-
-/** An exact copy spelled out, for a call with arguments after the display ones. */
-export const EXACT_DISPLAY_CUT: DisplayCut = [0, 0, 0];
-
-/**
- * The copy for display of an eval's result (and of what it threw) that `renderValue(value,
- * displayChars)` renders to the same text as the exact copy; an exact copy without `displayChars`.
- * The renderer charges at least 2 characters for every value and key it shows, and shows nothing
- * nested deeper than RENDER_OPTIONS.depth, so within `displayChars` it never reaches a part past
- * `displayChars / 2` (one more: the item after the ones shown, whose type `inspect` looks at) or
- * below that depth. A thrown value other than an Error becomes the error's message, rendered
- * within MAX_THROWN_CHARS.
- */
-export function displayCutOf(displayChars: number | undefined): DisplayCut | [] {
-  if (displayChars === undefined) return EXACT_COPY;
-  const parts = (chars: number): number => Math.min(Math.ceil(chars / 2) + 1, 0xffff_ffff); // the addon reads a u32
-  return [parts(displayChars), parts(Math.max(displayChars, MAX_THROWN_CHARS)), RENDER_OPTIONS.depth];
-}
-
 /**
  * An outcome's bytes decoded through `queue`, after everything the guest sent before. The common
  * case (no console output, nothing queued, a value within one slice) is decoded before returning,
  * without a promise. The promise rejects with `DISPOSED` when the queue is cancelled meanwhile.
  */
 export function decodeOutcome(raw: NativeOutcome, queue: DecodeQueue): DecodedOutcome | Promise<DecodedOutcome> {
-  const [status, valueBytes, , , consoleBytes] = raw;
+  const { status, value: valueBytes, console: consoleBytes } = raw;
   const value = valueBytes && carriesValue(status) ? new ValueDecoder(valueBytes) : undefined;
   if (!consoleBytes && !queue.busy) {
     try {
@@ -188,7 +177,7 @@ async function decodeInSlices(queue: DecodeQueue, consoleBytes: Buffer | undefin
  * Without `decoded`, the outcome's bytes are decoded at once.
  */
 export function reportOf(raw: NativeOutcome, wallMs: number, limits: OutcomeLimits, decoded: DecodedOutcome = decodeAtOnce(raw)): EvalReport {
-  const [status, , message, stop, , rawTruncated, executionMs, hostCalls, memoryUsedBytes, peakMemoryBytes] = raw;
+  const { status, message, stop, consoleTruncated: rawTruncated, executionMs, hostCalls, memoryUsedBytes, peakMemoryBytes } = raw;
   const stats: EvalStats = { executionMs, wallMs, hostCalls, memoryUsedBytes, peakMemoryBytes };
   const kept = formatConsole(decoded.console, limits.maxConsoleBytes);
   const console = kept.entries;

@@ -10,11 +10,12 @@ import { HostCalls, removeCode } from "./host-calls.js";
 import { encodeValue } from "./marshal.js";
 import { SANDBOX_LIMITS } from "./options.js";
 import { observeEval, sandboxClosed, sandboxOpened, traceOperation, type EvalObservation } from "./telemetry/hub.js";
-import { native, NativeStatus, NativeStop, type NativeHandle, type NativeOutcome } from "./native.js";
-import { decodeAtOnce, decodeOutcome, displayCutOf, errorOf, EXACT_DISPLAY_CUT, globalValueOf, limitsOf, refusal, reportOf, stubOutcome, syncOutcome, throwIfFailed, type DecodedOutcome } from "./outcomes.js";
-import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealWrittenSnapshot, splitRestoreOptions, takeSnapshot, type NotRestored, type RestoreOptions, type RestoredSandbox, type SnapshotAfterEval, type SnapshotAfterRun, type SnapshotOptions } from "./snapshot.js";
+import { isNativeError, JobKind, native, NativeStatus, NativeStop, outcomeOf, type AnsweredHere, type NativeError, type NativeHandle, type NativeOutcome, type NativeOutcomeSlots } from "./native.js";
+import { decodeAtOnce, decodeOutcome, errorOf, globalValueOf, limitsOf, refusal, reportOf, stubOutcome, syncOutcome, throwIfFailed, type DecodedOutcome } from "./outcomes.js";
+import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealWrittenSnapshot, splitRestoreOptions, takeSnapshot, type RestoreOptions, type SnapshotAfterEval, type SnapshotAfterRun, type SnapshotOptions } from "./snapshot.js";
 import { type ArgumentsSchema, checkedAsyncFunction, checkedFunction } from "./host-schema.js";
-import type { AsyncHostFunction, EvalOptions, EvalReport, HostCallContext, HostFunction, MemoryUsage, ResolvedSandboxOptions, SandboxOptions } from "./types.js";
+import type { AsyncHostFunction, EvalOptions, EvalReport, HostCallContext, HostFunction, MemoryUsage, NotRestored, ResolvedSandboxOptions, SandboxOptions } from "./types.js";
+import { createHandle, requestEval, requestSnapshot } from "./request.js";
 import { perTurnBudget } from "./turn-budget.js";
 import { wallTimer, type WallHold } from "./wall-hold.js";
 import { checkFunctionName, checkGlobalName, checkInteger, evalClockMs, invalid, validateEvalOptions, validateOptions, validatePath } from "./validate.js";
@@ -33,6 +34,17 @@ const mayAnswerNow = perTurnBudget(1);
 /** Resolves with `value` after a turn of the event loop (timers and I/O callbacks run first). */
 function nextTurn<T>(value: T): Promise<T> {
   return new Promise((resolve) => setImmediate(resolve, value));
+}
+
+/** What {@link Sandbox.restore} returns. */
+export interface RestoredSandbox {
+  sandbox: Sandbox;
+  /**
+   * The placeholders this snapshot introduced; each throws `Value for 'NAME' was not restored...`
+   * when read. A placeholder carried over from an earlier restore (the snapshot was taken of a
+   * restored sandbox) keeps its original type but is not listed again: it was reported then.
+   */
+  notRestored: NotRestored[];
 }
 
 /**
@@ -65,9 +77,9 @@ export class Sandbox implements Disposable {
     const o = this.#options;
     this.#host = new HostCalls(() => this.#handle, o.maxConsoleBytes, this.#decodes);
     try {
-      this.#handle = new native.SandboxHandle(o.memoryLimitBytes, o.maxStackSizeBytes, o.captureConsole, o.maxConsoleBytes, this.#host.dispatch, this.#host.dispatchPrimitive, o.copyLimitBytes, o.maxHostCallsInFlight);
+      this.#handle = createHandle(o, this.#host.dispatch, this.#host.dispatchPrimitive);
     } catch (err) {
-      throw new SandboxError("OUT_OF_MEMORY", "could not create the sandbox runtime", { cause: err });
+      throw refusal(err, "create the sandbox", "could not create the sandbox");
     }
     this.#handle.setRandomSeed(o.randomSeed);
     this.#id = sandboxOpened();
@@ -85,7 +97,7 @@ export class Sandbox implements Disposable {
     const last = this.#clockInForce;
     if (!last || last[0] !== fixed || last[1] !== epochMs || last[2] !== utc) {
       // A busy engine refuses it (and then the eval too): nothing is in force then.
-      this.#clockInForce = handle.setClock(fixed, epochMs, utc) ? [fixed, epochMs, utc] : undefined;
+      this.#clockInForce = handle.setClock(fixed, epochMs, utc) === undefined ? [fixed, epochMs, utc] : undefined;
     }
     if (o.randomSeed !== undefined) handle.setRandomSeed(o.randomSeed);
   }
@@ -109,7 +121,7 @@ export class Sandbox implements Disposable {
   }
 
   #report(raw: NativeOutcome, wallMs: number, o: EvalOptions, wallBudgetMs?: number, decoded?: DecodedOutcome): EvalReport {
-    if (this.#observed !== undefined) this.#observed.bytesOut += (raw[1]?.length ?? 0) + (raw[4]?.length ?? 0);
+    if (this.#observed !== undefined) this.#observed.bytesOut += (raw.value?.length ?? 0) + (raw.console?.length ?? 0);
     return reportOf(raw, wallMs, limitsOf(this.#options, o, wallBudgetMs), decoded ?? decodeAtOnce(raw));
   }
 
@@ -192,8 +204,7 @@ export class Sandbox implements Disposable {
    */
   getGlobal(name: string): unknown {
     if (typeof name !== "string" || name.length > SANDBOX_LIMITS.maxGlobalNameChars) throw invalid("name must be a string");
-    const [status, result] = this.#live().getGlobal(name);
-    return globalValueOf(status, result);
+    return globalValueOf(this.#live().getGlobal(name));
   }
 
   /**
@@ -257,11 +268,8 @@ export class Sandbox implements Disposable {
     if (this.#asyncEvals > 0) return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
     this.#startClock(handle, o);
     const started = performance.now();
-    const filename = o.filename ?? "<eval>";
-    const budgetMs = o.timeoutMs ?? this.#options.executionTimeoutMs;
-    const describe = o.unserializable === "describe";
-    // Spread only when there is something to spread: a call with a spread costs more.
-    const extras = o.displayChars === undefined ? native.evalSync(handle.id, code, filename, budgetMs, describe) : native.evalSync(handle.id, code, filename, budgetMs, describe, ...displayCutOf(o.displayChars));
+    requestEval(JobKind.Eval, handle.id, 0, o.timeoutMs ?? this.#options.executionTimeoutMs, o, false);
+    const extras = native.evalSync(code, o.filename ?? "<eval>");
     return this.#report(syncOutcome(extras), performance.now() - started, o);
   }
 
@@ -410,19 +418,28 @@ export class Sandbox implements Disposable {
     const started = performance.now();
     // Set before the eval starts: an inline eval makes its host calls inside evalAsync.
     this.#host.beginEval(evalId, o.onConsole);
-    const display = displayCutOf(o.displayChars);
-    // A snapshot written after the eval comes back in the outcome array: such an eval is never answered at once.
-    const pending = handle.evalAsync(code, o.filename ?? "<eval>", o.timeoutMs ?? this.#options.executionTimeoutMs, o.unserializable === "describe", evalId, o.onConsole !== undefined, o.inline === true, after === undefined && mayAnswerNow(started), ...(after === undefined ? display : ([...(display.length === 0 ? EXACT_DISPLAY_CUT : display), this.#hostRoots(), maxSnapshotBody(after.options)] as const)));
-    if (pending === null) {
+    const budgetMs = o.timeoutMs ?? this.#options.executionTimeoutMs;
+    const filename = o.filename ?? "<eval>";
+    let pending: Promise<NativeOutcomeSlots> | AnsweredHere | NativeError;
+    if (after === undefined) {
+      requestEval(JobKind.Eval, handle.id, evalId, budgetMs, o, mayAnswerNow(started));
+      pending = handle.start(code, filename);
+    } else {
+      // The snapshot written after the eval comes back in its outcome: such an eval is never answered at once.
+      const excluded = this.#hostRoots();
+      requestEval(JobKind.EvalThenSnapshot, handle.id, evalId, budgetMs, o, false, maxSnapshotBody(after.options));
+      pending = handle.start(code, filename, excluded);
+    }
+    if (isNativeError(pending)) {
       this.#host.endEval();
-      return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
+      return this.#report(stubOutcome(pending.code === "BROKEN" ? NativeStatus.Broken : NativeStatus.Busy), 0, o);
     }
     const wallMs = o.wallTimeoutMs ?? this.#options.wallTimeoutMs;
     if (pending instanceof Promise) return this.#outcomeOf(pending, evalId, started, o, wallMs, after);
     // It ended while evalAsync waited for it. Its value is copied out of the exchange buffer
     // before any host code (an abort listener, a decode slice) can call into the addon.
     const raw = this.#checked(syncOutcome(pending));
-    if (raw[1]?.buffer === native.exchange.buffer) raw[1] = Buffer.from(raw[1]);
+    if (raw.value?.buffer === native.exchange.buffer) raw.value = Buffer.from(raw.value);
     // Nothing it sent is still being decoded: no budget timer, no abort listener, no turn of the
     // event loop.
     if (!this.#decodes.busy) {
@@ -432,11 +449,11 @@ export class Sandbox implements Disposable {
     return this.#outcomeOf(raw, evalId, started, o, wallMs);
   }
 
-  async #outcomeOf(pending: NativeOutcome | Promise<NativeOutcome>, evalId: number, started: number, o: EvalOptions, wallMs: number, after?: SnapshotAfterEval): Promise<EvalReport> {
+  async #outcomeOf(pending: NativeOutcome | Promise<NativeOutcomeSlots>, evalId: number, started: number, o: EvalOptions, wallMs: number, after?: SnapshotAfterEval): Promise<EvalReport> {
     let raw: NativeOutcome;
     try {
       raw = pending instanceof Promise ? await this.#settled(pending, evalId, wallMs, o.signal, o.wallHold) : this.#checked(pending);
-      if (after !== undefined) after.written = raw[10];
+      if (after !== undefined) after.written = raw.written;
       // Host calls and console lines the guest made before it ended reach the host while the eval is current.
       const drained = this.#decodes.drained();
       if (drained) await drained;
@@ -463,17 +480,17 @@ export class Sandbox implements Disposable {
 
   // A job the watchdog answered for (stuck in a built-in) leaves the sandbox broken.
   #checked(raw: NativeOutcome): NativeOutcome {
-    if (raw[0] === NativeStatus.Timeout && raw[2]) this.#broken = true;
+    if (raw.status === NativeStatus.Timeout && raw.message) this.#broken = true;
     return raw;
   }
 
   // Awaits an executor job under the wall budget `wallMs` (suspended while `hold` is held) and `signal`.
-  async #settled(pending: Promise<NativeOutcome>, evalId: number, wallMs: number, signal?: AbortSignal, hold?: WallHold): Promise<NativeOutcome> {
+  async #settled(pending: Promise<NativeOutcomeSlots>, evalId: number, wallMs: number, signal?: AbortSignal, hold?: WallHold): Promise<NativeOutcome> {
     const cancel = wallTimer(wallMs, () => this.#handle?.stop(NativeStop.WallBudget, evalId), hold);
     const onAbort = (): void => this.#handle?.stop(NativeStop.Abort, evalId);
     signal?.addEventListener("abort", onAbort, { once: true });
     try {
-      return this.#checked(await pending);
+      return this.#checked(outcomeOf(await pending));
     } finally {
       cancel();
       signal?.removeEventListener("abort", onAbort);
@@ -521,11 +538,12 @@ export class Sandbox implements Disposable {
       const handle = this.#live();
       if (this.#broken) throw new SandboxError("BROKEN", "a broken sandbox cannot be snapshotted");
       const evalId = ++this.#evalSeq;
-      const pending = handle.writeSnapshotAsync(this.#hostRoots(), maxSnapshotBody(resolved), evalId);
-      if (!pending) throw new SandboxError("BUSY", "cannot take a snapshot while an eval runs");
-      const raw = await pending;
-      const written = raw[10];
-      if (raw[0] !== NativeStatus.Ok || !written) throw errorOf(raw[0], undefined, raw[2], raw[3], limitsOf(this.#options, {}));
+      const excluded = this.#hostRoots();
+      requestSnapshot(JobKind.WriteSnapshot, evalId, 0, maxSnapshotBody(resolved));
+      const pending = handle.start(excluded);
+      if (isNativeError(pending)) throw refusal(pending, "take a snapshot", "cannot take a snapshot");
+      const { status, written, message, stop } = outcomeOf(await pending);
+      if (status !== NativeStatus.Ok || !written) throw errorOf(status, undefined, message, stop, limitsOf(this.#options, {}));
       return sealWrittenSnapshot(written, resolved, native.engineVersion);
     });
   }
@@ -586,12 +604,12 @@ export class Sandbox implements Disposable {
   async #restoreOffThread(body: Buffer, budgetMs: number): Promise<NotRestored[]> {
     const handle = this.#live();
     const evalId = ++this.#evalSeq;
-    const pending = handle.restoreAsync(body, budgetMs, evalId);
-    if (!pending) throw new SandboxError("BUSY", "cannot restore into a sandbox while an eval runs");
+    requestSnapshot(JobKind.ReadSnapshot, evalId, budgetMs, 0);
+    const pending = handle.start(body);
+    if (isNativeError(pending)) throw refusal(pending, "restore into a sandbox", "cannot restore");
     const wallMs = this.#options.wallTimeoutMs;
-    const raw = await this.#settled(pending, evalId, wallMs);
-    const read = raw[10];
-    if (raw[0] !== NativeStatus.Ok || !read) throw errorOf(raw[0], undefined, raw[2], raw[3], limitsOf(this.#options, { timeoutMs: budgetMs }, wallMs));
+    const { status, read, message, stop } = await this.#settled(pending, evalId, wallMs);
+    if (status !== NativeStatus.Ok || !read) throw errorOf(status, undefined, message, stop, limitsOf(this.#options, { timeoutMs: budgetMs }, wallMs));
     return restoredList(read);
   }
 

@@ -23,9 +23,10 @@ import { createHash, createHmac, timingSafeEqual, type Hash, type Hmac } from "n
 import { promisify } from "node:util";
 import { constants as zlibConstants, deflateRaw, deflateRawSync, inflateRaw, inflateRawSync } from "node:zlib";
 import { SandboxError } from "./errors.js";
-import { NativeSnapshotStatus, type NativeHandle, type NativeSnapshotRead, type NativeSnapshotWrite } from "./native.js";
+import { JobKind, NativeSnapshotStatus, snapshotResultOf, type NativeHandle, type NativeSnapshotRead, type NativeSnapshotWrite } from "./native.js";
 import { refusal } from "./outcomes.js";
-import type { EvalReport, SandboxOptions } from "./types.js";
+import { requestSnapshot } from "./request.js";
+import type { EvalReport, NotRestored, SandboxOptions } from "./types.js";
 
 const MAGIC = Buffer.from("QJSNSNAP", "latin1");
 /** Version of the snapshot layout this build writes. It also reads version 1. */
@@ -71,28 +72,6 @@ export interface SnapshotOptions {
 export interface RestoreOptions extends SandboxOptions, Omit<SnapshotOptions, "compress"> {
   /** Execution budget for re-creating functions and classes from their source, ms. Default: `executionTimeoutMs`. */
   restoreTimeoutMs?: number;
-}
-
-/** A global (or a part of one, `name.key`) that came back as a placeholder which throws when read. */
-export interface NotRestored {
-  /** The global's name, or the path to the part that was lost (`state.timer`, `list[3]`). */
-  name: string;
-  /**
-   * What it was: `closure`, `Promise`, `Proxy`, `WeakMap`, `Generator`, `symbol`, `native function`,
-   * `instance with private fields`, `accessor (closure)`...
-   */
-  type: string;
-}
-
-/** What {@link Sandbox.restore} returns. */
-export interface RestoredSandbox {
-  sandbox: import("./sandbox.js").Sandbox;
-  /**
-   * The placeholders this snapshot introduced; each throws `Value for 'NAME' was not restored...`
-   * when read. A placeholder carried over from an earlier restore (the snapshot was taken of a
-   * restored sandbox) keeps its original type but is not listed again: it was reported then.
-   */
-  notRestored: NotRestored[];
 }
 
 /** Header fields of a snapshot, read after its lengths are checked (the digest is not verified). */
@@ -233,9 +212,10 @@ function notRestoredList(flat: string[]): NotRestored[] {
  * Throws `INVALID_SNAPSHOT` when it would exceed `maxSnapshotBytes`, `BUSY` while an eval runs.
  */
 export function takeSnapshot(handle: NativeHandle, excludedNames: string[], options: ResolvedSnapshotOptions, engineVersion: string): Uint8Array {
-  const raw = handle.writeSnapshot(excludedNames, maxSnapshotBody(options));
+  requestSnapshot(JobKind.WriteSnapshot, 0, 0, maxSnapshotBody(options));
+  const raw = handle.writeSnapshot(excludedNames);
   if (!Array.isArray(raw)) throw refusal(raw, "take a snapshot", "cannot take a snapshot");
-  const body = writtenBody(raw, options);
+  const body = writtenBody(snapshotResultOf(raw), options);
   return sealed(options.compress ? deflateRawSync(body, DEFLATE_OPTIONS) : body, options, engineVersion);
 }
 
@@ -294,13 +274,13 @@ export function maxSnapshotBody(options: ResolvedSnapshotOptions): number {
   return options.maxSnapshotBytes - SNAPSHOT_OVERHEAD_BYTES;
 }
 
-function writtenBody(raw: NativeSnapshotWrite, options: ResolvedSnapshotOptions): Buffer {
-  const [status, result] = raw;
-  if (status !== NativeSnapshotStatus.Ok || typeof result === "string" || result === undefined) {
-    const message = typeof result === "string" ? result : "the snapshot could not be written";
+function writtenBody(written: NativeSnapshotWrite, options: ResolvedSnapshotOptions): Buffer {
+  const { status, body } = written;
+  if (status !== NativeSnapshotStatus.Ok || body === undefined) {
+    const message = written.message ?? "the snapshot could not be written";
     throw nativeFailure(status, status === NativeSnapshotStatus.TooLarge ? `the snapshot cannot be written (maxSnapshotBytes (${options.maxSnapshotBytes}), nesting and value caps): ${message}` : message);
   }
-  return result;
+  return body;
 }
 
 // The native cap applies to the plain body, so a snapshot inflates within the same cap it was written under.
@@ -444,19 +424,20 @@ export async function resealSnapshot(bytes: Uint8Array, options: ResealOptions):
 
 /** @internal Defines a verified body's globals in a fresh sandbox's handle and lists what came back as placeholders. */
 export function restoreBody(handle: NativeHandle, body: Buffer, budgetMs: number): NotRestored[] {
-  const raw = handle.readSnapshot(body, budgetMs);
+  requestSnapshot(JobKind.ReadSnapshot, 0, budgetMs, 0);
+  const raw = handle.readSnapshot(body);
   if (!Array.isArray(raw)) throw refusal(raw, "restore into a sandbox", "cannot restore");
-  return restoredList(raw);
+  return restoredList(snapshotResultOf(raw));
 }
 
 /**
  * @internal
  * What a native snapshot read (inline or on an executor thread) could not restore; throws for a
- * failed read. An outcome's index 10 is typed for both kinds of job; a read's carries no body.
+ * failed read.
  */
-export function restoredList(raw: NativeSnapshotRead | NativeSnapshotWrite): NotRestored[] {
-  const [status, message, notRestored] = raw;
-  if (status !== NativeSnapshotStatus.Ok) throw nativeFailure(status, typeof message === "string" ? `the snapshot could not be restored: ${message}` : "the snapshot could not be restored");
+export function restoredList(read: NativeSnapshotRead): NotRestored[] {
+  const { status, message, notRestored } = read;
+  if (status !== NativeSnapshotStatus.Ok) throw nativeFailure(status, message !== undefined ? `the snapshot could not be restored: ${message}` : "the snapshot could not be restored");
   return notRestoredList(notRestored);
 }
 

@@ -179,3 +179,17 @@ export type HostFunction = (...args: unknown[]) => unknown;
 
 /** An asynchronous host function: the guest gets a promise at once; the result settles it. */
 export type AsyncHostFunction = (args: unknown[], context: HostCallContext) => unknown;
+
+/** What a {@link GuestOpaque} stands for. */
+export type GuestOpaqueKind = "function" | "symbol" | "accessor" | "proxy" | "promise" | "weak collection" | "object";
+
+/** A global (or a part of one, `name.key`) that came back as a placeholder which throws when read. */
+export interface NotRestored {
+  /** The global's name, or the path to the part that was lost (`state.timer`, `list[3]`). */
+  name: string;
+  /**
+   * What it was: `closure`, `Promise`, `Proxy`, `WeakMap`, `Generator`, `symbol`, `native function`,
+   * `instance with private fields`, `accessor (closure)`...
+   */
+  type: string;
+}

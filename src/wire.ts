@@ -5,12 +5,11 @@
  */
 import { inspect } from "node:util";
 import { TypedKind, WireTag } from "./native.js";
+import type { GuestOpaqueKind } from "./types.js";
 
 /** @internal Wire tags, by name. */
 export const Tag = WireTag;
 
-/** What a {@link GuestOpaque} stands for. */
-export type GuestOpaqueKind = "function" | "symbol" | "accessor" | "proxy" | "promise" | "weak collection" | "object";
 
 /**
  * A guest value that cannot be copied (a function, symbol, accessor, Proxy, promise...), described

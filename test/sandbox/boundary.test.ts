@@ -4,7 +4,10 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { Sandbox, type SandboxError } from "../../src/index.js";
 import { decodeValue, encodeValue } from "../../src/marshal.js";
-import { COPY_LIMITS, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher, NativeStatus, NativeStop, StatsSlot, native } from "../../src/native.js";
+import { COPY_LIMITS, JobKind, type NativeDispatcher, type NativeHandle, type NativeOutcomeSlots, type NativePrimitiveDispatcher, NativeSnapshotStatus, NativeStatus, NativeStop, StatsSlot, native, outcomeOf } from "../../src/native.js";
+import { createHandle, requestEval, requestSnapshot, type HandleOptions } from "../../src/request.js";
+
+const HANDLE_OPTIONS: HandleOptions = { memoryLimitBytes: 64 << 20, maxStackSizeBytes: 1 << 20, captureConsole: false, maxConsoleBytes: 0, copyLimitBytes: 64 << 20, maxHostCallsInFlight: 10_000 };
 
 const gc = (globalThis as { gc?: () => void }).gc;
 
@@ -47,7 +50,7 @@ describe("a setGlobal over the part cap", () => {
 
   it("is refused by the native decoder with a typed code when bytes get past the encoder", () => {
     const bytes = encodeValue(new Array(tooMany).fill(1), { ...COPY_LIMITS, maxNodes: tooMany + 1 });
-    const handle = new native.SandboxHandle(64 << 20, 1 << 20, false, 0, () => undefined, () => undefined, 64 << 20);
+    const handle = createHandle(HANDLE_OPTIONS, () => undefined, () => undefined);
     try {
       expect(handle.setGlobal("big", bytes)).toEqual({ code: "UNSERIALIZABLE", message: "the value has too many parts" });
       expect(handle.setGlobal("small", encodeValue([1, 2, 3]))).toBeUndefined();
@@ -72,17 +75,52 @@ describe("a stop names one async eval", () => {
   };
 
   it("never stops a later evalSync, even one whose host function sends a stop with the last async eval's id", async () => {
-    h = new native.SandboxHandle(64 << 20, 1 << 20, false, 0, pokeAndAnswer, pokePrimitive, 64 << 20);
+    h = createHandle(HANDLE_OPTIONS, pokeAndAnswer, pokePrimitive);
     try {
       expect(h.defineFunction("poke", 1, false)).toBeUndefined();
-      const outcome = await h.evalAsync("1", "<async>", 1000, false, lastAsyncId, false, false);
-      expect(outcome?.[0]).toBe(NativeStatus.Ok);
+      requestEval(JobKind.Eval, h.id, lastAsyncId, 1000, {}, false);
+      const outcome = (await h.start("1", "<async>")) as NativeOutcomeSlots;
+      expect(outcomeOf(outcome).status).toBe(NativeStatus.Ok);
       gc?.(); // as one may land here on a loaded machine
-      native.evalSync(h.id, "poke({}); poke(); let n = 0; for (let i = 0; i < 1e5; i++) n += i; n", "<sync>", 1000, false);
+      requestEval(JobKind.Eval, h.id, 0, 1000, {}, false);
+      native.evalSync("poke({}); poke(); let n = 0; for (let i = 0; i < 1e5; i++) n += i; n", "<sync>");
       expect(native.syncStats[StatsSlot.status]).toBe(NativeStatus.Ok);
       expect(decodeValue(native.exchange.subarray(0, native.syncStats[StatsSlot.valueLength]))).toBe(4999950000);
     } finally {
       h.dispose();
+    }
+  });
+});
+
+describe("a job's outcome", () => {
+  it("is read by slot name, a snapshot job's result typed by the job's kind", async () => {
+    const writer = createHandle(HANDLE_OPTIONS, () => undefined, () => undefined);
+    const reader = createHandle(HANDLE_OPTIONS, () => undefined, () => undefined);
+    try {
+      requestEval(JobKind.Eval, writer.id, 1, 1000, {}, false);
+      const evaluated = outcomeOf((await writer.start("var kept = [1, 2]; 'done'", "<eval>")) as NativeOutcomeSlots);
+      expect(evaluated.status).toBe(NativeStatus.Ok);
+      expect(decodeValue(evaluated.value!)).toBe("done");
+      expect(evaluated.written).toBeUndefined();
+      expect(evaluated.read).toBeUndefined();
+
+      requestSnapshot(JobKind.WriteSnapshot, 2, 0, 1 << 20);
+      const written = outcomeOf((await writer.start([])) as NativeOutcomeSlots);
+      expect(written.read).toBeUndefined();
+      expect(written.written?.status).toBe(NativeSnapshotStatus.Ok);
+      const body = written.written?.body;
+      expect(body).toBeInstanceOf(Buffer);
+
+      requestSnapshot(JobKind.ReadSnapshot, 1, 1000, 0);
+      const read = outcomeOf((await reader.start(body!)) as NativeOutcomeSlots);
+      expect(read.written).toBeUndefined();
+      expect(read.read).toEqual({ status: NativeSnapshotStatus.Ok, notRestored: [] });
+      requestEval(JobKind.Eval, reader.id, 0, 1000, {}, false);
+      native.evalSync("kept.length", "<eval>");
+      expect(decodeValue(native.exchange.subarray(0, native.syncStats[StatsSlot.valueLength]))).toBe(2);
+    } finally {
+      writer.dispose();
+      reader.dispose();
     }
   });
 });

@@ -14,7 +14,8 @@ import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { decodeValue, encodeValue } from "../../src/marshal.js";
-import { native, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher } from "../../src/native.js";
+import { isNativeError, JobKind, native, NativeStatus, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher } from "../../src/native.js";
+import { createHandle, requestEval, requestSnapshot } from "../../src/request.js";
 
 const FIXTURE = new URL("./fixtures/format-stability.json", import.meta.url);
 const UPDATE = process.env.UPDATE_FORMAT_DIGESTS === "1";
@@ -42,15 +43,7 @@ const recordArgs: NativeDispatcher = (kind, _fnId, _callId, argLength, args) => 
 const noPrimitiveCalls: NativePrimitiveDispatcher = () => undefined;
 
 function handle(): NativeHandle {
-  const h = new native.SandboxHandle(
-    64 << 20,
-    1 << 20,
-    false,
-    0,
-    recordArgs,
-    noPrimitiveCalls,
-    256 << 20,
-  );
+  const h = createHandle({ memoryLimitBytes: 64 << 20, maxStackSizeBytes: 1 << 20, captureConsole: false, maxConsoleBytes: 0, copyLimitBytes: 256 << 20, maxHostCallsInFlight: 10_000 }, recordArgs, noPrimitiveCalls);
   live.push(h);
   return h;
 }
@@ -61,7 +54,8 @@ function digest(bytes: Uint8Array | string): string {
 
 /** Runs `code` inline and returns the bytes of its completion value (or the failure text). */
 function evalBytes(h: NativeHandle, code: string, describe: boolean): Buffer | string {
-  const extras = native.evalSync(h.id, code, "<stability>", BUDGET_MS, describe);
+  requestEval(JobKind.Eval, h.id, 0, BUDGET_MS, describe ? { unserializable: "describe" } : {}, false);
+  const extras = native.evalSync(code, "<stability>");
   const s = native.syncStats;
   // A guest error's value is the thrown value: its text says what failed.
   if (s[0] !== 0) return `status ${s[0]}: ${extras?.[1] ?? ""} ${s[0] === 1 ? String((decodeValue(valueBytes(extras)) as Error).message) : ""}`;
@@ -71,6 +65,13 @@ function evalBytes(h: NativeHandle, code: string, describe: boolean): Buffer | s
 function valueBytes(extras: [Buffer | undefined, string, Buffer | undefined] | undefined): Buffer {
   const inExchange = native.syncStats[7]!;
   return Buffer.from(inExchange >= 0 ? native.exchange.subarray(0, inExchange) : extras![0]!);
+}
+
+/** The bytes of a global, or the failure text (pinned as it read when failures carried an eval status). */
+function globalBytes(h: NativeHandle, name: string): Buffer | string {
+  const result = h.getGlobal(name);
+  if (!isNativeError(result)) return Buffer.from(result);
+  return `status ${result.code === "UNSERIALIZABLE" ? NativeStatus.Unserializable : result.code}: ${result.message}`;
 }
 
 function run(h: NativeHandle, code: string): void {
@@ -133,8 +134,7 @@ describe("the boundary codec writes the same bytes for every shape", () => {
       pin(`eval/${name}/throw`, evalBytes(handle(), code, false));
       const h = handle();
       run(h, `globalThis.__value = (0, eval)(${JSON.stringify(code)})`);
-      const [status, result] = h.getGlobal("__value");
-      pin(`getGlobal/${name}`, typeof result === "string" ? `status ${status}: ${result}` : Buffer.from(result ?? ""));
+      pin(`getGlobal/${name}`, globalBytes(h, "__value"));
     });
   }
 
@@ -176,8 +176,7 @@ describe("the boundary codec writes the same bytes for every shape", () => {
     for (const [name, value] of Object.entries(host)) {
       const bytes = encodeValue(value);
       expect(h.setGlobal(name, bytes), name).toBeUndefined(); // no { code, message } failure
-      const [status, result] = h.getGlobal(name);
-      pin(`roundTrip/${name}`, typeof result === "string" ? `status ${status}: ${result}` : Buffer.from(result ?? ""));
+      pin(`roundTrip/${name}`, globalBytes(h, name));
     }
   });
 });
@@ -226,7 +225,8 @@ describe("the snapshot writer and reader keep their bytes", () => {
     it(`snapshots ${name}, restores it and snapshots it again`, () => {
       const first = handle();
       run(first, `${setup}\n;undefined`);
-      const written = first.writeSnapshot([], 64 << 20);
+      requestSnapshot(JobKind.WriteSnapshot, 0, 0, 64 << 20);
+      const written = first.writeSnapshot([]);
       if (written === "BUSY") throw new Error("busy");
       const [status, body, notRestored] = written;
       expect(status, String(body)).toBe(0);
@@ -234,10 +234,12 @@ describe("the snapshot writer and reader keep their bytes", () => {
       pin(`snapshot/${name}/notRestored`, JSON.stringify(notRestored));
 
       const second = handle();
-      const read = second.readSnapshot(body as Buffer, BUDGET_MS);
+      requestSnapshot(JobKind.ReadSnapshot, 0, BUDGET_MS, 0);
+      const read = second.readSnapshot(body as Buffer);
       if (read === "BUSY") throw new Error("busy");
       pin(`restore/${name}`, JSON.stringify(read));
-      const again = second.writeSnapshot([], 64 << 20);
+      requestSnapshot(JobKind.WriteSnapshot, 0, 0, 64 << 20);
+      const again = second.writeSnapshot([]);
       if (again === "BUSY") throw new Error("busy");
       expect(again[0], String(again[1])).toBe(0);
       pin(`resnapshot/${name}`, again[1] as Buffer);
