@@ -111,8 +111,21 @@ export function stubOutcome(status: NativeStatus): NativeOutcome {
 /** An outcome's bytes, decoded: the value or thrown value (or why it could not be copied out) and the console records. */
 export interface DecodedOutcome {
   value: unknown;
+  /** The flat pieces of a string value decoded in chunks ({@link ValueDecoder.pieces}). */
+  pieces?: readonly string[] | undefined;
   failure?: SandboxError;
   console: ConsoleRecord[];
+}
+
+const piecesOfResults = new WeakMap<EvalReport, readonly string[]>();
+
+/**
+ * The flat strings whose concatenation is `report.value`, when that is a string the decoder built
+ * from chunks: a caller that shows only its head and tail takes them from here, without the
+ * one-go copy of the whole string that reading the value itself costs (see {@link ValueDecoder.pieces}).
+ */
+export function resultPiecesOf(report: EvalReport): readonly string[] | undefined {
+  return piecesOfResults.get(report);
 }
 
 /** Whether an outcome's value bytes are a result or a thrown value (the only ones decoded). */
@@ -163,7 +176,7 @@ export function decodeOutcome(raw: NativeOutcome, queue: DecodeQueue): DecodedOu
   const value = valueBytes && carriesValue(status) ? new ValueDecoder(valueBytes) : undefined;
   if (!consoleBytes && !queue.busy) {
     try {
-      if (!value || value.advance(DECODE_SLICE_WORK)) return { value: value?.value, console: [] };
+      if (!value || value.advance(DECODE_SLICE_WORK)) return { value: value?.value, pieces: value?.pieces, console: [] };
     } catch (err) {
       return { value: undefined, failure: err as SandboxError, console: [] };
     }
@@ -176,7 +189,7 @@ async function decodeInSlices(queue: DecodeQueue, consoleBytes: Buffer | undefin
   const console = consoleBytes ? await queue.decode(new ConsoleDecoder(consoleBytes)) : [];
   if (!value) return { value: undefined, console };
   try {
-    return { value: await queue.decode(value), console };
+    return { value: await queue.decode(value), pieces: value.pieces, console };
   } catch (err) {
     if ((err as SandboxError).code === "DISPOSED") throw err;
     return { value: undefined, failure: err as SandboxError, console };
@@ -195,7 +208,9 @@ export function reportOf(raw: NativeOutcome, wallMs: number, limits: OutcomeLimi
   const consoleTruncated = rawTruncated || kept.truncated;
   if (status === NativeStatus.Ok) {
     if (decoded.failure) return { ok: false, error: decoded.failure, console, consoleTruncated, stats };
-    return { ok: true, value: decoded.value, console, consoleTruncated, stats };
+    const report: EvalReport = { ok: true, value: decoded.value, console, consoleTruncated, stats };
+    if (decoded.pieces !== undefined) piecesOfResults.set(report, decoded.pieces);
+    return report;
   }
   const error = errorOf(status, decoded, message, stop, limits);
   return { ok: false, error, console, consoleTruncated, stats };
