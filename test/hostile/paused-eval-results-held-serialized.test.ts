@@ -9,7 +9,7 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { afterEach, describe, expect, it } from "vitest";
-import { createAgent } from "langchain";
+import { createAgent, createMiddleware } from "langchain";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { tool } from "@langchain/core/tools";
 import { Command, InMemoryStore, MemorySaver } from "@langchain/langgraph";
@@ -81,4 +81,24 @@ total`;
     expect(fetched).toHaveLength(CALLS);
     expect(sent).toEqual([{ to: "a@example.com" }]);
   }, 240_000);
+
+  it("leave the state updates a tool's Command asked for as the tool made them (class instances keep their prototype)", async () => {
+    class Note {
+      constructor(readonly text: string) {}
+      shout(): string {
+        return this.text.toUpperCase();
+      }
+    }
+    const notes = createMiddleware({ name: "Notes", stateSchema: z.object({ note: z.any().optional() }) });
+    const takeNote = tool(async () => new Command({ update: { note: new Note("kept") } }), { name: "take_note", description: "Takes a note.", schema: z.object({}) });
+    const sendEmail = tool(async () => "sent", { name: "send_email", description: "Sends an email.", schema: z.object({ to: z.string() }) });
+    const interpreter = createCodeInterpreterMiddleware({ ptc: [sendEmail, takeNote], interruptOn: { send_email: true } });
+    live.push(interpreter);
+    const model = new ScriptedChatModel([callTool("eval", { code: "await tools.takeNote({}); 1" }, "eval-1"), reply("done")]);
+    const agent = createAgent({ model, tools: [sendEmail, takeNote], middleware: [notes, interpreter], checkpointer: new MemorySaver() });
+    const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "notes" } });
+    const note = (result as Record<string, unknown>)["note"];
+    expect(note).toBeInstanceOf(Note);
+    expect((note as Note).shout()).toBe("KEPT");
+  }, 120_000);
 });
