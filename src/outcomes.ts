@@ -8,6 +8,7 @@ import { DECODE_SLICE_WORK, type DecodeQueue } from "./decode-queue.js";
 import { ConsoleDecoder, GuestOpaque, ValueDecoder, decodeConsole, decodeValue, errorHead, type ConsoleRecord } from "./marshal.js";
 import { CONSOLE_LEVELS, native, NativeStatus, NativeStop, StatsSlot, type AnsweredHere, type DisplayCut, type NativeError, type NativeOutcome } from "./native.js";
 import { formatConsoleArgs, RENDER_OPTIONS, renderValue } from "./render.js";
+import { recordResultPieces } from "./result-pieces.js";
 import type { ConsoleEntry, EvalOptions, EvalReport, EvalStats, ResolvedSandboxOptions } from "./types.js";
 
 /** Console levels by the number the engine sends. */
@@ -117,17 +118,6 @@ export interface DecodedOutcome {
   console: ConsoleRecord[];
 }
 
-const piecesOfResults = new WeakMap<EvalReport, readonly string[]>();
-
-/**
- * The flat strings whose concatenation is `report.value`, when that is a string the decoder built
- * from chunks: a caller that shows only its head and tail takes them from here, without the
- * one-go copy of the whole string that reading the value itself costs (see {@link ValueDecoder.pieces}).
- */
-export function resultPiecesOf(report: EvalReport): readonly string[] | undefined {
-  return piecesOfResults.get(report);
-}
-
 /** Whether an outcome's value bytes are a result or a thrown value (the only ones decoded). */
 function carriesValue(status: NativeStatus): boolean {
   return status === NativeStatus.Ok || status === NativeStatus.GuestError || status === NativeStatus.SyntaxError;
@@ -209,7 +199,7 @@ export function reportOf(raw: NativeOutcome, wallMs: number, limits: OutcomeLimi
   if (status === NativeStatus.Ok) {
     if (decoded.failure) return { ok: false, error: decoded.failure, console, consoleTruncated, stats };
     const report: EvalReport = { ok: true, value: decoded.value, console, consoleTruncated, stats };
-    if (decoded.pieces !== undefined) piecesOfResults.set(report, decoded.pieces);
+    if (decoded.pieces !== undefined) recordResultPieces(report, decoded.pieces);
     return report;
   }
   const error = errorOf(status, decoded, message, stop, limits);
