@@ -185,7 +185,7 @@ type OpenValue =
   | { kind: Open.Set; set: Set<unknown>; left: number }
   | { kind: Open.View; viewKind: number; slot: number }
   | { kind: Open.Parts; tag: PartsTag; parts: unknown[]; count: number; slot: number; opaqueKind: GuestOpaqueKind }
-  | { kind: Open.Text; latin1: boolean; left: number; text: string }
+  | { kind: Open.Text; latin1: boolean; left: number; text: string; pieces: string[] }
   | { kind: Open.Bytes; bytes: Uint8Array; copied: number };
 
 /** A decode that can stop after a budget of work and go on later (see {@link ValueDecoder}). */
@@ -215,6 +215,7 @@ export class ValueDecoder implements ResumableDecode<unknown> {
   private readonly open: OpenValue[] = [];
   private done = false;
   private result: unknown;
+  private resultPieces: readonly string[] | undefined;
   /** Work done so far (see {@link BYTES_PER_WORK_UNIT} for the units). */
   work = 0;
 
@@ -224,6 +225,16 @@ export class ValueDecoder implements ResumableDecode<unknown> {
 
   get value(): unknown {
     return this.result;
+  }
+
+  /**
+   * The flat strings that, joined, are {@link value} when it is a string decoded in several
+   * chunks. The value itself is their concatenation as V8 builds it (a rope): reading any part of
+   * it (a `slice`, a regexp) first copies all of it into one flat string, in one go on the calling
+   * thread. A caller that needs only some of it (a head, a tail) takes it from the pieces.
+   */
+  get pieces(): readonly string[] | undefined {
+    return this.resultPieces;
   }
 
   /** Goes on with a private copy of the bytes: for a caller that reuses its buffer (the exchange buffer). */
@@ -316,10 +327,13 @@ export class ValueDecoder implements ResumableDecode<unknown> {
         return this.begin(!(top.tag === Tag.Error && top.parts.length === 2)); // strings, but an error's stack can be anything
       case Open.Text: {
         const n = Math.min(top.left, CHUNK_BYTES);
-        top.text += this.text(top.latin1, n);
+        const piece = this.text(top.latin1, n);
+        top.text += piece;
+        top.pieces.push(piece);
         top.left -= n;
         if (top.left > 0) return;
         this.open.pop();
+        if (this.open.length === 0) this.resultPieces = top.pieces;
         return this.produce(top.text);
       }
       case Open.Bytes: {
@@ -374,7 +388,7 @@ export class ValueDecoder implements ResumableDecode<unknown> {
         const bytes = latin1 ? n : n * 2;
         this.need(bytes);
         if (bytes <= CHUNK_BYTES) return this.produce(this.text(latin1, bytes));
-        this.open.push({ kind: Open.Text, latin1, left: bytes, text: "" });
+        this.open.push({ kind: Open.Text, latin1, left: bytes, text: "", pieces: [] });
         return;
       }
       case Case.Array: {

@@ -7,6 +7,7 @@ export { SandboxError, isSandboxError } from "./errors.js";
 export type { SandboxErrorCode, GuestErrorInfo, TimeoutBudget } from "./errors.js";
 export { GuestOpaque } from "./wire.js";
 export { renderValue, type RenderOptions } from "./render.js";
+export { resultPiecesOf } from "./result-pieces.js";
 export type { ArgumentsSchema, SchemaIssue, SchemaResult } from "./host-schema.js";
 export { WallHold } from "./wall-hold.js";
 export { SANDBOX_DEFAULTS, SANDBOX_LIMITS } from "./options.js";

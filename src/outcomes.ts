@@ -9,6 +9,7 @@ import { ConsoleDecoder, GuestOpaque, ValueDecoder, decodeConsole, decodeValue, 
 import { AnsweredSlot, CONSOLE_LEVELS, isNativeError, native, NativeStatus, NativeStop, StatsSlot, type AnsweredHere, type NativeError, type NativeOutcome } from "./native.js";
 import { formatConsoleArgs, renderValue } from "./render.js";
 import { MAX_THROWN_CHARS } from "./request.js";
+import { recordResultPieces } from "./result-pieces.js";
 import type { ConsoleEntry, EvalOptions, EvalReport, EvalStats, ResolvedSandboxOptions } from "./types.js";
 
 /** Console levels by the number the engine sends. */
@@ -121,6 +122,8 @@ export function stubOutcome(status: NativeStatus): NativeOutcome {
 /** An outcome's bytes, decoded: the value or thrown value (or why it could not be copied out) and the console records. */
 export interface DecodedOutcome {
   value: unknown;
+  /** The flat pieces of a string value decoded in chunks ({@link ValueDecoder.pieces}). */
+  pieces?: readonly string[] | undefined;
   failure?: SandboxError;
   console: ConsoleRecord[];
 }
@@ -152,7 +155,7 @@ export function decodeOutcome(raw: NativeOutcome, queue: DecodeQueue): DecodedOu
   const value = valueBytes && carriesValue(status) ? new ValueDecoder(valueBytes) : undefined;
   if (!consoleBytes && !queue.busy) {
     try {
-      if (!value || value.advance(DECODE_SLICE_WORK)) return { value: value?.value, console: [] };
+      if (!value || value.advance(DECODE_SLICE_WORK)) return { value: value?.value, pieces: value?.pieces, console: [] };
     } catch (err) {
       return { value: undefined, failure: err as SandboxError, console: [] };
     }
@@ -165,7 +168,7 @@ async function decodeInSlices(queue: DecodeQueue, consoleBytes: Buffer | undefin
   const console = consoleBytes ? await queue.decode(new ConsoleDecoder(consoleBytes)) : [];
   if (!value) return { value: undefined, console };
   try {
-    return { value: await queue.decode(value), console };
+    return { value: await queue.decode(value), pieces: value.pieces, console };
   } catch (err) {
     if ((err as SandboxError).code === "DISPOSED") throw err;
     return { value: undefined, failure: err as SandboxError, console };
@@ -184,7 +187,9 @@ export function reportOf(raw: NativeOutcome, wallMs: number, limits: OutcomeLimi
   const consoleTruncated = rawTruncated || kept.truncated;
   if (status === NativeStatus.Ok) {
     if (decoded.failure) return { ok: false, error: decoded.failure, console, consoleTruncated, stats };
-    return { ok: true, value: decoded.value, console, consoleTruncated, stats };
+    const report: EvalReport = { ok: true, value: decoded.value, console, consoleTruncated, stats };
+    if (decoded.pieces !== undefined) recordResultPieces(report, decoded.pieces);
+    return report;
   }
   const error = errorOf(status, decoded, message, stop, limits);
   return { ok: false, error, console, consoleTruncated, stats };

@@ -40,6 +40,7 @@ import { holdsCalls, nextReviewPhase, type ReviewEvent, type ReviewPhase } from 
 import {
   checkpointerRecords,
   codeDigestOf,
+  heldEntry,
   ReplayRecordError,
   type HostCallOutcome,
   type HostCallRequest,
@@ -580,7 +581,7 @@ export class EvalReview implements HostCallGate {
       const decision = await queued.decision;
       if (decision.type === "reject") {
         const outcome = errorOutcome(guestError(REJECTED_ERROR_NAME, decision.message ?? APPROVAL_TEXT.rejected(request.name)));
-        this.#settled.push({ ...request, position, reviewed: true, outcome });
+        this.#settled.push(heldEntry({ ...request, position, reviewed: true, outcome }));
         return outcome;
       }
       if (decision.type === "edit") args = decision.editedAction.args;
@@ -591,7 +592,7 @@ export class EvalReview implements HostCallGate {
     const running = live(args)
       .then((answer): HostCallOutcome => ({ ok: true, value: answer.value, updates: answer.updates }), errorOutcome)
       .then((outcome) => {
-        this.#settled.push({ ...request, position, reviewed: queued !== undefined, outcome });
+        this.#settled.push(heldEntry({ ...request, position, reviewed: queued !== undefined, outcome }));
         this.#inFlight.delete(running);
         return outcome;
       });

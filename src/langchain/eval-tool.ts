@@ -227,10 +227,10 @@ async function evaluate(session: Session, input: EvalToolInput, firstConfig: Eva
     const files = stateFilesOf(config.state);
     const filesWriter = files === undefined ? undefined : new StateFilesWriter(files, options.maxKeptOutputChars);
     const kept: KeptOutput[] = [];
-    const keep = (section: KeptOutput["section"], text: string): KeptOutput | undefined => {
+    const keep = (section: KeptOutput["section"], text: string, head: (chars: number) => string): KeptOutput | undefined => {
       if (options.maxKeptOutputChars === 0) return undefined;
       const path = keptOutputPath(evalCallId, section);
-      const entry = filesWriter?.put(section, path, text) ?? session.state.outputs.put(section, path, text);
+      const entry = filesWriter?.put(section, path, text, head) ?? session.state.outputs.put(section, path, text, head);
       kept.push(entry);
       return entry;
     };

@@ -16,7 +16,7 @@
  * Guest text can be far larger than what is shown, and all of this runs on the Node main thread:
  * values are rendered within the budget, and only the head and tail that can be shown are escaped.
  */
-import { renderValue as renderBounded, type ConsoleEntry, type EvalReport, type SandboxError } from "../index.js";
+import { renderValue as renderBounded, resultPiecesOf, type ConsoleEntry, type EvalReport, type SandboxError } from "../index.js";
 import { INTERPRETER_LIMITS } from "./limits.js";
 import type { KeptOutput } from "./outcome.js";
 import { OUTPUT_TEXT } from "./prompts.js";
@@ -33,9 +33,10 @@ export interface FormatOptions {
   notices?: string[];
   /**
    * Keeps the full text of a part that must be cut, and says where; without it, cut text is gone.
-   * The text is as the guest produced it (not escaped): it is data for later reads.
+   * The text is as the guest produced it (not escaped): it is data for later reads. `head(n)` is
+   * its first `n` characters, taken without copying all of a large text first.
    */
-  keep?: (section: KeptOutput["section"], text: string) => KeptOutput | undefined;
+  keep?: (section: KeptOutput["section"], text: string, head: (chars: number) => string) => KeptOutput | undefined;
   /** A hint for a known mistake, shown after the result or error. */
   hint?: string;
   /** The one-line outcome, shown last. */
@@ -46,17 +47,17 @@ type Section = "notice" | "console" | "result" | "error" | "hint" | "status";
 
 /** Renders one eval's report as the text the model reads. */
 export function formatEvalOutput(report: EvalReport, options: FormatOptions): string {
-  const parts: Array<{ section: Section; text: string }> = [];
+  const parts: Array<{ section: Section; text: string; pieces?: readonly string[] | undefined }> = [];
   if (options.notices && options.notices.length > 0) parts.push({ section: "notice", text: options.notices.join("\n") });
   const consoleText = renderConsole(report.console, report.consoleTruncated);
   if (consoleText !== undefined) parts.push({ section: "console", text: consoleText });
   const limit = Math.max(0, Math.floor(options.maxResultChars));
-  if (report.ok) parts.push({ section: "result", text: renderValue(report.value, limit) });
+  if (report.ok) parts.push({ section: "result", text: renderValue(report.value, limit), pieces: resultPiecesOf(report) });
   else parts.push({ section: "error", text: renderError(report.error, options, limit) });
   if (options.hint !== undefined) parts.push({ section: "hint", text: options.hint });
   if (options.status !== undefined) parts.push({ section: "status", text: options.status });
 
-  const safe = parts.map((part) => ({ ...part, ...neutralizeShown(part.text, limit) }));
+  const safe = parts.map((part) => ({ ...part, ...neutralizeShown(part.text, part.pieces, limit) }));
   const framing = safe.reduce((sum, part) => sum + frame(part.section, "").length, 0) + safe.length - 1;
   const budgets = layOut(safe.map((part) => ({ section: part.section, length: part.shown.length + part.omitted })), Math.max(0, limit - framing));
   return safe
@@ -65,7 +66,7 @@ export function formatEvalOutput(report: EvalReport, options: FormatOptions): st
       const section = part.section;
       const keepable = section === "console" || section === "result" || section === "error";
       const cut = part.omitted > 0 || part.shown.length > budget;
-      const kept = keepable && cut ? options.keep?.(section, part.text) : undefined;
+      const kept = keepable && cut ? options.keep?.(section, part.text, (chars) => headOf(part.text, part.pieces, chars)) : undefined;
       return frame(part.section, truncateMiddle(part.shown, budget, kept, part.omitted));
     })
     .join("\n");
@@ -74,14 +75,39 @@ export function formatEvalOutput(report: EvalReport, options: FormatOptions): st
 /**
  * The escaped text of a part, or, for a part too long to be shown whole, its escaped head and tail
  * joined, with `omitted` raw characters left out between them (escaping never shortens text by
- * more than half, so such a part is always cut in the middle, where the join is).
+ * more than half, so such a part is always cut in the middle, where the join is). The head and
+ * tail of a text decoded in `pieces` come from those pieces: reading the text itself would first
+ * copy all of it.
  */
-function neutralizeShown(text: string, limit: number): { shown: string; omitted: number } {
+function neutralizeShown(text: string, pieces: readonly string[] | undefined, limit: number): { shown: string; omitted: number } {
   const edge = 2 * limit + 2;
   if (text.length <= 2 * edge) return { shown: neutralize(text), omitted: 0 };
-  const head = neutralize(text.slice(0, edge));
-  const tail = neutralize(text.slice(text.length - edge));
+  const head = neutralize(headOf(text, pieces, edge));
+  const tail = neutralize(tailOf(text, pieces, edge));
   return { shown: head + tail, omitted: text.length - 2 * edge };
+}
+
+/** The first `chars` characters of `text`, which is `pieces` joined when they are given. */
+function headOf(text: string, pieces: readonly string[] | undefined, chars: number): string {
+  if (pieces === undefined) return text.slice(0, chars);
+  let head = "";
+  for (const piece of pieces) {
+    if (head.length + piece.length >= chars) return head + piece.slice(0, chars - head.length);
+    head += piece;
+  }
+  return head;
+}
+
+/** The last `chars` characters of `text`, which is `pieces` joined when they are given. */
+function tailOf(text: string, pieces: readonly string[] | undefined, chars: number): string {
+  if (pieces === undefined) return text.slice(text.length - chars);
+  let tail = "";
+  for (let i = pieces.length - 1; i >= 0; i--) {
+    const piece = pieces[i]!;
+    if (tail.length + piece.length >= chars) return piece.slice(piece.length - (chars - tail.length)) + tail;
+    tail = piece + tail;
+  }
+  return tail;
 }
 
 /**

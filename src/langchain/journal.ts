@@ -160,7 +160,7 @@ async function encodeRecordParts(record: ReplayRecord, binding: RecordBinding, s
   for (const entry of entries) {
     // One entry at a time: the cost between two yields is one call's arguments and outcome.
     await yieldToLoop();
-    const bytes = serialize(entry);
+    const bytes = bytesOfEntries.get(entry) ?? serialize(entry);
     total += LENGTH_BYTES + bytes.length;
     if (total > maxBytes) throw tooLarge();
     parts.push(...lengthPrefixed(bytes));
@@ -293,6 +293,9 @@ async function decodeRecordBytes(bytes: Buffer | undefined, binding: RecordBindi
   return { ...rest, entries, startSnapshot: new Uint8Array(snapshot) };
 }
 
+/** The bytes an entry held serialized is written as (its outcome is read from them). */
+const bytesOfEntries = new WeakMap<JournalEntry, Buffer>();
+
 /**
  * `entry`, its outcome decoded again from its checked bytes each time it is read. Outcomes are
  * guest-sized (a 50 MB journal is mostly tool results): kept decoded for the whole replay, they
@@ -300,7 +303,25 @@ async function decodeRecordBytes(bytes: Buffer | undefined, binding: RecordBindi
  */
 function withOutcomeOnDemand(entry: JournalEntry, bytes: Buffer): JournalEntry {
   const { outcome: _decoded, ...rest } = entry;
-  return Object.defineProperty(rest, "outcome", { enumerable: true, get: () => (deserialize(bytes) as JournalEntry).outcome }) as JournalEntry;
+  const held = Object.defineProperty(rest, "outcome", { enumerable: true, get: () => (deserialize(bytes) as JournalEntry).outcome }) as JournalEntry;
+  bytesOfEntries.set(held, bytes);
+  return held;
+}
+
+/**
+ * A call that settled in a live eval, as its journal holds it until the eval pauses: serialized
+ * now, as the record will store it, its outcome decoded when read (see {@link withOutcomeOnDemand};
+ * the caller's own outcome, updates included, stays as it is). An entry that cannot be serialized
+ * is held as it is, and the record's write says why it cannot be stored.
+ */
+export function heldEntry(entry: JournalEntry): JournalEntry {
+  let bytes: Buffer;
+  try {
+    bytes = serialize(entry);
+  } catch {
+    return entry;
+  }
+  return withOutcomeOnDemand(entry, bytes);
 }
 
 /** SHA-256 of an eval's code, hex. */

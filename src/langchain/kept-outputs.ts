@@ -46,9 +46,9 @@ export class OutputStore {
     return this.#entries.get(path);
   }
 
-  /** Keeps `text` under `path` (its head only when it alone exceeds the cap). */
-  put(section: KeptOutput["section"], path: string, text: string): KeptOutput {
-    const kept = text.slice(0, this.#maxChars);
+  /** Keeps `text` under `path` (its head only when it alone exceeds the cap; `head(n)` takes it). */
+  put(section: KeptOutput["section"], path: string, text: string, head = headReader(text)): KeptOutput {
+    const kept = head(this.#maxChars);
     this.#remove(path);
     while (this.#chars + kept.length > this.#maxChars) {
       const oldest = this.#entries.keys().next();
@@ -67,6 +67,12 @@ export class OutputStore {
     this.#chars -= existing.length;
   }
 }
+
+/** The first `chars` characters of `text`, read from the text itself. */
+const headReader =
+  (text: string) =>
+  (chars: number): string =>
+    text.slice(0, chars);
 
 /** A file as deepagents keeps it in graph state (its v2 file format). */
 interface StateFile {
@@ -102,9 +108,9 @@ export class StateFilesWriter {
       .sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0));
   }
 
-  /** Adds `text` under `path` to the update (its head only when it alone exceeds the cap). */
-  put(section: KeptOutput["section"], path: string, text: string): KeptOutput {
-    const kept = text.slice(0, this.#maxChars);
+  /** Adds `text` under `path` to the update (its head only when it alone exceeds the cap; `head(n)` takes it). */
+  put(section: KeptOutput["section"], path: string, text: string, head = headReader(text)): KeptOutput {
+    const kept = head(this.#maxChars);
     let total = this.#existing.reduce((sum, file) => sum + (file.path === path ? 0 : file.chars), 0) + kept.length;
     while (total > this.#maxChars) {
       const oldest = this.#existing.shift();
