@@ -1,11 +1,12 @@
 #!/usr/bin/env node
-// The two hot paths of a trivial eval alone, for before/after comparisons of a change to the
-// engine's per-eval bookkeeping (its clock, its host-call table, the main thread's waits):
-// `node bench/eval-hot-path.js [CHECKOUT] [--rounds=N] [--batch=N]` loads CHECKOUT's build
-// (dist/ and build/Release; default this checkout, or the addon named by QUICKJS_NATIVE_BINARY,
-// which src/native.ts honours) and prints the median time per eval of `evalSync("1+1")` and
-// `await eval("1+1")` (the "eval-sync" and "eval-async" workloads of the full bench), each over
-// `rounds` batches of `batch` evals, as wall time and as the process's CPU time (user + system, all
+// The hot paths of a trivial eval alone, for before/after comparisons of a change to the engine's
+// per-eval bookkeeping (its clock, its host-call table, the main thread's waits) or to the request
+// that crosses the boundary: `node bench/eval-hot-path.js [CHECKOUT] [--rounds=N] [--batch=N]`
+// loads CHECKOUT's build (dist/ and build/Release; default this checkout, or the addon named by
+// QUICKJS_NATIVE_BINARY, which src/native.ts honours) and prints the median time per call of
+// `evalSync("1+1")`, `evalSync("1+1", { displayChars })`, `await eval("1+1")` (the "eval-sync" and
+// "eval-async" workloads of the full bench) and `new Sandbox()` + `dispose()`, each over `rounds`
+// batches of `batch` calls, as wall time and as the process's CPU time (user + system, all
 // threads: on a loaded machine the wall time also counts the waits for a core). Run it for two
 // builds in alternating order (A B A B) and compare the medians: one process's median moves by
 // several percent from one process to the next on a shared machine.
@@ -56,8 +57,12 @@ const check = (value) => {
 };
 check(sandbox.evalSync(code));
 check(await sandbox.eval(code));
+const display = { displayChars: 2000 };
 const [evalSyncUs, evalSyncCpuUs] = await time(() => sandbox.evalSync(code), true);
+const [displayEvalSyncUs, displayEvalSyncCpuUs] = await time(() => sandbox.evalSync(code, display), true);
 const [awaitEvalUs, awaitEvalCpuUs] = await time(() => sandbox.eval(code), false);
+const [createDisposeUs, createDisposeCpuUs] = await time(() => new Sandbox().dispose(), true);
 const binary = process.env.QUICKJS_NATIVE_BINARY ?? null;
-console.log(JSON.stringify({ checkout: root, binary, rounds, batch, evalSyncUs, evalSyncCpuUs, awaitEvalUs, awaitEvalCpuUs }));
+const figures = { evalSyncUs, evalSyncCpuUs, displayEvalSyncUs, displayEvalSyncCpuUs, awaitEvalUs, awaitEvalCpuUs };
+console.log(JSON.stringify({ checkout: root, binary, rounds, batch, ...figures, createDisposeUs, createDisposeCpuUs }));
 sandbox.dispose();
