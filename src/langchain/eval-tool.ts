@@ -18,7 +18,8 @@ import { outcomeOf, type EvalOutcomeMetadata, type KeptOutput } from "./outcome.
 import { EVAL_INPUT_DESCRIPTIONS, OUTPUT_TEXT } from "./prompts.js";
 import { type Persistence, runStorageOf, type SessionPersistence } from "./persistence.js";
 import { PtcEvalContext, type EvalRunConfig, type PtcResolver, type PtcToolView, type StateUpdate } from "./ptc.js";
-import { restoreReplayStart, type Approval, type EvalReview, type ReviewedResult } from "./approval.js";
+import { restoreReplayStart, type Approval } from "./approval.js";
+import type { EvalReview, ReviewedResult } from "./eval-review.js";
 import { SessionRegistry, type InterpreterSession } from "./sessions.js";
 import type { TaskDispatcher } from "./task.js";
 import { tenantOf, traceEvalTool } from "./telemetry.js";

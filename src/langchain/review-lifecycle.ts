@@ -1,5 +1,5 @@
 /**
- * The lifecycle of one eval tool call under review ({@link EvalReview} in approval.ts): which
+ * The lifecycle of one eval tool call under review ({@link EvalReview} in eval-review.ts): which
  * phase it is in, and which events move it. Every change of phase goes through
  * {@link nextReviewPhase}, which refuses the events a phase cannot take.
  *
