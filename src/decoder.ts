@@ -3,6 +3,7 @@
  * defined as own data properties, so a guest-supplied `__proto__` or `constructor` key cannot
  * pollute anything.
  */
+import { guestErrorStack, recordClassNameAtDecode, recordKeysAtDecode, recordSizeAtDecode } from "./decoded-facts.js";
 import { SandboxError } from "./errors.js";
 import { OPAQUE_KINDS, TypedKind } from "./native.js";
 import type { GuestOpaqueKind } from "./types.js";
@@ -32,70 +33,12 @@ const CHUNK_BYTES = 256 * 1024;
  * `Object.keys`) walks all of them, even to show the first few: the decoder keeps their keys.
  */
 const MANY_KEYS = 1024;
-const keysOfObjects = new WeakMap<object, KeysAtDecode>();
-const sizesOfCutCollections = new WeakMap<Map<unknown, unknown> | Set<unknown>, number>();
-const classNames = new WeakMap<object, string>();
-
-/** What the decoder recorded of an object with many keys, or of one a copy for display cut short. */
-export interface KeysAtDecode {
-  /** Its own keys, in order, for an object that holds many (undefined for one that holds few). */
-  readonly keys: readonly string[] | undefined;
-  /** How many keys the guest's object had: more than it holds when a copy for display cut it short. */
-  readonly count: number;
-}
-
-/**
- * What the decoder recorded of an object's keys (undefined for an object it did not make, or that
- * holds all its keys and few of them): for a renderer that shows the first few without listing
- * every key again, and counts the ones a copy for display left out.
- */
-export function keysAtDecode(object: object): KeysAtDecode | undefined {
-  return keysOfObjects.get(object);
-}
-
-/**
- * How many entries the guest's Map or Set had: more than `collection.size` when a copy for
- * display cut it short.
- */
-export function sizeAtDecode(collection: Map<unknown, unknown> | Set<unknown>): number {
-  return sizesOfCutCollections.get(collection) ?? collection.size;
-}
-
-/**
- * The class name of a guest object that was an instance of a class (`P` for `new P()`), for a
- * renderer that shows it as `util.inspect` does (`P { x: 1 }`). The host value itself is a plain
- * object: no guest prototype or constructor crosses the boundary.
- */
-export function classNameAtDecode(object: object): string | undefined {
-  return classNames.get(object);
-}
 
 /** Object flag bits (native/boundary.h): a null prototype, a class name string before the count. */
 const NULL_PROTOTYPE = 1;
 const CLASS_NAME = 2;
 /** Longest class name the engine writes (native/guest_codec.cc), in UTF-16 units. */
 const MAX_CLASS_NAME_UNITS = 256;
-/** Longest guest stack (frames) a host Error keeps: QuickJS keeps 10 frames by default. */
-const MAX_GUEST_STACK_CHARS = 8 * 1024;
-
-/**
- * The `stack` of a host Error made from a guest one: `Name: message` and the guest's frames, as
- * Node shows an error (QuickJS's own stacks hold only the frames). The frames are guest text,
- * cut to {@link MAX_GUEST_STACK_CHARS}; no host frame is ever in it.
- */
-export function guestErrorStack(name: string, message: string, frames: unknown): string {
-  const head = errorHead(name, message);
-  if (typeof frames !== "string" || frames === "") return head;
-  const shown = frames.length > MAX_GUEST_STACK_CHARS ? `${frames.slice(0, MAX_GUEST_STACK_CHARS)}\n    ... ${frames.length - MAX_GUEST_STACK_CHARS} more characters` : frames;
-  if (shown.startsWith(head)) return shown.trimEnd();
-  return `${head}\n${shown.trimEnd()}`;
-}
-
-/** What `Error.prototype.toString` gives: `Name: message`, or either alone when the other is empty. */
-export function errorHead(name: string, message: string): string {
-  if (message === "") return name;
-  return name === "" ? message : `${name}: ${message}`;
-}
 
 function malformed(what = "value"): SandboxError {
   return new SandboxError("UNSERIALIZABLE", `malformed ${what} data from the sandbox`);
@@ -205,8 +148,8 @@ export interface ResumableDecode<T> {
  * whatever the budgets: shared references and cycles kept, own `__proto__` keys kept as data.
  *
  * A copy for display (an eval run with `displayChars`) holds only the head of a large value: the
- * engine cut its containers short, each ending in a `More` count, recorded here for the renderer
- * ({@link keysAtDecode}, {@link sizeAtDecode}).
+ * engine cut its containers short, each ending in a `More` count, recorded for the renderer in
+ * src/decoded-facts.ts (`keysAtDecode`, `sizeAtDecode`).
  */
 export class ValueDecoder implements ResumableDecode<unknown> {
   private buf: Buffer;
@@ -301,7 +244,7 @@ export class ValueDecoder implements ResumableDecode<unknown> {
       case Open.Object:
         if (top.left === 0) {
           this.open.pop();
-          if (top.keys !== undefined || top.cut) keysOfObjects.set(top.object, { keys: top.keys, count: top.count });
+          if (top.keys !== undefined || top.cut) recordKeysAtDecode(top.object, { keys: top.keys, count: top.count });
           return this.produce(top.object);
         }
         // A key, then its value; or the count that ends an object a copy for display cut short.
@@ -319,7 +262,7 @@ export class ValueDecoder implements ResumableDecode<unknown> {
         }
         if ((top.kind === Open.Set || !top.haveKey) && this.buf[this.pos] === Tag.More) {
           const collection = top.kind === Open.Map ? top.map : top.set;
-          sizesOfCutCollections.set(collection, this.more(top, collection.size));
+          recordSizeAtDecode(collection, this.more(top, collection.size));
           return;
         }
         return this.begin(false);
@@ -404,7 +347,7 @@ export class ValueDecoder implements ResumableDecode<unknown> {
         const name = flags & CLASS_NAME ? this.shortString() : undefined;
         const left = this.u32();
         const object: Record<string, unknown> = flags & NULL_PROTOTYPE ? Object.create(null) : {};
-        if (name !== undefined) classNames.set(object, name);
+        if (name !== undefined) recordClassNameAtDecode(object, name);
         this.objects.push(object);
         this.open.push({ kind: Open.Object, object, left, count: left, cut: false, key: undefined, keys: left >= MANY_KEYS ? [] : undefined });
         return;
@@ -577,61 +520,6 @@ export class ValueDecoder implements ResumableDecode<unknown> {
       }
     }
   }
-}
-
-/** Most arguments, and longest string in bytes (256 UTF-16 units), {@link decodeScalarArguments} reads. */
-const SCALAR_ARGUMENTS = 16;
-const SCALAR_TEXT_BYTES = 512;
-
-/**
- * The usual host-call arguments, decoded without a {@link ValueDecoder}: `bytes[0, end)` holds an
- * argument array whose elements are all scalars (undefined, null, booleans, numbers, strings of
- * up to 256 units), at most 16 of them. The values are the ones a ValueDecoder gives for the same
- * bytes; anything else (an object, a longer string, more arguments, unusual or malformed bytes)
- * answers undefined, and the caller decodes with a ValueDecoder (in slices, and reporting what is
- * malformed). So the work here is small and bounded whatever the guest sends.
- */
-export function decodeScalarArguments(bytes: Buffer, end: number): unknown[] | undefined {
-  if (end < 9 || bytes[0] !== Tag.Array) return undefined;
-  const length = bytes.readUInt32LE(1);
-  if (length > SCALAR_ARGUMENTS || bytes.readUInt32LE(5) !== length) return undefined; // holes: the general decoder keeps them
-  const args: unknown[] = [];
-  let pos = 9;
-  for (let i = 0; i < length; i++) {
-    if (pos + 5 > end || bytes.readUInt32LE(pos) !== i) return undefined;
-    const tag = bytes[pos + 4];
-    pos += 5;
-    switch (tag) {
-      case Tag.Undefined: args.push(undefined); break;
-      case Tag.Null: args.push(null); break;
-      case Tag.False: args.push(false); break;
-      case Tag.True: args.push(true); break;
-      case Tag.Int32:
-        if (pos + 4 > end) return undefined;
-        args.push(bytes.readInt32LE(pos));
-        pos += 4;
-        break;
-      case Tag.Float64:
-        if (pos + 8 > end) return undefined;
-        args.push(bytes.readDoubleLE(pos));
-        pos += 8;
-        break;
-      case Tag.Latin1:
-      case Tag.String: {
-        if (pos + 4 > end) return undefined;
-        const latin1 = tag === Tag.Latin1;
-        const n = latin1 ? bytes.readUInt32LE(pos) : bytes.readUInt32LE(pos) * 2;
-        pos += 4;
-        if (n > SCALAR_TEXT_BYTES || pos + n > end) return undefined;
-        args.push(bytes.toString(latin1 ? "latin1" : "utf16le", pos, pos + n));
-        pos += n;
-        break;
-      }
-      default:
-        return undefined;
-    }
-  }
-  return pos === end ? args : undefined;
 }
 
 /**
