@@ -1,51 +1,29 @@
 /**
  * The engine's public class. Argument checks live in src/validate.ts, host-call dispatch in
- * src/host-calls.ts, and the translation of native outcomes into reports and typed errors in
- * src/outcomes.ts; this file holds the sandbox's lifecycle, its eval queue and its public methods.
+ * src/host-calls.ts, native outcomes become reports and typed errors in src/outcomes.ts, the eval
+ * queue is src/eval-queue.ts and eval telemetry src/telemetry/observed-evals.ts; this file holds
+ * the sandbox's lifecycle, how an eval runs on the engine, and its public methods.
  */
 import { performance } from "node:perf_hooks";
 import { DecodeQueue } from "./decode-queue.js";
 import { SandboxError } from "./errors.js";
 import { HostCalls, removeCode } from "./host-calls.js";
+import { EvalQueue, mayAnswerNow } from "./eval-queue.js";
 import { encodeValue } from "./marshal.js";
 import { SANDBOX_LIMITS } from "./options.js";
 import { observeEval, sandboxClosed, sandboxOpened, traceOperation, type EvalObservation } from "./telemetry/hub.js";
+import { ObservedEvals } from "./telemetry/observed-evals.js";
 import { isNativeError, JobKind, native, NativeStatus, NativeStop, outcomeOf, type AnsweredHere, type NativeError, type NativeHandle, type NativeOutcome, type NativeOutcomeSlots } from "./native.js";
 import { decodeAtOnce, decodeOutcome, errorOf, globalValueOf, limitsOf, refusal, reportOf, stubOutcome, syncOutcome, throwIfFailed, type DecodedOutcome } from "./outcomes.js";
-import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealWrittenSnapshot, splitRestoreOptions, takeSnapshot, type RestoreOptions, type SnapshotAfterEval, type SnapshotAfterRun, type SnapshotOptions } from "./snapshot.js";
+import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealWrittenSnapshot, splitRestoreOptions, takeSnapshot, type RestoredSandbox, type RestoreOptions, type SnapshotAfterEval, type SnapshotAfterRun, type SnapshotOptions } from "./snapshot.js";
 import { type ArgumentsSchema, checkedAsyncFunction, checkedFunction } from "./host-schema.js";
 import type { AsyncHostFunction, EvalOptions, EvalReport, HostCallContext, HostFunction, MemoryUsage, NotRestored, ResolvedSandboxOptions, SandboxOptions } from "./types.js";
 import { createHandle, requestEval, requestSnapshot } from "./request.js";
-import { perTurnBudget } from "./turn-budget.js";
 import { wallTimer, type WallHold } from "./wall-hold.js";
 import { checkFunctionName, checkGlobalName, checkInteger, evalClockMs, invalid, validateEvalOptions, validateOptions, validatePath } from "./validate.js";
 
 /** Execution budget of the sandbox's own short guest steps (removing a global). */
 const HOST_STEP_BUDGET_MS = 100;
-
-/**
- * How long evals may go on being answered without a turn of the event loop. An eval that ends
- * while the main thread briefly waits for it is answered at once, its promise already settled; in
- * a loop of `await sb.eval(...)` nothing else would then run, no timer and no I/O, until the loop
- * ends. So once 1 ms has passed since the first such answer, evals wait for a turn again.
- */
-const mayAnswerNow = perTurnBudget(1);
-
-/** Resolves with `value` after a turn of the event loop (timers and I/O callbacks run first). */
-function nextTurn<T>(value: T): Promise<T> {
-  return new Promise((resolve) => setImmediate(resolve, value));
-}
-
-/** What {@link Sandbox.restore} returns. */
-export interface RestoredSandbox {
-  sandbox: Sandbox;
-  /**
-   * The placeholders this snapshot introduced; each throws `Value for 'NAME' was not restored...`
-   * when read. A placeholder carried over from an earlier restore (the snapshot was taken of a
-   * restored sandbox) keeps its original type but is not listed again: it was reported then.
-   */
-  notRestored: NotRestored[];
-}
 
 /**
  * A JavaScript sandbox: one QuickJS-ng runtime with its own memory limit, stack limit, time
@@ -59,13 +37,12 @@ export interface RestoredSandbox {
 export class Sandbox implements Disposable {
   readonly #options: ResolvedSandboxOptions;
   readonly #id: number; // its number for telemetry
-  #observed: EvalObservation | undefined; // the running eval, when a telemetry consumer observes it
+  readonly #observed: ObservedEvals; // the evals a telemetry consumer observes
   #handle: NativeHandle | undefined;
   readonly #host: HostCalls;
   readonly #decodes = new DecodeQueue(); // what the guest sends, decoded in order and in slices
-  #queue: Promise<void> = Promise.resolve();
+  readonly #queue = new EvalQueue(); // eval()/run() calls and off-thread snapshots, in call order
   #evalSeq = 0;
-  #asyncEvals = 0; // queued or running eval()/run() calls
   #broken = false;
   // The clock the engine was last given (fixed, epoch ms, local time UTC): a clock that did not
   // change since costs no call into the addon.
@@ -76,6 +53,7 @@ export class Sandbox implements Disposable {
     this.#options = validateOptions(options);
     const o = this.#options;
     this.#host = new HostCalls(() => this.#handle, o.maxConsoleBytes, this.#decodes);
+    this.#observed = new ObservedEvals(this.#host);
     try {
       this.#handle = createHandle(o, this.#host.dispatch, this.#host.dispatchPrimitive);
     } catch (err) {
@@ -121,7 +99,7 @@ export class Sandbox implements Disposable {
   }
 
   #report(raw: NativeOutcome, wallMs: number, o: EvalOptions, wallBudgetMs?: number, decoded?: DecodedOutcome): EvalReport {
-    if (this.#observed !== undefined) this.#observed.bytesOut += (raw.value?.length ?? 0) + (raw.console?.length ?? 0);
+    this.#observed.countOut(raw);
     return reportOf(raw, wallMs, limitsOf(this.#options, o, wallBudgetMs), decoded ?? decodeAtOnce(raw));
   }
 
@@ -174,7 +152,7 @@ export class Sandbox implements Disposable {
    */
   defineFrozenAsyncFunction(name: string, fn: AsyncHostFunction): boolean {
     checkFunctionName(name, fn);
-    if (this.#asyncEvals > 0 || this.#host.reentered()) throw new SandboxError("BUSY", "cannot install a frozen function while an eval runs");
+    if (this.#queue.busy || this.#host.reentered()) throw new SandboxError("BUSY", "cannot install a frozen function while an eval runs");
     return this.#host.defineFrozen(this.#live(), name, fn);
   }
 
@@ -249,14 +227,8 @@ export class Sandbox implements Disposable {
 
   // A method of its own: a closure in runSync would cost every eval a heap context, observed or not.
   #runSyncObserved(observed: EvalObservation, code: string, options: EvalOptions | undefined): EvalReport {
-    if (this.#asyncEvals === 0) this.#observing(observed); // else it is refused as BUSY
-    let report: EvalReport;
-    try {
-      report = this.#runSync(code, options);
-    } catch (err) {
-      return this.#observedFailure(observed, err);
-    }
-    return this.#observedEnd(observed, report);
+    if (!this.#queue.busy) this.#observed.running(observed); // else it is refused as BUSY
+    return this.#observed.run(observed, () => this.#runSync(code, options));
   }
 
   #runSync(code: string, options: EvalOptions | undefined): EvalReport {
@@ -265,7 +237,7 @@ export class Sandbox implements Disposable {
     const handle = this.#live();
     if (this.#broken) return this.#report(stubOutcome(NativeStatus.Broken), 0, o);
     // Evals run in call order: an inline eval cannot wait for queued async ones, so it refuses.
-    if (this.#asyncEvals > 0) return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
+    if (this.#queue.busy) return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
     this.#startClock(handle, o);
     const started = performance.now();
     requestEval(JobKind.Eval, handle.id, 0, o.timeoutMs ?? this.#options.executionTimeoutMs, o, false);
@@ -292,29 +264,6 @@ export class Sandbox implements Disposable {
   /** Like {@link Sandbox.eval}, but failures are returned as data with console and stats. */
   async run(code: string, options?: EvalOptions): Promise<EvalReport> {
     return this.#start(code, options);
-  }
-
-  // The observed eval starts running: its host calls and output bytes are counted.
-  #observing(observed: EvalObservation): void {
-    this.#observed = observed;
-    observed.running();
-    this.#host.observe(observed);
-  }
-
-  // An eval some telemetry consumer observes ended with `report`: tells it.
-  #observedEnd(observed: EvalObservation, report: EvalReport): EvalReport {
-    if (this.#observed === observed) {
-      this.#observed = undefined;
-      this.#host.observe(undefined);
-    }
-    observed.ended(report);
-    return report;
-  }
-
-  // An observed eval threw `err` before it had a report: tells the consumer, and throws it on.
-  #observedFailure(observed: EvalObservation, err: unknown): never {
-    this.#observedEnd(observed, { ok: false, error: err instanceof SandboxError ? err : new SandboxError("INVALID_ARGUMENT", String(err)), console: [], consoleTruncated: false, stats: { executionMs: 0, wallMs: 0, hostCalls: 0, memoryUsedBytes: 0, peakMemoryBytes: 0 } });
-    throw err;
   }
 
   /**
@@ -349,66 +298,16 @@ export class Sandbox implements Disposable {
 
   // A method of its own, like #runSyncObserved.
   #beginObserved(observed: EvalObservation, code: string, o: EvalOptions, after: SnapshotAfterEval | undefined): EvalReport | Promise<EvalReport> {
-    let ran: EvalReport | Promise<EvalReport>;
-    try {
-      ran = this.#begin(code, o, after, observed);
-    } catch (err) {
-      return this.#observedFailure(observed, err);
-    }
-    if (!(ran instanceof Promise)) return this.#observedEnd(observed, ran);
-    return ran.then(
-      (report) => this.#observedEnd(observed, report),
-      (err: unknown) => this.#observedFailure(observed, err),
-    );
+    return this.#observed.run(observed, () => this.#begin(code, o, after, observed));
   }
 
   #begin(code: string, o: EvalOptions, after?: SnapshotAfterEval, observed?: EvalObservation): EvalReport | Promise<EvalReport> {
     if (this.#host.reentered()) return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
-    if (this.#asyncEvals > 0) return this.#enqueue(() => this.#runNow(code, o, after, observed));
-    // This turn's time for evals answered at once is spent: start after a turn of the event loop
-    // (and so still answered at once), rather than as an eval answered through the loop, which
-    // costs several times more and, answered within the same turn, would not let timers run either.
-    if (o.inline !== true && !mayAnswerNow()) return this.#enqueue(async () => this.#runNow(code, await nextTurn(o), after, observed));
-    // Admitted before the clock's now() runs: an eval it starts waits for this one.
-    const release = this.#admit();
-    let ran: EvalReport | Promise<EvalReport>;
-    try {
-      ran = this.#runNow(code, o, after, observed);
-    } catch (err) {
-      release();
-      throw err;
-    }
-    if (ran instanceof Promise) ran.then(release, release);
-    else release();
-    return ran;
-  }
-
-  // Runs `work` after every queued eval (and queued snapshot) has finished.
-  async #enqueue<T>(work: () => T | Promise<T>): Promise<T> {
-    const previous = this.#queue;
-    const release = this.#admit();
-    try {
-      await previous;
-      return await work();
-    } finally {
-      release();
-    }
-  }
-
-  // Counts an eval (or snapshot) in and makes later ones wait for it until the returned function
-  // is called.
-  #admit(): () => void {
-    let open!: () => void;
-    this.#queue = new Promise((resolve) => (open = resolve));
-    this.#asyncEvals++;
-    return () => {
-      this.#asyncEvals--;
-      open();
-    };
+    return this.#queue.start(o, (admitted) => this.#runNow(code, admitted, after, observed));
   }
 
   #runNow(code: string, o: EvalOptions, after?: SnapshotAfterEval, observed?: EvalObservation): EvalReport | Promise<EvalReport> {
-    if (observed !== undefined) this.#observing(observed);
+    if (observed !== undefined) this.#observed.running(observed);
     if (!this.#handle) return this.#report(stubOutcome(NativeStatus.Disposed), 0, o);
     if (this.#broken) return this.#report(stubOutcome(NativeStatus.Broken), 0, o);
     if (o.signal?.aborted) return this.#report(stubOutcome(NativeStatus.Aborted), 0, o);
@@ -534,7 +433,7 @@ export class Sandbox implements Disposable {
     const resolved = resolveSnapshotOptions(options, this.#options.memoryLimitBytes);
     this.#live();
     if (this.#host.reentered()) throw new SandboxError("BUSY", "a host function cannot snapshot its own sandbox");
-    return this.#enqueue(async () => {
+    return this.#queue.enqueue(async () => {
       const handle = this.#live();
       if (this.#broken) throw new SandboxError("BROKEN", "a broken sandbox cannot be snapshotted");
       const evalId = ++this.#evalSeq;

@@ -27,6 +27,7 @@ import { JobKind, NativeSnapshotStatus, snapshotResultOf, type NativeHandle, typ
 import { refusal } from "./outcomes.js";
 import { requestSnapshot } from "./request.js";
 import type { EvalReport, NotRestored, SandboxOptions } from "./types.js";
+import type { Sandbox } from "./sandbox.js";
 
 const MAGIC = Buffer.from("QJSNSNAP", "latin1");
 /** Version of the snapshot layout this build writes. It also reads version 1. */
@@ -72,6 +73,17 @@ export interface SnapshotOptions {
 export interface RestoreOptions extends SandboxOptions, Omit<SnapshotOptions, "compress"> {
   /** Execution budget for re-creating functions and classes from their source, ms. Default: `executionTimeoutMs`. */
   restoreTimeoutMs?: number;
+}
+
+/** What {@link Sandbox.restore} returns. */
+export interface RestoredSandbox {
+  sandbox: Sandbox;
+  /**
+   * The placeholders this snapshot introduced; each throws `Value for 'NAME' was not restored...`
+   * when read. A placeholder carried over from an earlier restore (the snapshot was taken of a
+   * restored sandbox) keeps its original type but is not listed again: it was reported then.
+   */
+  notRestored: NotRestored[];
 }
 
 /** Header fields of a snapshot, read after its lengths are checked (the digest is not verified). */
