@@ -30,6 +30,8 @@ console.log(`${samples} samples (idle left out)`);
 for (const name of names) {
   const inc = inclusive.get(name) / samples;
   const self = own.get(name) / samples;
-  const us = Number.isNaN(cpuUs) ? "" : `, ${(inc * cpuUs).toFixed(1)} µs / ${(self * cpuUs).toFixed(1)} µs per operation`;
+  const us = Number.isNaN(cpuUs)
+    ? ""
+    : `, ${(inc * cpuUs).toFixed(1)} µs / ${(self * cpuUs).toFixed(1)} µs per operation`;
   console.log(`${name}: inclusive ${(100 * inc).toFixed(1)}%, self ${(100 * self).toFixed(1)}%${us}`);
 }

@@ -39,7 +39,8 @@ async function time(op) {
 
 const sync = new Sandbox();
 sync.defineFunction("host", objectResult ? (i) => ({ n: hostSync(i) }) : hostSync);
-const asObjects = (code) => (objectResult ? code.replace("await host(i)", "(await host(i)).n").replace("+= host(i)", "+= host(i).n") : code);
+const asObjects = (code) =>
+  objectResult ? code.replace("await host(i)", "(await host(i)).n").replace("+= host(i)", "+= host(i).n") : code;
 const syncCode = asObjects(guestSource("sync-host-calls.js"));
 const syncUs = await time(() => sync.evalSync(syncCode));
 
@@ -48,6 +49,14 @@ awaited.defineAsyncFunction("host", objectResult ? async ([i]) => ({ n: await ho
 const asyncCode = `await (${asObjects(guestSource("async-host-calls.js"))})`;
 const asyncUs = await time(() => awaited.eval(asyncCode));
 
-console.log(JSON.stringify({ checkout: root, rounds, result: objectResult ? "object" : "number", syncHostUs: Number(syncUs.toFixed(4)), awaitedHostUs: Number(asyncUs.toFixed(3)) }));
+console.log(
+  JSON.stringify({
+    checkout: root,
+    rounds,
+    result: objectResult ? "object" : "number",
+    syncHostUs: Number(syncUs.toFixed(4)),
+    awaitedHostUs: Number(asyncUs.toFixed(3)),
+  }),
+);
 sync.dispose();
 awaited.dispose();

@@ -25,6 +25,13 @@ sb.defineAsyncFunction("h", () => {
 const report = await sb.run("for (let i = 0; ; i++) h(i)");
 sample();
 clearInterval(sampler);
-console.log(JSON.stringify({ checkout: root, outcome: report.ok ? "ok" : report.error.code, calls, peakRssMiB: Math.round(peak / 2 ** 20) }));
+console.log(
+  JSON.stringify({
+    checkout: root,
+    outcome: report.ok ? "ok" : report.error.code,
+    calls,
+    peakRssMiB: Math.round(peak / 2 ** 20),
+  }),
+);
 sb.dispose();
 process.exit(0);

@@ -28,14 +28,17 @@ const lookup = tool(async ({ name }) => ({ email: `${name}@example.com`, score: 
   schema: z.object({ name: z.string() }),
 });
 let sent = 0;
-const sendEmail = tool(async ({ to }) => {
-  sent++;
-  return `sent to ${to}`;
-}, {
-  name: "send_email",
-  description: "Sends an email.",
-  schema: z.object({ to: z.string(), body: z.string() }),
-});
+const sendEmail = tool(
+  async ({ to }) => {
+    sent++;
+    return `sent to ${to}`;
+  },
+  {
+    name: "send_email",
+    description: "Sends an email.",
+    schema: z.object({ to: z.string(), body: z.string() }),
+  },
+);
 
 function median(xs) {
   const s = [...xs].sort((a, b) => a - b);
@@ -46,8 +49,20 @@ async function measure(n, thread) {
   const code = `let last; for (let i = 0; i < ${n}; i++) last = await tools.lookup({ name: "u" + i }); await tools.sendEmail({ to: "a@example.com", body: String(last?.score) })`;
   const checkpointer = new MemorySaver();
   const agentOf = (script) => {
-    const interpreter = createCodeInterpreterMiddleware({ ptc: [lookup, sendEmail], interruptOn: { send_email: true }, maxPtcCalls: null });
-    return { interpreter, agent: createAgent({ model: new ScriptedChatModel(script), tools: [lookup, sendEmail], middleware: [interpreter], checkpointer }) };
+    const interpreter = createCodeInterpreterMiddleware({
+      ptc: [lookup, sendEmail],
+      interruptOn: { send_email: true },
+      maxPtcCalls: null,
+    });
+    return {
+      interpreter,
+      agent: createAgent({
+        model: new ScriptedChatModel(script),
+        tools: [lookup, sendEmail],
+        middleware: [interpreter],
+        checkpointer,
+      }),
+    };
   };
   const { agent, interpreter } = agentOf([callTool("eval", { code }, "eval-1")]);
   const elsewhere = agentOf([reply("done")]);
@@ -79,9 +94,13 @@ for (let r = -1; r < runs; r++) {
 }
 const rows = SIZES.map((n) => ({ n, first: median(samples.get(n).firsts), resume: median(samples.get(n).resumes) }));
 const base = rows[0].resume;
-console.log(`| journaled calls | first run, to the pause (ms) | resume (ms) | resume − resume at 0 calls, per call (µs) |`);
+console.log(
+  `| journaled calls | first run, to the pause (ms) | resume (ms) | resume − resume at 0 calls, per call (µs) |`,
+);
 console.log(`|---|---|---|---|`);
 for (const { n, first, resume } of rows) {
-  console.log(`| ${n} | ${first.toFixed(1)} | ${resume.toFixed(1)} | ${n === 0 ? "—" : (((resume - base) * 1000) / n).toFixed(0)} |`);
+  console.log(
+    `| ${n} | ${first.toFixed(1)} | ${resume.toFixed(1)} | ${n === 0 ? "—" : (((resume - base) * 1000) / n).toFixed(0)} |`,
+  );
 }
 console.log(`\nmedians of ${runs} runs; node ${process.version}`);

@@ -67,7 +67,14 @@ function runNode(nodeArgs, timeoutMs, { captureStdout = false } = {}) {
     child.on("close", (code, signal) => {
       clearTimeout(timer);
       const how = signal === "SIGKILL" ? `timed out after ${timeoutMs / 1000} s` : `exited with ${code ?? signal}`;
-      const failure = (tail = stderrTail) => `${how}: ${tail.trim().split("\n").filter((l) => l.trim()).slice(-3).join(" | ").slice(0, 400)}`;
+      const failure = (tail = stderrTail) =>
+        `${how}: ${tail
+          .trim()
+          .split("\n")
+          .filter((l) => l.trim())
+          .slice(-3)
+          .join(" | ")
+          .slice(0, 400)}`;
       resolve({ code, stdout, failure });
     });
   });
@@ -76,7 +83,10 @@ function runNode(nodeArgs, timeoutMs, { captureStdout = false } = {}) {
 /** Runs one child; resolves to its JSON output, or to a failure record with stderr's tail. */
 async function runChild(engine, mode) {
   const out = `${work}/${engine}-${mode.replace(":", "-")}.json`;
-  const ended = await runNode(["--expose-gc", `${bench}lib/child.js`, engine, mode, out, ...(quick ? ["--quick"] : [])], (quick ? 120 : 900) * 1000);
+  const ended = await runNode(
+    ["--expose-gc", `${bench}lib/child.js`, engine, mode, out, ...(quick ? ["--quick"] : [])],
+    (quick ? 120 : 900) * 1000,
+  );
   let tail;
   try {
     const parsed = JSON.parse(readFileSync(out, "utf8"));
@@ -91,9 +101,23 @@ async function runChild(engine, mode) {
 async function runEngine(engine, index) {
   say(`\n[${index + 1}/${engines.length}] ${engine} (${elapsed()})`);
   // The hostile and scheduler cases measure this package alone; the OpenTelemetry rows this package and its baseline.
-  const ownOnly = (mode) => (!["hostile", "scheduler"].includes(mode) || engine === "quickjs-native") && (mode !== "otel" || engine.startsWith("quickjs-native"));
-  const modes = (modeArg ? modeArg.split(",") : ["timed", "otel", "memory:100", ...(quick ? [] : ["memory:10000"]), "eventloop", "latency", "hostile", "scheduler"])
-    .filter((mode) => mode !== THREAD_STORAGE && ownOnly(mode));
+  const ownOnly = (mode) =>
+    (!["hostile", "scheduler"].includes(mode) || engine === "quickjs-native") &&
+    (mode !== "otel" || engine.startsWith("quickjs-native"));
+  const modes = (
+    modeArg
+      ? modeArg.split(",")
+      : [
+          "timed",
+          "otel",
+          "memory:100",
+          ...(quick ? [] : ["memory:10000"]),
+          "eventloop",
+          "latency",
+          "hostile",
+          "scheduler",
+        ]
+  ).filter((mode) => mode !== THREAD_STORAGE && ownOnly(mode));
   const result = { engine, rows: [], problems: [] };
   for (const mode of modes) {
     const out = await runChild(engine, mode);
@@ -124,7 +148,8 @@ async function runBaselineRounds(results) {
   const rounds = [{ native: timedRows("quickjs-native"), baseline: timedRows("quickjs-native-baseline") }];
   for (let round = 2; round <= BASELINE_ROUNDS; round++) {
     say(`\n[baseline round ${round}/${BASELINE_ROUNDS}] timed cases (${elapsed()})`);
-    const order = round % 2 === 0 ? ["quickjs-native-baseline", "quickjs-native"] : ["quickjs-native", "quickjs-native-baseline"];
+    const order =
+      round % 2 === 0 ? ["quickjs-native-baseline", "quickjs-native"] : ["quickjs-native", "quickjs-native-baseline"];
     const pair = {};
     for (const engine of order) {
       const rows = [];
@@ -142,7 +167,8 @@ async function runBaselineRounds(results) {
  */
 function withBaseline(engines, path) {
   if (path === undefined) return engines;
-  if (!existsSync(`${resolve(path)}/dist/index.js`)) throw new Error(`--baseline=${path}: no built checkout there (dist/index.js missing: run \`npm run build\` in it)`);
+  if (!existsSync(`${resolve(path)}/dist/index.js`))
+    throw new Error(`--baseline=${path}: no built checkout there (dist/index.js missing: run \`npm run build\` in it)`);
   process.env[BASELINE_ENV] = resolve(path);
   const at = engines.indexOf("quickjs-native");
   return [...engines.slice(0, at + 1), "quickjs-native-baseline", ...engines.slice(at + 1)];
@@ -190,17 +216,30 @@ async function runFloor() {
     return {
       engine: "c-floor",
       label: "raw C (QuickJS-ng, no Node)",
-      info: { version: "bench/c-floor/harness.c", quickjs: out.quickjs, build: C_FLOOR_FLAGS, threading: "single thread, no Node" },
+      info: {
+        version: "bench/c-floor/harness.c",
+        quickjs: out.quickjs,
+        build: C_FLOOR_FLAGS,
+        threading: "single thread, no Node",
+      },
       rows,
       problems: [],
     };
   } catch (error) {
-    return { engine: "c-floor", label: "raw C (QuickJS-ng, no Node)", unavailable: String(error.message ?? error).slice(0, 400), rows: [], problems: [] };
+    return {
+      engine: "c-floor",
+      label: "raw C (QuickJS-ng, no Node)",
+      unavailable: String(error.message ?? error).slice(0, 400),
+      rows: [],
+      problems: [],
+    };
   }
 }
 
 async function runOnlyHostile() {
-  say("quickjs-native: event loop under hostile outputs (longest gap of a 5 ms timer, median of 3 runs; target ≤ 20 ms)");
+  say(
+    "quickjs-native: event loop under hostile outputs (longest gap of a 5 ms timer, median of 3 runs; target ≤ 20 ms)",
+  );
   const out = await runChild("quickjs-native", "hostile");
   writeFileSync(`${work}/hostile.json`, JSON.stringify(out, null, 2));
   if (out.crashed || out.unavailable) throw new Error(out.crashed ?? out.unavailable);
@@ -219,9 +258,18 @@ async function main() {
   const results = [];
   for (const [i, engine] of engines.entries()) results.push(await runEngine(engine, i));
   if (floor) results.push(floor);
-  const baselineRounds = baselineArg && !quick && (modeRuns("timed") || modeRuns("otel")) ? await runBaselineRounds(results) : undefined;
-  const threadStorage = engines.includes("quickjs-native") && modeRuns(THREAD_STORAGE) ? await runThreadStorage() : undefined;
-  const run = { quick, machine: { ...machine, loadAtEnd: currentLoad() }, durationS: (Date.now() - started) / 1000, results, threadStorage, baselineRounds };
+  const baselineRounds =
+    baselineArg && !quick && (modeRuns("timed") || modeRuns("otel")) ? await runBaselineRounds(results) : undefined;
+  const threadStorage =
+    engines.includes("quickjs-native") && modeRuns(THREAD_STORAGE) ? await runThreadStorage() : undefined;
+  const run = {
+    quick,
+    machine: { ...machine, loadAtEnd: currentLoad() },
+    durationS: (Date.now() - started) / 1000,
+    results,
+    threadStorage,
+    baselineRounds,
+  };
   writeFileSync(`${work}/results.json`, JSON.stringify(run, null, 2));
   const { renderReport } = await import("./lib/report.js");
   const { renderChart } = await import("./lib/chart.js");

@@ -30,7 +30,10 @@ const at = (xs, p) => xs[Math.min(xs.length - 1, Math.floor(p * xs.length))];
 async function probeWhileSpinning(spinners, spinMs) {
   const probe = new api.Sandbox();
   await probe.eval("1+1");
-  const sbs = Array.from({ length: spinners }, () => new api.Sandbox({ executionTimeoutMs: spinMs, wallTimeoutMs: 600_000 }));
+  const sbs = Array.from(
+    { length: spinners },
+    () => new api.Sandbox({ executionTimeoutMs: spinMs, wallTimeoutMs: 600_000 }),
+  );
   let done = false;
   const spinning = Promise.all(sbs.map((s) => s.run("while (true) {}"))).then(() => (done = true));
   const waits = [];
@@ -64,7 +67,13 @@ async function batchMedians(sb, batches) {
   }
   const used = process.cpuUsage(cpu);
   const m = sorted(medians);
-  return { minUs: m[0], medianUs: at(m, 0.5), maxUs: m.at(-1), cpuUsPerEval: (used.user + used.system) / (batches * 200), medians };
+  return {
+    minUs: m[0],
+    medianUs: at(m, 0.5),
+    maxUs: m.at(-1),
+    cpuUsPerEval: (used.user + used.system) / (batches * 200),
+    medians,
+  };
 }
 
 async function batchSpread(batches) {

@@ -108,8 +108,12 @@ async function interleaved(root, cases, blocks) {
   const sdk = (await import("./lib/otel-sdk.js")).otelSdkSwitch();
   const adapter = await loadAdapter(root);
   const nextTurn = () => new Promise((done) => setImmediate(done));
-  console.log(`telemetry cost, ${root}: OpenTelemetry SDK registered / not, alternating in one process, ${blocks} blocks each`);
-  console.log("| case | latency no SDK (µs) | latency SDK (µs) | latency ratio | main-thread CPU no SDK (µs/op) | CPU SDK (µs/op) | CPU ratio |");
+  console.log(
+    `telemetry cost, ${root}: OpenTelemetry SDK registered / not, alternating in one process, ${blocks} blocks each`,
+  );
+  console.log(
+    "| case | latency no SDK (µs) | latency SDK (µs) | latency ratio | main-thread CPU no SDK (µs/op) | CPU SDK (µs/op) | CPU ratio |",
+  );
   console.log("|---|---|---|---|---|---|---|");
   for (const name of cases) {
     const { run, dispose } = await openCase(adapter, name);
@@ -139,13 +143,19 @@ async function interleaved(root, cases, blocks) {
     dispose();
     const ratio = (k) => median(out.sdk[k].map((x, i) => x / out.none[k][i]));
     const unit = name === "sync-host" ? " (per eval of 10,000 calls)" : "";
-    console.log(`| ${name}${unit} | ${median(out.none.lat).toFixed(2)} | ${median(out.sdk.lat).toFixed(2)} | ${ratio("lat").toFixed(3)} | ${median(out.none.cpu).toFixed(2)} | ${median(out.sdk.cpu).toFixed(2)} | ${ratio("cpu").toFixed(3)} |`);
+    console.log(
+      `| ${name}${unit} | ${median(out.none.lat).toFixed(2)} | ${median(out.sdk.lat).toFixed(2)} | ${ratio("lat").toFixed(3)} | ${median(out.none.cpu).toFixed(2)} | ${median(out.sdk.cpu).toFixed(2)} | ${ratio("cpu").toFixed(3)} |`,
+    );
   }
   process.exit(0);
 }
 
 function runChild(root, otel, cases) {
-  const r = spawnSync(process.execPath, ["--expose-gc", self, `--child=${root}`, ...(otel ? ["--otel"] : []), `--cases=${cases.join(",")}`], { encoding: "utf8", cwd: here });
+  const r = spawnSync(
+    process.execPath,
+    ["--expose-gc", self, `--child=${root}`, ...(otel ? ["--otel"] : []), `--cases=${cases.join(",")}`],
+    { encoding: "utf8", cwd: here },
+  );
   if (r.status !== 0) throw new Error(`child for ${root} failed: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split("\n").at(-1));
 }
@@ -157,10 +167,12 @@ async function main() {
   const otel = args.includes("--otel");
   if (arg("child") !== undefined) return child(arg("child"), otel, cases);
   if (arg("fixed") !== undefined) return fixed(arg("fixed"), otel, cases[0]);
-  if (args.includes("--interleaved")) return interleaved(resolve(arg("root") ?? here), cases, Number(arg("blocks") ?? 30));
+  if (args.includes("--interleaved"))
+    return interleaved(resolve(arg("root") ?? here), cases, Number(arg("blocks") ?? 30));
   const baseline = arg("baseline");
   const sdkVsNone = args.includes("--sdk-vs-none");
-  if (baseline === undefined && !sdkVsNone) throw new Error("--baseline=PATH (a built checkout) or --sdk-vs-none is required");
+  if (baseline === undefined && !sdkVsNone)
+    throw new Error("--baseline=PATH (a built checkout) or --sdk-vs-none is required");
   const rounds = Number(arg("rounds") ?? 3);
   const ratios = Object.fromEntries(cases.map((c) => [c, []]));
   const medians = Object.fromEntries(cases.map((c) => [c, { this: [], baseline: [] }]));
@@ -183,13 +195,19 @@ async function main() {
       medians[c].baseline.push(theirs[c]);
     }
   }
-  const what = sdkVsNone ? " (this checkout with the OpenTelemetry SDK registered against it without)" : otel ? " (OpenTelemetry SDK registered in both, in-memory exporter)" : " (nothing registered, nothing subscribed)";
+  const what = sdkVsNone
+    ? " (this checkout with the OpenTelemetry SDK registered against it without)"
+    : otel
+      ? " (OpenTelemetry SDK registered in both, in-memory exporter)"
+      : " (nothing registered, nothing subscribed)";
   console.log(`telemetry overhead${what}, ${rounds} alternating rounds`);
   console.log(`| case | this (µs) | ${sdkVsNone ? "no SDK" : "baseline"} (µs) | ratio (median) | rounds |`);
   console.log("|---|---|---|---|---|");
   for (const c of cases) {
     const unit = c === "sync-host" ? " per call" : "";
-    console.log(`| ${c}${unit} | ${median(medians[c].this).toFixed(3)} | ${median(medians[c].baseline).toFixed(3)} | ${median(ratios[c]).toFixed(3)} | ${ratios[c].map((r) => r.toFixed(3)).join(", ")} |`);
+    console.log(
+      `| ${c}${unit} | ${median(medians[c].this).toFixed(3)} | ${median(medians[c].baseline).toFixed(3)} | ${median(ratios[c]).toFixed(3)} | ${ratios[c].map((r) => r.toFixed(3)).join(", ")} |`,
+    );
   }
 }
 

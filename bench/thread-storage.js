@@ -41,7 +41,8 @@ const BLOBS_NS = "__quickjs_native_blobs__";
 const ROWS = `var rows = Array.from({ length: 10000 }, (_, i) => ({ id: i, name: "row-" + i, v: i * 2 })); rows.length`;
 const SMALL = `var config = { region: "north", limit: 10 }; function score(r) { return r.v * 2; } config.limit`;
 const READ = (i) => `rows.reduce((sum, r) => sum + r.v, 0) + ${i}`;
-const CHANGE = (i) => `rows[${1000 * i}] = { id: ${1000 * i}, name: "changed-" + ${i}, v: -${i} }; rows[${1000 * i}].name`;
+const CHANGE = (i) =>
+  `rows[${1000 * i}] = { id: ${1000 * i}, name: "changed-" + ${i}, v: -${i} }; rows[${1000 * i}].name`;
 const TURNS = [
   ["first (creates the rows)", ROWS],
   ["read-only", READ(2)],
@@ -76,16 +77,30 @@ async function openBackend(kind, where) {
         // The middleware keys a thread's store namespace by the digest of its session key.
         const digest = createHash("sha256").update(`thread:${thread}`).digest("hex").slice(0, 32);
         const checkpoints =
-          (await one("SELECT sum(octet_length(checkpoint::text) + octet_length(metadata::text)) AS n FROM checkpoints WHERE thread_id = $1", [thread])) +
+          (await one(
+            "SELECT sum(octet_length(checkpoint::text) + octet_length(metadata::text)) AS n FROM checkpoints WHERE thread_id = $1",
+            [thread],
+          )) +
           (await one("SELECT sum(octet_length(blob)) AS n FROM checkpoint_blobs WHERE thread_id = $1", [thread])) +
           (await one("SELECT sum(octet_length(blob)) AS n FROM checkpoint_writes WHERE thread_id = $1", [thread]));
-        const stored = await one("SELECT sum(octet_length(value::text)) AS n FROM store WHERE namespace_path LIKE $1", [`%${digest}%`]);
+        const stored = await one("SELECT sum(octet_length(value::text)) AS n FROM store WHERE namespace_path LIKE $1", [
+          `%${digest}%`,
+        ]);
         // Postgres keeps object-valued channels in checkpoint_blobs, one row per new version.
         // Without a store, the chunks are private checkpoints of the thread (namespace BLOBS_NS*).
         const state =
-          (await one("SELECT sum(octet_length(blob)) AS n FROM checkpoint_blobs WHERE thread_id = $1 AND channel = $2", [thread, STATE_KEY])) +
-          (await one("SELECT sum(octet_length(blob)) AS n FROM checkpoint_writes WHERE thread_id = $1 AND channel = $2", [thread, STATE_KEY])) +
-          (await one("SELECT sum(octet_length(checkpoint::text) + octet_length(metadata::text)) AS n FROM checkpoints WHERE thread_id = $1 AND checkpoint_ns LIKE $2", [thread, `${BLOBS_NS}%`]));
+          (await one(
+            "SELECT sum(octet_length(blob)) AS n FROM checkpoint_blobs WHERE thread_id = $1 AND channel = $2",
+            [thread, STATE_KEY],
+          )) +
+          (await one(
+            "SELECT sum(octet_length(blob)) AS n FROM checkpoint_writes WHERE thread_id = $1 AND channel = $2",
+            [thread, STATE_KEY],
+          )) +
+          (await one(
+            "SELECT sum(octet_length(checkpoint::text) + octet_length(metadata::text)) AS n FROM checkpoints WHERE thread_id = $1 AND checkpoint_ns LIKE $2",
+            [thread, `${BLOBS_NS}%`],
+          ));
         return { checkpoints, state, store: stored };
       },
       async close() {
@@ -112,8 +127,14 @@ async function openBackend(kind, where) {
         n("SELECT sum(length(checkpoint) + length(metadata)) AS n FROM checkpoints WHERE thread_id = ?") +
         n("SELECT sum(length(value)) AS n FROM writes WHERE thread_id = ?");
       // SQLite keeps every channel's value inside every checkpoint: measure the interpreter's key in each.
-      let state = Number(db.prepare("SELECT sum(length(value)) AS n FROM writes WHERE thread_id = ? AND channel = ?").get(thread, STATE_KEY)?.n ?? 0);
-      for (const row of db.prepare("SELECT checkpoint_ns, checkpoint, metadata FROM checkpoints WHERE thread_id = ?").iterate(thread)) {
+      let state = Number(
+        db
+          .prepare("SELECT sum(length(value)) AS n FROM writes WHERE thread_id = ? AND channel = ?")
+          .get(thread, STATE_KEY)?.n ?? 0,
+      );
+      for (const row of db
+        .prepare("SELECT checkpoint_ns, checkpoint, metadata FROM checkpoints WHERE thread_id = ?")
+        .iterate(thread)) {
         if (row.checkpoint_ns.startsWith(BLOBS_NS)) {
           state += row.checkpoint.length + row.metadata.length; // a chunk kept in the checkpointer (no store)
           continue;
@@ -145,7 +166,13 @@ async function runTurn(agentParts, thread, code, id) {
   step.id = `eval-${id}`;
   const done = reply("done");
   done.id = `reply-${id}`;
-  const agent = createAgent({ model: new ScriptedChatModel([step, done]), tools: [], middleware: [agentParts.interpreter], checkpointer: agentParts.checkpointer, store: agentParts.store });
+  const agent = createAgent({
+    model: new ScriptedChatModel([step, done]),
+    tools: [],
+    middleware: [agentParts.interpreter],
+    checkpointer: agentParts.checkpointer,
+    store: agentParts.store,
+  });
   const started = performance.now();
   const cpu = process.cpuUsage();
   const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: thread } });
@@ -195,7 +222,8 @@ async function restoreChild(kind, where, thread) {
   // Load and exercise the code paths on a thread of its own, as a server that served others
   // before: a process's first agent runs cost far more CPU than later ones (first use, JIT), and
   // later runs read earlier messages back, which loads the checkpointer's deserializer.
-  for (let i = 1; i <= 4; i++) await runTurn(parts, `warm-${process.pid}`, i === 1 ? SMALL : "config.limit", `warm-${process.pid}-${i}`);
+  for (let i = 1; i <= 4; i++)
+    await runTurn(parts, `warm-${process.pid}`, i === 1 ? SMALL : "config.limit", `warm-${process.pid}-${i}`);
 
   const split = {};
   const t = performance.now();
@@ -228,14 +256,21 @@ async function restoreChild(kind, where, thread) {
   const read = "typeof rows === 'object' ? rows.length : Object.keys(config).length";
   const turns = [];
   for (let i = 1; i <= 4; i++) turns.push(await runTurn(parts, thread, read, `restore-${process.pid}-${i}`));
-  for (const { text } of turns) if (/<notice>|<error>/.test(text)) throw new Error(`restore did not run cleanly: ${text}`);
+  for (const { text } of turns)
+    if (/<notice>|<error>/.test(text)) throw new Error(`restore did not run cleanly: ${text}`);
   interpreter.dispose();
   await backend.close();
   split.storeMs ??= 0; // state kept inline in graph state: no store read
   split.loadWaitMs ??= 0;
   split.restoreMs = split.loadWaitMs + split.sandboxRestoreMs;
   const [first, ...live] = turns;
-  process.stdout.write(JSON.stringify({ ms: first.ms - median(live.map((r) => r.ms)), cpuMs: first.cpuMs - median(live.map((r) => r.cpuMs)), ...split }));
+  process.stdout.write(
+    JSON.stringify({
+      ms: first.ms - median(live.map((r) => r.ms)),
+      cpuMs: first.cpuMs - median(live.map((r) => r.cpuMs)),
+      ...split,
+    }),
+  );
 }
 
 function median(values) {
@@ -245,7 +280,11 @@ function median(values) {
 
 function restoreTime(kind, where, thread, runs) {
   const child = () => {
-    const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), "--child", kind, where, thread], { cwd: root, encoding: "utf8", timeout: 120_000 });
+    const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), "--child", kind, where, thread], {
+      cwd: root,
+      encoding: "utf8",
+      timeout: 120_000,
+    });
     if (r.status !== 0) throw new Error(`restore child failed: ${r.stderr}`);
     return JSON.parse(r.stdout);
   };
@@ -275,26 +314,54 @@ async function main() {
   const only = arg("layouts")?.split(",");
   const layouts = [
     { kind: "sqlite", title: "SQLite checkpointer + SqliteStore (chunks)", where: join(dir, "chunks.sqlite") },
-    { kind: "sqlite-inline", title: "SQLite checkpointer, no store (chunks in the checkpointer)", where: join(dir, "inline.sqlite") },
-    ...(postgres ? [
-      { kind: "postgres", title: "PostgreSQL checkpointer + PostgresStore (chunks)", where: postgres },
-      { kind: "postgres-inline", title: "PostgreSQL checkpointer, no store (chunks in the checkpointer)", where: postgres },
-    ] : []),
+    {
+      kind: "sqlite-inline",
+      title: "SQLite checkpointer, no store (chunks in the checkpointer)",
+      where: join(dir, "inline.sqlite"),
+    },
+    ...(postgres
+      ? [
+          { kind: "postgres", title: "PostgreSQL checkpointer + PostgresStore (chunks)", where: postgres },
+          {
+            kind: "postgres-inline",
+            title: "PostgreSQL checkpointer, no store (chunks in the checkpointer)",
+            where: postgres,
+          },
+        ]
+      : []),
   ].filter((layout) => only === undefined || only.includes(layout.kind));
   const { loadavg } = await import("node:os");
-  const out = [...(args.includes("--embedded") ? [] : [`## thread storage (10,000-row state, signed, one eval per run)`, ""]), `Load average at start: ${loadavg()[0].toFixed(2)} (1 min).`, ""];
-  if (!postgres) out.push("PostgreSQL: skipped (pass --postgres=URL, set QJSN_POSTGRES_URL, or run under scripts/with-postgres.sh).", "");
+  const out = [
+    ...(args.includes("--embedded") ? [] : [`## thread storage (10,000-row state, signed, one eval per run)`, ""]),
+    `Load average at start: ${loadavg()[0].toFixed(2)} (1 min).`,
+    "",
+  ];
+  if (!postgres)
+    out.push(
+      "PostgreSQL: skipped (pass --postgres=URL, set QJSN_POSTGRES_URL, or run under scripts/with-postgres.sh).",
+      "",
+    );
   try {
     for (const layout of layouts) {
       process.stderr.write(`thread storage: ${layout.title}\n`);
       const { rows, thread } = await storageTable(layout.kind, layout.where);
-      out.push(`### ${layout.title}`, "",
+      out.push(
+        `### ${layout.title}`,
+        "",
         "| turn | what | interpreter state added (checkpointer + store) | of it, in the checkpointer | everything added to the checkpointer (with messages) | added to the store | interpreter state, cumulative | everything, cumulative |",
-        "|---|---|---|---|---|---|---|---|");
-      for (const r of rows) out.push(`| ${r.turn} | ${r.what} | ${kb(r.state + r.store)} | ${kb(r.state)} | ${kb(r.checkpoints)} | ${kb(r.store)} | ${kb(r.ours)} | ${kb(r.total)} |`);
+        "|---|---|---|---|---|---|---|---|",
+      );
+      for (const r of rows)
+        out.push(
+          `| ${r.turn} | ${r.what} | ${kb(r.state + r.store)} | ${kb(r.state)} | ${kb(r.checkpoints)} | ${kb(r.store)} | ${kb(r.ours)} | ${kb(r.total)} |`,
+        );
       const firstOurs = rows[0].ours;
       const firstAll = rows[0].total;
-      out.push("", `Seven turns: interpreter state ${kb(rows.at(-1).ours)} = ${(rows.at(-1).ours / firstOurs).toFixed(2)}× the first turn; everything ${kb(rows.at(-1).total)} = ${(rows.at(-1).total / firstAll).toFixed(2)}× the first turn.`, "");
+      out.push(
+        "",
+        `Seven turns: interpreter state ${kb(rows.at(-1).ours)} = ${(rows.at(-1).ours / firstOurs).toFixed(2)}× the first turn; everything ${kb(rows.at(-1).total)} = ${(rows.at(-1).total / firstAll).toFixed(2)}× the first turn.`,
+        "",
+      );
       const big = restoreTime(layout.kind, layout.where, thread, runs);
       const smallThread = `small-${thread}`;
       {
@@ -306,10 +373,19 @@ async function main() {
         await backend.close();
       }
       const small = restoreTime(layout.kind, layout.where, smallThread, runs);
-      out.push(`Restore in a fresh process (median of ${runs} processes, each having served another thread first):`, "",
-        "| state | snapshot | the first eval waits (store read left + restore) | store read (from beforeAgent, beside the model call) | of it, left when the eval starts | restore (Sandbox.restoreAsync + body digest) | checkpointer read (every run) | agent run, first minus the next three's median (wall) | same (CPU, all threads) |", "|---|---|---|---|---|---|---|---|---|");
-      for (const [name, r] of [["10,000 rows", big], ["small (an object and a function)", small]]) {
-        out.push(`| ${name} | ${r.snapshotBytes === undefined ? "in graph state" : kb(r.snapshotBytes)} | ${ms(r.restoreMs)} | ${ms(r.storeMs)} | ${ms(r.loadWaitMs)} | ${ms(r.sandboxRestoreMs)} | ${ms(r.checkpointerMs)} | ${ms(r.addedMs)} | ${ms(r.addedCpuMs)} |`);
+      out.push(
+        `Restore in a fresh process (median of ${runs} processes, each having served another thread first):`,
+        "",
+        "| state | snapshot | the first eval waits (store read left + restore) | store read (from beforeAgent, beside the model call) | of it, left when the eval starts | restore (Sandbox.restoreAsync + body digest) | checkpointer read (every run) | agent run, first minus the next three's median (wall) | same (CPU, all threads) |",
+        "|---|---|---|---|---|---|---|---|---|",
+      );
+      for (const [name, r] of [
+        ["10,000 rows", big],
+        ["small (an object and a function)", small],
+      ]) {
+        out.push(
+          `| ${name} | ${r.snapshotBytes === undefined ? "in graph state" : kb(r.snapshotBytes)} | ${ms(r.restoreMs)} | ${ms(r.storeMs)} | ${ms(r.loadWaitMs)} | ${ms(r.sandboxRestoreMs)} | ${ms(r.checkpointerMs)} | ${ms(r.addedMs)} | ${ms(r.addedCpuMs)} |`,
+        );
       }
       out.push("");
     }

@@ -18,7 +18,18 @@ const first = await timed("const a: number = 1\na");
 const erased = [];
 const compiled = [];
 for (let i = 0; i < 200; i++) {
-  erased.push(await timed(`interface R { id: number }\nconst rows: R[] = [{ id: ${i} }]\nfunction f(r: R): number { return r.id }\nrows.map(f)`));
+  erased.push(
+    await timed(
+      `interface R { id: number }\nconst rows: R[] = [{ id: ${i} }]\nfunction f(r: R): number { return r.id }\nrows.map(f)`,
+    ),
+  );
   compiled.push(await timed(`enum E { A = ${i} }\nE.A`));
 }
-console.log(JSON.stringify({ root, firstTypeScriptMs: +first.toFixed(1), erasedMedianMs: +median(erased).toFixed(3), enumMedianMs: +median(compiled).toFixed(3) }));
+console.log(
+  JSON.stringify({
+    root,
+    firstTypeScriptMs: +first.toFixed(1),
+    erasedMedianMs: +median(erased).toFixed(3),
+    enumMedianMs: +median(compiled).toFixed(3),
+  }),
+);

@@ -8,7 +8,8 @@ import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(import.meta.url);
-const forced = /^(1|true)$/i.test(process.env.npm_config_build_from_source ?? "") ||
+const forced =
+  /^(1|true)$/i.test(process.env.npm_config_build_from_source ?? "") ||
   process.env.npm_config_build_from_source === "quickjs-native";
 
 let unusable = "";
@@ -35,9 +36,13 @@ function run(cmd, args) {
   return r.status === 0;
 }
 
-console.log(forced ? "quickjs-native: building from source (requested)"
-  : unusable ? `quickjs-native: ${unusable}; building from source`
-  : `quickjs-native: no prebuilt binary for ${process.platform}-${process.arch}; building from source`);
+console.log(
+  forced
+    ? "quickjs-native: building from source (requested)"
+    : unusable
+      ? `quickjs-native: ${unusable}; building from source`
+      : `quickjs-native: no prebuilt binary for ${process.platform}-${process.arch}; building from source`,
+);
 /** cmake-js, where it is installed (a clone: a development dependency, as `npm run build:native` uses it). */
 function cmakeJs() {
   try {
@@ -55,8 +60,16 @@ function cmakeJs() {
 function cmakeBuild() {
   const build = join(root, "build");
   const headers = require("node-api-headers");
-  const args = ["-S", root, "-B", build, "-DCMAKE_BUILD_TYPE=Release", `-DCMAKE_LIBRARY_OUTPUT_DIRECTORY=${join(build, "Release")}`,
-    `-DCMAKE_JS_INC=${headers.include_dir}`, `-DNODE_ADDON_API_DIR=${require("node-addon-api").include_dir}`];
+  const args = [
+    "-S",
+    root,
+    "-B",
+    build,
+    "-DCMAKE_BUILD_TYPE=Release",
+    `-DCMAKE_LIBRARY_OUTPUT_DIRECTORY=${join(build, "Release")}`,
+    `-DCMAKE_JS_INC=${headers.include_dir}`,
+    `-DNODE_ADDON_API_DIR=${require("node-addon-api").include_dir}`,
+  ];
   // Node's symbols are resolved when the addon loads (cmake-js passes the same).
   if (process.platform === "darwin") args.push("-DCMAKE_SHARED_LINKER_FLAGS=-undefined dynamic_lookup");
   if (process.platform === "win32") args.push(`-DNODE_API_DEF=${headers.def_paths.node_api_def}`);
@@ -64,19 +77,22 @@ function cmakeBuild() {
 }
 
 const cmakeJsBin = cmakeJs();
-const ok = run("bash", ["deps/fetch-quickjs.sh"]) &&
+const ok =
+  run("bash", ["deps/fetch-quickjs.sh"]) &&
   (cmakeJsBin ? run(process.execPath, [cmakeJsBin, "compile", "--CDCMAKE_BUILD_TYPE=Release"]) : cmakeBuild());
 if (!ok) {
-  console.error([
-    "",
-    "quickjs-native: the source build failed.",
-    "It needs: a C11/C++17 compiler (gcc >= 10 or clang >= 12), cmake >= 3.18, make or ninja, bash and patch.",
-    "  Debian/Ubuntu: apt-get install build-essential cmake patch",
-    "  Fedora/RHEL:   dnf install gcc-c++ make cmake patch",
-    "  Alpine:        apk add build-base cmake linux-headers patch bash",
-    "  macOS:         xcode-select --install && brew install cmake",
-    "Then reinstall, or set QUICKJS_NG_SRC to a QuickJS-ng 0.17.0 source directory if the download is blocked.",
-    "",
-  ].join("\n"));
+  console.error(
+    [
+      "",
+      "quickjs-native: the source build failed.",
+      "It needs: a C11/C++17 compiler (gcc >= 10 or clang >= 12), cmake >= 3.18, make or ninja, bash and patch.",
+      "  Debian/Ubuntu: apt-get install build-essential cmake patch",
+      "  Fedora/RHEL:   dnf install gcc-c++ make cmake patch",
+      "  Alpine:        apk add build-base cmake linux-headers patch bash",
+      "  macOS:         xcode-select --install && brew install cmake",
+      "Then reinstall, or set QUICKJS_NG_SRC to a QuickJS-ng 0.17.0 source directory if the download is blocked.",
+      "",
+    ].join("\n"),
+  );
   process.exit(1);
 }

@@ -23,7 +23,17 @@
 //                                            no symbol above GLIBC_2.28 and no GLIBCXX/CXXABI.
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -42,16 +52,31 @@ const MINGW_PREFIX = "x86_64-w64-mingw32";
 const TARGETS = {
   "linux-x64": { platform: "linux", arch: "x64", libc: "glibc", inRoot: true, tools: "", cross: [] },
   "linux-arm64": {
-    platform: "linux", arch: "arm64", libc: "glibc", inRoot: true, tools: "aarch64-linux-gnu-",
-    cross: ["-DCMAKE_SYSTEM_NAME=Linux", "-DCMAKE_SYSTEM_PROCESSOR=aarch64",
-      "-DCMAKE_C_COMPILER=aarch64-linux-gnu-gcc", "-DCMAKE_CXX_COMPILER=aarch64-linux-gnu-g++"],
+    platform: "linux",
+    arch: "arm64",
+    libc: "glibc",
+    inRoot: true,
+    tools: "aarch64-linux-gnu-",
+    cross: [
+      "-DCMAKE_SYSTEM_NAME=Linux",
+      "-DCMAKE_SYSTEM_PROCESSOR=aarch64",
+      "-DCMAKE_C_COMPILER=aarch64-linux-gnu-gcc",
+      "-DCMAKE_CXX_COMPILER=aarch64-linux-gnu-g++",
+    ],
   },
   "win32-x64": {
-    platform: "win32", arch: "x64", inRoot: false, tools: `${MINGW_PREFIX}-`,
+    platform: "win32",
+    arch: "x64",
+    inRoot: false,
+    tools: `${MINGW_PREFIX}-`,
     // The -posix compilers: std::thread and std::mutex need the winpthreads threading model.
-    cross: ["-DCMAKE_SYSTEM_NAME=Windows", "-DCMAKE_SYSTEM_PROCESSOR=x86_64",
-      `-DCMAKE_C_COMPILER=${MINGW_PREFIX}-gcc-posix`, `-DCMAKE_CXX_COMPILER=${MINGW_PREFIX}-g++-posix`,
-      `-DCMAKE_RC_COMPILER=${MINGW_PREFIX}-windres`],
+    cross: [
+      "-DCMAKE_SYSTEM_NAME=Windows",
+      "-DCMAKE_SYSTEM_PROCESSOR=x86_64",
+      `-DCMAKE_C_COMPILER=${MINGW_PREFIX}-gcc-posix`,
+      `-DCMAKE_CXX_COMPILER=${MINGW_PREFIX}-g++-posix`,
+      `-DCMAKE_RC_COMPILER=${MINGW_PREFIX}-windres`,
+    ],
   },
 };
 
@@ -78,16 +103,25 @@ function run(cmd, args, options = {}) {
 }
 
 function filesUnder(dir) {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? filesUnder(join(dir, e.name)) : [join(dir, e.name)]).sort();
+  return readdirSync(dir, { withFileTypes: true })
+    .flatMap((e) => (e.isDirectory() ? filesUnder(join(dir, e.name)) : [join(dir, e.name)]))
+    .sort();
 }
 
 /** Digest of everything a binary is built from, so a stale prebuild is never packed. */
 function sourceDigest() {
   const hash = createHash("sha256");
-  const inputs = ["CMakeLists.txt", "deps/quickjs-ng.lock.json", ...filesUnder(join(root, "native")).map((f) => relative(root, f)),
-    ...filesUnder(join(root, "deps/patches")).map((f) => relative(root, f))];
-  for (const file of inputs) hash.update(file).update("\0").update(readFileSync(join(root, file)));
+  const inputs = [
+    "CMakeLists.txt",
+    "deps/quickjs-ng.lock.json",
+    ...filesUnder(join(root, "native")).map((f) => relative(root, f)),
+    ...filesUnder(join(root, "deps/patches")).map((f) => relative(root, f)),
+  ];
+  for (const file of inputs)
+    hash
+      .update(file)
+      .update("\0")
+      .update(readFileSync(join(root, file)));
   return hash.digest("hex");
 }
 
@@ -96,7 +130,8 @@ const stampOf = (name) => join(stampDir, name);
 const isFresh = (name, digest) => existsSync(stampOf(name)) && readFileSync(stampOf(name), "utf8") === digest;
 /** A binary made by --release (not on this machine's toolchain) from these sources. */
 const releaseStampOf = (name) => stampOf(`${name}.release`);
-const isRelease = (name, digest) => existsSync(releaseStampOf(name)) && readFileSync(releaseStampOf(name), "utf8") === digest;
+const isRelease = (name, digest) =>
+  existsSync(releaseStampOf(name)) && readFileSync(releaseStampOf(name), "utf8") === digest;
 
 /** The targets whose shipped binary is missing from prebuilds/ or was not built by --release from `digest`'s sources. */
 function missingReleaseTargets(digest) {
@@ -136,7 +171,9 @@ function checkPortability(binutils, file, fatal) {
   if (!aboveFloor && cxx.length === 0) return summary;
   const problem = `${relative(root, file)} ${summary}; the floor is glibc ${GLIBC_FLOOR.join(".")} with libstdc++ linked in`;
   if (fatal) fail(problem);
-  console.warn(`prebuild: note: ${problem}. Fine for this machine; shipped binaries come from --release (see scripts/test-platforms.sh).`);
+  console.warn(
+    `prebuild: note: ${problem}. Fine for this machine; shipped binaries come from --release (see scripts/test-platforms.sh).`,
+  );
   return summary;
 }
 
@@ -169,11 +206,30 @@ function buildInRoot(name, target, buildRoot) {
   cpSync(h.nodeApi, join(src, "headers/node-api"), { recursive: true, preserveTimestamps: true });
   cpSync(h.addonApi, join(src, "headers/node-addon-api"), { recursive: true, preserveTimestamps: true });
   const build = `${inside}/build-${name}`;
-  run("chroot", [buildRoot, "cmake", "-S", `${inside}/src`, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DQJSN_PORTABLE=ON",
-    `-DCMAKE_JS_INC=${inside}/src/headers/node-api`, `-DNODE_ADDON_API_DIR=${inside}/src/headers/node-addon-api`,
-    ...target.cross], { env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", HOME: "/root", LANG: "C" }, stdio: ["ignore", "ignore", "inherit"] });
-  run("chroot", [buildRoot, "cmake", "--build", build, "--", "-j2"],
-    { env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", HOME: "/root", LANG: "C" }, stdio: ["ignore", "ignore", "inherit"] });
+  run(
+    "chroot",
+    [
+      buildRoot,
+      "cmake",
+      "-S",
+      `${inside}/src`,
+      "-B",
+      build,
+      "-DCMAKE_BUILD_TYPE=Release",
+      "-DQJSN_PORTABLE=ON",
+      `-DCMAKE_JS_INC=${inside}/src/headers/node-api`,
+      `-DNODE_ADDON_API_DIR=${inside}/src/headers/node-addon-api`,
+      ...target.cross,
+    ],
+    {
+      env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", HOME: "/root", LANG: "C" },
+      stdio: ["ignore", "ignore", "inherit"],
+    },
+  );
+  run("chroot", [buildRoot, "cmake", "--build", build, "--", "-j2"], {
+    env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", HOME: "/root", LANG: "C" },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
   return join(buildRoot, build.slice(1), "quickjs_native.node");
 }
 
@@ -181,9 +237,22 @@ function buildInRoot(name, target, buildRoot) {
 function buildWindows(target) {
   const h = headerDirs();
   const build = join(root, "build-prebuild", "win32-x64");
-  run("cmake", ["-S", root, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DQJSN_PORTABLE=ON",
-    `-DCMAKE_JS_INC=${h.nodeApi}`, `-DNODE_ADDON_API_DIR=${h.addonApi}`, `-DNODE_API_DEF=${h.nodeApiDef}`,
-    ...target.cross], { stdio: ["ignore", "ignore", "inherit"] });
+  run(
+    "cmake",
+    [
+      "-S",
+      root,
+      "-B",
+      build,
+      "-DCMAKE_BUILD_TYPE=Release",
+      "-DQJSN_PORTABLE=ON",
+      `-DCMAKE_JS_INC=${h.nodeApi}`,
+      `-DNODE_ADDON_API_DIR=${h.addonApi}`,
+      `-DNODE_API_DEF=${h.nodeApiDef}`,
+      ...target.cross,
+    ],
+    { stdio: ["ignore", "ignore", "inherit"] },
+  );
   run("cmake", ["--build", build, "--", "-j2"], { stdio: ["ignore", "ignore", "inherit"] });
   return join(build, "quickjs_native.node");
 }
@@ -197,7 +266,9 @@ function binutilsFor(target, buildRoot) {
     if (!target.inRoot || !buildRoot) return spawnSync(`${target.tools}${tool}`, [...args, file], { encoding: "utf8" });
     const staged = join(buildRoot, "qjsn/stage.node");
     copyFileSync(file, staged);
-    const r = spawnSync("chroot", [buildRoot, `${target.tools}${tool}`, ...args, "/qjsn/stage.node"], { encoding: "utf8" });
+    const r = spawnSync("chroot", [buildRoot, `${target.tools}${tool}`, ...args, "/qjsn/stage.node"], {
+      encoding: "utf8",
+    });
     copyFileSync(staged, file);
     return r;
   };
@@ -227,9 +298,11 @@ function install(name, target, built, digest, release, buildRoot) {
  * engine library would otherwise load fine and die at its first call.
  */
 function checkHostResolution(expected) {
-  const resolved = spawnSync(process.execPath, ["-e",
-    "const p=require('node-gyp-build').path(process.argv[1]);require(p);console.log(p)", root],
-    { cwd: root, encoding: "utf8", env: { ...process.env, PREBUILDS_ONLY: "1", LD_BIND_NOW: "1" } });
+  const resolved = spawnSync(
+    process.execPath,
+    ["-e", "const p=require('node-gyp-build').path(process.argv[1]);require(p);console.log(p)", root],
+    { cwd: root, encoding: "utf8", env: { ...process.env, PREBUILDS_ONLY: "1", LD_BIND_NOW: "1" } },
+  );
   if (resolved.status !== 0 || resolved.stdout.trim() !== expected) {
     fail(`node-gyp-build does not resolve ${relative(root, expected)}:\n${resolved.stderr}${resolved.stdout}`);
   }
@@ -249,7 +322,9 @@ function main() {
     // A tarball packed here would otherwise ship this machine's binary alone, silently.
     const missing = missingReleaseTargets(sourceDigest());
     if (missing.length > 0) {
-      fail(`refusing to pack without the release binaries (${missing.join(", ")} missing or stale): run \`bash scripts/test-platforms.sh\`, or set QJSN_HOST_ONLY_TARBALL=1 for a tarball with this machine's binary only`);
+      fail(
+        `refusing to pack without the release binaries (${missing.join(", ")} missing or stale): run \`bash scripts/test-platforms.sh\`, or set QJSN_HOST_ONLY_TARBALL=1 for a tarball with this machine's binary only`,
+      );
     }
     console.log(`prebuild: prebuilds/ holds the release set (${Object.keys(TARGETS).join(", ")})`);
     run("bash", ["deps/fetch-quickjs.sh"]);
@@ -259,9 +334,12 @@ function main() {
   const buildRoot = option("--root");
   const hostName = `${process.platform}-${process.arch}`;
   const wanted = release ? (option("--targets") ?? Object.keys(TARGETS).join(",")).split(",") : [hostName];
-  for (const name of wanted) if (release && !TARGETS[name]) fail(`unknown target ${name} (known: ${Object.keys(TARGETS).join(", ")})`);
+  for (const name of wanted)
+    if (release && !TARGETS[name]) fail(`unknown target ${name} (known: ${Object.keys(TARGETS).join(", ")})`);
   if (release && wanted.some((n) => TARGETS[n].inRoot) && !(buildRoot && existsSync(join(buildRoot, "usr/bin/g++")))) {
-    fail("--release builds the Linux binaries inside a Debian bullseye root: pass --root DIR (scripts/test-platforms.sh makes one)");
+    fail(
+      "--release builds the Linux binaries inside a Debian bullseye root: pass --root DIR (scripts/test-platforms.sh makes one)",
+    );
   }
   if (process.argv.includes("--clean")) {
     rmSync(join(root, "prebuilds"), { recursive: true, force: true });
@@ -277,15 +355,25 @@ function main() {
 
   for (const name of wanted) {
     const target = TARGETS[name] ?? { platform: process.platform, arch: process.arch, tools: "" };
-    if (!release && name === hostName && isFresh(name, digest) && existsSync(join(root, prebuildPath({ ...target, libc: hostLibc() })))) {
+    if (
+      !release &&
+      name === hostName &&
+      isFresh(name, digest) &&
+      existsSync(join(root, prebuildPath({ ...target, libc: hostLibc() })))
+    ) {
       // A release build of this platform made from the same sources is better than a host build.
       console.log(`prebuild: ${prebuildPath({ ...target, libc: hostLibc() })} is up to date`);
       continue;
     }
-    const built = !release ? buildHost()
-      : target.inRoot ? buildInRoot(name, target, buildRoot)
-      : buildWindows(target);
-    const dest = install(name, release ? target : { ...target, libc: hostLibc() }, built, digest, release, release ? buildRoot : undefined);
+    const built = !release ? buildHost() : target.inRoot ? buildInRoot(name, target, buildRoot) : buildWindows(target);
+    const dest = install(
+      name,
+      release ? target : { ...target, libc: hostLibc() },
+      built,
+      digest,
+      release,
+      release ? buildRoot : undefined,
+    );
     if (name === hostName) checkHostResolution(dest);
   }
 
@@ -293,7 +381,9 @@ function main() {
   if (existsSync(join(root, "prebuilds"))) {
     for (const dir of readdirSync(join(root, "prebuilds"))) {
       if (!isFresh(dir, digest)) {
-        fail(`prebuilds/${dir} was built from other sources: rebuild it (node scripts/prebuild.js --release ...) or drop it (--clean)`);
+        fail(
+          `prebuilds/${dir} was built from other sources: rebuild it (node scripts/prebuild.js --release ...) or drop it (--clean)`,
+        );
       }
     }
   }

@@ -14,9 +14,14 @@ const runs = Number(arg("runs", 5));
 const lang = arg("lang", "ts");
 const root = new URL("../", import.meta.url);
 const lc = await import(pathToFileURL(new URL("dist/langchain/index.js", root).pathname).href);
-const middleware = lc.createCodeInterpreterMiddleware({ executionTimeoutMs: 5000, maxCodeBytes: Math.max(bytes, 1024) * 2 });
+const middleware = lc.createCodeInterpreterMiddleware({
+  executionTimeoutMs: 5000,
+  maxCodeBytes: Math.max(bytes, 1024) * 2,
+});
 const { tool: makeTool } = createRequire(new URL("package.json", root))("@langchain/core/tools");
-const tool = process.argv.includes("--bare") ? makeTool(async () => "ok", { name: "eval", description: "nothing", schema: middleware.tools[0].schema }) : middleware.tools[0];
+const tool = process.argv.includes("--bare")
+  ? makeTool(async () => "ok", { name: "eval", description: "nothing", schema: middleware.tools[0].schema })
+  : middleware.tools[0];
 
 const line = lang === "ts" ? (i) => `const v${i}: number = ${i};` : (i) => `var j${i} = ${i} + 1;`;
 const lines = [];
@@ -30,7 +35,9 @@ const call = () => tool.invoke({ code }, { configurable: { thread_id: `profile-$
 await call(); // warm: worker, TypeScript, first sandbox
 
 const gcs = [];
-new PerformanceObserver((list) => gcs.push(...list.getEntries().map((e) => e.duration))).observe({ entryTypes: ["gc"] });
+new PerformanceObserver((list) => gcs.push(...list.getEntries().map((e) => e.duration))).observe({
+  entryTypes: ["gc"],
+});
 const session = new Session();
 session.connect();
 await session.post("Profiler.enable");
@@ -67,10 +74,20 @@ for (const node of profile.nodes) {
   totals.set(key, (totals.get(key) ?? 0) + (self.get(node.id) ?? 0));
 }
 const sorted = (xs) => [...xs].sort((a, b) => a - b);
-console.log(`${lang}, ${code.length} bytes, ${runs} calls; longest timer gap per call (ms): ${sorted(gaps).map((g) => g.toFixed(1)).join(", ")}`);
-console.log(`GC pauses during the calls: ${gcs.length}, longest ${Math.max(0, ...gcs).toFixed(1)} ms, total ${gcs.reduce((a, b) => a + b, 0).toFixed(1)} ms`);
+console.log(
+  `${lang}, ${code.length} bytes, ${runs} calls; longest timer gap per call (ms): ${sorted(gaps)
+    .map((g) => g.toFixed(1))
+    .join(", ")}`,
+);
+console.log(
+  `GC pauses during the calls: ${gcs.length}, longest ${Math.max(0, ...gcs).toFixed(1)} ms, total ${gcs.reduce((a, b) => a + b, 0).toFixed(1)} ms`,
+);
 console.log("self time on the main thread, all calls (ms):");
-for (const [key, us] of [...totals].filter(([k]) => !k.startsWith("(idle)")).sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`${(us / 1000).toFixed(1).padStart(8)}  ${key}`);
+for (const [key, us] of [...totals]
+  .filter(([k]) => !k.startsWith("(idle)"))
+  .sort((a, b) => b[1] - a[1])
+  .slice(0, 20))
+  console.log(`${(us / 1000).toFixed(1).padStart(8)}  ${key}`);
 
 // The call paths of the heaviest frames (their callers, innermost first).
 const parentOf = new Map();
@@ -80,12 +97,16 @@ for (const node of profile.nodes) {
   const us = self.get(node.id) ?? 0;
   if (us === 0 || node.callFrame.functionName === "(idle)") continue;
   const chain = [];
-  for (let n = node; n !== undefined && chain.length < 8; n = parentOf.get(n.id)) chain.push(`${n.callFrame.functionName || "(anonymous)"}@${n.callFrame.url.split("/").slice(-1)[0]}:${n.callFrame.lineNumber + 1}`);
+  for (let n = node; n !== undefined && chain.length < 8; n = parentOf.get(n.id))
+    chain.push(
+      `${n.callFrame.functionName || "(anonymous)"}@${n.callFrame.url.split("/").slice(-1)[0]}:${n.callFrame.lineNumber + 1}`,
+    );
   const key = chain.join(" < ");
   paths.set(key, (paths.get(key) ?? 0) + us);
 }
 console.log("heaviest call paths (ms):");
-for (const [key, us] of [...paths].sort((a, b) => b[1] - a[1]).slice(0, 12)) console.log(`${(us / 1000).toFixed(1).padStart(8)}  ${key}`);
+for (const [key, us] of [...paths].sort((a, b) => b[1] - a[1]).slice(0, 12))
+  console.log(`${(us / 1000).toFixed(1).padStart(8)}  ${key}`);
 
 // The longest stretches without an idle sample (what a timer waits behind), with their heaviest frames.
 const byId = new Map(profile.nodes.map((node) => [node.id, node]));
@@ -102,12 +123,16 @@ profile.samples.forEach((id, i) => {
   current ??= { us: 0, frames: new Map() };
   current.us += profile.timeDeltas[i] ?? 0;
   const chain = [];
-  for (let n = node; n !== undefined && chain.length < 4; n = parentOf.get(n.id)) chain.push(`${n.callFrame.functionName || "(anonymous)"}@${n.callFrame.url.split("/").slice(-1)[0]}:${n.callFrame.lineNumber + 1}`);
+  for (let n = node; n !== undefined && chain.length < 4; n = parentOf.get(n.id))
+    chain.push(
+      `${n.callFrame.functionName || "(anonymous)"}@${n.callFrame.url.split("/").slice(-1)[0]}:${n.callFrame.lineNumber + 1}`,
+    );
   const key = chain.join(" < ");
   current.frames.set(key, (current.frames.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0));
 });
 console.log("longest busy stretches of the main thread (ms), with their heaviest frames:");
 for (const s of stretches.sort((a, b) => b.us - a.us).slice(0, 6)) {
   console.log(`${(s.us / 1000).toFixed(1).padStart(8)}`);
-  for (const [key, us] of [...s.frames].sort((a, b) => b[1] - a[1]).slice(0, 4)) console.log(`            ${(us / 1000).toFixed(1)}  ${key}`);
+  for (const [key, us] of [...s.frames].sort((a, b) => b[1] - a[1]).slice(0, 4))
+    console.log(`            ${(us / 1000).toFixed(1)}  ${key}`);
 }

@@ -14,7 +14,8 @@ import { pathToFileURL } from "node:url";
 import { classes } from "../bench/lib/hostile-case.js";
 import { codeArgumentClasses } from "../bench/lib/hostile-code-argument.js";
 
-const arg = (name, fallback) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
+const arg = (name, fallback) =>
+  process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const wanted = arg("case", undefined);
 const runs = Number(arg("runs", 3));
 const profiling = !process.argv.includes("--no-profile");
@@ -57,11 +58,21 @@ async function ticksDuring(work) {
   }
   await new Promise((resolve) => setTimeout(resolve, 4 * TICK_MS));
   clearInterval(timer);
-  return { ticks, outcome: String(outcome?.content ?? outcome).replace(/\s+/g, " ").slice(0, 80) };
+  return {
+    ticks,
+    outcome: String(outcome?.content ?? outcome)
+      .replace(/\s+/g, " ")
+      .slice(0, 80),
+  };
 }
 
 function intervals(ticks) {
-  return ticks.slice(1).map(([t, cpu], i) => ({ from: ticks[i][0], to: t, gapMs: (t - ticks[i][0]) / 1000 - TICK_MS, cpuMs: (cpu - ticks[i][1]) / 1e6 }));
+  return ticks.slice(1).map(([t, cpu], i) => ({
+    from: ticks[i][0],
+    to: t,
+    gapMs: (t - ticks[i][0]) / 1000 - TICK_MS,
+    cpuMs: (cpu - ticks[i][1]) / 1e6,
+  }));
 }
 
 function heaviestPaths(profile, from, to) {
@@ -76,7 +87,9 @@ function heaviestPaths(profile, from, to) {
     const chain = [];
     for (let n = byId.get(id); n !== undefined && chain.length < 6; n = parentOf.get(n.id)) {
       if (n.callFrame.functionName === "(root)") break;
-      chain.push(`${n.callFrame.functionName || "(anonymous)"}@${n.callFrame.url.split("/").slice(-1)[0]}:${n.callFrame.lineNumber + 1}`);
+      chain.push(
+        `${n.callFrame.functionName || "(anonymous)"}@${n.callFrame.url.split("/").slice(-1)[0]}:${n.callFrame.lineNumber + 1}`,
+      );
     }
     const key = chain.join(" < ");
     paths.set(key, (paths.get(key) ?? 0) + 1);
@@ -101,9 +114,12 @@ for (const [title, prepare] of matching) {
     const spans = intervals(ticks);
     const longest = spans.reduce((a, b) => (b.gapMs > a.gapMs ? b : a), spans[0]);
     const busiest = spans.reduce((a, b) => (b.cpuMs > a.cpuMs ? b : a), spans[0]);
-    console.log(`  run ${r + 1}: ${spans.length} ticks; longest gap ${longest.gapMs.toFixed(1)} ms (main thread busy ${longest.cpuMs.toFixed(1)} ms of it); busiest interval ${busiest.cpuMs.toFixed(1)} ms of main-thread CPU (${(busiest.to - busiest.from) / 1000} ms wall); ${outcome}`);
+    console.log(
+      `  run ${r + 1}: ${spans.length} ticks; longest gap ${longest.gapMs.toFixed(1)} ms (main thread busy ${longest.cpuMs.toFixed(1)} ms of it); busiest interval ${busiest.cpuMs.toFixed(1)} ms of main-thread CPU (${(busiest.to - busiest.from) / 1000} ms wall); ${outcome}`,
+    );
     if (profile !== undefined) {
-      for (const [path, samples] of heaviestPaths(profile, busiest.from, busiest.to)) console.log(`    ${String(samples).padStart(5)} samples  ${path}`);
+      for (const [path, samples] of heaviestPaths(profile, busiest.from, busiest.to))
+        console.log(`    ${String(samples).padStart(5)} samples  ${path}`);
     }
   }
 }

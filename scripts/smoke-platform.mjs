@@ -69,10 +69,12 @@ await check("evaluates [1,2,3].map(x=>x*2)", () => {
 await check("an endless loop stops with TIMEOUT", () => expectCode("for (;;) {}", "TIMEOUT"));
 
 await check("an unbounded allocation stops with OUT_OF_MEMORY", () =>
-  expectCode("const keep = []; for (let i = 0; ; i++) keep.push('x'.repeat(1024) + i);", "OUT_OF_MEMORY"));
+  expectCode("const keep = []; for (let i = 0; ; i++) keep.push('x'.repeat(1024) + i);", "OUT_OF_MEMORY"),
+);
 
 await check("unbounded recursion stops with STACK_OVERFLOW", () =>
-  expectCode("function down(n) { return down(n + 1) + 1; } down(0);", "STACK_OVERFLOW"));
+  expectCode("function down(n) { return down(n + 1) + 1; } down(0);", "STACK_OVERFLOW"),
+);
 
 await check("an awaited host call returns its value", async () => {
   const sb = new Sandbox({ executionTimeoutMs: 5000 });

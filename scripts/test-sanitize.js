@@ -11,11 +11,17 @@ const binary = join(root, "build-sanitize", "Debug", "quickjs_native.node");
 const cmakeJs = join(root, "node_modules", "cmake-js", "bin", "cmake-js");
 
 // The build prints nothing but errors (and takes about a minute from scratch): say what is happening.
-console.log("test:sanitize: building the addon with AddressSanitizer + UndefinedBehaviorSanitizer in build-sanitize/ (about a minute the first time)");
-const build = spawnSync(process.execPath, [cmakeJs, "compile", "--debug", "--out", "build-sanitize", "--CDQJSN_SANITIZE=ON"], {
-  cwd: root,
-  stdio: ["ignore", "ignore", "inherit"],
-});
+console.log(
+  "test:sanitize: building the addon with AddressSanitizer + UndefinedBehaviorSanitizer in build-sanitize/ (about a minute the first time)",
+);
+const build = spawnSync(
+  process.execPath,
+  [cmakeJs, "compile", "--debug", "--out", "build-sanitize", "--CDQJSN_SANITIZE=ON"],
+  {
+    cwd: root,
+    stdio: ["ignore", "ignore", "inherit"],
+  },
+);
 if (build.status !== 0 || !existsSync(binary)) {
   console.error("test:sanitize: the sanitizer build failed");
   process.exit(1);
@@ -34,9 +40,13 @@ const env = {
 };
 const args = process.argv.slice(2);
 // Instrumented code runs several times slower: give each test more time than the plain run does.
-const run = spawnSync(process.execPath, [join(root, "node_modules", "vitest", "vitest.mjs"), "run", "--testTimeout=120000", ...args], {
-  cwd: root,
-  env,
-  stdio: "inherit",
-});
+const run = spawnSync(
+  process.execPath,
+  [join(root, "node_modules", "vitest", "vitest.mjs"), "run", "--testTimeout=120000", ...args],
+  {
+    cwd: root,
+    env,
+    stdio: "inherit",
+  },
+);
 process.exit(run.status ?? 1);

@@ -72,7 +72,10 @@ const MAX_GUEST_STACK_CHARS = 8 * 1024;
 export function guestErrorStack(name: string, message: string, frames: unknown): string {
   const head = errorHead(name, message);
   if (typeof frames !== "string" || frames === "") return head;
-  const shown = frames.length > MAX_GUEST_STACK_CHARS ? `${frames.slice(0, MAX_GUEST_STACK_CHARS)}\n    ... ${frames.length - MAX_GUEST_STACK_CHARS} more characters` : frames;
+  const shown =
+    frames.length > MAX_GUEST_STACK_CHARS
+      ? `${frames.slice(0, MAX_GUEST_STACK_CHARS)}\n    ... ${frames.length - MAX_GUEST_STACK_CHARS} more characters`
+      : frames;
   if (shown.startsWith(head)) return shown.trimEnd();
   return `${head}\n${shown.trimEnd()}`;
 }

@@ -10,7 +10,13 @@ import type { GuestOpaqueKind } from "./types.js";
 import { GuestOpaque, Tag, VIEW_CTORS } from "./wire.js";
 
 const ERROR_CTORS: Record<string, ErrorConstructor> = {
-  Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError,
+  Error,
+  TypeError,
+  RangeError,
+  SyntaxError,
+  ReferenceError,
+  EvalError,
+  URIError,
 };
 
 /**
@@ -123,7 +129,15 @@ type PartsTag = number;
 /** A value being decoded, on the decoder's stack: a container being filled, or a value waiting for its parts. */
 type OpenValue =
   | { kind: Open.Array; array: unknown[]; length: number; left: number; index: number }
-  | { kind: Open.Object; object: Record<string, unknown>; left: number; count: number; cut: boolean; key: string | undefined; keys: string[] | undefined }
+  | {
+      kind: Open.Object;
+      object: Record<string, unknown>;
+      left: number;
+      count: number;
+      cut: boolean;
+      key: string | undefined;
+      keys: string[] | undefined;
+    }
   | { kind: Open.Map; map: Map<unknown, unknown>; left: number; key: unknown; haveKey: boolean }
   | { kind: Open.Set; set: Set<unknown>; left: number }
   | { kind: Open.View; viewKind: number; slot: number }
@@ -313,17 +327,22 @@ export class ValueDecoder implements ResumableDecode<unknown> {
       throw malformed("string");
     }
     switch (CASE_OF_TAG[tag]) {
-      case Case.Undefined: return this.produce(undefined);
-      case Case.Null: return this.produce(null);
-      case Case.False: return this.produce(false);
-      case Case.True: return this.produce(true);
+      case Case.Undefined:
+        return this.produce(undefined);
+      case Case.Null:
+        return this.produce(null);
+      case Case.False:
+        return this.produce(false);
+      case Case.True:
+        return this.produce(true);
       case Case.Int32: {
         this.need(4);
         const v = this.buf.readInt32LE(this.pos);
         this.pos += 4;
         return this.produce(v);
       }
-      case Case.Float64: return this.produce(this.f64());
+      case Case.Float64:
+        return this.produce(this.f64());
       case Case.String:
       case Case.Latin1: {
         const latin1 = tag === Tag.Latin1;
@@ -349,7 +368,15 @@ export class ValueDecoder implements ResumableDecode<unknown> {
         const object: Record<string, unknown> = flags & NULL_PROTOTYPE ? Object.create(null) : {};
         if (name !== undefined) recordClassNameAtDecode(object, name);
         this.objects.push(object);
-        this.open.push({ kind: Open.Object, object, left, count: left, cut: false, key: undefined, keys: left >= MANY_KEYS ? [] : undefined });
+        this.open.push({
+          kind: Open.Object,
+          object,
+          left,
+          count: left,
+          cut: false,
+          key: undefined,
+          keys: left >= MANY_KEYS ? [] : undefined,
+        });
         return;
       }
       case Case.Date: {
@@ -384,13 +411,18 @@ export class ValueDecoder implements ResumableDecode<unknown> {
         this.open.push({ kind: Open.View, viewKind, slot: this.objects.push(undefined) - 1 });
         return; // its buffer comes next
       }
-      case Case.BigIntHex: return this.openParts(tag, 1, -1, "object");
-      case Case.RegExp: return this.openParts(tag, 2, this.objects.push(undefined) - 1, "object");
-      case Case.Error: return this.openParts(tag, 3, this.objects.push(undefined) - 1, "object");
-      case Case.Opaque: return this.openParts(tag, 1, -1, OPAQUE_KINDS[this.u8()] ?? "object");
+      case Case.BigIntHex:
+        return this.openParts(tag, 1, -1, "object");
+      case Case.RegExp:
+        return this.openParts(tag, 2, this.objects.push(undefined) - 1, "object");
+      case Case.Error:
+        return this.openParts(tag, 3, this.objects.push(undefined) - 1, "object");
+      case Case.Opaque:
+        return this.openParts(tag, 1, -1, OPAQUE_KINDS[this.u8()] ?? "object");
       case Case.BackRef: {
         const id = this.u32();
-        if (id >= this.objects.length || this.objects[id] === undefined) throw new SandboxError("UNSERIALIZABLE", "malformed reference in value data");
+        if (id >= this.objects.length || this.objects[id] === undefined)
+          throw new SandboxError("UNSERIALIZABLE", "malformed reference in value data");
         return this.produce(this.objects[id]);
       }
       default:
@@ -421,7 +453,8 @@ export class ValueDecoder implements ResumableDecode<unknown> {
         case undefined:
           this.done = true;
           this.result = value;
-          if (this.pos !== this.buf.length) throw new SandboxError("UNSERIALIZABLE", "malformed value data (trailing bytes)");
+          if (this.pos !== this.buf.length)
+            throw new SandboxError("UNSERIALIZABLE", "malformed value data (trailing bytes)");
           return;
         case Open.Array:
           top.array[top.index] = value;
@@ -433,7 +466,8 @@ export class ValueDecoder implements ResumableDecode<unknown> {
             return;
           }
           top.keys?.push(top.key);
-          if (top.key === "__proto__") Object.defineProperty(top.object, top.key, { value, writable: true, enumerable: true, configurable: true });
+          if (top.key === "__proto__")
+            Object.defineProperty(top.object, top.key, { value, writable: true, enumerable: true, configurable: true });
           else top.object[top.key] = value;
           this.work += PROPERTY_WORK;
           top.key = undefined;
@@ -475,9 +509,16 @@ export class ValueDecoder implements ResumableDecode<unknown> {
     const length = this.u32();
     if (!(buffer instanceof ArrayBuffer)) throw malformed("typed array");
     const ctor = VIEW_CTORS[kind];
-    if (!ctor) throw new SandboxError("UNSERIALIZABLE", kind === TypedKind.Float16 ? "a Float16Array cannot be copied into this Node.js version" : "malformed typed array kind from the sandbox");
+    if (!ctor)
+      throw new SandboxError(
+        "UNSERIALIZABLE",
+        kind === TypedKind.Float16
+          ? "a Float16Array cannot be copied into this Node.js version"
+          : "malformed typed array kind from the sandbox",
+      );
     const elementSize = (ctor as { BYTES_PER_ELEMENT?: number }).BYTES_PER_ELEMENT ?? 1;
-    if (offset % elementSize !== 0 || offset + length * elementSize > buffer.byteLength) throw new SandboxError("UNSERIALIZABLE", "malformed typed array data from the sandbox (view outside its buffer)");
+    if (offset % elementSize !== 0 || offset + length * elementSize > buffer.byteLength)
+      throw new SandboxError("UNSERIALIZABLE", "malformed typed array data from the sandbox (view outside its buffer)");
     this.work += HOST_OBJECT_WORK;
     const view = new ctor(buffer, offset, length);
     this.objects[slot] = view;
@@ -500,7 +541,10 @@ export class ValueDecoder implements ResumableDecode<unknown> {
         } catch {
           // QuickJS accepts some syntax this Node.js version does not (modifiers such as `(?i:a)`).
           const shown = source.length > 100 ? `${source.slice(0, 100)}...` : source;
-          throw new SandboxError("UNSERIALIZABLE", `the regular expression /${shown}/${flags} is valid in the sandbox but not in this Node.js version`);
+          throw new SandboxError(
+            "UNSERIALIZABLE",
+            `the regular expression /${shown}/${flags} is valid in the sandbox but not in this Node.js version`,
+          );
         }
         this.objects[slot] = re;
         return re;
@@ -510,7 +554,11 @@ export class ValueDecoder implements ResumableDecode<unknown> {
         const Ctor = ERROR_CTORS[name] ?? Error;
         const err = new Ctor(message);
         if (err.name !== name) Object.defineProperty(err, "name", { value: name, writable: true, configurable: true });
-        Object.defineProperty(err, "stack", { value: guestErrorStack(name, message, stack), writable: true, configurable: true });
+        Object.defineProperty(err, "stack", {
+          value: guestErrorStack(name, message, stack),
+          writable: true,
+          configurable: true,
+        });
         this.objects[slot] = err;
         return err;
       }

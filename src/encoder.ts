@@ -34,7 +34,8 @@ class Writer {
 
   private ensure(n: number): void {
     if (this.pos + n <= this.buf.length) return;
-    if (this.pos + n > this.limits.maxBytes) throw new SandboxError("UNSERIALIZABLE", `value is larger than ${this.limits.maxBytes} bytes`);
+    if (this.pos + n > this.limits.maxBytes)
+      throw new SandboxError("UNSERIALIZABLE", `value is larger than ${this.limits.maxBytes} bytes`);
     let size = this.buf.length * 2;
     while (size < this.pos + n) size *= 2;
     const next = Buffer.allocUnsafe(size);
@@ -68,10 +69,13 @@ class Writer {
   }
 
   value(v: unknown, depth: number, path: string): void {
-    if (--this.nodesLeft < 0) throw unserializable(`the value has more than ${this.limits.maxNodes ?? COPY_LIMITS.maxNodes} parts`, path);
+    if (--this.nodesLeft < 0)
+      throw unserializable(`the value has more than ${this.limits.maxNodes ?? COPY_LIMITS.maxNodes} parts`, path);
     switch (typeof v) {
-      case "undefined": return this.u8(Tag.Undefined);
-      case "boolean": return this.u8(v ? Tag.True : Tag.False);
+      case "undefined":
+        return this.u8(Tag.Undefined);
+      case "boolean":
+        return this.u8(v ? Tag.True : Tag.False);
       case "number":
         if ((v | 0) === v && !Object.is(v, -0)) {
           this.ensure(5);
@@ -85,13 +89,16 @@ class Writer {
           this.pos += 9;
         }
         return;
-      case "string": return this.string(v);
+      case "string":
+        return this.string(v);
       case "bigint":
         // Hex, not decimal: linear both ways (decimal conversion of a large BigInt takes seconds).
         this.u8(Tag.BigIntHex);
         return this.string(v < 0n ? `-${(-v).toString(16)}` : v.toString(16));
-      case "symbol": throw unserializable("a symbol cannot be copied into the sandbox", path);
-      case "function": throw unserializable(`a function cannot be copied into the sandbox (use defineFunction to expose it)`, path);
+      case "symbol":
+        throw unserializable("a symbol cannot be copied into the sandbox", path);
+      case "function":
+        throw unserializable(`a function cannot be copied into the sandbox (use defineFunction to expose it)`, path);
     }
     if (v === null) return this.u8(Tag.Null);
     this.object(v as object, depth, path);
@@ -105,9 +112,11 @@ class Writer {
       return this.u32(seen);
     }
     if (depth >= this.limits.maxDepth) throw unserializable(`nested deeper than ${this.limits.maxDepth} levels`, path);
-    if (v instanceof GuestOpaque) throw unserializable(`${v.toString()} came from the sandbox as a description and cannot go back`, path);
+    if (v instanceof GuestOpaque)
+      throw unserializable(`${v.toString()} came from the sandbox as a description and cannot go back`, path);
     if (v instanceof Promise) throw unserializable("a Promise cannot be copied; await it first", path);
-    if (v instanceof WeakMap || v instanceof WeakSet || v instanceof WeakRef) throw unserializable("a weak collection cannot be copied", path);
+    if (v instanceof WeakMap || v instanceof WeakSet || v instanceof WeakRef)
+      throw unserializable("a weak collection cannot be copied", path);
     this.ids.set(v, this.nextId++);
     if (Array.isArray(v)) return this.array(v, depth, path);
     if (v instanceof Date) {
@@ -184,7 +193,8 @@ class Writer {
     } catch {
       byteOffset = byteLength = length = Number.NaN;
     }
-    if (!(byteOffset + byteLength <= buffer.byteLength)) throw unserializable("a view out of bounds of its buffer (shrunk or detached) cannot be copied", path);
+    if (!(byteOffset + byteLength <= buffer.byteLength))
+      throw unserializable("a view out of bounds of its buffer (shrunk or detached) cannot be copied", path);
     this.u8(Tag.TypedArray);
     this.u8(kind);
     const shared = this.ids!.get(buffer);
@@ -211,7 +221,8 @@ class Writer {
     this.u32(0);
     let count = 0;
     // Walk indices for dense arrays; only the present keys for sparse ones (length up to 2^32-1).
-    const indices: Iterable<number> = v.length <= 1 << 20 ? v.keys() : Object.keys(v).map(Number).filter(Number.isInteger);
+    const indices: Iterable<number> =
+      v.length <= 1 << 20 ? v.keys() : Object.keys(v).map(Number).filter(Number.isInteger);
     for (const i of indices) {
       if (!Object.hasOwn(v, i)) continue;
       this.u32(i);

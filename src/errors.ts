@@ -39,7 +39,11 @@ export class SandboxError extends Error {
   /** For `TIMEOUT`: which budget ran out. */
   readonly budget?: TimeoutBudget;
 
-  constructor(code: SandboxErrorCode, message: string, details: { guest?: GuestErrorInfo; budget?: TimeoutBudget; cause?: unknown } = {}) {
+  constructor(
+    code: SandboxErrorCode,
+    message: string,
+    details: { guest?: GuestErrorInfo; budget?: TimeoutBudget; cause?: unknown } = {},
+  ) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
     this.code = code;
     if (details.guest) this.guest = details.guest;

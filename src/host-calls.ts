@@ -9,7 +9,15 @@ import { formatWithOptions } from "node:util";
 import { SandboxError } from "./errors.js";
 import type { DecodeQueue } from "./decode-queue.js";
 import { ValueDecoder, decodeScalarArguments, encodeValueInto } from "./marshal.js";
-import { BOUNDARY_SIZES, DispatchKind, PrimitiveSlot, native, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher } from "./native.js";
+import {
+  BOUNDARY_SIZES,
+  DispatchKind,
+  PrimitiveSlot,
+  native,
+  type NativeDispatcher,
+  type NativeHandle,
+  type NativePrimitiveDispatcher,
+} from "./native.js";
 import { CONSOLE_LEVELS, refusal, throwIfFailed } from "./outcomes.js";
 import { formatConsoleArgs } from "./render.js";
 import type { EvalObservation, HostCallObservation } from "./telemetry/hub.js";
@@ -35,12 +43,25 @@ const turnHasRoom = perTurnBudget(1);
 // The numbers of a primitive host call (see NativePrimitiveDispatcher), shared with the addon like
 // `exchange`; the positions as plain constants, which the optimizing compiler folds into the loads.
 const primitiveSlots: Float64Array = native.primitiveSlots;
-const { call: SLOT_CALL, arg0: SLOT_ARG0, arg1: SLOT_ARG1, arg2: SLOT_ARG2, result: SLOT_RESULT, hasResult: SLOT_HAS_RESULT } = PrimitiveSlot;
+const {
+  call: SLOT_CALL,
+  arg0: SLOT_ARG0,
+  arg1: SLOT_ARG1,
+  arg2: SLOT_ARG2,
+  result: SLOT_RESULT,
+  hasResult: SLOT_HAS_RESULT,
+} = PrimitiveSlot;
 
 /** A host result the addon copies without the codec (the boundary table's maxPrimitiveChars). */
 function passesAsIs(v: unknown): boolean {
   const t = typeof v;
-  return t === "number" || v === undefined || v === null || t === "boolean" || (t === "string" && (v as string).length <= MAX_PRIMITIVE_CHARS);
+  return (
+    t === "number" ||
+    v === undefined ||
+    v === null ||
+    t === "boolean" ||
+    (t === "string" && (v as string).length <= MAX_PRIMITIVE_CHARS)
+  );
 }
 
 /** A sync host function called with the primitive fast path's `argc` arguments. */
@@ -49,7 +70,14 @@ function callWith(fn: HostFunction, argc: number, a0: unknown, a1: unknown, a2: 
 }
 
 /** {@link callWith} for an observed call. */
-function observedPrimitive(call: HostCallObservation, fn: HostFunction, argc: number, a0: unknown, a1: unknown, a2: unknown): unknown {
+function observedPrimitive(
+  call: HostCallObservation,
+  fn: HostFunction,
+  argc: number,
+  a0: unknown,
+  a1: unknown,
+  a2: unknown,
+): unknown {
   return call.whole(() => callWith(fn, argc, a0, a1, a2));
 }
 
@@ -81,7 +109,9 @@ function hostErrorOf(err: unknown): [string, string] {
 /** Guest code that deletes the global at a validated dotted `path`; its completion value is `delete`'s. */
 export function removeCode(path: string): string {
   const segments = path.split(".");
-  const target = segments.map((segment, i) => `${i === segments.length - 1 ? "?." : ""}[${JSON.stringify(segment)}]`).join("");
+  const target = segments
+    .map((segment, i) => `${i === segments.length - 1 ? "?." : ""}[${JSON.stringify(segment)}]`)
+    .join("");
   return `try { delete globalThis${target} } catch {}`;
 }
 
@@ -168,7 +198,10 @@ export class HostCalls {
       if (!this.#decodes.push(decoder, use as (args: unknown) => void, fail) && !argBytes) decoder.detach(); // the exchange buffer is reused
     };
     if (kind === DispatchKind.Console) {
-      decode((args) => this.#streamConsole(fnId, args, evalId), () => {});
+      decode(
+        (args) => this.#streamConsole(fnId, args, evalId),
+        () => {},
+      );
       return undefined;
     }
     const entry = this.#functions[fnId];
@@ -186,7 +219,10 @@ export class HostCalls {
       if (parked) this.#handleOf()?.answerSync(callId, result);
       else answer = result;
     };
-    decode((args) => reply(this.#callSync(entry, args, argLength) as number | Buffer | [string, string]), (err) => reply(hostErrorOf(err)));
+    decode(
+      (args) => reply(this.#callSync(entry, args, argLength) as number | Buffer | [string, string]),
+      (err) => reply(hostErrorOf(err)),
+    );
     if (callId === 0) this.#decodes.flush();
     parked = answer === undefined;
     return answer;
@@ -214,7 +250,10 @@ export class HostCalls {
       // Observed calls take a method of their own: a closure here would move this function's
       // variables into a heap context on every call, observed or not.
       const observation = this.#observation;
-      const result = observation === undefined ? callWith(fn, argc, a0, a1, a2) : observedPrimitive(observation.callStarted(entry.name, 0), fn, argc, a0, a1, a2);
+      const result =
+        observation === undefined
+          ? callWith(fn, argc, a0, a1, a2)
+          : observedPrimitive(observation.callStarted(entry.name, 0), fn, argc, a0, a1, a2);
       if (typeof result === "number") {
         primitiveSlots[SLOT_RESULT] = result;
         primitiveSlots[SLOT_HAS_RESULT] = 1;
@@ -336,7 +375,13 @@ export class HostCalls {
 
   // Hands an async call's answer to the guest of eval `evalId`, or calls `again` with it on the
   // next turn of the event loop when this turn's time is spent.
-  #answer(callId: number, evalId: number, ok: boolean, result: number | Buffer | [string, string], again: (ok: boolean, result: Buffer | [string, string]) => void): void {
+  #answer(
+    callId: number,
+    evalId: number,
+    ok: boolean,
+    result: number | Buffer | [string, string],
+    again: (ok: boolean, result: Buffer | [string, string]) => void,
+  ): void {
     const handle = this.#handleOf();
     if (evalId !== this.#currentEvalId || !handle) return;
     if (!turnHasRoom()) {
@@ -376,7 +421,10 @@ export class HostCalls {
       try {
         bytes = encodeValueInto(value, exchange);
       } catch (err) {
-        settle(false, ["TypeError", `the result of '${entry.name}' cannot be copied into the sandbox: ${(err as Error).message}`]);
+        settle(false, [
+          "TypeError",
+          `the result of '${entry.name}' cannot be copied into the sandbox: ${(err as Error).message}`,
+        ]);
         return;
       }
       settle(true, bytes);

@@ -12,7 +12,9 @@ export interface SchemaIssue {
 }
 
 /** What a schema's `validate` returns: the parsed value, or the issues. */
-export type SchemaResult<T> = { readonly value: T; readonly issues?: undefined } | { readonly issues: ReadonlyArray<SchemaIssue> };
+export type SchemaResult<T> =
+  | { readonly value: T; readonly issues?: undefined }
+  | { readonly issues: ReadonlyArray<SchemaIssue> };
 
 /**
  * A Standard Schema for the argument list of a host function, such as zod's
@@ -33,11 +35,15 @@ const MAX_ISSUES_CHARS = 1000;
 function rejected(name: string, issues: ReadonlyArray<SchemaIssue>): TypeError {
   const text = issues
     .map((issue) => {
-      const path = (issue.path ?? []).map((segment) => String(typeof segment === "object" ? segment.key : segment)).join(".");
+      const path = (issue.path ?? [])
+        .map((segment) => String(typeof segment === "object" ? segment.key : segment))
+        .join(".");
       return path === "" ? issue.message : `${path}: ${issue.message}`;
     })
     .join("; ");
-  return new TypeError(`invalid arguments to ${name}(): ${text.length > MAX_ISSUES_CHARS ? `${text.slice(0, MAX_ISSUES_CHARS)}...` : text}`);
+  return new TypeError(
+    `invalid arguments to ${name}(): ${text.length > MAX_ISSUES_CHARS ? `${text.slice(0, MAX_ISSUES_CHARS)}...` : text}`,
+  );
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
@@ -45,10 +51,15 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 }
 
 /** A synchronous host function that checks its arguments with `schema` (a synchronous one) before `fn` runs. */
-export function checkedFunction<Args extends unknown[]>(name: string, schema: ArgumentsSchema<Args>, fn: (...args: Args) => unknown): (...args: unknown[]) => unknown {
+export function checkedFunction<Args extends unknown[]>(
+  name: string,
+  schema: ArgumentsSchema<Args>,
+  fn: (...args: Args) => unknown,
+): (...args: unknown[]) => unknown {
   return (...args: unknown[]) => {
     const result = schema["~standard"].validate(args);
-    if (isThenable(result)) throw new TypeError(`${name}(): its arguments schema is asynchronous; define it with defineAsyncFunction`);
+    if (isThenable(result))
+      throw new TypeError(`${name}(): its arguments schema is asynchronous; define it with defineAsyncFunction`);
     if (result.issues !== undefined) throw rejected(name, result.issues);
     return fn(...result.value);
   };

@@ -28,8 +28,24 @@ export type {
   NotRestored,
 } from "./types.js";
 export { inspectSnapshot, snapshotBody, resealSnapshot, SNAPSHOT_FORMAT_VERSION } from "./snapshot.js";
-export type { SnapshotOptions, RestoreOptions, RestoredSandbox, ResealOptions, SnapshotSigning, SnapshotInfo, SnapshotAfterRun } from "./snapshot.js";
-export { TELEMETRY_CHANNELS, TIER, keyHash as telemetryKeyHash, MAX_TENANT_CHARS, nameHostCall, traceActive, traceOperation } from "./telemetry/hub.js";
+export type {
+  SnapshotOptions,
+  RestoreOptions,
+  RestoredSandbox,
+  ResealOptions,
+  SnapshotSigning,
+  SnapshotInfo,
+  SnapshotAfterRun,
+} from "./snapshot.js";
+export {
+  TELEMETRY_CHANNELS,
+  TIER,
+  keyHash as telemetryKeyHash,
+  MAX_TENANT_CHARS,
+  nameHostCall,
+  traceActive,
+  traceOperation,
+} from "./telemetry/hub.js";
 export type { EvalStartMessage, EvalEndMessage, HostCallStartMessage, HostCallEndMessage } from "./telemetry/hub.js";
 export { METRICS as TELEMETRY_METRICS } from "./telemetry/metrics.js";
 export type { UsageRecord } from "./telemetry/usage.js";

@@ -57,7 +57,14 @@ export type NativeSnapshotRead = Omit<NativeSnapshotWrite, "body">;
  * a sync call, an async call, or a console line of the running eval (`fnId` is its level), sent
  * only for evals started with `streamConsole`.
  */
-export type NativeDispatcher = (kind: number, fnId: number, callId: number, argLength: number, args: Buffer | undefined, evalId: number) => number | Buffer | [string, string] | undefined;
+export type NativeDispatcher = (
+  kind: number,
+  fnId: number,
+  callId: number,
+  argLength: number,
+  args: Buffer | undefined,
+  evalId: number,
+) => number | Buffer | [string, string] | undefined;
 
 /**
  * The fast path of a synchronous host call from an inline eval whose arguments are all primitives
@@ -91,7 +98,11 @@ export interface NativeHandle {
    * ending in a `More` count. Snapshot jobs carry their result in the outcome's snapshot slot.
    * `BUSY` while a job is active, `BROKEN` once the watchdog gave up on one.
    */
-  start(code: string, filename: string, excludedNames?: string[]): Promise<NativeOutcomeSlots> | AnsweredHere | NativeError;
+  start(
+    code: string,
+    filename: string,
+    excludedNames?: string[],
+  ): Promise<NativeOutcomeSlots> | AnsweredHere | NativeError;
   start(payload: string[] | Uint8Array): Promise<NativeOutcomeSlots> | NativeError;
   stop(reason: number, evalId: number): void;
   /** With `collect`, the guest's next host call may be dispatched before this returns. */
@@ -126,7 +137,10 @@ interface NativeModule {
    * caller keeps them reachable for as long as it uses the handle. Once they are collected, a sync
    * host call fails in the guest ("the sandbox is shutting down") and an async one is never answered.
    */
-  SandboxHandle: new (dispatcher: NativeDispatcher, primitiveDispatcher: NativePrimitiveDispatcher) => NativeHandle;
+  SandboxHandle: new (
+    dispatcher: NativeDispatcher,
+    primitiveDispatcher: NativePrimitiveDispatcher,
+  ) => NativeHandle;
   /**
    * Runs the Eval request in the request slots inline, in the sandbox its `sandboxId` names,
    * answered on the spot ({@link AnsweredHere}). A function, not a method of the handle: a method
@@ -173,9 +187,27 @@ export function isNativeError(value: unknown): value is NativeError {
   return typeof (value as { code?: unknown } | null | undefined)?.code === "string";
 }
 
-type NumberedGroup = "evalStatus" | "stopReason" | "snapshotStatus" | "typedKind" | "outcomeSlot" | "snapshotResultSlot" | "answeredSlot" | "statsSlot" | "jobKind" | "requestSlot" | "createSlot" | "primitiveSlot" | "dispatchKind" | "wireTag" | "copyLimits" | "sizes";
+type NumberedGroup =
+  | "evalStatus"
+  | "stopReason"
+  | "snapshotStatus"
+  | "typedKind"
+  | "outcomeSlot"
+  | "snapshotResultSlot"
+  | "answeredSlot"
+  | "statsSlot"
+  | "jobKind"
+  | "requestSlot"
+  | "createSlot"
+  | "primitiveSlot"
+  | "dispatchKind"
+  | "wireTag"
+  | "copyLimits"
+  | "sizes";
 type NamedGroup = "errorCodes" | "opaqueKinds" | "consoleLevels";
-type NativeContract = Readonly<Record<NumberedGroup, Readonly<Record<string, number>>> & Record<NamedGroup, readonly string[]>>;
+type NativeContract = Readonly<
+  Record<NumberedGroup, Readonly<Record<string, number>>> & Record<NamedGroup, readonly string[]>
+>;
 
 const require = createRequire(import.meta.url);
 const packageRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -191,7 +223,9 @@ function load(): NativeModule {
 export const native: NativeModule = load();
 
 function contractBroken(what: string): Error {
-  return new Error(`quickjs-native: the addon's boundary table has no ${what}; the addon and src/ are out of step (rebuild the addon)`);
+  return new Error(
+    `quickjs-native: the addon's boundary table has no ${what}; the addon and src/ are out of step (rebuild the addon)`,
+  );
 }
 
 /** The numbers of `names` in the contract's `group`, frozen; throws at load when one is missing. */
@@ -210,31 +244,90 @@ function numbered<const K extends string>(group: NumberedGroup, names: readonly 
 function named<K extends string>(group: NamedGroup, known: Readonly<Record<K, true>>): readonly K[] {
   const list = native.contract?.[group];
   if (!list) throw contractBroken(group);
-  for (const name of list) if (!Object.hasOwn(known, name)) throw contractBroken(`${group} entry this side knows ("${name}")`);
+  for (const name of list)
+    if (!Object.hasOwn(known, name)) throw contractBroken(`${group} entry this side knows ("${name}")`);
   return list as readonly K[];
 }
 
 /** Statuses of an eval (native/boundary.h QJSN_EVAL_STATUSES). */
-export const NativeStatus = numbered("evalStatus", ["Ok", "GuestError", "SyntaxError", "Timeout", "OutOfMemory", "StackOverflow", "Aborted", "Disposed", "Unserializable", "Broken", "Busy", "CopyLimit", "HostCallLimit"]);
+export const NativeStatus = numbered("evalStatus", [
+  "Ok",
+  "GuestError",
+  "SyntaxError",
+  "Timeout",
+  "OutOfMemory",
+  "StackOverflow",
+  "Aborted",
+  "Disposed",
+  "Unserializable",
+  "Broken",
+  "Busy",
+  "CopyLimit",
+  "HostCallLimit",
+]);
 export type NativeStatus = number;
 
 /** Why guest code was stopped (QJSN_STOP_REASONS). */
-export const NativeStop = numbered("stopReason", ["None", "ExecutionBudget", "WallBudget", "Abort", "Dispose", "CopyLimit", "HostCallLimit"]);
+export const NativeStop = numbered("stopReason", [
+  "None",
+  "ExecutionBudget",
+  "WallBudget",
+  "Abort",
+  "Dispose",
+  "CopyLimit",
+  "HostCallLimit",
+]);
 
 /** How a native snapshot read or write ended (QJSN_SNAPSHOT_STATUSES). */
-export const NativeSnapshotStatus = numbered("snapshotStatus", ["Ok", "TooLarge", "Invalid", "OutOfMemory", "Interrupted", "StackExhausted"]);
+export const NativeSnapshotStatus = numbered("snapshotStatus", [
+  "Ok",
+  "TooLarge",
+  "Invalid",
+  "OutOfMemory",
+  "Interrupted",
+  "StackExhausted",
+]);
 
 /** Positions of an inline eval's numbers in `syncStats` (QJSN_STATS_SLOTS). */
-export const StatsSlot = numbered("statsSlot", ["status", "stop", "consoleTruncated", "executionMs", "hostCalls", "memoryUsedBytes", "peakMemoryBytes", "valueLength"]);
+export const StatsSlot = numbered("statsSlot", [
+  "status",
+  "stop",
+  "consoleTruncated",
+  "executionMs",
+  "hostCalls",
+  "memoryUsedBytes",
+  "peakMemoryBytes",
+  "valueLength",
+]);
 
 /** What a job does (QJSN_JOB_KINDS). */
 export const JobKind = numbered("jobKind", ["Eval", "EvalThenSnapshot", "WriteSnapshot", "ReadSnapshot"]);
 
 /** Positions of a job's numbers in `request` (QJSN_REQUEST_SLOTS). */
-export const RequestSlot = numbered("requestSlot", ["kind", "sandboxId", "evalId", "budgetMs", "describe", "streamConsole", "runInline", "answerNow", "resultParts", "thrownParts", "displayDepth", "snapshotMaxBytes"]);
+export const RequestSlot = numbered("requestSlot", [
+  "kind",
+  "sandboxId",
+  "evalId",
+  "budgetMs",
+  "describe",
+  "streamConsole",
+  "runInline",
+  "answerNow",
+  "resultParts",
+  "thrownParts",
+  "displayDepth",
+  "snapshotMaxBytes",
+]);
 
 /** Positions of a new sandbox's options in `createSlots` (QJSN_CREATE_SLOTS). */
-export const CreateSlot = numbered("createSlot", ["memoryLimitBytes", "maxStackSizeBytes", "captureConsole", "maxConsoleBytes", "copyLimitBytes", "maxHostCallsInFlight"]);
+export const CreateSlot = numbered("createSlot", [
+  "memoryLimitBytes",
+  "maxStackSizeBytes",
+  "captureConsole",
+  "maxConsoleBytes",
+  "copyLimitBytes",
+  "maxHostCallsInFlight",
+]);
 
 /** Positions of a primitive host call's numbers in `primitiveSlots` (QJSN_PRIMITIVE_SLOTS). */
 export const PrimitiveSlot = numbered("primitiveSlot", ["call", "arg0", "arg1", "arg2", "result", "hasResult"]);
@@ -243,33 +336,113 @@ export const PrimitiveSlot = numbered("primitiveSlot", ["call", "arg0", "arg1", 
 export const DispatchKind = numbered("dispatchKind", ["SyncCall", "AsyncCall", "Console"]);
 
 /** Wire tags the host encodes and decodes (QJSN_WIRE_TAGS; the format: native/wire.h). */
-export const WireTag = numbered("wireTag", ["Undefined", "Null", "False", "True", "Int32", "Float64", "String", "Array", "Object", "Date", "RegExp", "Map", "Set", "ArrayBuffer", "TypedArray", "Error", "BackRef", "Opaque", "Latin1", "BigIntHex", "More"]);
+export const WireTag = numbered("wireTag", [
+  "Undefined",
+  "Null",
+  "False",
+  "True",
+  "Int32",
+  "Float64",
+  "String",
+  "Array",
+  "Object",
+  "Date",
+  "RegExp",
+  "Map",
+  "Set",
+  "ArrayBuffer",
+  "TypedArray",
+  "Error",
+  "BackRef",
+  "Opaque",
+  "Latin1",
+  "BigIntHex",
+  "More",
+]);
 
 /** Typed array kinds in the wire format (QJSN_TYPED_KINDS). */
-export const TypedKind = numbered("typedKind", ["Int8", "Uint8", "Uint8Clamped", "Int16", "Uint16", "Int32", "Uint32", "Float32", "Float64", "BigInt64", "BigUint64", "Float16", "DataView"]);
+export const TypedKind = numbered("typedKind", [
+  "Int8",
+  "Uint8",
+  "Uint8Clamped",
+  "Int16",
+  "Uint16",
+  "Int32",
+  "Uint32",
+  "Float32",
+  "Float64",
+  "BigInt64",
+  "BigUint64",
+  "Float16",
+  "DataView",
+]);
 
 /** Caps on one copied value, the same record the native decoder and snapshot reader use (QJSN_COPY_LIMITS). */
 export const COPY_LIMITS = numbered("copyLimits", ["maxDepth", "maxNodes", "maxBytes"]);
 
 /** Fixed sizes of the boundary (QJSN_BOUNDARY_SIZES). */
-export const BOUNDARY_SIZES = numbered("sizes", ["exchangeBytes", "maxPrimitiveArgs", "maxPrimitiveChars", "hostCallStateBytes"]);
+export const BOUNDARY_SIZES = numbered("sizes", [
+  "exchangeBytes",
+  "maxPrimitiveArgs",
+  "maxPrimitiveChars",
+  "hostCallStateBytes",
+]);
 // NativePrimitiveDispatcher takes exactly this many primitive arguments.
 if (BOUNDARY_SIZES.maxPrimitiveArgs !== 3) throw contractBroken("maxPrimitiveArgs of 3");
 
 /** Console levels by the number a console line carries (QJSN_CONSOLE_LEVELS). */
-export const CONSOLE_LEVELS = named<ConsoleLevel>("consoleLevels", { log: true, info: true, warn: true, error: true, debug: true });
+export const CONSOLE_LEVELS = named<ConsoleLevel>("consoleLevels", {
+  log: true,
+  info: true,
+  warn: true,
+  error: true,
+  debug: true,
+});
 
 /** What a described guest value was, by the number the wire format gives it (QJSN_OPAQUE_KINDS). */
-export const OPAQUE_KINDS = named<GuestOpaqueKind>("opaqueKinds", { function: true, symbol: true, accessor: true, proxy: true, promise: true, "weak collection": true, object: true });
+export const OPAQUE_KINDS = named<GuestOpaqueKind>("opaqueKinds", {
+  function: true,
+  symbol: true,
+  accessor: true,
+  proxy: true,
+  promise: true,
+  "weak collection": true,
+  object: true,
+});
 
 // Every code a direct call's NativeError can carry (QJSN_ERROR_CODES) is a SandboxErrorCode.
 named<SandboxErrorCode>("errorCodes", {
-  SYNTAX_ERROR: true, GUEST_ERROR: true, TIMEOUT: true, OUT_OF_MEMORY: true, STACK_OVERFLOW: true, ABORTED: true, DISPOSED: true,
-  BUSY: true, BROKEN: true, UNSERIALIZABLE: true, COPY_LIMIT: true, HOST_CALL_LIMIT: true, INVALID_ARGUMENT: true, INVALID_SNAPSHOT: true,
+  SYNTAX_ERROR: true,
+  GUEST_ERROR: true,
+  TIMEOUT: true,
+  OUT_OF_MEMORY: true,
+  STACK_OVERFLOW: true,
+  ABORTED: true,
+  DISPOSED: true,
+  BUSY: true,
+  BROKEN: true,
+  UNSERIALIZABLE: true,
+  COPY_LIMIT: true,
+  HOST_CALL_LIMIT: true,
+  INVALID_ARGUMENT: true,
+  INVALID_SNAPSHOT: true,
 });
 
 /** Positions in the array a job resolves with (QJSN_OUTCOME_SLOTS): read by {@link outcomeOf} only. */
-const OutcomeSlot = numbered("outcomeSlot", ["status", "value", "message", "stop", "console", "consoleTruncated", "executionMs", "hostCalls", "memoryUsedBytes", "peakMemoryBytes", "kind", "snapshot"]);
+const OutcomeSlot = numbered("outcomeSlot", [
+  "status",
+  "value",
+  "message",
+  "stop",
+  "console",
+  "consoleTruncated",
+  "executionMs",
+  "hostCalls",
+  "memoryUsedBytes",
+  "peakMemoryBytes",
+  "kind",
+  "snapshot",
+]);
 
 /** Positions in a snapshot read's or write's array (QJSN_SNAPSHOT_RESULT_SLOTS): read by {@link snapshotResultOf} only. */
 const SnapshotResultSlot = numbered("snapshotResultSlot", ["status", "result", "notRestored"]);
@@ -280,7 +453,10 @@ export const AnsweredSlot = numbered("answeredSlot", ["value", "message", "conso
 /** A native snapshot read's or write's result, by slot name (a read's has no body). */
 export function snapshotResultOf(raw: NativeSnapshotSlots): NativeSnapshotWrite {
   const result = raw[SnapshotResultSlot.result];
-  const out: NativeSnapshotWrite = { status: raw[SnapshotResultSlot.status] as number, notRestored: raw[SnapshotResultSlot.notRestored] as string[] };
+  const out: NativeSnapshotWrite = {
+    status: raw[SnapshotResultSlot.status] as number,
+    notRestored: raw[SnapshotResultSlot.notRestored] as string[],
+  };
   if (typeof result === "string") out.message = result;
   else if (result !== undefined) out.body = result as Buffer;
   return out;

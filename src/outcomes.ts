@@ -5,8 +5,27 @@
  */
 import { SandboxError, type GuestErrorInfo } from "./errors.js";
 import { DECODE_SLICE_WORK, type DecodeQueue } from "./decode-queue.js";
-import { ConsoleDecoder, GuestOpaque, ValueDecoder, decodeConsole, decodeValue, errorHead, type ConsoleRecord } from "./marshal.js";
-import { AnsweredSlot, CONSOLE_LEVELS, isNativeError, native, NativeStatus, NativeStop, StatsSlot, type AnsweredHere, type NativeError, type NativeOutcome } from "./native.js";
+import {
+  ConsoleDecoder,
+  GuestOpaque,
+  ValueDecoder,
+  decodeConsole,
+  decodeValue,
+  errorHead,
+  type ConsoleRecord,
+} from "./marshal.js";
+import {
+  AnsweredSlot,
+  CONSOLE_LEVELS,
+  isNativeError,
+  native,
+  NativeStatus,
+  NativeStop,
+  StatsSlot,
+  type AnsweredHere,
+  type NativeError,
+  type NativeOutcome,
+} from "./native.js";
 import { formatConsoleArgs, renderValue } from "./render.js";
 import { MAX_THROWN_CHARS } from "./request.js";
 import { recordResultPieces } from "./result-pieces.js";
@@ -14,7 +33,6 @@ import type { ConsoleEntry, EvalOptions, EvalReport, EvalStats, ResolvedSandboxO
 
 /** Console levels by the number the engine sends. */
 export { CONSOLE_LEVELS };
-
 
 /** The budgets and limits an eval ran under, for error messages that name them. */
 export interface OutcomeLimits {
@@ -37,7 +55,11 @@ function guestInfo(thrown: unknown): GuestErrorInfo {
     return info;
   }
   const text = typeof thrown === "string" ? thrown : renderValue(thrown, MAX_THROWN_CHARS);
-  return { name: thrown === null ? "null" : thrown instanceof GuestOpaque ? thrown.kind : typeof thrown, message: text, nonError: true };
+  return {
+    name: thrown === null ? "null" : thrown instanceof GuestOpaque ? thrown.kind : typeof thrown,
+    message: text,
+    nonError: true,
+  };
 }
 
 /**
@@ -116,7 +138,18 @@ export function syncOutcome(extras: AnsweredHere): NativeOutcome {
 
 /** The outcome of an eval that never reached the engine (disposed, broken, aborted first, busy). */
 export function stubOutcome(status: NativeStatus): NativeOutcome {
-  return { status, value: undefined, message: "", stop: NativeStop.None, console: undefined, consoleTruncated: false, executionMs: 0, hostCalls: 0, memoryUsedBytes: 0, peakMemoryBytes: 0 };
+  return {
+    status,
+    value: undefined,
+    message: "",
+    stop: NativeStop.None,
+    console: undefined,
+    consoleTruncated: false,
+    executionMs: 0,
+    hostCalls: 0,
+    memoryUsedBytes: 0,
+    peakMemoryBytes: 0,
+  };
 }
 
 /** An outcome's bytes, decoded: the value or thrown value (or why it could not be copied out) and the console records. */
@@ -155,7 +188,8 @@ export function decodeOutcome(raw: NativeOutcome, queue: DecodeQueue): DecodedOu
   const value = valueBytes && carriesValue(status) ? new ValueDecoder(valueBytes) : undefined;
   if (!consoleBytes && !queue.busy) {
     try {
-      if (!value || value.advance(DECODE_SLICE_WORK)) return { value: value?.value, pieces: value?.pieces, console: [] };
+      if (!value || value.advance(DECODE_SLICE_WORK))
+        return { value: value?.value, pieces: value?.pieces, console: [] };
     } catch (err) {
       return { value: undefined, failure: err as SandboxError, console: [] };
     }
@@ -164,7 +198,11 @@ export function decodeOutcome(raw: NativeOutcome, queue: DecodeQueue): DecodedOu
 }
 
 // The rest of decodeOutcome, a slice at a time (`value` goes on where it stopped).
-async function decodeInSlices(queue: DecodeQueue, consoleBytes: Buffer | undefined, value: ValueDecoder | undefined): Promise<DecodedOutcome> {
+async function decodeInSlices(
+  queue: DecodeQueue,
+  consoleBytes: Buffer | undefined,
+  value: ValueDecoder | undefined,
+): Promise<DecodedOutcome> {
   const console = consoleBytes ? await queue.decode(new ConsoleDecoder(consoleBytes)) : [];
   if (!value) return { value: undefined, console };
   try {
@@ -179,8 +217,22 @@ async function decodeInSlices(queue: DecodeQueue, consoleBytes: Buffer | undefin
  * The report of one eval: value or typed error, console lines within `maxConsoleBytes`, stats.
  * Without `decoded`, the outcome's bytes are decoded at once.
  */
-export function reportOf(raw: NativeOutcome, wallMs: number, limits: OutcomeLimits, decoded: DecodedOutcome = decodeAtOnce(raw)): EvalReport {
-  const { status, message, stop, consoleTruncated: rawTruncated, executionMs, hostCalls, memoryUsedBytes, peakMemoryBytes } = raw;
+export function reportOf(
+  raw: NativeOutcome,
+  wallMs: number,
+  limits: OutcomeLimits,
+  decoded: DecodedOutcome = decodeAtOnce(raw),
+): EvalReport {
+  const {
+    status,
+    message,
+    stop,
+    consoleTruncated: rawTruncated,
+    executionMs,
+    hostCalls,
+    memoryUsedBytes,
+    peakMemoryBytes,
+  } = raw;
   const stats: EvalStats = { executionMs, wallMs, hostCalls, memoryUsedBytes, peakMemoryBytes };
   const kept = formatConsole(decoded.console, limits.maxConsoleBytes);
   const console = kept.entries;
@@ -196,7 +248,13 @@ export function reportOf(raw: NativeOutcome, wallMs: number, limits: OutcomeLimi
 }
 
 /** The typed error of a native status that is not `Ok`. */
-export function errorOf(status: NativeStatus, decoded: DecodedOutcome | undefined, message: string, stop: number, limits: OutcomeLimits): SandboxError {
+export function errorOf(
+  status: NativeStatus,
+  decoded: DecodedOutcome | undefined,
+  message: string,
+  stop: number,
+  limits: OutcomeLimits,
+): SandboxError {
   switch (status) {
     case NativeStatus.GuestError:
     case NativeStatus.SyntaxError: {
@@ -209,14 +267,20 @@ export function errorOf(status: NativeStatus, decoded: DecodedOutcome | undefine
       const budget = stop === NativeStop.WallBudget ? "wall" : "execution";
       const ms = budget === "wall" ? limits.wallTimeoutMs : limits.executionTimeoutMs;
       const watchdog = message ? `; ${message}` : "";
-      return new SandboxError("TIMEOUT", `the ${budget === "wall" ? "wall-clock" : "execution"} budget of ${ms} ms ran out${watchdog}`, { budget });
+      return new SandboxError(
+        "TIMEOUT",
+        `the ${budget === "wall" ? "wall-clock" : "execution"} budget of ${ms} ms ran out${watchdog}`,
+        { budget },
+      );
     }
     case NativeStatus.OutOfMemory:
       return new SandboxError("OUT_OF_MEMORY", `the guest ran out of memory (limit ${limits.memoryLimitBytes} bytes)`);
     case NativeStatus.StackOverflow:
       // With a message, the engine refused to start: the calling thread had too little stack left.
       if (message) return new SandboxError("STACK_OVERFLOW", message);
-      return new SandboxError("STACK_OVERFLOW", "RangeError: Maximum call stack size exceeded", { guest: { name: "RangeError", message: "Maximum call stack size exceeded" } });
+      return new SandboxError("STACK_OVERFLOW", "RangeError: Maximum call stack size exceeded", {
+        guest: { name: "RangeError", message: "Maximum call stack size exceeded" },
+      });
     case NativeStatus.Aborted:
       return new SandboxError("ABORTED", "the eval was aborted");
     case NativeStatus.Disposed:
@@ -224,11 +288,20 @@ export function errorOf(status: NativeStatus, decoded: DecodedOutcome | undefine
     case NativeStatus.Unserializable:
       return new SandboxError("UNSERIALIZABLE", message || "the result cannot be copied out of the sandbox");
     case NativeStatus.Broken:
-      return new SandboxError("BROKEN", "the sandbox was stopped while stuck in a built-in that cannot be interrupted; dispose it and create a new one");
+      return new SandboxError(
+        "BROKEN",
+        "the sandbox was stopped while stuck in a built-in that cannot be interrupted; dispose it and create a new one",
+      );
     case NativeStatus.CopyLimit:
-      return new SandboxError("COPY_LIMIT", `${message || "the eval's output"} would take the host past this eval's copy limit of ${limits.copyLimitBytes} bytes (copyLimitBytes; the result, console, thrown value and host-call arguments all count, and so does the state the host holds for each host call in flight)`);
+      return new SandboxError(
+        "COPY_LIMIT",
+        `${message || "the eval's output"} would take the host past this eval's copy limit of ${limits.copyLimitBytes} bytes (copyLimitBytes; the result, console, thrown value and host-call arguments all count, and so does the state the host holds for each host call in flight)`,
+      );
     case NativeStatus.HostCallLimit:
-      return new SandboxError("HOST_CALL_LIMIT", `the eval had more than ${limits.maxHostCallsInFlight} host calls in flight at once (maxHostCallsInFlight; await some before making more)`);
+      return new SandboxError(
+        "HOST_CALL_LIMIT",
+        `the eval had more than ${limits.maxHostCallsInFlight} host calls in flight at once (maxHostCallsInFlight; await some before making more)`,
+      );
     case NativeStatus.Busy:
       return new SandboxError("BUSY", "the sandbox is busy: a host function cannot run code in its own sandbox");
     default:

@@ -57,7 +57,11 @@ export interface RenderOptions {
  * `... N more items` markers. A guest Error shows as Node shows one (`TypeError: bad\n    at
  * <eval> ...`), an instance of a guest class with its class name (`P { x: 1 }`).
  */
-export function renderValue(value: unknown, maxChars: number = SANDBOX_DEFAULTS.renderChars, options: RenderOptions = {}): string {
+export function renderValue(
+  value: unknown,
+  maxChars: number = SANDBOX_DEFAULTS.renderChars,
+  options: RenderOptions = {},
+): string {
   const budget = Number.isFinite(maxChars) ? maxChars : SANDBOX_DEFAULTS.renderChars;
   const inspectOptions = options.colors === true ? { ...RENDER_OPTIONS, colors: true } : RENDER_OPTIONS;
   return inspect(new Pruner(budget, RENDER_OPTIONS).copy(value, 0), inspectOptions);
@@ -72,7 +76,11 @@ export const MAX_CONSOLE_CALL_CHARS = 16 * 1024;
  * most {@link MAX_CONSOLE_CALL_CHARS} per call, which bounds the main thread's work per call.
  */
 export function formatConsoleArgs(args: readonly unknown[], maxChars: number): string {
-  const pruner = new Pruner(Math.min(maxChars, MAX_CONSOLE_CALL_CHARS), { maxArrayLength: 100, maxStringLength: 10_000, depth: CONSOLE_OPTIONS.depth });
+  const pruner = new Pruner(Math.min(maxChars, MAX_CONSOLE_CALL_CHARS), {
+    maxArrayLength: 100,
+    maxStringLength: 10_000,
+    depth: CONSOLE_OPTIONS.depth,
+  });
   let textLeft = Math.max(0, maxChars);
   // Top-level strings are printed raw, not quoted: cut them as text.
   const pruned = args.map((arg) => {
@@ -95,7 +103,9 @@ export function bigintText(value: bigint): string {
   const shift = bits - 64;
   const log10 = Math.log10(Number(magnitude >> BigInt(shift))) + shift * Math.log10(2);
   const digits = Math.floor(log10) + 1;
-  const head = Math.floor(10 ** (log10 - Math.floor(log10) + BIGINT_HEAD_DIGITS - 1)).toString().slice(0, BIGINT_HEAD_DIGITS);
+  const head = Math.floor(10 ** (log10 - Math.floor(log10) + BIGINT_HEAD_DIGITS - 1))
+    .toString()
+    .slice(0, BIGINT_HEAD_DIGITS);
   const tail = (magnitude % 10n ** BigInt(BIGINT_TAIL_DIGITS)).toString().padStart(BIGINT_TAIL_DIGITS, "0");
   return `${negative ? "-" : ""}${head}...${tail}n (${digits.toLocaleString("en-US")} digits)`;
 }
@@ -166,12 +176,21 @@ class Pruner {
       this.#left -= 30;
       return value;
     }
-    if (value instanceof RegExp) return this.#leaf(value, value.source.length + 10, () => `/${value.source.slice(0, Math.max(0, this.#left))}.../${value.flags}`);
+    if (value instanceof RegExp)
+      return this.#leaf(
+        value,
+        value.source.length + 10,
+        () => `/${value.source.slice(0, Math.max(0, this.#left))}.../${value.flags}`,
+      );
     if (value instanceof Error) {
       // Shown as its stack, which the decoder starts with `Name: message` as Node's do: inspect
       // would otherwise print `Error [ValidationError]: ...` for a name its constructor lacks.
       const stack = typeof value.stack === "string" ? value.stack : `${value.name}: ${value.message}`;
-      const shown = this.#leaf(value, stack.length + 10, () => `${stack.slice(0, Math.max(0, this.#left))}... ${stack.length - Math.max(0, this.#left)} more characters`);
+      const shown = this.#leaf(
+        value,
+        stack.length + 10,
+        () => `${stack.slice(0, Math.max(0, this.#left))}... ${stack.length - Math.max(0, this.#left)} more characters`,
+      );
       return shown === value ? new Shown(stack) : shown;
     }
     if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) {
@@ -292,7 +311,12 @@ class Pruner {
 
   #plain(value: Record<string, unknown>, depth: number, beyond: boolean): Record<string, unknown> {
     const className = classNameAtDecode(value);
-    const twin: Record<string, unknown> = Object.getPrototypeOf(value) === null ? Object.create(null) : className === undefined ? {} : Object.create(this.#prototypeNamed(className));
+    const twin: Record<string, unknown> =
+      Object.getPrototypeOf(value) === null
+        ? Object.create(null)
+        : className === undefined
+          ? {}
+          : Object.create(this.#prototypeNamed(className));
     // for-in lists every key of an object with many keys before the first one; the decoder kept
     // the keys of those it made, so the walk can stop where the budget does, and counted the keys
     // of objects a copy for display cut short.
@@ -317,7 +341,12 @@ class Pruner {
           continue;
         }
         this.#left -= key.length + 2;
-        Object.defineProperty(twin, key, { value: this.copy(value[key], depth + 1), enumerable: true, writable: true, configurable: true });
+        Object.defineProperty(twin, key, {
+          value: this.copy(value[key], depth + 1),
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
       }
       // Keys a copy for display dropped, should the budget outlast the ones it kept (it does not
       // within the budget the copy was made for): counted, never hidden silently.
@@ -325,7 +354,11 @@ class Pruner {
       if (more > 0) {
         let marker = "...";
         while (Object.hasOwn(twin, marker)) marker += ".";
-        Object.defineProperty(twin, marker, { value: new Shown(`${more} more key${more === 1 ? "" : "s"}`), enumerable: true, configurable: true });
+        Object.defineProperty(twin, marker, {
+          value: new Shown(`${more} more key${more === 1 ? "" : "s"}`),
+          enumerable: true,
+          configurable: true,
+        });
       }
     });
   }

@@ -4,7 +4,14 @@
  * costs a Node-API call or an allocation; only code, filename and byte payloads are arguments.
  * The options of a new sandbox cross the same way (QJSN_CREATE_SLOTS).
  */
-import { CreateSlot, native, RequestSlot, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher } from "./native.js";
+import {
+  CreateSlot,
+  native,
+  RequestSlot,
+  type NativeDispatcher,
+  type NativeHandle,
+  type NativePrimitiveDispatcher,
+} from "./native.js";
 import { RENDER_OPTIONS } from "./render.js";
 import type { EvalOptions, ResolvedSandboxOptions } from "./types.js";
 
@@ -12,13 +19,25 @@ import type { EvalOptions, ResolvedSandboxOptions } from "./types.js";
 export const MAX_THROWN_CHARS = 16_384;
 
 /** The options a native sandbox is created with. */
-export type HandleOptions = Pick<ResolvedSandboxOptions, "memoryLimitBytes" | "maxStackSizeBytes" | "captureConsole" | "maxConsoleBytes" | "copyLimitBytes" | "maxHostCallsInFlight">;
+export type HandleOptions = Pick<
+  ResolvedSandboxOptions,
+  | "memoryLimitBytes"
+  | "maxStackSizeBytes"
+  | "captureConsole"
+  | "maxConsoleBytes"
+  | "copyLimitBytes"
+  | "maxHostCallsInFlight"
+>;
 
 /**
  * A native sandbox with options `o`. The handle holds both dispatchers weakly (they close over the
  * Sandbox that owns it): the caller keeps them reachable for as long as it uses the handle.
  */
-export function createHandle(o: HandleOptions, dispatcher: NativeDispatcher, primitiveDispatcher: NativePrimitiveDispatcher): NativeHandle {
+export function createHandle(
+  o: HandleOptions,
+  dispatcher: NativeDispatcher,
+  primitiveDispatcher: NativePrimitiveDispatcher,
+): NativeHandle {
   const c = native.createSlots;
   c[CreateSlot.memoryLimitBytes] = o.memoryLimitBytes;
   c[CreateSlot.maxStackSizeBytes] = o.maxStackSizeBytes;
@@ -46,7 +65,15 @@ function displayParts(chars: number): number {
  * threw when `o.displayChars` is set (nothing nested deeper than RENDER_OPTIONS.depth; a thrown
  * value other than an Error becomes the error's message, rendered within MAX_THROWN_CHARS).
  */
-export function requestEval(kind: number, sandboxId: number, evalId: number, budgetMs: number, o: EvalOptions, answerNow: boolean, snapshotMaxBytes = 0): void {
+export function requestEval(
+  kind: number,
+  sandboxId: number,
+  evalId: number,
+  budgetMs: number,
+  o: EvalOptions,
+  answerNow: boolean,
+  snapshotMaxBytes = 0,
+): void {
   const r = native.request;
   r[RequestSlot.kind] = kind;
   r[RequestSlot.sandboxId] = sandboxId;

@@ -13,14 +13,71 @@ import { encodeValue } from "./marshal.js";
 import { SANDBOX_LIMITS } from "./options.js";
 import { observeEval, sandboxClosed, sandboxOpened, traceOperation, type EvalObservation } from "./telemetry/hub.js";
 import { ObservedEvals } from "./telemetry/observed-evals.js";
-import { isNativeError, JobKind, native, NativeStatus, NativeStop, outcomeOf, type AnsweredHere, type NativeError, type NativeHandle, type NativeOutcome, type NativeOutcomeSlots } from "./native.js";
-import { decodeAtOnce, decodeOutcome, errorOf, globalValueOf, limitsOf, refusal, reportOf, stubOutcome, syncOutcome, throwIfFailed, type DecodedOutcome } from "./outcomes.js";
-import { maxSnapshotBody, openSnapshot, resolveSnapshotOptions, restoreBody, restoredList, sealWrittenSnapshot, splitRestoreOptions, takeSnapshot, type RestoredSandbox, type RestoreOptions, type SnapshotAfterEval, type SnapshotAfterRun, type SnapshotOptions } from "./snapshot.js";
+import {
+  isNativeError,
+  JobKind,
+  native,
+  NativeStatus,
+  NativeStop,
+  outcomeOf,
+  type AnsweredHere,
+  type NativeError,
+  type NativeHandle,
+  type NativeOutcome,
+  type NativeOutcomeSlots,
+} from "./native.js";
+import {
+  decodeAtOnce,
+  decodeOutcome,
+  errorOf,
+  globalValueOf,
+  limitsOf,
+  refusal,
+  reportOf,
+  stubOutcome,
+  syncOutcome,
+  throwIfFailed,
+  type DecodedOutcome,
+} from "./outcomes.js";
+import {
+  maxSnapshotBody,
+  openSnapshot,
+  resolveSnapshotOptions,
+  restoreBody,
+  restoredList,
+  sealWrittenSnapshot,
+  splitRestoreOptions,
+  takeSnapshot,
+  type RestoredSandbox,
+  type RestoreOptions,
+  type SnapshotAfterEval,
+  type SnapshotAfterRun,
+  type SnapshotOptions,
+} from "./snapshot.js";
 import { type ArgumentsSchema, checkedAsyncFunction, checkedFunction } from "./host-schema.js";
-import type { AsyncHostFunction, EvalOptions, EvalReport, HostCallContext, HostFunction, MemoryUsage, NotRestored, ResolvedSandboxOptions, SandboxOptions } from "./types.js";
+import type {
+  AsyncHostFunction,
+  EvalOptions,
+  EvalReport,
+  HostCallContext,
+  HostFunction,
+  MemoryUsage,
+  NotRestored,
+  ResolvedSandboxOptions,
+  SandboxOptions,
+} from "./types.js";
 import { createHandle, requestEval, requestSnapshot } from "./request.js";
 import { wallTimer, type WallHold } from "./wall-hold.js";
-import { checkFunctionName, checkGlobalName, checkInteger, evalClockMs, invalid, validateEvalOptions, validateOptions, validatePath } from "./validate.js";
+import {
+  checkFunctionName,
+  checkGlobalName,
+  checkInteger,
+  evalClockMs,
+  invalid,
+  validateEvalOptions,
+  validateOptions,
+  validatePath,
+} from "./validate.js";
 
 /** Execution budget of the sandbox's own short guest steps (removing a global). */
 const HOST_STEP_BUDGET_MS = 100;
@@ -98,7 +155,13 @@ export class Sandbox implements Disposable {
     return this.#options;
   }
 
-  #report(raw: NativeOutcome, wallMs: number, o: EvalOptions, wallBudgetMs?: number, decoded?: DecodedOutcome): EvalReport {
+  #report(
+    raw: NativeOutcome,
+    wallMs: number,
+    o: EvalOptions,
+    wallBudgetMs?: number,
+    decoded?: DecodedOutcome,
+  ): EvalReport {
     this.#observed.countOut(raw);
     return reportOf(raw, wallMs, limitsOf(this.#options, o, wallBudgetMs), decoded ?? decodeAtOnce(raw));
   }
@@ -118,9 +181,20 @@ export class Sandbox implements Disposable {
    * arguments the schema rejects throws a guest `TypeError` naming the issues, and `fn` does not run.
    */
   defineFunction(name: string, fn: HostFunction): void;
-  defineFunction<Args extends unknown[]>(name: string, schema: ArgumentsSchema<Args>, fn: (...args: Args) => unknown): void;
-  defineFunction<Args extends unknown[]>(name: string, fnOrSchema: HostFunction | ArgumentsSchema<Args>, checked?: (...args: Args) => unknown): void {
-    const fn = typeof fnOrSchema === "function" || checked === undefined ? fnOrSchema : checkedFunction(name, fnOrSchema, checked);
+  defineFunction<Args extends unknown[]>(
+    name: string,
+    schema: ArgumentsSchema<Args>,
+    fn: (...args: Args) => unknown,
+  ): void;
+  defineFunction<Args extends unknown[]>(
+    name: string,
+    fnOrSchema: HostFunction | ArgumentsSchema<Args>,
+    checked?: (...args: Args) => unknown,
+  ): void {
+    const fn =
+      typeof fnOrSchema === "function" || checked === undefined
+        ? fnOrSchema
+        : checkedFunction(name, fnOrSchema, checked);
     this.#host.define(this.#live(), name, fn as HostFunction, false);
   }
 
@@ -131,9 +205,20 @@ export class Sandbox implements Disposable {
    * {@link ArgumentsSchema}, `fn` receives the parsed, typed arguments (as with `defineFunction`).
    */
   defineAsyncFunction(name: string, fn: AsyncHostFunction): void;
-  defineAsyncFunction<Args extends unknown[]>(name: string, schema: ArgumentsSchema<Args>, fn: (args: Args, context: HostCallContext) => unknown): void;
-  defineAsyncFunction<Args extends unknown[]>(name: string, fnOrSchema: AsyncHostFunction | ArgumentsSchema<Args>, checked?: (args: Args, context: HostCallContext) => unknown): void {
-    const fn = typeof fnOrSchema === "function" || checked === undefined ? fnOrSchema : checkedAsyncFunction(name, fnOrSchema, checked);
+  defineAsyncFunction<Args extends unknown[]>(
+    name: string,
+    schema: ArgumentsSchema<Args>,
+    fn: (args: Args, context: HostCallContext) => unknown,
+  ): void;
+  defineAsyncFunction<Args extends unknown[]>(
+    name: string,
+    fnOrSchema: AsyncHostFunction | ArgumentsSchema<Args>,
+    checked?: (args: Args, context: HostCallContext) => unknown,
+  ): void {
+    const fn =
+      typeof fnOrSchema === "function" || checked === undefined
+        ? fnOrSchema
+        : checkedAsyncFunction(name, fnOrSchema, checked);
     this.#host.define(this.#live(), name, fn as AsyncHostFunction, true);
   }
 
@@ -152,7 +237,8 @@ export class Sandbox implements Disposable {
    */
   defineFrozenAsyncFunction(name: string, fn: AsyncHostFunction): boolean {
     checkFunctionName(name, fn);
-    if (this.#queue.busy || this.#host.reentered()) throw new SandboxError("BUSY", "cannot install a frozen function while an eval runs");
+    if (this.#queue.busy || this.#host.reentered())
+      throw new SandboxError("BUSY", "cannot install a frozen function while an eval runs");
     return this.#host.defineFrozen(this.#live(), name, fn);
   }
 
@@ -164,7 +250,10 @@ export class Sandbox implements Disposable {
    * replaced a parent with a Proxy runs its trap there, never on the Node main thread.
    */
   async removeGlobal(path: string): Promise<boolean> {
-    const report = await this.run(removeCode(validatePath(path)), { filename: "<host>", timeoutMs: HOST_STEP_BUDGET_MS });
+    const report = await this.run(removeCode(validatePath(path)), {
+      filename: "<host>",
+      timeoutMs: HOST_STEP_BUDGET_MS,
+    });
     if (!report.ok && (report.error.code === "DISPOSED" || report.error.code === "BUSY")) throw report.error;
     return report.ok && report.value === true;
   }
@@ -181,7 +270,8 @@ export class Sandbox implements Disposable {
    * without holding the event loop, return it from {@link Sandbox.eval}.
    */
   getGlobal(name: string): unknown {
-    if (typeof name !== "string" || name.length > SANDBOX_LIMITS.maxGlobalNameChars) throw invalid("name must be a string");
+    if (typeof name !== "string" || name.length > SANDBOX_LIMITS.maxGlobalNameChars)
+      throw invalid("name must be a string");
     return globalValueOf(this.#live().getGlobal(name));
   }
 
@@ -275,9 +365,16 @@ export class Sandbox implements Disposable {
    * (over `maxSnapshotBytes`, say); neither is set when the eval was stopped or did not start.
    * Not with `inline`: the state would be walked on the Node main thread.
    */
-  async runThenSnapshot(code: string, options?: EvalOptions, snapshotOptions?: SnapshotOptions): Promise<SnapshotAfterRun> {
-    const after: SnapshotAfterEval = { options: resolveSnapshotOptions(snapshotOptions, this.#options.memoryLimitBytes) };
-    if (options?.inline === true) throw invalid("runThenSnapshot cannot run inline: the snapshot would be written on the Node main thread");
+  async runThenSnapshot(
+    code: string,
+    options?: EvalOptions,
+    snapshotOptions?: SnapshotOptions,
+  ): Promise<SnapshotAfterRun> {
+    const after: SnapshotAfterEval = {
+      options: resolveSnapshotOptions(snapshotOptions, this.#options.memoryLimitBytes),
+    };
+    if (options?.inline === true)
+      throw invalid("runThenSnapshot cannot run inline: the snapshot would be written on the Node main thread");
     const report = await this.#start(code, options, after);
     if (after.written === undefined) return { report };
     try {
@@ -297,16 +394,31 @@ export class Sandbox implements Disposable {
   }
 
   // A method of its own, like #runSyncObserved.
-  #beginObserved(observed: EvalObservation, code: string, o: EvalOptions, after: SnapshotAfterEval | undefined): EvalReport | Promise<EvalReport> {
+  #beginObserved(
+    observed: EvalObservation,
+    code: string,
+    o: EvalOptions,
+    after: SnapshotAfterEval | undefined,
+  ): EvalReport | Promise<EvalReport> {
     return this.#observed.run(observed, () => this.#begin(code, o, after, observed));
   }
 
-  #begin(code: string, o: EvalOptions, after?: SnapshotAfterEval, observed?: EvalObservation): EvalReport | Promise<EvalReport> {
+  #begin(
+    code: string,
+    o: EvalOptions,
+    after?: SnapshotAfterEval,
+    observed?: EvalObservation,
+  ): EvalReport | Promise<EvalReport> {
     if (this.#host.reentered()) return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
     return this.#queue.start(o, (admitted) => this.#runNow(code, admitted, after, observed));
   }
 
-  #runNow(code: string, o: EvalOptions, after?: SnapshotAfterEval, observed?: EvalObservation): EvalReport | Promise<EvalReport> {
+  #runNow(
+    code: string,
+    o: EvalOptions,
+    after?: SnapshotAfterEval,
+    observed?: EvalObservation,
+  ): EvalReport | Promise<EvalReport> {
     if (observed !== undefined) this.#observed.running(observed);
     if (!this.#handle) return this.#report(stubOutcome(NativeStatus.Disposed), 0, o);
     if (this.#broken) return this.#report(stubOutcome(NativeStatus.Broken), 0, o);
@@ -348,10 +460,20 @@ export class Sandbox implements Disposable {
     return this.#outcomeOf(raw, evalId, started, o, wallMs);
   }
 
-  async #outcomeOf(pending: NativeOutcome | Promise<NativeOutcomeSlots>, evalId: number, started: number, o: EvalOptions, wallMs: number, after?: SnapshotAfterEval): Promise<EvalReport> {
+  async #outcomeOf(
+    pending: NativeOutcome | Promise<NativeOutcomeSlots>,
+    evalId: number,
+    started: number,
+    o: EvalOptions,
+    wallMs: number,
+    after?: SnapshotAfterEval,
+  ): Promise<EvalReport> {
     let raw: NativeOutcome;
     try {
-      raw = pending instanceof Promise ? await this.#settled(pending, evalId, wallMs, o.signal, o.wallHold) : this.#checked(pending);
+      raw =
+        pending instanceof Promise
+          ? await this.#settled(pending, evalId, wallMs, o.signal, o.wallHold)
+          : this.#checked(pending);
       if (after !== undefined) after.written = raw.written;
       // Host calls and console lines the guest made before it ended reach the host while the eval is current.
       const drained = this.#decodes.drained();
@@ -384,7 +506,13 @@ export class Sandbox implements Disposable {
   }
 
   // Awaits an executor job under the wall budget `wallMs` (suspended while `hold` is held) and `signal`.
-  async #settled(pending: Promise<NativeOutcomeSlots>, evalId: number, wallMs: number, signal?: AbortSignal, hold?: WallHold): Promise<NativeOutcome> {
+  async #settled(
+    pending: Promise<NativeOutcomeSlots>,
+    evalId: number,
+    wallMs: number,
+    signal?: AbortSignal,
+    hold?: WallHold,
+  ): Promise<NativeOutcome> {
     const cancel = wallTimer(wallMs, () => this.#handle?.stop(NativeStop.WallBudget, evalId), hold);
     const onAbort = (): void => this.#handle?.stop(NativeStop.Abort, evalId);
     signal?.addEventListener("abort", onAbort, { once: true });
@@ -405,7 +533,11 @@ export class Sandbox implements Disposable {
    * {@link Sandbox.restore}. Throws `INVALID_SNAPSHOT` over `maxSnapshotBytes`, `BUSY` during an eval.
    */
   snapshot(options?: SnapshotOptions): Uint8Array {
-    return traceOperation("quickjs_native.snapshot", () => this.#snapshotNow(options), (bytes) => bytes.length);
+    return traceOperation(
+      "quickjs_native.snapshot",
+      () => this.#snapshotNow(options),
+      (bytes) => bytes.length,
+    );
   }
 
   #snapshotNow(options: SnapshotOptions | undefined): Uint8Array {
@@ -426,7 +558,11 @@ export class Sandbox implements Disposable {
    * evals, and evals queued after it wait for it.
    */
   async snapshotAsync(options?: SnapshotOptions): Promise<Uint8Array> {
-    return traceOperation("quickjs_native.snapshot", () => this.#snapshotOffThread(options), (bytes) => bytes.length);
+    return traceOperation(
+      "quickjs_native.snapshot",
+      () => this.#snapshotOffThread(options),
+      (bytes) => bytes.length,
+    );
   }
 
   async #snapshotOffThread(options: SnapshotOptions | undefined): Promise<Uint8Array> {
@@ -442,7 +578,8 @@ export class Sandbox implements Disposable {
       const pending = handle.start(excluded);
       if (isNativeError(pending)) throw refusal(pending, "take a snapshot", "cannot take a snapshot");
       const { status, written, message, stop } = outcomeOf(await pending);
-      if (status !== NativeStatus.Ok || !written) throw errorOf(status, undefined, message, stop, limitsOf(this.#options, {}));
+      if (status !== NativeStatus.Ok || !written)
+        throw errorOf(status, undefined, message, stop, limitsOf(this.#options, {}));
       return sealWrittenSnapshot(written, resolved, native.engineVersion);
     });
   }
@@ -456,7 +593,11 @@ export class Sandbox implements Disposable {
    * `notRestored` lists them.
    */
   static restore(bytes: Uint8Array, options?: RestoreOptions): RestoredSandbox {
-    return traceOperation("quickjs_native.restore", () => Sandbox.#restoreNow(bytes, options), () => bytes.length);
+    return traceOperation(
+      "quickjs_native.restore",
+      () => Sandbox.#restoreNow(bytes, options),
+      () => bytes.length,
+    );
   }
 
   static #restoreNow(bytes: Uint8Array, options: RestoreOptions | undefined): RestoredSandbox {
@@ -477,7 +618,11 @@ export class Sandbox implements Disposable {
    * capped by `maxSnapshotBytes`, and run before. Rejects with the same errors as `restore`.
    */
   static async restoreAsync(bytes: Uint8Array, options?: RestoreOptions): Promise<RestoredSandbox> {
-    return traceOperation("quickjs_native.restore", () => Sandbox.#restoreInto(bytes, options), () => bytes.length);
+    return traceOperation(
+      "quickjs_native.restore",
+      () => Sandbox.#restoreInto(bytes, options),
+      () => bytes.length,
+    );
   }
 
   static async #restoreInto(bytes: Uint8Array, options: RestoreOptions | undefined): Promise<RestoredSandbox> {
@@ -492,7 +637,10 @@ export class Sandbox implements Disposable {
 
   // The envelope is checked before a runtime exists (refusals cost no sandbox), then the sandbox
   // the body is to be read into is created.
-  static #opened(bytes: Uint8Array, options: RestoreOptions | undefined): { sandbox: Sandbox; body: Buffer; budgetMs: number } {
+  static #opened(
+    bytes: Uint8Array,
+    options: RestoreOptions | undefined,
+  ): { sandbox: Sandbox; body: Buffer; budgetMs: number } {
     const split = splitRestoreOptions(options);
     const sandboxOptions = validateOptions(split.sandbox);
     const body = openSnapshot(bytes, resolveSnapshotOptions(split.snapshot, sandboxOptions.memoryLimitBytes));
@@ -508,7 +656,8 @@ export class Sandbox implements Disposable {
     if (isNativeError(pending)) throw refusal(pending, "restore into a sandbox", "cannot restore");
     const wallMs = this.#options.wallTimeoutMs;
     const { status, read, message, stop } = await this.#settled(pending, evalId, wallMs);
-    if (status !== NativeStatus.Ok || !read) throw errorOf(status, undefined, message, stop, limitsOf(this.#options, { timeoutMs: budgetMs }, wallMs));
+    if (status !== NativeStatus.Ok || !read)
+      throw errorOf(status, undefined, message, stop, limitsOf(this.#options, { timeoutMs: budgetMs }, wallMs));
     return restoredList(read);
   }
 

@@ -29,10 +29,18 @@ export function decodeScalarArguments(bytes: Buffer, end: number): unknown[] | u
     const tag = bytes[pos + 4];
     pos += 5;
     switch (tag) {
-      case Tag.Undefined: args.push(undefined); break;
-      case Tag.Null: args.push(null); break;
-      case Tag.False: args.push(false); break;
-      case Tag.True: args.push(true); break;
+      case Tag.Undefined:
+        args.push(undefined);
+        break;
+      case Tag.Null:
+        args.push(null);
+        break;
+      case Tag.False:
+        args.push(false);
+        break;
+      case Tag.True:
+        args.push(true);
+        break;
       case Tag.Int32:
         if (pos + 4 > end) return undefined;
         args.push(bytes.readInt32LE(pos));

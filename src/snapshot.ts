@@ -23,7 +23,14 @@ import { createHash, createHmac, timingSafeEqual, type Hash, type Hmac } from "n
 import { promisify } from "node:util";
 import { constants as zlibConstants, deflateRaw, deflateRawSync, inflateRaw, inflateRawSync } from "node:zlib";
 import { SandboxError } from "./errors.js";
-import { JobKind, NativeSnapshotStatus, snapshotResultOf, type NativeHandle, type NativeSnapshotRead, type NativeSnapshotWrite } from "./native.js";
+import {
+  JobKind,
+  NativeSnapshotStatus,
+  snapshotResultOf,
+  type NativeHandle,
+  type NativeSnapshotRead,
+  type NativeSnapshotWrite,
+} from "./native.js";
 import { refusal } from "./outcomes.js";
 import { requestSnapshot } from "./request.js";
 import type { EvalReport, NotRestored, SandboxOptions } from "./types.js";
@@ -116,22 +123,27 @@ interface ResolvedSnapshotOptions {
 
 function resolveSigning(signing: unknown): ResolvedSnapshotOptions["signing"] {
   if (signing === undefined) return undefined;
-  if (typeof signing !== "object" || signing === null) throw invalidArgument("signing must be an object { key, threadId, turn }");
+  if (typeof signing !== "object" || signing === null)
+    throw invalidArgument("signing must be an object { key, threadId, turn }");
   const { key, threadId, turn } = signing as SnapshotSigning;
   let keyBytes: Buffer;
   if (typeof key === "string") keyBytes = Buffer.from(key, "utf8");
   else if (key instanceof Uint8Array) keyBytes = Buffer.from(key);
   else throw invalidArgument("signing.key must be a string or a Uint8Array");
   if (keyBytes.length < MIN_KEY_BYTES) throw invalidArgument(`signing.key must be at least ${MIN_KEY_BYTES} bytes`);
-  if (typeof threadId !== "string" || threadId.length > 4096) throw invalidArgument("signing.threadId must be a string of at most 4096 characters");
-  if (typeof turn !== "number" || !Number.isSafeInteger(turn) || turn < 0) throw invalidArgument("signing.turn must be a non-negative safe integer");
+  if (typeof threadId !== "string" || threadId.length > 4096)
+    throw invalidArgument("signing.threadId must be a string of at most 4096 characters");
+  if (typeof turn !== "number" || !Number.isSafeInteger(turn) || turn < 0)
+    throw invalidArgument("signing.turn must be a non-negative safe integer");
   return { key: keyBytes, threadId, turn };
 }
 
 function resolveOptions(options: Partial<SnapshotOptions>, defaultMaxBytes: number): ResolvedSnapshotOptions {
   const max = options.maxSnapshotBytes ?? defaultMaxBytes;
   if (typeof max !== "number" || !Number.isInteger(max) || max < SNAPSHOT_OVERHEAD_BYTES + 4 || max > MAX_BODY_BYTES) {
-    throw invalidArgument(`maxSnapshotBytes must be an integer between ${SNAPSHOT_OVERHEAD_BYTES + 4} and ${MAX_BODY_BYTES}`);
+    throw invalidArgument(
+      `maxSnapshotBytes must be an integer between ${SNAPSHOT_OVERHEAD_BYTES + 4} and ${MAX_BODY_BYTES}`,
+    );
   }
   const out: ResolvedSnapshotOptions = { maxSnapshotBytes: max };
   const signing = resolveSigning(options.signing);
@@ -148,13 +160,18 @@ export function resolveSnapshotOptions(options: unknown, defaultMaxBytes: number
   if (options === undefined) return { maxSnapshotBytes: defaultMaxBytes };
   if (typeof options !== "object" || options === null) throw invalidArgument("snapshot options must be an object");
   for (const key of Object.keys(options)) {
-    if (!(SNAPSHOT_OPTION_KEYS as readonly string[]).includes(key)) throw invalidArgument(`unknown snapshot option '${key}'; known options: ${SNAPSHOT_OPTION_KEYS.join(", ")}`);
+    if (!(SNAPSHOT_OPTION_KEYS as readonly string[]).includes(key))
+      throw invalidArgument(`unknown snapshot option '${key}'; known options: ${SNAPSHOT_OPTION_KEYS.join(", ")}`);
   }
   return resolveOptions(options as SnapshotOptions, defaultMaxBytes);
 }
 
 /** @internal Splits `Sandbox.restore` options into the sandbox's and the snapshot's. */
-export function splitRestoreOptions(options: unknown): { sandbox: SandboxOptions | undefined; snapshot: Partial<SnapshotOptions>; restoreTimeoutMs?: number } {
+export function splitRestoreOptions(options: unknown): {
+  sandbox: SandboxOptions | undefined;
+  snapshot: Partial<SnapshotOptions>;
+  restoreTimeoutMs?: number;
+} {
   if (options === undefined) return { sandbox: undefined, snapshot: {} };
   if (typeof options !== "object" || options === null) throw invalidArgument("restore options must be an object");
   const sandbox: Record<string, unknown> = {};
@@ -164,10 +181,16 @@ export function splitRestoreOptions(options: unknown): { sandbox: SandboxOptions
     else sandbox[key] = value;
   }
   const { restoreTimeoutMs, ...rest } = snapshot;
-  if (restoreTimeoutMs !== undefined && (typeof restoreTimeoutMs !== "number" || !(restoreTimeoutMs > 0) || restoreTimeoutMs > 2 ** 31 - 1)) {
+  if (
+    restoreTimeoutMs !== undefined &&
+    (typeof restoreTimeoutMs !== "number" || !(restoreTimeoutMs > 0) || restoreTimeoutMs > 2 ** 31 - 1)
+  ) {
     throw invalidArgument("restoreTimeoutMs must be a number of milliseconds between 0 (exclusive) and 2147483647");
   }
-  const out: { sandbox: SandboxOptions; snapshot: Partial<SnapshotOptions>; restoreTimeoutMs?: number } = { sandbox: sandbox as SandboxOptions, snapshot: rest as Partial<SnapshotOptions> };
+  const out: { sandbox: SandboxOptions; snapshot: Partial<SnapshotOptions>; restoreTimeoutMs?: number } = {
+    sandbox: sandbox as SandboxOptions,
+    snapshot: rest as Partial<SnapshotOptions>,
+  };
   if (restoreTimeoutMs !== undefined) out.restoreTimeoutMs = restoreTimeoutMs;
   return out;
 }
@@ -191,7 +214,11 @@ const DIGEST_SLICE_BYTES = 512 * 1024;
 // digest() a slice at a time, with a turn of the event loop between slices: SHA-256 of a 5 MB
 // snapshot is ~17 ms of the main thread in one go on this machine. `fill(from, to)`, when given,
 // writes `covered[from, to)` just before that slice is hashed.
-async function digestInSlices(signing: ResolvedSnapshotOptions["signing"], covered: Uint8Array, fill?: (from: number, to: number) => void): Promise<Buffer> {
+async function digestInSlices(
+  signing: ResolvedSnapshotOptions["signing"],
+  covered: Uint8Array,
+  fill?: (from: number, to: number) => void,
+): Promise<Buffer> {
   const hash = hasher(signing);
   for (let at = 0; at < covered.length; at += DIGEST_SLICE_BYTES) {
     if (at > 0) await new Promise<void>((resolve) => setImmediate(resolve));
@@ -204,11 +231,16 @@ async function digestInSlices(signing: ResolvedSnapshotOptions["signing"], cover
 
 function nativeFailure(status: number, message: string): SandboxError {
   switch (status) {
-    case NativeSnapshotStatus.TooLarge: return invalidSnapshot(message);
-    case NativeSnapshotStatus.OutOfMemory: return new SandboxError("OUT_OF_MEMORY", message);
-    case NativeSnapshotStatus.Interrupted: return new SandboxError("TIMEOUT", message, { budget: "execution" });
-    case NativeSnapshotStatus.StackExhausted: return new SandboxError("STACK_OVERFLOW", message);
-    default: return invalidSnapshot(message);
+    case NativeSnapshotStatus.TooLarge:
+      return invalidSnapshot(message);
+    case NativeSnapshotStatus.OutOfMemory:
+      return new SandboxError("OUT_OF_MEMORY", message);
+    case NativeSnapshotStatus.Interrupted:
+      return new SandboxError("TIMEOUT", message, { budget: "execution" });
+    case NativeSnapshotStatus.StackExhausted:
+      return new SandboxError("STACK_OVERFLOW", message);
+    default:
+      return invalidSnapshot(message);
   }
 }
 
@@ -223,7 +255,12 @@ function notRestoredList(flat: string[]): NotRestored[] {
  * Writes a snapshot of `handle`'s globals, except `excludedNames` (the host's own functions).
  * Throws `INVALID_SNAPSHOT` when it would exceed `maxSnapshotBytes`, `BUSY` while an eval runs.
  */
-export function takeSnapshot(handle: NativeHandle, excludedNames: string[], options: ResolvedSnapshotOptions, engineVersion: string): Uint8Array {
+export function takeSnapshot(
+  handle: NativeHandle,
+  excludedNames: string[],
+  options: ResolvedSnapshotOptions,
+  engineVersion: string,
+): Uint8Array {
   requestSnapshot(JobKind.WriteSnapshot, 0, 0, maxSnapshotBody(options));
   const raw = handle.writeSnapshot(excludedNames);
   if (!Array.isArray(raw)) throw refusal(raw, "take a snapshot", "cannot take a snapshot");
@@ -238,18 +275,36 @@ export function takeSnapshot(handle: NativeHandle, excludedNames: string[], opti
  * (the last good state kept after every eval usually is that small); a larger one is digested a
  * slice per turn of the event loop, and deflated on the libuv pool.
  */
-export function sealWrittenSnapshot(written: NativeSnapshotWrite, options: ResolvedSnapshotOptions, engineVersion: string): Uint8Array | Promise<Uint8Array> {
+export function sealWrittenSnapshot(
+  written: NativeSnapshotWrite,
+  options: ResolvedSnapshotOptions,
+  engineVersion: string,
+): Uint8Array | Promise<Uint8Array> {
   const plain = writtenBody(written, options);
-  if (options.compress !== true && HEADER_BYTES + plain.length <= DIGEST_SLICE_BYTES) return sealed(plain, options, engineVersion);
+  if (options.compress !== true && HEADER_BYTES + plain.length <= DIGEST_SLICE_BYTES)
+    return sealed(plain, options, engineVersion);
   return sealInSlices(plain, options, engineVersion);
 }
 
-async function sealInSlices(plain: Buffer, options: ResolvedSnapshotOptions, engineVersion: string): Promise<Uint8Array> {
-  return sealBodyInSlices(options.compress ? await deflateRawAsync(plain, DEFLATE_OPTIONS) : plain, options, engineVersion);
+async function sealInSlices(
+  plain: Buffer,
+  options: ResolvedSnapshotOptions,
+  engineVersion: string,
+): Promise<Uint8Array> {
+  return sealBodyInSlices(
+    options.compress ? await deflateRawAsync(plain, DEFLATE_OPTIONS) : plain,
+    options,
+    engineVersion,
+  );
 }
 
 // sealed(), the body copied in and digested a slice per turn of the event loop.
-async function sealBodyInSlices(body: Buffer, options: ResolvedSnapshotOptions, engineVersion: string, formatVersion = SNAPSHOT_FORMAT_VERSION): Promise<Uint8Array> {
+async function sealBodyInSlices(
+  body: Buffer,
+  options: ResolvedSnapshotOptions,
+  engineVersion: string,
+  formatVersion = SNAPSHOT_FORMAT_VERSION,
+): Promise<Uint8Array> {
   const { out, covered } = framed(body, options, engineVersion, formatVersion, false);
   // The body is copied into place a slice at a time, as it is digested: copying a 200,000-row
   // state in one go held the event loop for 30-40 ms on a loaded machine.
@@ -290,13 +345,23 @@ function writtenBody(written: NativeSnapshotWrite, options: ResolvedSnapshotOpti
   const { status, body } = written;
   if (status !== NativeSnapshotStatus.Ok || body === undefined) {
     const message = written.message ?? "the snapshot could not be written";
-    throw nativeFailure(status, status === NativeSnapshotStatus.TooLarge ? `the snapshot cannot be written (maxSnapshotBytes (${options.maxSnapshotBytes}), nesting and value caps): ${message}` : message);
+    throw nativeFailure(
+      status,
+      status === NativeSnapshotStatus.TooLarge
+        ? `the snapshot cannot be written (maxSnapshotBytes (${options.maxSnapshotBytes}), nesting and value caps): ${message}`
+        : message,
+    );
   }
   return body;
 }
 
 // The native cap applies to the plain body, so a snapshot inflates within the same cap it was written under.
-function sealed(body: Buffer, options: ResolvedSnapshotOptions, engineVersion: string, formatVersion = SNAPSHOT_FORMAT_VERSION): Uint8Array {
+function sealed(
+  body: Buffer,
+  options: ResolvedSnapshotOptions,
+  engineVersion: string,
+  formatVersion = SNAPSHOT_FORMAT_VERSION,
+): Uint8Array {
   const { out, covered } = framed(body, options, engineVersion, formatVersion);
   digest(options.signing, covered).copy(out, covered.length);
   return new Uint8Array(out.buffer, out.byteOffset, out.length);
@@ -304,8 +369,15 @@ function sealed(body: Buffer, options: ResolvedSnapshotOptions, engineVersion: s
 
 // A snapshot's bytes but for its digest: header and body (`covered`, the body left for the caller
 // to copy in without `copyBody`), then room for the digest.
-function framed(body: Buffer, options: ResolvedSnapshotOptions, engineVersion: string, formatVersion = SNAPSHOT_FORMAT_VERSION, copyBody = true): { out: Buffer; covered: Buffer } {
-  if (body.length + SNAPSHOT_OVERHEAD_BYTES > options.maxSnapshotBytes) throw invalidSnapshot(`the snapshot cannot be written within maxSnapshotBytes (${options.maxSnapshotBytes})`);
+function framed(
+  body: Buffer,
+  options: ResolvedSnapshotOptions,
+  engineVersion: string,
+  formatVersion = SNAPSHOT_FORMAT_VERSION,
+  copyBody = true,
+): { out: Buffer; covered: Buffer } {
+  if (body.length + SNAPSHOT_OVERHEAD_BYTES > options.maxSnapshotBytes)
+    throw invalidSnapshot(`the snapshot cannot be written within maxSnapshotBytes (${options.maxSnapshotBytes})`);
   const out = Buffer.allocUnsafe(HEADER_BYTES + body.length + DIGEST_BYTES);
   out.fill(0, 0, HEADER_BYTES);
   MAGIC.copy(out, 0);
@@ -321,20 +393,34 @@ function framed(body: Buffer, options: ResolvedSnapshotOptions, engineVersion: s
 /** Reads a snapshot's header after checking its lengths. Does not verify the digest. */
 export function inspectSnapshot(bytes: unknown): SnapshotInfo {
   if (!(bytes instanceof Uint8Array)) throw invalidSnapshot("a snapshot must be a Uint8Array");
-  if (bytes.length < SNAPSHOT_OVERHEAD_BYTES + 4) throw invalidSnapshot(`the snapshot is truncated (${bytes.length} bytes)`);
+  if (bytes.length < SNAPSHOT_OVERHEAD_BYTES + 4)
+    throw invalidSnapshot(`the snapshot is truncated (${bytes.length} bytes)`);
   const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
   if (!b.subarray(0, 8).equals(MAGIC)) throw invalidSnapshot("not a quickjs-native snapshot (bad magic)");
   const formatVersion = b.readUInt16LE(8);
-  if (!READABLE_FORMAT_VERSIONS.includes(formatVersion)) throw invalidSnapshot(`snapshot format version ${formatVersion} is not supported (this build reads versions ${READABLE_FORMAT_VERSIONS.join(", ")})`);
+  if (!READABLE_FORMAT_VERSIONS.includes(formatVersion))
+    throw invalidSnapshot(
+      `snapshot format version ${formatVersion} is not supported (this build reads versions ${READABLE_FORMAT_VERSIONS.join(", ")})`,
+    );
   const flags = b.readUInt16LE(10);
   if ((flags & ~KNOWN_FLAGS) !== 0) throw invalidSnapshot(`unknown snapshot flags 0x${flags.toString(16)}`);
   const bodyBytes = b.readUInt32LE(12);
-  if (bodyBytes !== b.length - SNAPSHOT_OVERHEAD_BYTES) throw invalidSnapshot(`the snapshot is truncated or padded: its header says ${bodyBytes + SNAPSHOT_OVERHEAD_BYTES} bytes, it has ${b.length}`);
+  if (bodyBytes !== b.length - SNAPSHOT_OVERHEAD_BYTES)
+    throw invalidSnapshot(
+      `the snapshot is truncated or padded: its header says ${bodyBytes + SNAPSHOT_OVERHEAD_BYTES} bytes, it has ${b.length}`,
+    );
   const turn = b.readBigUInt64LE(16);
   if (turn > BigInt(Number.MAX_SAFE_INTEGER)) throw invalidSnapshot("the snapshot's turn counter is out of range");
   const engineVersion = b.toString("latin1", 24, 32).replace(/\0+$/, "");
   if (!/^[\x20-\x7e]*$/.test(engineVersion)) throw invalidSnapshot("the snapshot's engine version is not text");
-  return { formatVersion, signed: (flags & FLAG_SIGNED) !== 0, compressed: (flags & FLAG_DEFLATED) !== 0, turn: Number(turn), engineVersion, bodyBytes };
+  return {
+    formatVersion,
+    signed: (flags & FLAG_SIGNED) !== 0,
+    compressed: (flags & FLAG_DEFLATED) !== 0,
+    turn: Number(turn),
+    engineVersion,
+    bodyBytes,
+  };
 }
 
 /**
@@ -349,7 +435,11 @@ export function openSnapshot(bytes: unknown, options: ResolvedSnapshotOptions): 
   try {
     return inflateRawSync(body, { maxOutputLength: options.maxSnapshotBytes });
   } catch (err) {
-    throw new SandboxError("INVALID_SNAPSHOT", `the snapshot's body does not inflate within maxSnapshotBytes (${options.maxSnapshotBytes})`, { cause: err });
+    throw new SandboxError(
+      "INVALID_SNAPSHOT",
+      `the snapshot's body does not inflate within maxSnapshotBytes (${options.maxSnapshotBytes})`,
+      { cause: err },
+    );
   }
 }
 
@@ -360,20 +450,28 @@ function verifiedBody(bytes: unknown, options: ResolvedSnapshotOptions): { info:
 }
 
 /** {@link verifiedBody}, the digest computed a slice per turn of the event loop. */
-async function verifiedBodyInSlices(bytes: unknown, options: ResolvedSnapshotOptions): Promise<{ info: SnapshotInfo; body: Buffer }> {
+async function verifiedBodyInSlices(
+  bytes: unknown,
+  options: ResolvedSnapshotOptions,
+): Promise<{ info: SnapshotInfo; body: Buffer }> {
   const { info, covered, stored } = envelopeOf(bytes, options);
   return bodyIfMatches(info, covered, stored, await digestInSlices(options.signing, covered), options);
 }
 
 // The checks of verifiedBody before the digest: the header and what the digest covers, and the stored digest.
-function envelopeOf(bytes: unknown, options: ResolvedSnapshotOptions): { info: SnapshotInfo; covered: Buffer; stored: Buffer } {
+function envelopeOf(
+  bytes: unknown,
+  options: ResolvedSnapshotOptions,
+): { info: SnapshotInfo; covered: Buffer; stored: Buffer } {
   if (bytes instanceof Uint8Array && bytes.length > options.maxSnapshotBytes) {
     throw invalidSnapshot(`the snapshot is ${bytes.length} bytes, over maxSnapshotBytes (${options.maxSnapshotBytes})`);
   }
   const info = inspectSnapshot(bytes);
   const b = Buffer.from((bytes as Uint8Array).buffer, (bytes as Uint8Array).byteOffset, (bytes as Uint8Array).length);
-  if (options.signing && !info.signed) throw invalidSnapshot("the snapshot is not signed, and a signing key is configured");
-  if (!options.signing && info.signed) throw invalidSnapshot("the snapshot is signed; pass its signing key, thread id and turn to restore it");
+  if (options.signing && !info.signed)
+    throw invalidSnapshot("the snapshot is not signed, and a signing key is configured");
+  if (!options.signing && info.signed)
+    throw invalidSnapshot("the snapshot is signed; pass its signing key, thread id and turn to restore it");
   if (options.signing && info.turn !== options.signing.turn) {
     throw invalidSnapshot(`the snapshot is from turn ${info.turn}, expected turn ${options.signing.turn}`);
   }
@@ -381,9 +479,19 @@ function envelopeOf(bytes: unknown, options: ResolvedSnapshotOptions): { info: S
   return { info, covered: b.subarray(0, end), stored: b.subarray(end) };
 }
 
-function bodyIfMatches(info: SnapshotInfo, covered: Buffer, stored: Buffer, expected: Buffer, options: ResolvedSnapshotOptions): { info: SnapshotInfo; body: Buffer } {
+function bodyIfMatches(
+  info: SnapshotInfo,
+  covered: Buffer,
+  stored: Buffer,
+  expected: Buffer,
+  options: ResolvedSnapshotOptions,
+): { info: SnapshotInfo; body: Buffer } {
   if (!timingSafeEqual(expected, stored)) {
-    throw invalidSnapshot(options.signing ? "the snapshot's signature does not match (altered, or from another thread or key)" : "the snapshot's checksum does not match (corrupted)");
+    throw invalidSnapshot(
+      options.signing
+        ? "the snapshot's signature does not match (altered, or from another thread or key)"
+        : "the snapshot's checksum does not match (corrupted)",
+    );
   }
   return { info, body: covered.subarray(HEADER_BYTES) };
 }
@@ -420,7 +528,10 @@ export async function resealSnapshot(bytes: Uint8Array, options: ResealOptions):
   const { from, ...target } = options;
   const resolved = resolveSnapshotOptions(target, MAX_BODY_BYTES);
   // Verified and sealed a slice per turn of the event loop: a thread's state is resealed after every run.
-  const { info, body } = await verifiedBodyInSlices(bytes, { maxSnapshotBytes: resolved.maxSnapshotBytes, ...(from === undefined ? {} : { signing: resolveSigning(from) }) });
+  const { info, body } = await verifiedBodyInSlices(bytes, {
+    maxSnapshotBytes: resolved.maxSnapshotBytes,
+    ...(from === undefined ? {} : { signing: resolveSigning(from) }),
+  });
   const compress = resolved.compress ?? false;
   let out = body;
   if (compress && !info.compressed) out = await deflateRawAsync(body, DEFLATE_OPTIONS);
@@ -428,7 +539,11 @@ export async function resealSnapshot(bytes: Uint8Array, options: ResealOptions):
     try {
       out = await inflateRawAsync(body, { maxOutputLength: resolved.maxSnapshotBytes });
     } catch (err) {
-      throw new SandboxError("INVALID_SNAPSHOT", `the snapshot's body does not inflate within maxSnapshotBytes (${resolved.maxSnapshotBytes})`, { cause: err });
+      throw new SandboxError(
+        "INVALID_SNAPSHOT",
+        `the snapshot's body does not inflate within maxSnapshotBytes (${resolved.maxSnapshotBytes})`,
+        { cause: err },
+      );
     }
   }
   return sealBodyInSlices(out, { ...resolved, compress }, info.engineVersion, info.formatVersion);
@@ -449,7 +564,10 @@ export function restoreBody(handle: NativeHandle, body: Buffer, budgetMs: number
  */
 export function restoredList(read: NativeSnapshotRead): NotRestored[] {
   const { status, message, notRestored } = read;
-  if (status !== NativeSnapshotStatus.Ok) throw nativeFailure(status, message !== undefined ? `the snapshot could not be restored: ${message}` : "the snapshot could not be restored");
+  if (status !== NativeSnapshotStatus.Ok)
+    throw nativeFailure(
+      status,
+      message !== undefined ? `the snapshot could not be restored: ${message}` : "the snapshot could not be restored",
+    );
   return notRestoredList(notRestored);
 }
-

@@ -159,7 +159,13 @@ export interface EvalStats {
 /** Everything one eval produced. Guest failures are data here; `eval`/`evalSync` throw them instead. */
 export type EvalReport<T = unknown> =
   | { ok: true; value: T; console: ConsoleEntry[]; consoleTruncated: boolean; stats: EvalStats }
-  | { ok: false; error: import("./errors.js").SandboxError; console: ConsoleEntry[]; consoleTruncated: boolean; stats: EvalStats };
+  | {
+      ok: false;
+      error: import("./errors.js").SandboxError;
+      console: ConsoleEntry[];
+      consoleTruncated: boolean;
+      stats: EvalStats;
+    };
 
 /** Memory of a sandbox's runtime. */
 export interface MemoryUsage {

@@ -24,14 +24,18 @@ export function invalid(message: string): SandboxError {
 
 export function checkInteger(name: string, value: unknown, min: number, max: number): number {
   if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
-    throw invalid(`${name} must be an integer between ${min} and ${max}; got ${formatWithOptions({ depth: 0 }, "%O", value)}`);
+    throw invalid(
+      `${name} must be an integer between ${min} and ${max}; got ${formatWithOptions({ depth: 0 }, "%O", value)}`,
+    );
   }
   return value;
 }
 
 function checkTimeout(name: string, value: unknown): number {
   if (typeof value !== "number" || !(value > 0) || value > MAX_TIMEOUT_MS) {
-    throw invalid(`${name} must be a number of milliseconds between 0 (exclusive) and ${MAX_TIMEOUT_MS}; got ${formatWithOptions({ depth: 0 }, "%O", value)}`);
+    throw invalid(
+      `${name} must be a number of milliseconds between 0 (exclusive) and ${MAX_TIMEOUT_MS}; got ${formatWithOptions({ depth: 0 }, "%O", value)}`,
+    );
   }
   return value;
 }
@@ -52,7 +56,12 @@ export function validateOptions(options: unknown): ResolvedSandboxOptions {
   if ((options as SandboxOptions).copyLimitBytes === undefined) o.copyLimitBytes = o.memoryLimitBytes;
   else checkInteger("copyLimitBytes", o.copyLimitBytes, copyLimitBytes.min, copyLimitBytes.max);
   // Executor threads have native.threadStackBytes of stack; keep a wide margin for C frames.
-  checkInteger("maxStackSizeBytes", o.maxStackSizeBytes, maxStackSizeBytes.min, Math.min(maxStackSizeBytes.max, native.threadStackBytes / 2));
+  checkInteger(
+    "maxStackSizeBytes",
+    o.maxStackSizeBytes,
+    maxStackSizeBytes.min,
+    Math.min(maxStackSizeBytes.max, native.threadStackBytes / 2),
+  );
   checkTimeout("executionTimeoutMs", o.executionTimeoutMs);
   checkTimeout("wallTimeoutMs", o.wallTimeoutMs);
   if (typeof o.captureConsole !== "boolean") throw invalid("captureConsole must be a boolean");
@@ -69,7 +78,9 @@ export function validateOptions(options: unknown): ResolvedSandboxOptions {
 function checkClock(clock: unknown): asserts clock is SandboxClock {
   if (clock === "real" || clock === "frozen") return;
   if (typeof clock === "object" && clock !== null && typeof (clock as { now?: unknown }).now === "function") return;
-  throw invalid(`clock must be "real", "frozen" or an object with a now() method; got ${formatWithOptions({ depth: 0 }, "%O", clock)}`);
+  throw invalid(
+    `clock must be "real", "frozen" or an object with a now() method; got ${formatWithOptions({ depth: 0 }, "%O", clock)}`,
+  );
 }
 
 /** The guest's Date.now() for the eval about to start: undefined for the real clock. */
@@ -83,12 +94,27 @@ export function evalClockMs(clock: SandboxClock): number | undefined {
     throw new SandboxError("INVALID_ARGUMENT", "the sandbox's clock.now() threw", { cause: err });
   }
   if (typeof ms !== "number" || !Number.isFinite(ms) || Math.abs(ms) > MAX_TIME_MS) {
-    throw invalid(`clock.now() must return a finite number of ms within ±${MAX_TIME_MS}; got ${formatWithOptions({ depth: 0 }, "%O", ms)}`);
+    throw invalid(
+      `clock.now() must return a finite number of ms within ±${MAX_TIME_MS}; got ${formatWithOptions({ depth: 0 }, "%O", ms)}`,
+    );
   }
   return ms;
 }
 
-const EVAL_OPTION_KEYS = ["timeoutMs", "wallTimeoutMs", "filename", "signal", "unserializable", "onConsole", "clockMs", "randomSeed", "inline", "displayChars", "wallHold", "tenant"] as const;
+const EVAL_OPTION_KEYS = [
+  "timeoutMs",
+  "wallTimeoutMs",
+  "filename",
+  "signal",
+  "unserializable",
+  "onConsole",
+  "clockMs",
+  "randomSeed",
+  "inline",
+  "displayChars",
+  "wallHold",
+  "tenant",
+] as const;
 
 export function validateEvalOptions(code: unknown, options: unknown): EvalOptions {
   if (typeof code !== "string") throw invalid(`code must be a string; got ${typeof code}`);
@@ -100,30 +126,43 @@ export function validateEvalOptions(code: unknown, options: unknown): EvalOption
   checkKeys("eval", o, EVAL_OPTION_KEYS);
   if (o.timeoutMs !== undefined) checkTimeout("timeoutMs", o.timeoutMs);
   if (o.wallTimeoutMs !== undefined) checkTimeout("wallTimeoutMs", o.wallTimeoutMs);
-  if (o.filename !== undefined && (typeof o.filename !== "string" || o.filename.length > SANDBOX_LIMITS.maxFilenameChars)) {
+  if (
+    o.filename !== undefined &&
+    (typeof o.filename !== "string" || o.filename.length > SANDBOX_LIMITS.maxFilenameChars)
+  ) {
     throw invalid(`filename must be a string of at most ${SANDBOX_LIMITS.maxFilenameChars} characters`);
   }
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw invalid("signal must be an AbortSignal");
   if (o.wallHold !== undefined && !(o.wallHold instanceof WallHold)) throw invalid("wallHold must be a WallHold");
-  if (o.unserializable !== undefined && o.unserializable !== "throw" && o.unserializable !== "describe") throw invalid('unserializable must be "throw" or "describe"');
+  if (o.unserializable !== undefined && o.unserializable !== "throw" && o.unserializable !== "describe")
+    throw invalid('unserializable must be "throw" or "describe"');
   if (o.onConsole !== undefined && typeof o.onConsole !== "function") throw invalid("onConsole must be a function");
-  if (o.clockMs !== undefined && (typeof o.clockMs !== "number" || !Number.isFinite(o.clockMs) || Math.abs(o.clockMs) > MAX_TIME_MS)) {
-    throw invalid(`clockMs must be a finite number of ms within ±${MAX_TIME_MS}; got ${formatWithOptions({ depth: 0 }, "%O", o.clockMs)}`);
+  if (
+    o.clockMs !== undefined &&
+    (typeof o.clockMs !== "number" || !Number.isFinite(o.clockMs) || Math.abs(o.clockMs) > MAX_TIME_MS)
+  ) {
+    throw invalid(
+      `clockMs must be a finite number of ms within ±${MAX_TIME_MS}; got ${formatWithOptions({ depth: 0 }, "%O", o.clockMs)}`,
+    );
   }
   if (o.randomSeed !== undefined) checkInteger("randomSeed", o.randomSeed, 0, Number.MAX_SAFE_INTEGER);
   if (o.inline !== undefined && typeof o.inline !== "boolean") throw invalid("inline must be a boolean");
   if (o.displayChars !== undefined) checkInteger("displayChars", o.displayChars, 0, Number.MAX_SAFE_INTEGER);
-  if (o.tenant !== undefined && (typeof o.tenant !== "string" || o.tenant.length > MAX_TENANT_CHARS)) throw invalid(`tenant must be a string of at most ${MAX_TENANT_CHARS} characters`);
+  if (o.tenant !== undefined && (typeof o.tenant !== "string" || o.tenant.length > MAX_TENANT_CHARS))
+    throw invalid(`tenant must be a string of at most ${MAX_TENANT_CHARS} characters`);
   return o;
 }
 
 // Words that cannot name a function in sloppy-mode code.
 const RESERVED_WORDS = new Set(
-  "await break case catch class const continue debugger default delete do else enum export extends false finally for function if import in instanceof new null return super switch this throw true try typeof var void while with".split(" "),
+  "await break case catch class const continue debugger default delete do else enum export extends false finally for function if import in instanceof new null return super switch this throw true try typeof var void while with".split(
+    " ",
+  ),
 );
 
 export function checkGlobalName(name: unknown): asserts name is string {
-  if (typeof name !== "string" || !PATH_SEGMENT.test(name) || FORBIDDEN_SEGMENTS.has(name)) throw invalid("name must be an identifier");
+  if (typeof name !== "string" || !PATH_SEGMENT.test(name) || FORBIDDEN_SEGMENTS.has(name))
+    throw invalid("name must be an identifier");
 }
 
 /** A global function name and its host function (`defineFrozenAsyncFunction`). */
@@ -134,10 +173,12 @@ export function checkFunctionName(name: unknown, fn: unknown): asserts name is s
 }
 
 export function validatePath(name: unknown): string {
-  if (typeof name !== "string" || name.length > SANDBOX_LIMITS.maxFunctionPathChars) throw invalid(`name must be a string of at most ${SANDBOX_LIMITS.maxFunctionPathChars} characters`);
+  if (typeof name !== "string" || name.length > SANDBOX_LIMITS.maxFunctionPathChars)
+    throw invalid(`name must be a string of at most ${SANDBOX_LIMITS.maxFunctionPathChars} characters`);
   const segments = name.split(".");
   for (const s of segments) {
-    if (!PATH_SEGMENT.test(s) || FORBIDDEN_SEGMENTS.has(s)) throw invalid(`'${name}' is not a valid global name or dotted path of identifiers`);
+    if (!PATH_SEGMENT.test(s) || FORBIDDEN_SEGMENTS.has(s))
+      throw invalid(`'${name}' is not a valid global name or dotted path of identifiers`);
   }
   return name;
 }

@@ -4,10 +4,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { shouldInterruptAfterDeadline } from "quickjs-emscripten";
-import {
-  newQuickJSAsyncWASMModuleFromVariant,
-  newQuickJSWASMModuleFromVariant,
-} from "quickjs-emscripten-core";
+import { newQuickJSAsyncWASMModuleFromVariant, newQuickJSWASMModuleFromVariant } from "quickjs-emscripten-core";
 
 const require = createRequire(import.meta.url);
 const MEMORY_LIMIT = 64 * 1024 * 1024;
@@ -80,7 +77,8 @@ export function emscriptenAdapter(spec) {
     unsupported: spec.asyncify
       ? {}
       : {
-          "eval-async": "this build has no async eval (evalCodeAsync is asyncify-only); case (e) settles the returned promise with evalCode + resolvePromise",
+          "eval-async":
+            "this build has no async eval (evalCodeAsync is asyncify-only); case (e) settles the returned promise with evalCode + resolvePromise",
         },
 
     async load() {
@@ -105,7 +103,10 @@ export function emscriptenAdapter(spec) {
         handle.dispose();
       };
       for (const [name, fn] of Object.entries(sync)) {
-        defineGlobal(name, ctx.newFunction(name, (...args) => toHandle(ctx, fn(...args.map((a) => ctx.dump(a))))));
+        defineGlobal(
+          name,
+          ctx.newFunction(name, (...args) => toHandle(ctx, fn(...args.map((a) => ctx.dump(a))))),
+        );
       }
       for (const [name, fn] of Object.entries(asyncFns)) {
         // The guest gets a promise settled through the job queue. Asyncified functions are no

@@ -11,7 +11,10 @@ const root = `${resolve(process.env[BASELINE_ENV] ?? ".")}/`;
 /** The baseline checkout's commit, for its label; "unknown commit" when it is not a git checkout. */
 function commitOf(dir) {
   try {
-    return execFileSync("git", ["-C", dir, "rev-parse", "--short", "HEAD"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+    return execFileSync("git", ["-C", dir, "rev-parse", "--short", "HEAD"], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    }).trim();
   } catch {
     return "unknown commit";
   }

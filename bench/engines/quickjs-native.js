@@ -12,7 +12,8 @@ function missingBuild(root) {
   const addonDir = `${root}build/Release`;
   const hasAddon = existsSync(addonDir) && readdirSync(addonDir).some((f) => f.endsWith(".node"));
   if (!hasAddon) return "native addon not built (build/Release/*.node missing): run `npm run build`";
-  if (!existsSync(`${root}dist/index.js`)) return "TypeScript layer not built (dist/index.js missing): run `npm run build:ts`";
+  if (!existsSync(`${root}dist/index.js`))
+    return "TypeScript layer not built (dist/index.js missing): run `npm run build:ts`";
   return null;
 }
 

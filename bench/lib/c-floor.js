@@ -33,12 +33,16 @@ async function compileAll(jobs) {
       let err = "";
       child.stderr.on("data", (d) => (err += d));
       child.on("error", reject);
-      child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`cc ${args.join(" ")}: ${err.slice(0, 2000)}`))));
+      child.on("close", (code) =>
+        code === 0 ? resolve() : reject(new Error(`cc ${args.join(" ")}: ${err.slice(0, 2000)}`)),
+      );
     });
   const queue = [...jobs];
-  await Promise.all([0, 1].map(async () => {
-    while (queue.length) await runOne(queue.shift());
-  }));
+  await Promise.all(
+    [0, 1].map(async () => {
+      while (queue.length) await runOne(queue.shift());
+    }),
+  );
 }
 
 /** Path of an up-to-date harness binary, building it when sources or flags changed. */
@@ -52,7 +56,8 @@ export async function buildCFloor(say) {
   hash.update(CFLAGS.join(" "));
   const stamp = hash.digest("hex");
   const binary = `${outDir}/harness`;
-  if (existsSync(binary) && existsSync(`${outDir}/stamp`) && readFileSync(`${outDir}/stamp`, "utf8") === stamp) return binary;
+  if (existsSync(binary) && existsSync(`${outDir}/stamp`) && readFileSync(`${outDir}/stamp`, "utf8") === stamp)
+    return binary;
   say("compiling the raw-C floor (QuickJS-ng at -O2, about 30 s, cached afterwards)");
   const objects = sources.map((s) => `${outDir}/${s.split("/").pop().replace(/\.c$/, ".o")}`);
   await compileAll(sources.map((s, i) => [...CFLAGS, "-c", s, "-o", objects[i]]));

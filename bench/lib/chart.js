@@ -24,12 +24,19 @@ const TOP = 70;
 const xml = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 
 function decadeLabel(exp) {
-  return formatUs(10 ** exp).replace(".00", "").replace(/\.0(?= )/, "");
+  return formatUs(10 ** exp)
+    .replace(".00", "")
+    .replace(/\.0(?= )/, "");
 }
 
 /** SVG text for one run's chart. */
 export function renderChart(run) {
-  const engines = run.results.map((r, i) => ({ id: r.engine, label: r.label ?? r.engine, color: COLORS[r.engine] ?? FALLBACK[i % FALLBACK.length], result: r }));
+  const engines = run.results.map((r, i) => ({
+    id: r.engine,
+    label: r.label ?? r.engine,
+    color: COLORS[r.engine] ?? FALLBACK[i % FALLBACK.length],
+    result: r,
+  }));
   const groups = CASES.filter((c) => c.kind === "time" && !c.ownOnly)
     .map((c) => ({
       title: `(${c.letter}) ${c.title}`,
@@ -54,7 +61,9 @@ export function renderChart(run) {
       lx = 12;
       ly += 16;
     }
-    legend.push(`<rect x="${lx}" y="${ly - 9}" width="10" height="10" fill="${e.color}"/><text x="${lx + 14}" y="${ly}">${xml(e.label)}</text>`);
+    legend.push(
+      `<rect x="${lx}" y="${ly - 9}" width="10" height="10" fill="${e.color}"/><text x="${lx + 14}" y="${ly}">${xml(e.label)}</text>`,
+    );
     lx += w + 12;
   }
   const plotTop = Math.max(TOP, ly + 24);
@@ -63,15 +72,21 @@ export function renderChart(run) {
   const height = plotBottom + 24;
 
   const parts = [];
-  parts.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-serif" font-size="11">`);
+  parts.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-serif" font-size="11">`,
+  );
   parts.push(`<rect width="${width}" height="${height}" fill="#ffffff"/>`);
-  parts.push(`<text x="12" y="20" font-size="14" font-weight="600">Median time per operation (log scale, shorter is faster)</text>`);
+  parts.push(
+    `<text x="12" y="20" font-size="14" font-weight="600">Median time per operation (log scale, shorter is faster)</text>`,
+  );
   parts.push(...legend);
   // Decade grid lines with labels along the bottom.
   for (let exp = lo; exp <= hi; exp++) {
     const gx = x(10 ** exp).toFixed(1);
     parts.push(`<line x1="${gx}" y1="${plotTop - 6}" x2="${gx}" y2="${plotBottom}" stroke="#e3e3e3"/>`);
-    parts.push(`<text x="${gx}" y="${plotBottom + 14}" text-anchor="middle" fill="#555">${xml(decadeLabel(exp))}</text>`);
+    parts.push(
+      `<text x="${gx}" y="${plotBottom + 14}" text-anchor="middle" fill="#555">${xml(decadeLabel(exp))}</text>`,
+    );
   }
   let y = plotTop;
   for (const g of groups) {
@@ -79,9 +94,13 @@ export function renderChart(run) {
     y += 16;
     for (const b of g.bars) {
       const w = Math.max(1, x(b.row.medianUs) - LABEL_W);
-      parts.push(`<text x="${LABEL_W - 6}" y="${y + BAR_H - 2}" text-anchor="end" fill="#333">${xml(b.engine.label)}</text>`);
+      parts.push(
+        `<text x="${LABEL_W - 6}" y="${y + BAR_H - 2}" text-anchor="end" fill="#333">${xml(b.engine.label)}</text>`,
+      );
       parts.push(`<rect x="${LABEL_W}" y="${y}" width="${w.toFixed(1)}" height="${BAR_H}" fill="${b.engine.color}"/>`);
-      parts.push(`<text x="${(LABEL_W + w + 4).toFixed(1)}" y="${y + BAR_H - 2}" fill="#333">${xml(formatUs(b.row.medianUs))}</text>`);
+      parts.push(
+        `<text x="${(LABEL_W + w + 4).toFixed(1)}" y="${y + BAR_H - 2}" fill="#333">${xml(formatUs(b.row.medianUs))}</text>`,
+      );
       y += BAR_H + BAR_GAP;
     }
     y += GROUP_GAP;

@@ -38,10 +38,20 @@ async function main() {
     say(formatRow(out.rows[0]));
     out.rows.push(...(await runTimedCases(adapter, { quick, onProgress: (row) => say(formatRow(row)) })));
   } else if (mode === "otel") {
-    out.rows.push(...(await runTimedCases(adapter, { quick, ids: OTEL_CASE_IDS, suffix: "-otel", onProgress: (row) => say(formatRow(row)) })));
+    out.rows.push(
+      ...(await runTimedCases(adapter, {
+        quick,
+        ids: OTEL_CASE_IDS,
+        suffix: "-otel",
+        onProgress: (row) => say(formatRow(row)),
+      })),
+    );
   } else if (mode.startsWith("memory:")) {
     const count = Number(mode.slice("memory:".length));
-    const row = { case: count >= 10000 ? "rss-10k" : "rss-100", ...(await runMemoryCase(adapter, count, { onProgress: say })) };
+    const row = {
+      case: count >= 10000 ? "rss-10k" : "rss-100",
+      ...(await runMemoryCase(adapter, count, { onProgress: say })),
+    };
     say(formatRow(row));
     out.rows.push(row);
   } else if (mode === "eventloop") {
@@ -49,9 +59,21 @@ async function main() {
     say(formatRow(row));
     out.rows.push(row);
   } else if (mode === "latency") {
-    out.rows.push(...(await runLatencyCases(adapter, { spinMs: quick ? 250 : 2000, hostMs: quick ? 250 : 2000, onProgress: (row) => say(formatRow(row)) })));
+    out.rows.push(
+      ...(await runLatencyCases(adapter, {
+        spinMs: quick ? 250 : 2000,
+        hostMs: quick ? 250 : 2000,
+        onProgress: (row) => say(formatRow(row)),
+      })),
+    );
   } else if (mode === "hostile") {
-    out.rows.push(...(await runHostileCase({ quick, onProgress: (row) => say(`${row.title}: longest gap ${row.medianGapMs.toFixed(1)} ms (worst ${row.maxGapMs.toFixed(1)} ms)`) })));
+    out.rows.push(
+      ...(await runHostileCase({
+        quick,
+        onProgress: (row) =>
+          say(`${row.title}: longest gap ${row.medianGapMs.toFixed(1)} ms (worst ${row.maxGapMs.toFixed(1)} ms)`),
+      })),
+    );
   } else if (mode === "scheduler") {
     out.rows.push(...(await runSchedulerCase({ quick, onProgress: (row) => say(formatSchedulerRow(row)) })));
   } else {

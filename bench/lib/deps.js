@@ -10,7 +10,9 @@ const bench = fileURLToPath(new URL("../", import.meta.url));
 const stampPath = `${bench}node_modules/.bench-lock-stamp`;
 
 function lockHash() {
-  return createHash("sha256").update(readFileSync(`${bench}package-lock.json`)).digest("hex");
+  return createHash("sha256")
+    .update(readFileSync(`${bench}package-lock.json`))
+    .digest("hex");
 }
 
 /**

@@ -27,8 +27,11 @@ export function formatRow(row) {
   const label = row.case.padEnd(13);
   if (row.status !== "ok") return `${label} ${row.status}: ${row.reason}`;
   if (row.onceMs !== undefined) return `${label} ${row.onceMs.toFixed(1)} ms (once)`;
-  if (row.perSessionKB !== undefined) return `${label} ${row.perSessionKB.toFixed(0)} KB/session over ${row.sessions} sessions`;
-  if (row.p50Ms !== undefined) return `${label} p50 ${row.p50Ms.toFixed(2)} ms, p99 ${row.p99Ms.toFixed(1)} ms, max ${row.maxMs.toFixed(1)} ms (${row.samples} samples, wall ${row.wallMs.toFixed(0)} ms)`;
-  if (row.p99Ms !== undefined) return `${label} p99 ${row.p99Ms.toFixed(1)} ms, max ${row.maxMs.toFixed(1)} ms, wall ${row.wallMs.toFixed(0)} ms`;
+  if (row.perSessionKB !== undefined)
+    return `${label} ${row.perSessionKB.toFixed(0)} KB/session over ${row.sessions} sessions`;
+  if (row.p50Ms !== undefined)
+    return `${label} p50 ${row.p50Ms.toFixed(2)} ms, p99 ${row.p99Ms.toFixed(1)} ms, max ${row.maxMs.toFixed(1)} ms (${row.samples} samples, wall ${row.wallMs.toFixed(0)} ms)`;
+  if (row.p99Ms !== undefined)
+    return `${label} p99 ${row.p99Ms.toFixed(1)} ms, max ${row.maxMs.toFixed(1)} ms, wall ${row.wallMs.toFixed(0)} ms`;
   return `${label} median ${formatUs(row.medianUs)}, p99 ${formatUs(row.p99Us)} (${row.samples} samples)`;
 }

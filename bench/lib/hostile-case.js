@@ -32,7 +32,11 @@ async function longestGap(work) {
   // A loop blocked until now records the gap only when the timer fires next.
   await new Promise((resolve) => setTimeout(resolve, 4 * TICK_MS));
   clearInterval(timer);
-  return { gapMs: Math.max(0, longest), wallMs, outcome: typeof outcome === "string" ? outcome : String(outcome?.content ?? outcome) };
+  return {
+    gapMs: Math.max(0, longest),
+    wallMs,
+    outcome: typeof outcome === "string" ? outcome : String(outcome?.content ?? outcome),
+  };
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -57,59 +61,81 @@ export function classes(api, lc) {
       ["control: eval of 1 + 1", () => viaEval("1 + 1")],
       ["escape-heavy text: '<' + 60,000 spaces, ×100", () => viaEval(`("<" + " ".repeat(60000)).repeat(100)`)],
       ["BigInt results: [b, b, b], b = 2n ** 1000000n", () => viaEval("const b = 2n ** 1000000n; [b, b, b]")],
-      ["BigInt in state: snapshot of 2n ** 1000000n", () => {
-        const sb = new api.Sandbox();
-        sb.evalSync("globalThis.big = 2n ** 1000000n; 0");
-        return () => {
-          try {
-            return `${sb.snapshot().length} bytes`;
-          } finally {
-            sb.dispose();
-          }
-        };
-      }],
+      [
+        "BigInt in state: snapshot of 2n ** 1000000n",
+        () => {
+          const sb = new api.Sandbox();
+          sb.evalSync("globalThis.big = 2n ** 1000000n; 0");
+          return () => {
+            try {
+              return `${sb.snapshot().length} bytes`;
+            } finally {
+              sb.dispose();
+            }
+          };
+        },
+      ],
       ["300,000-key result", () => viaEval("const o = {}; for (let i = 0; i < 300000; i++) o['k' + i] = i; o")],
-      ["shared arrays rendering as 200^7 items", () => viaEval("let x = [1]; for (let d = 0; d < 7; d++) x = Array(200).fill(x); x")],
-      ["console.log of shared arrays", () => viaEval("let x = [1]; for (let d = 0; d < 7; d++) x = Array(200).fill(x); console.log(x); 0")],
+      [
+        "shared arrays rendering as 200^7 items",
+        () => viaEval("let x = [1]; for (let d = 0; d < 7; d++) x = Array(200).fill(x); x"),
+      ],
+      [
+        "console.log of shared arrays",
+        () => viaEval("let x = [1]; for (let d = 0; d < 7; d++) x = Array(200).fill(x); console.log(x); 0"),
+      ],
       ["1 MB of code (refused)", () => viaEval(fill((i) => `const v${i}: number = ${i};`, 1024 * KiB))],
       ["JavaScript at the 256 KiB cap", () => viaEval(fill((i) => `var j${i} = ${i} + 1;`, 256 * KiB))],
       ["TypeScript at the 256 KiB cap", () => viaEval(fill((i) => `const t${i}: number = ${i};`, 256 * KiB))],
-      ["restore with a spinning static block", () => {
-        const sb = new api.Sandbox();
-        // Harmless where it is defined; a restore re-creates the class before the data it checks.
-        sb.evalSync("var notYet = 1; class Planted { static { if (globalThis.notYet === undefined) for (;;) {} } } 0");
-        const bytes = sb.snapshot();
-        sb.dispose();
-        // restoreAsync, as the middleware restores: the re-created class runs on an executor thread.
-        return async () => {
-          try {
-            (await api.Sandbox.restoreAsync(bytes, { restoreTimeoutMs: 2000 })).sandbox.dispose();
-            return "restored";
-          } catch (error) {
-            return `refused: ${error.code}`;
-          }
-        };
-      }],
-      ["dispose of a session holding 1,000,000 objects", () => {
-        const sb = new api.Sandbox({ memoryLimitBytes: 512 * KiB * KiB });
-        sb.evalSync("globalThis.big = []; for (let i = 0; i < 1e6; i++) big.push({ i, s: 'x' + i }); 0", { timeoutMs: 120_000 });
-        const mib = Math.round(sb.memoryUsage().usedBytes / (KiB * KiB));
-        return () => {
+      [
+        "restore with a spinning static block",
+        () => {
+          const sb = new api.Sandbox();
+          // Harmless where it is defined; a restore re-creates the class before the data it checks.
+          sb.evalSync(
+            "var notYet = 1; class Planted { static { if (globalThis.notYet === undefined) for (;;) {} } } 0",
+          );
+          const bytes = sb.snapshot();
           sb.dispose();
-          return `disposed (${mib} MiB heap)`;
-        };
-      }],
-      ["repeated 8 MB string as host-call argument ×31", () => {
-        const sb = new api.Sandbox();
-        sb.defineAsyncFunction("take", () => 1);
-        return async () => {
-          try {
-            return await sb.eval("const s = 'x'.repeat(8e6); await take(Array(31).fill(s))");
-          } finally {
+          // restoreAsync, as the middleware restores: the re-created class runs on an executor thread.
+          return async () => {
+            try {
+              (await api.Sandbox.restoreAsync(bytes, { restoreTimeoutMs: 2000 })).sandbox.dispose();
+              return "restored";
+            } catch (error) {
+              return `refused: ${error.code}`;
+            }
+          };
+        },
+      ],
+      [
+        "dispose of a session holding 1,000,000 objects",
+        () => {
+          const sb = new api.Sandbox({ memoryLimitBytes: 512 * KiB * KiB });
+          sb.evalSync("globalThis.big = []; for (let i = 0; i < 1e6; i++) big.push({ i, s: 'x' + i }); 0", {
+            timeoutMs: 120_000,
+          });
+          const mib = Math.round(sb.memoryUsage().usedBytes / (KiB * KiB));
+          return () => {
             sb.dispose();
-          }
-        };
-      }],
+            return `disposed (${mib} MiB heap)`;
+          };
+        },
+      ],
+      [
+        "repeated 8 MB string as host-call argument ×31",
+        () => {
+          const sb = new api.Sandbox();
+          sb.defineAsyncFunction("take", () => 1);
+          return async () => {
+            try {
+              return await sb.eval("const s = 'x'.repeat(8e6); await take(Array(31).fill(s))");
+            } finally {
+              sb.dispose();
+            }
+          };
+        },
+      ],
       ...approvalStallCases(root),
     ],
   };
@@ -123,7 +149,8 @@ export async function runHostileCase({ quick = false, onProgress = () => {} } = 
   const rows = [];
   const warm = classes(api, lc);
   // One-time costs (first sandbox, the transform worker, TypeScript) are not what is measured.
-  for (const title of ["control", "escape-heavy", "TypeScript at the"]) await warm.cases.find(([t]) => t.startsWith(title))[1]()();
+  for (const title of ["control", "escape-heavy", "TypeScript at the"])
+    await warm.cases.find(([t]) => t.startsWith(title))[1]()();
   const codeArgument = codeArgumentClasses(lc, root);
   for (const [title, prepare] of [...warm.cases, ...codeArgument.cases]) {
     const gaps = [];
@@ -133,7 +160,15 @@ export async function runHostileCase({ quick = false, onProgress = () => {} } = 
       sample = await longestGap(work);
       gaps.push(sample.gapMs);
     }
-    const row = { case: `hostile:${title}`, title, status: "ok", medianGapMs: median(gaps), maxGapMs: Math.max(...gaps), wallMs: sample.wallMs, outcome: sample.outcome.replace(/\s+/g, " ").slice(0, 100) };
+    const row = {
+      case: `hostile:${title}`,
+      title,
+      status: "ok",
+      medianGapMs: median(gaps),
+      maxGapMs: Math.max(...gaps),
+      wallMs: sample.wallMs,
+      outcome: sample.outcome.replace(/\s+/g, " ").slice(0, 100),
+    };
     rows.push(row);
     onProgress(row);
   }

@@ -33,7 +33,8 @@ export function codeArgumentClasses(lc, root) {
   const javascript = fill((i) => `var j${i} = ${i} + 1;`, CODE_BYTES);
   const typescript = fill((i) => `const t${i}: number = ${i};`, CODE_BYTES);
   let thread = 0;
-  const via = (target, code) => () => () => target.invoke({ code }, { configurable: { thread_id: `code-argument-${thread++}` } });
+  const via = (target, code) => () => () =>
+    target.invoke({ code }, { configurable: { thread_id: `code-argument-${thread++}` } });
   return {
     dispose: () => middleware.dispose(),
     cases: [

@@ -59,7 +59,9 @@ export async function runLatencyCases(adapter, { spinMs, hostMs, onProgress }) {
   onProgress?.(rows.at(-1));
   for (const s of spinners) s.dispose();
 
-  const hosts = await Promise.all(Array.from({ length: 4 }, () => adapter.createSession({ async: { host: hostAsync } })));
+  const hosts = await Promise.all(
+    Array.from({ length: 4 }, () => adapter.createSession({ async: { host: hostAsync } })),
+  );
   const loopCode = guestSource("async-host-calls.js");
   let stop = false;
   const looping = Promise.all(

@@ -5,7 +5,12 @@
 // bench/telemetry-overhead.js --otel.
 import { context, metrics, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
-import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics";
+import {
+  AggregationTemporality,
+  InMemoryMetricExporter,
+  MeterProvider,
+  PeriodicExportingMetricReader,
+} from "@opentelemetry/sdk-metrics";
 import { BasicTracerProvider, BatchSpanProcessor, InMemorySpanExporter } from "@opentelemetry/sdk-trace-base";
 
 /** Registers the SDK in the API's global registry, where a library finds it. */
@@ -21,7 +26,10 @@ export function otelSdkSwitch() {
   const exporter = new InMemorySpanExporter();
   const tracerProvider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter)] });
   const contextManager = new AsyncLocalStorageContextManager();
-  const reader = new PeriodicExportingMetricReader({ exporter: new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE), exportIntervalMillis: 1000 });
+  const reader = new PeriodicExportingMetricReader({
+    exporter: new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE),
+    exportIntervalMillis: 1000,
+  });
   const meterProvider = new MeterProvider({ readers: [reader] });
   // The in-memory exporter keeps every span: emptied now and then so memory stays flat.
   setInterval(() => exporter.reset(), 200).unref();

@@ -6,7 +6,10 @@ import { formatOps, formatRatio, formatUs } from "./format.js";
 const NATIVE = "quickjs-native";
 const BASELINE = "quickjs-native-baseline";
 const FLOOR = "c-floor";
-const esc = (s) => String(s ?? "").replace(/\|/g, "\\|").replace(/\n/g, " ");
+const esc = (s) =>
+  String(s ?? "")
+    .replace(/\|/g, "\\|")
+    .replace(/\n/g, " ");
 
 /** Markdown table; `align` has one letter per column, l or r (numbers read best right-aligned). */
 function table(headers, rows, align = "l".repeat(headers.length)) {
@@ -31,8 +34,14 @@ function reasonFor(result, caseId, run) {
 }
 
 function timedSection(run, info) {
-  const native = findRow(run.results.find((r) => r.engine === NATIVE), info.id);
-  const floor = findRow(run.results.find((r) => r.engine === FLOOR), info.id);
+  const native = findRow(
+    run.results.find((r) => r.engine === NATIVE),
+    info.id,
+  );
+  const floor = findRow(
+    run.results.find((r) => r.engine === FLOOR),
+    info.id,
+  );
   const base = (r) => (r?.status === "ok" ? r.medianUs : NaN);
   const rows = [];
   for (const result of run.results) {
@@ -55,7 +64,11 @@ function timedSection(run, info) {
       rows.push([label, "—", "—", "—", "—", "—", "—", reasonFor(result, info.id, run)]);
     }
   }
-  return table(["engine", "median", "p99", "ops/s", "vs quickjs-native", "vs raw C", "samples", "note"], rows, "lrrrrrrl");
+  return table(
+    ["engine", "median", "p99", "ops/s", "vs quickjs-native", "vs raw C", "samples", "note"],
+    rows,
+    "lrrrrrrl",
+  );
 }
 
 function onceSection(run) {
@@ -71,13 +84,22 @@ function onceSection(run) {
 }
 
 function memorySection(run, info) {
-  const native = findRow(run.results.find((r) => r.engine === NATIVE), info.id);
+  const native = findRow(
+    run.results.find((r) => r.engine === NATIVE),
+    info.id,
+  );
   const rows = run.results
     .filter((r) => r.engine !== FLOOR)
     .map((result) => {
       const r = findRow(result, info.id);
       return r?.status === "ok"
-        ? [result.label, `${r.perSessionKB.toFixed(0)} KB`, r.sessions.toLocaleString("en-US"), formatRatio(r.perSessionKB / native?.perSessionKB), r.note ?? ""]
+        ? [
+            result.label,
+            `${r.perSessionKB.toFixed(0)} KB`,
+            r.sessions.toLocaleString("en-US"),
+            formatRatio(r.perSessionKB / native?.perSessionKB),
+            r.note ?? "",
+          ]
         : [result.label, "—", "—", "—", reasonFor(result, info.id, run)];
     });
   return table(["engine", "RSS per session", "live sessions", "vs quickjs-native", "note"], rows, "lrrrl");
@@ -89,7 +111,13 @@ function eventLoopSection(run) {
     .map((result) => {
       const r = findRow(result, "event-loop");
       return r?.status === "ok"
-        ? [result.label, `${r.p99Ms.toFixed(2)} ms`, `${r.maxMs.toFixed(1)} ms`, `${r.wallMs.toFixed(0)} ms`, `2 × ${r.spinMs} ms`]
+        ? [
+            result.label,
+            `${r.p99Ms.toFixed(2)} ms`,
+            `${r.maxMs.toFixed(1)} ms`,
+            `${r.wallMs.toFixed(0)} ms`,
+            `2 × ${r.spinMs} ms`,
+          ]
         : [result.label, "—", "—", "—", reasonFor(result, "event-loop", run)];
     });
   return table(["engine", "p99 delay", "max delay", "wall time", "guest spin"], rows, "lrrrl");
@@ -101,7 +129,14 @@ function latencySection(run, info) {
     .map((result) => {
       const r = findRow(result, info.id);
       return r?.status === "ok"
-        ? [result.label, `${r.p50Ms.toFixed(2)} ms`, `${r.p99Ms.toFixed(1)} ms`, `${r.maxMs.toFixed(1)} ms`, r.samples, `${r.wallMs.toFixed(0)} ms`]
+        ? [
+            result.label,
+            `${r.p50Ms.toFixed(2)} ms`,
+            `${r.p99Ms.toFixed(1)} ms`,
+            `${r.maxMs.toFixed(1)} ms`,
+            r.samples,
+            `${r.wallMs.toFixed(0)} ms`,
+          ]
         : [result.label, "—", "—", "—", "—", reasonFor(result, info.id, run)];
     });
   return table(["engine", "p50", "p99", "max", "samples", "wall time / note"], rows, "lrrrrl");
@@ -111,9 +146,19 @@ function latencySection(run, info) {
 export function hostileSection(run) {
   const rows = (run.results.find((r) => r.engine === "quickjs-native")?.rows ?? [])
     .filter((row) => row.case.startsWith("hostile:"))
-    .map((row) => [row.title, `${row.medianGapMs.toFixed(1)} ms`, `${row.maxGapMs.toFixed(1)} ms`, row.medianGapMs <= 20 ? "met" : "missed", row.outcome.replace(/\|/g, "\\|")]);
+    .map((row) => [
+      row.title,
+      `${row.medianGapMs.toFixed(1)} ms`,
+      `${row.maxGapMs.toFixed(1)} ms`,
+      row.medianGapMs <= 20 ? "met" : "missed",
+      row.outcome.replace(/\|/g, "\\|"),
+    ]);
   if (rows.length === 0) return "Not measured in this run.";
-  return table(["hostile class, at its cap", "longest gap (median of 3; 1 in a quick run)", "worst", "≤ 20 ms", "outcome"], rows, "lrrll");
+  return table(
+    ["hostile class, at its cap", "longest gap (median of 3; 1 in a quick run)", "worst", "≤ 20 ms", "outcome"],
+    rows,
+    "lrrll",
+  );
 }
 
 /** Case "scheduler" of quickjs-native (bench/lib/scheduler-case.js): one table per row. */
@@ -130,7 +175,11 @@ export function schedulerSection(run) {
     out.push(
       `\`await eval("1+1")\` in ${spread.fresh.batches} consecutive batches of 200 per phase, one fresh process: the spread of the batch medians.`,
       "",
-      table(["phase", "lowest batch median", "median", "highest", "every batch ≤ 15 µs"], [line("fresh process", spread.fresh), line("after 8 spinners ended", spread.afterSpinners)], "lrrrl"),
+      table(
+        ["phase", "lowest batch median", "median", "highest", "every batch ≤ 15 µs"],
+        [line("fresh process", spread.fresh), line("after 8 spinners ended", spread.afterSpinners)],
+        "lrrrl",
+      ),
       "",
     );
   }
@@ -138,7 +187,18 @@ export function schedulerSection(run) {
     out.push(
       `A trivial eval's wait while ${pastCap.spinners} sessions spin with the executor's cap at ${pastCap.cap} (more spinners than threads may run guest code), ${pastCap.samples} evals 1 ms apart.`,
       "",
-      table(["p50", "p99", "max", "no wait over 50 ms"], [[`${pastCap.p50Ms.toFixed(2)} ms`, `${pastCap.p99Ms.toFixed(1)} ms`, `${pastCap.maxMs.toFixed(1)} ms`, pastCap.maxMs <= 50 ? "met" : "missed"]], "rrrl"),
+      table(
+        ["p50", "p99", "max", "no wait over 50 ms"],
+        [
+          [
+            `${pastCap.p50Ms.toFixed(2)} ms`,
+            `${pastCap.p99Ms.toFixed(1)} ms`,
+            `${pastCap.maxMs.toFixed(1)} ms`,
+            pastCap.maxMs <= 50 ? "met" : "missed",
+          ],
+        ],
+        "rrrl",
+      ),
       "",
     );
   }
@@ -149,8 +209,20 @@ export function schedulerSection(run) {
       table(
         ["", "off-thread", "main thread", "off-thread / main", "≤ 1.5×"],
         [
-          ["2 busy loops", `${busy.offThreadMs.toFixed(0)} ms`, `${busy.syncMs.toFixed(0)} ms`, formatRatio(busy.ratio), busy.ratio <= 1.5 ? "met" : "missed"],
-          ["before the busy loops", `${busy.quietOffThreadMs.toFixed(0)} ms`, `${busy.quietSyncMs.toFixed(0)} ms`, formatRatio(busy.quietOffThreadMs / busy.quietSyncMs), ""],
+          [
+            "2 busy loops",
+            `${busy.offThreadMs.toFixed(0)} ms`,
+            `${busy.syncMs.toFixed(0)} ms`,
+            formatRatio(busy.ratio),
+            busy.ratio <= 1.5 ? "met" : "missed",
+          ],
+          [
+            "before the busy loops",
+            `${busy.quietOffThreadMs.toFixed(0)} ms`,
+            `${busy.quietSyncMs.toFixed(0)} ms`,
+            formatRatio(busy.quietOffThreadMs / busy.quietSyncMs),
+            "",
+          ],
         ],
         "lrrrl",
       ),
@@ -164,7 +236,8 @@ export function schedulerSection(run) {
  * checkpointer and store per turn, and the restore in a fresh process.
  */
 export function threadStorageSection(run) {
-  const intro = "Mode `\"thread\"` with a signed snapshot, SQLite checkpointer plus `SqliteStore` (and PostgreSQL when `QJSN_POSTGRES_URL` is set): seven agent runs of one eval each on a 10,000-row state, the bytes each adds, then the restore of that state and of a small one in fresh processes (`bench/thread-storage.js`; alone, with more processes and layouts: `node bench/thread-storage.js --runs=5`).";
+  const intro =
+    'Mode `"thread"` with a signed snapshot, SQLite checkpointer plus `SqliteStore` (and PostgreSQL when `QJSN_POSTGRES_URL` is set): seven agent runs of one eval each on a 10,000-row state, the bytes each adds, then the restore of that state and of a small one in fresh processes (`bench/thread-storage.js`; alone, with more processes and layouts: `node bench/thread-storage.js --runs=5`).';
   if (run.threadStorage === undefined) return `${intro}\n\nNot measured in this run.`;
   if (run.threadStorage.failed) return `${intro}\n\nNot measured: ${run.threadStorage.failed}`;
   return `${intro}\n\n${run.threadStorage.markdown}`;
@@ -208,14 +281,50 @@ function baselineSection(run, baseline) {
   const shown = CASES.filter((c) => !(c.fullOnly && run.quick));
   const rounds = run.baselineRounds ?? [];
   const rows = shown.map((c) => {
-    const perRound = rounds.map((r) => headline(c, r.native.find((row) => row.case === c.id)) / headline(c, r.baseline.find((row) => row.case === c.id)));
+    const perRound = rounds.map(
+      (r) =>
+        headline(
+          c,
+          r.native.find((row) => row.case === c.id),
+        ) /
+        headline(
+          c,
+          r.baseline.find((row) => row.case === c.id),
+        ),
+    );
     const inRounds = perRound.length > 1 && perRound.every(Number.isFinite);
-    const ratio = inRounds ? median(perRound) : headline(c, findRow(native, c.id)) / headline(c, findRow(baseline, c.id));
-    const verdict = !Number.isFinite(ratio) ? "" : ratio > 1.05 ? "slower by more than 5%" : ratio < 0.95 ? "faster by more than 5%" : "within 5%";
+    const ratio = inRounds
+      ? median(perRound)
+      : headline(c, findRow(native, c.id)) / headline(c, findRow(baseline, c.id));
+    const verdict = !Number.isFinite(ratio)
+      ? ""
+      : ratio > 1.05
+        ? "slower by more than 5%"
+        : ratio < 0.95
+          ? "faster by more than 5%"
+          : "within 5%";
     const roundCell = inRounds ? perRound.map(formatRatio).join(", ") : "one process each";
-    return [`(${c.letter}) ${c.title}`, glanceCell(c, native), glanceCell(c, baseline), formatRatio(ratio), roundCell, verdict];
+    return [
+      `(${c.letter}) ${c.title}`,
+      glanceCell(c, native),
+      glanceCell(c, baseline),
+      formatRatio(ratio),
+      roundCell,
+      verdict,
+    ];
   });
-  return table(["case (median; RSS per session; p99 delay)", "this checkout", baseline.label ?? BASELINE, "this / baseline", "per round", ""], rows, "lrrrll");
+  return table(
+    [
+      "case (median; RSS per session; p99 delay)",
+      "this checkout",
+      baseline.label ?? BASELINE,
+      "this / baseline",
+      "per round",
+      "",
+    ],
+    rows,
+    "lrrrll",
+  );
 }
 
 /**
@@ -226,19 +335,39 @@ function otelSection(run) {
   const native = run.results.find((r) => r.engine === NATIVE);
   const rows = CASES.filter((c) => c.id.endsWith("-otel") && findRow(native, c.id)).map((c) => {
     const plain = caseById(c.id.slice(0, -"-otel".length));
-    const ratioIn = (rows) => headline(c, rows?.find((row) => row.case === c.id)) / headline(plain, rows?.find((row) => row.case === plain.id));
+    const ratioIn = (rows) =>
+      headline(
+        c,
+        rows?.find((row) => row.case === c.id),
+      ) /
+      headline(
+        plain,
+        rows?.find((row) => row.case === plain.id),
+      );
     const perRound = (run.baselineRounds ?? []).map((r) => ratioIn(r.native));
     const inRounds = perRound.length > 1 && perRound.every(Number.isFinite);
     const ratio = inRounds ? median(perRound) : ratioIn(native.rows);
-    return [`(${plain.letter}) ${plain.title}`, glanceCell(plain, native), glanceCell(c, native), formatRatio(ratio), inRounds ? perRound.map(formatRatio).join(", ") : "one process each"];
+    return [
+      `(${plain.letter}) ${plain.title}`,
+      glanceCell(plain, native),
+      glanceCell(c, native),
+      formatRatio(ratio),
+      inRounds ? perRound.map(formatRatio).join(", ") : "one process each",
+    ];
   });
-  return rows.length === 0 ? undefined : table(["case (median)", "no SDK", "OpenTelemetry SDK", "SDK / no SDK", "per round"], rows, "lrrrl");
+  return rows.length === 0
+    ? undefined
+    : table(["case (median)", "no SDK", "OpenTelemetry SDK", "SDK / no SDK", "per round"], rows, "lrrrl");
 }
 
 function atAGlance(run) {
   const shown = CASES.filter((c) => !(c.fullOnly && run.quick));
   const rows = shown.map((c) => [`(${c.letter}) ${c.title}`, ...run.results.map((result) => glanceCell(c, result))]);
-  return table(["case (median; RSS per session; p99 delay)", ...run.results.map((r) => r.label ?? r.engine)], rows, `l${"r".repeat(run.results.length)}`);
+  return table(
+    ["case (median; RSS per session; p99 delay)", ...run.results.map((r) => r.label ?? r.engine)],
+    rows,
+    `l${"r".repeat(run.results.length)}`,
+  );
 }
 
 const FAIRNESS = [
@@ -267,18 +396,24 @@ export function renderReport(run) {
   );
   out.push("## Machine", "");
   out.push(
-    table(["", ""], [
-      ["CPU", m.cpu],
-      ["memory", m.memory],
-      ["OS", m.os],
-      ["Node", `${m.node} (V8 ${m.v8})`],
-      ["load average (1 min) at start / end", `${m.loadAtStart.toFixed(2)} / ${m.loadAtEnd.toFixed(2)}`],
-    ]),
+    table(
+      ["", ""],
+      [
+        ["CPU", m.cpu],
+        ["memory", m.memory],
+        ["OS", m.os],
+        ["Node", `${m.node} (V8 ${m.v8})`],
+        ["load average (1 min) at start / end", `${m.loadAtStart.toFixed(2)} / ${m.loadAtEnd.toFixed(2)}`],
+      ],
+    ),
     "",
   );
   const cores = Number(/× (\d+)$/.exec(m.cpu)?.[1] ?? 1);
   if (Math.max(m.loadAtStart, m.loadAtEnd) > cores) {
-    out.push(`> The machine was busy with other work during this run (load above its ${cores} cores): absolute numbers are inflated and noisier than usual; ratios within the run are the figures to read.`, "");
+    out.push(
+      `> The machine was busy with other work during this run (load above its ${cores} cores): absolute numbers are inflated and noisier than usual; ratios within the run are the figures to read.`,
+      "",
+    );
   }
 
   out.push("## Engines", "");
@@ -291,7 +426,11 @@ export function renderReport(run) {
         r.info?.quickjs ?? "—",
         r.info?.build ?? "—",
         r.info?.threading ?? "—",
-        r.unavailable ? `unavailable: ${r.unavailable}` : r.problems.length ? `partial: ${r.problems.join("; ")}` : "ran",
+        r.unavailable
+          ? `unavailable: ${r.unavailable}`
+          : r.problems.length
+            ? `partial: ${r.problems.join("; ")}`
+            : "ran",
       ]),
     ),
     "",
@@ -301,7 +440,12 @@ export function renderReport(run) {
   out.push(
     table(
       ["goal", "target", "measured", "status"],
-      evaluateGoals(run).map((g) => [g.goal, g.target, g.measured, g.status === "not measured" ? `not measured: ${g.detail}` : g.status]),
+      evaluateGoals(run).map((g) => [
+        g.goal,
+        g.target,
+        g.measured,
+        g.status === "not measured" ? `not measured: ${g.detail}` : g.status,
+      ]),
       "lrrl",
     ),
     "",
@@ -321,9 +465,21 @@ export function renderReport(run) {
   const otel = otelSection(run);
   if (otel !== undefined) {
     out.push("## OpenTelemetry cost (quickjs-native)", "");
-    out.push("The cases of issue 32 item 5 with and without the OpenTelemetry SDK registered (child mode `otel`, `bench/lib/otel-sdk.js`: BatchSpanProcessor over an in-memory exporter, AsyncLocalStorage context manager, meter provider with an in-memory reader), this checkout, each in a process of its own. With `--baseline`, the ratio is the median of the rounds' ratios.", "", otel, "");
+    out.push(
+      "The cases of issue 32 item 5 with and without the OpenTelemetry SDK registered (child mode `otel`, `bench/lib/otel-sdk.js`: BatchSpanProcessor over an in-memory exporter, AsyncLocalStorage context manager, meter provider with an in-memory reader), this checkout, each in a process of its own. With `--baseline`, the ratio is the median of the rounds' ratios.",
+      "",
+      otel,
+      "",
+    );
   }
-  out.push("## Chart", "", "Median time per operation, log scale (shorter is faster).", "", "![Median time per operation by case and engine, log scale](chart.svg)", "");
+  out.push(
+    "## Chart",
+    "",
+    "Median time per operation, log scale (shorter is faster).",
+    "",
+    "![Median time per operation by case and engine, log scale](chart.svg)",
+    "",
+  );
   out.push("## At a glance", "", atAGlance(run), "");
 
   out.push("## Results by case", "");
@@ -340,11 +496,17 @@ export function renderReport(run) {
   }
 
   out.push("## Event loop under hostile outputs (quickjs-native)", "");
-  out.push("The longest gap of a 5 ms timer on the Node main thread while each hostile class runs at its cap through the middleware's eval tool or the Sandbox API (`bench/lib/hostile-case.js`; alone: `node bench/run.js --only=hostile`).", "");
+  out.push(
+    "The longest gap of a 5 ms timer on the Node main thread while each hostile class runs at its cap through the middleware's eval tool or the Sandbox API (`bench/lib/hostile-case.js`; alone: `node bench/run.js --only=hostile`).",
+    "",
+  );
   out.push(hostileSection(run), "");
 
   out.push("## Scheduler (quickjs-native)", "");
-  out.push("What the executor's scheduling costs a session: hand-overs batch by batch, evals past the thread cap, and a host busy with other processes (`bench/lib/scheduler-case.js`, a process of its own with `QJSN_EXECUTOR_THREADS=4`; alone: `node bench/run.js --engines=quickjs-native --modes=scheduler`).", "");
+  out.push(
+    "What the executor's scheduling costs a session: hand-overs batch by batch, evals past the thread cap, and a host busy with other processes (`bench/lib/scheduler-case.js`, a process of its own with `QJSN_EXECUTOR_THREADS=4`; alone: `node bench/run.js --engines=quickjs-native --modes=scheduler`).",
+    "",
+  );
   out.push(schedulerSection(run), "");
 
   out.push("## Thread storage (quickjs-native)", "");
@@ -355,6 +517,9 @@ export function renderReport(run) {
   out.push("- Builds:");
   for (const r of run.results) if (r.info) out.push(`  - ${r.label}: ${r.info.quickjs}; ${r.info.build}.`);
   out.push("");
-  out.push("Reproduce: `npm ci && npm run bench` (full, a few minutes) or `npm run bench:quick` (smoke run). `node bench/run.js --engines=quickjs-native,isolated-vm` runs a subset.", "");
+  out.push(
+    "Reproduce: `npm ci && npm run bench` (full, a few minutes) or `npm run bench:quick` (smoke run). `node bench/run.js --engines=quickjs-native,isolated-vm` runs a subset.",
+    "",
+  );
   return out.join("\n");
 }

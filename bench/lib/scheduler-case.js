@@ -31,7 +31,12 @@ async function batchMedians(sb, batches) {
   return medians;
 }
 
-const spread = (medians) => ({ minUs: Math.min(...medians), medianUs: median(medians), maxUs: Math.max(...medians), batches: medians.length });
+const spread = (medians) => ({
+  minUs: Math.min(...medians),
+  medianUs: median(medians),
+  maxUs: Math.max(...medians),
+  batches: medians.length,
+});
 
 async function batchSpread(api, batches) {
   const sb = new api.Sandbox();
@@ -41,14 +46,23 @@ async function batchSpread(api, batches) {
   for (const s of spinners) s.dispose();
   const after = spread(await batchMedians(sb, batches));
   sb.dispose();
-  return { case: "batch-spread", status: "ok", fresh, afterSpinners: after, worstUs: Math.max(fresh.maxUs, after.maxUs) };
+  return {
+    case: "batch-spread",
+    status: "ok",
+    fresh,
+    afterSpinners: after,
+    worstUs: Math.max(fresh.maxUs, after.maxUs),
+  };
 }
 
 async function pastCap(api, forMs) {
   const cap = Number(process.env.QJSN_EXECUTOR_THREADS ?? 64);
   const probe = new api.Sandbox();
   await probe.eval("1+1"); // threads started
-  const spinners = Array.from({ length: cap + 2 }, () => new api.Sandbox({ executionTimeoutMs: 600_000, wallTimeoutMs: 600_000 }));
+  const spinners = Array.from(
+    { length: cap + 2 },
+    () => new api.Sandbox({ executionTimeoutMs: 600_000, wallTimeoutMs: 600_000 }),
+  );
   const spinning = spinners.map((s) => s.run("while (true) {}"));
   await sleep(50);
   const waits = [];
@@ -63,7 +77,17 @@ async function pastCap(api, forMs) {
   await Promise.all(spinning);
   probe.dispose();
   waits.sort((a, b) => a - b);
-  return { case: "past-cap", status: "ok", cap, spinners: cap + 2, p50Ms: percentile(waits, 0.5), p99Ms: percentile(waits, 0.99), maxMs: waits.at(-1), samples: waits.length, wallMs: forMs };
+  return {
+    case: "past-cap",
+    status: "ok",
+    cap,
+    spinners: cap + 2,
+    p50Ms: percentile(waits, 0.5),
+    p99Ms: percentile(waits, 0.99),
+    maxMs: waits.at(-1),
+    samples: waits.length,
+    wallMs: forMs,
+  };
 }
 
 /** Two busy-loop processes of ordinary priority, each ending by itself after `ms`; kill() ends them sooner. */
@@ -114,14 +138,27 @@ async function busyHost(api, rounds) {
   }
   const syncMs = median(sync);
   const offThreadMs = median(offThread);
-  return { case: "busy-host", status: "ok", quietSyncMs: quietSync, quietOffThreadMs: quietAsync, syncMs, offThreadMs, ratio: offThreadMs / syncMs, rounds };
+  return {
+    case: "busy-host",
+    status: "ok",
+    quietSyncMs: quietSync,
+    quietOffThreadMs: quietAsync,
+    syncMs,
+    offThreadMs,
+    ratio: offThreadMs / syncMs,
+    rounds,
+  };
 }
 
 /** The three rows; `quick` runs fewer batches and rounds. */
 export async function runSchedulerCase({ quick = false, onProgress = () => {} } = {}) {
   const api = await import(pathToFileURL(`${root}dist/index.js`).href);
   const rows = [];
-  for (const run of [() => batchSpread(api, quick ? 5 : 20), () => pastCap(api, quick ? 500 : 2000), () => busyHost(api, quick ? 2 : 5)]) {
+  for (const run of [
+    () => batchSpread(api, quick ? 5 : 20),
+    () => pastCap(api, quick ? 500 : 2000),
+    () => busyHost(api, quick ? 2 : 5),
+  ]) {
     const row = await run();
     rows.push(row);
     onProgress(row);
@@ -135,6 +172,7 @@ export function formatSchedulerRow(row) {
     const s = (x) => `${x.minUs.toFixed(1)} / ${x.medianUs.toFixed(1)} / ${x.maxUs.toFixed(1)} µs`;
     return `batch-spread  medians of ${row.fresh.batches} batches of 200 (min / median / max): fresh ${s(row.fresh)}, after 8 spinners ${s(row.afterSpinners)}`;
   }
-  if (row.case === "past-cap") return `past-cap      ${row.spinners} spinners, cap ${row.cap}: wait p50 ${row.p50Ms.toFixed(2)} ms, p99 ${row.p99Ms.toFixed(1)} ms, max ${row.maxMs.toFixed(1)} ms (${row.samples} samples)`;
+  if (row.case === "past-cap")
+    return `past-cap      ${row.spinners} spinners, cap ${row.cap}: wait p50 ${row.p50Ms.toFixed(2)} ms, p99 ${row.p99Ms.toFixed(1)} ms, max ${row.maxMs.toFixed(1)} ms (${row.samples} samples)`;
   return `busy-host     2 busy loops: off-thread ${row.offThreadMs.toFixed(0)} ms, main thread ${row.syncMs.toFixed(0)} ms (${row.ratio.toFixed(2)}x); quiet ${row.quietOffThreadMs.toFixed(0)} / ${row.quietSyncMs.toFixed(0)} ms`;
 }

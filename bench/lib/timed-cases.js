@@ -79,7 +79,11 @@ const RUNNERS = {
           s.setString("input", jsonInput);
           return s.evalAsync(code);
         };
-    return { op, note: s.evalSync ? undefined : "async eval (the engine has no sync eval)", teardown: () => s.dispose() };
+    return {
+      op,
+      note: s.evalSync ? undefined : "async eval (the engine has no sync eval)",
+      teardown: () => s.dispose(),
+    };
   },
 
   async "eval-tool"({ adapter }) {
@@ -119,8 +123,15 @@ async function snapshotRunner(adapter, bytes) {
     isThenable(bytesOrPromise) || isThenable(restored)
       ? async () => (await s.restore(await s.snapshot())).dispose()
       : () => s.restore(s.snapshot()).dispose();
-  const size = snapshotBytes >= 1024 * 1024 ? `${(snapshotBytes / 1024 / 1024).toFixed(2)} MB` : `${(snapshotBytes / 1024).toFixed(1)} KB`;
-  return { op, note: `${rows.toLocaleString("en-US")} rows of guest state; snapshot is ${size}`, teardown: () => s.dispose() };
+  const size =
+    snapshotBytes >= 1024 * 1024
+      ? `${(snapshotBytes / 1024 / 1024).toFixed(2)} MB`
+      : `${(snapshotBytes / 1024).toFixed(1)} KB`;
+  return {
+    op,
+    note: `${rows.toLocaleString("en-US")} rows of guest state; snapshot is ${size}`,
+    teardown: () => s.dispose(),
+  };
 }
 
 /** Timed case ids in run order. */
@@ -157,7 +168,13 @@ export async function runTimedCases(adapter, { quick, onProgress, ids = TIMED_CA
           row = { case: id, status: "ok", ...stats, ...(plan.note ? { note: plan.note } : {}) };
         }
       } catch (error) {
-        row = { case: id, status: "failed", reason: String(error?.message ?? error).split("\n")[0].slice(0, 300) };
+        row = {
+          case: id,
+          status: "failed",
+          reason: String(error?.message ?? error)
+            .split("\n")[0]
+            .slice(0, 300),
+        };
       } finally {
         try {
           await teardown?.();

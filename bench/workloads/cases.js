@@ -20,7 +20,8 @@ export const CASES = [
     letter: "a",
     title: "module / addon load (one-time)",
     kind: "once",
-    includes: "First import of the engine package in a fresh process plus any WASM compilation or module instantiation; one sample per process.",
+    includes:
+      "First import of the engine package in a fresh process plus any WASM compilation or module instantiation; one sample per process.",
   },
   {
     id: "session",
@@ -28,7 +29,8 @@ export const CASES = [
     title: "create + dispose session",
     kind: "time",
     cFloor: true,
-    includes: "One runtime + context with a 64 MiB memory limit where the engine has one, then disposal. For @langchain/quickjs: `new ReplSession` + its lazy start (console + tools setup) + dispose.",
+    includes:
+      "One runtime + context with a 64 MiB memory limit where the engine has one, then disposal. For @langchain/quickjs: `new ReplSession` + its lazy start (console + tools setup) + dispose.",
   },
   {
     id: "eval-sync",
@@ -43,7 +45,8 @@ export const CASES = [
     letter: "b",
     title: "eval `1+1` warm, async",
     kind: "time",
-    includes: "The engine's promise-returning eval (off-thread where the engine has threads) of `1+1`, awaited by the host.",
+    includes:
+      "The engine's promise-returning eval (off-thread where the engine has threads) of `1+1`, awaited by the host.",
   },
   {
     id: "transform",
@@ -51,7 +54,8 @@ export const CASES = [
     title: "10k-object transform",
     kind: "time",
     cFloor: true,
-    includes: "Guest builds 10,000 `{team, score}` objects and reduces them to per-team totals; the totals object is copied back. Sync eval where the engine has one.",
+    includes:
+      "Guest builds 10,000 `{team, score}` objects and reduces them to per-team totals; the totals object is copied back. Sync eval where the engine has one.",
   },
   {
     id: "sync-host",
@@ -67,7 +71,8 @@ export const CASES = [
     title: "10k awaited async host calls",
     kind: "time",
     cFloor: true,
-    includes: "One async eval whose loop does `s += await host(i)` 10,000 times against a host function returning a promise; each await is a full guest→host→guest round trip.",
+    includes:
+      "One async eval whose loop does `s += await host(i)` 10,000 times against a host function returning a promise; each await is a full guest→host→guest round trip.",
   },
   {
     id: "json",
@@ -75,7 +80,8 @@ export const CASES = [
     title: "1 MB JSON round trip",
     kind: "time",
     cFloor: true,
-    includes: "A 1 MiB JSON string set as a guest global, `JSON.stringify(JSON.parse(input))` in the guest, the 1 MiB string copied back.",
+    includes:
+      "A 1 MiB JSON string set as a guest global, `JSON.stringify(JSON.parse(input))` in the guest, the 1 MiB string copied back.",
   },
   {
     id: "rss-100",
@@ -83,7 +89,8 @@ export const CASES = [
     title: "RSS per live session (100 sessions)",
     kind: "memory",
     sessions: 100,
-    includes: "Process RSS growth after creating 100 sessions that each evaluated `1+1`, divided by 100 (own process, after GC). WASM engines grow one linear memory in large steps, so their 100-session figure is coarse: read the 10,000-session row for them.",
+    includes:
+      "Process RSS growth after creating 100 sessions that each evaluated `1+1`, divided by 100 (own process, after GC). WASM engines grow one linear memory in large steps, so their 100-session figure is coarse: read the 10,000-session row for them.",
   },
   {
     id: "rss-10k",
@@ -92,35 +99,40 @@ export const CASES = [
     kind: "memory",
     sessions: 10000,
     fullOnly: true,
-    includes: "As above with 10,000 live sessions (stopped early, and reported as such, if RSS passes 4 GiB or the engine's heap is full).",
+    includes:
+      "As above with 10,000 live sessions (stopped early, and reported as such, if RSS passes 4 GiB or the engine's heap is full).",
   },
   {
     id: "event-loop",
     letter: "h",
     title: "event-loop p99 delay while 2 guests spin",
     kind: "eventloop",
-    includes: "`monitorEventLoopDelay` (1 ms resolution) p99 while two sessions each run `while (true) {}` under a 2 s timeout (0.25 s in --quick), started together. Engines that run guests on the main thread run them one after the other.",
+    includes:
+      "`monitorEventLoopDelay` (1 ms resolution) p99 while two sessions each run `while (true) {}` under a 2 s timeout (0.25 s in --quick), started together. Engines that run guests on the main thread run them one after the other.",
   },
   {
     id: "latency-spin",
     letter: "k",
     title: "trivial eval latency while 8 sessions spin",
     kind: "latency",
-    includes: "p50/p99 of `await evalAsync(\"1+1\")` in one session, sampled 1 ms apart, while 8 other sessions each run `while (true) {}` under a 2 s execution budget (0.25 s in --quick), started together, until the last spinner stops. Engines that run guests on the Node main thread skip it.",
+    includes:
+      'p50/p99 of `await evalAsync("1+1")` in one session, sampled 1 ms apart, while 8 other sessions each run `while (true) {}` under a 2 s execution budget (0.25 s in --quick), started together, until the last spinner stops. Engines that run guests on the Node main thread skip it.',
   },
   {
     id: "latency-host",
     letter: "k",
     title: "trivial eval latency while 4 sessions loop over awaited host calls",
     kind: "latency",
-    includes: "As above while 4 other sessions repeat the 10,000-awaited-host-call eval of case (e), for 2 s (0.25 s in --quick).",
+    includes:
+      "As above while 4 other sessions repeat the 10,000-awaited-host-call eval of case (e), for 2 s (0.25 s in --quick).",
   },
   {
     id: "eval-tool",
     letter: "i",
     title: "eval tool call end to end (middleware)",
     kind: "time",
-    includes: "`evalTool.invoke({ code }, { configurable: { thread_id } })` on a warm thread: code transform, session lookup, one awaited call of the fake `lookup` tool, result formatting.",
+    includes:
+      "`evalTool.invoke({ code }, { configurable: { thread_id } })` on a warm thread: code transform, session lookup, one awaited call of the fake `lookup` tool, result formatting.",
   },
   {
     id: "eval-sync-otel",
@@ -128,7 +140,8 @@ export const CASES = [
     title: "eval `1+1` warm, sync, with OpenTelemetry SDK",
     kind: "time",
     ownOnly: true,
-    includes: "Case (b) sync with the OpenTelemetry SDK registered as the README sets it up (bench/lib/otel-sdk.js: BatchSpanProcessor over an in-memory exporter, AsyncLocalStorage context manager, meter provider with an in-memory reader): the eval's span and its duration record.",
+    includes:
+      "Case (b) sync with the OpenTelemetry SDK registered as the README sets it up (bench/lib/otel-sdk.js: BatchSpanProcessor over an in-memory exporter, AsyncLocalStorage context manager, meter provider with an in-memory reader): the eval's span and its duration record.",
   },
   {
     id: "sync-host-otel",
@@ -136,7 +149,8 @@ export const CASES = [
     title: "10k sync host calls, with OpenTelemetry SDK",
     kind: "time",
     ownOnly: true,
-    includes: "Case (d) with the OpenTelemetry SDK registered as above: a span and a duration record per host call, and the eval's.",
+    includes:
+      "Case (d) with the OpenTelemetry SDK registered as above: a span and a duration record per host call, and the eval's.",
   },
   {
     id: "eval-tool-otel",
@@ -144,14 +158,16 @@ export const CASES = [
     title: "eval tool call end to end, with OpenTelemetry SDK",
     kind: "time",
     ownOnly: true,
-    includes: "Case (i) with the OpenTelemetry SDK registered as above: the eval tool call's span, the eval's, the `lookup` call's, and their records.",
+    includes:
+      "Case (i) with the OpenTelemetry SDK registered as above: the eval tool call's span, the eval's, the `lookup` call's, and their records.",
   },
   {
     id: "snapshot-10k",
     letter: "j",
     title: "snapshot + restore, 10 KB state",
     kind: "time",
-    includes: "`sb.snapshot()` of a session holding ~10 KB of guest state, then `Sandbox.restore(bytes)` and dispose of the restored session.",
+    includes:
+      "`sb.snapshot()` of a session holding ~10 KB of guest state, then `Sandbox.restore(bytes)` and dispose of the restored session.",
   },
   {
     id: "snapshot-1m",

@@ -20,22 +20,26 @@ export function benchCommand(argv: string[], packageRoot: string): number {
   }
   const bench = join(packageRoot, "bench");
   if (!existsSync(join(bench, "run.js"))) {
-    process.stderr.write([
-      "The benchmark suite is not part of the npm package. To run it:",
-      "  git clone <this repository> && cd quickjs-native",
-      "  npm install && (cd bench && npm install)",
-      "  npx quickjs-native bench        # or: npm run bench:quick",
-      "",
-    ].join("\n"));
+    process.stderr.write(
+      [
+        "The benchmark suite is not part of the npm package. To run it:",
+        "  git clone <this repository> && cd quickjs-native",
+        "  npm install && (cd bench && npm install)",
+        "  npx quickjs-native bench        # or: npm run bench:quick",
+        "",
+      ].join("\n"),
+    );
     return 1;
   }
   if (!existsSync(join(bench, "node_modules"))) {
-    process.stderr.write([
-      "The benchmark dependencies (the peer engines) are not installed. Install them once with:",
-      `  cd ${bench} && npm install`,
-      "then run `quickjs-native bench` again (or `npm run bench:quick` from the repository root).",
-      "",
-    ].join("\n"));
+    process.stderr.write(
+      [
+        "The benchmark dependencies (the peer engines) are not installed. Install them once with:",
+        `  cd ${bench} && npm install`,
+        "then run `quickjs-native bench` again (or `npm run bench:quick` from the repository root).",
+        "",
+      ].join("\n"),
+    );
     return 1;
   }
   const npm = process.platform === "win32" ? "npm.cmd" : "npm";

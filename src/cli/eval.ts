@@ -32,7 +32,10 @@ async function readCode(file: string): Promise<string> {
     for await (const chunk of input) {
       const piece = typeof chunk === "string" ? Buffer.from(chunk) : (chunk as Buffer);
       bytes += piece.length;
-      if (bytes > MAX_CODE_BYTES) throw new UsageError(`${file === "-" ? "stdin" : file} holds more than ${MAX_CODE_BYTES / 1024 / 1024} MiB of code: eval reads at most that much`);
+      if (bytes > MAX_CODE_BYTES)
+        throw new UsageError(
+          `${file === "-" ? "stdin" : file} holds more than ${MAX_CODE_BYTES / 1024 / 1024} MiB of code: eval reads at most that much`,
+        );
       chunks.push(piece);
     }
   } catch (err) {
@@ -50,7 +53,12 @@ export async function evalCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { ...LIMIT_FLAGS, file: { type: "string", short: "f" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+    options: {
+      ...LIMIT_FLAGS,
+      file: { type: "string", short: "f" },
+      json: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
   });
   if (values.help) {
     process.stdout.write(`${EVAL_HELP}\n`);
@@ -63,7 +71,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
     filename = values.file === "-" ? "<stdin>" : values.file;
     code = await readCode(values.file);
   } else {
-    if (positionals.length === 0) throw new UsageError("nothing to evaluate: quickjs-native eval \"1 + 1\" or -f <file>");
+    if (positionals.length === 0) throw new UsageError('nothing to evaluate: quickjs-native eval "1 + 1" or -f <file>');
     code = positionals.join(" ");
   }
 

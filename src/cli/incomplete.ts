@@ -20,7 +20,12 @@ export const PARSE_FACTOR = 8;
 export type ScriptParser = (code: string) => void;
 
 function parseScript(code: string): void {
-  parse(code, { ecmaVersion: "latest", sourceType: "script", allowAwaitOutsideFunction: true, allowReturnOutsideFunction: true });
+  parse(code, {
+    ecmaVersion: "latest",
+    sourceType: "script",
+    allowAwaitOutsideFunction: true,
+    allowReturnOutsideFunction: true,
+  });
 }
 
 /** True when `code` fails to parse only because it ends too early. */
@@ -38,7 +43,23 @@ function endsTooEarly(code: string, parser: ScriptParser): boolean {
 }
 
 /** After these words a `/` starts a regular expression, not a division. */
-const BEFORE_EXPRESSION = new Set(["return", "typeof", "instanceof", "in", "of", "new", "delete", "void", "throw", "case", "do", "else", "yield", "await", "extends"]);
+const BEFORE_EXPRESSION = new Set([
+  "return",
+  "typeof",
+  "instanceof",
+  "in",
+  "of",
+  "new",
+  "delete",
+  "void",
+  "throw",
+  "case",
+  "do",
+  "else",
+  "yield",
+  "await",
+  "extends",
+]);
 const OPENERS: Record<string, string> = { ")": "(", "]": "[" };
 const WORD = /[\w$\u0080-\uffff]/;
 

@@ -55,7 +55,10 @@ main(process.argv.slice(2)).then(
   (err: unknown) => {
     // parseArgs reports unknown or malformed flags with ERR_PARSE_ARGS_* codes: those are usage errors
     // too, and so is a limit the engine refuses (a stack cap above what this machine's threads allow).
-    const usage = err instanceof UsageError || isSandboxError(err, "INVALID_ARGUMENT") || (err as { code?: unknown }).code?.toString().startsWith("ERR_PARSE_ARGS");
+    const usage =
+      err instanceof UsageError ||
+      isSandboxError(err, "INVALID_ARGUMENT") ||
+      (err as { code?: unknown }).code?.toString().startsWith("ERR_PARSE_ARGS");
     if (!usage) throw err;
     process.stderr.write(`quickjs-native: ${(err as Error).message}\nRun \`quickjs-native --help\` for usage.\n`);
     process.exitCode = 2;

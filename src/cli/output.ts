@@ -66,7 +66,9 @@ export function statsLine(stats: EvalStats): string {
 /** A failed eval as text: guest throws read like Node's `Uncaught ...`, engine stops name their code. */
 export function describeError(error: SandboxError): string {
   if (error.guest) {
-    const head = error.guest.nonError ? `Uncaught ${inspect(error.guest.message)}` : `Uncaught ${error.guest.name}: ${error.guest.message}`;
+    const head = error.guest.nonError
+      ? `Uncaught ${inspect(error.guest.message)}`
+      : `Uncaught ${error.guest.name}: ${error.guest.message}`;
     const stack = error.guest.stack?.trimEnd();
     return stack ? `${head}\n${stack}` : head;
   }
@@ -74,7 +76,12 @@ export function describeError(error: SandboxError): string {
 }
 
 /** Writes guest console output where Node's console would: log/info/debug to stdout, warn/error to stderr. */
-export function replayConsole(entries: readonly ConsoleEntry[], truncated: boolean, out: NodeJS.WritableStream, err: NodeJS.WritableStream): void {
+export function replayConsole(
+  entries: readonly ConsoleEntry[],
+  truncated: boolean,
+  out: NodeJS.WritableStream,
+  err: NodeJS.WritableStream,
+): void {
   for (const entry of entries) {
     const stream = entry.level === "warn" || entry.level === "error" ? err : out;
     stream.write(`${forStream(entry.text, stream)}\n`);
@@ -121,12 +128,25 @@ function roundMs(ms: number): number {
 /** Machine-readable form of one eval: `value` only when JSON holds it exactly, `inspect` always. */
 export function reportJson(report: EvalReport): string {
   // Measurements to the microsecond: more digits are noise, and read as precision.
-  const stats = { ...report.stats, executionMs: roundMs(report.stats.executionMs), wallMs: roundMs(report.stats.wallMs) };
+  const stats = {
+    ...report.stats,
+    executionMs: roundMs(report.stats.executionMs),
+    wallMs: roundMs(report.stats.wallMs),
+  };
   const common = { console: report.console, consoleTruncated: report.consoleTruncated, stats };
   if (report.ok) {
     const exact = isJsonExact(report.value);
-    return JSON.stringify({ ok: true, ...(exact ? { value: report.value } : {}), inspect: show(report.value, false), ...common });
+    return JSON.stringify({
+      ok: true,
+      ...(exact ? { value: report.value } : {}),
+      inspect: show(report.value, false),
+      ...common,
+    });
   }
   const { code, message, guest, budget } = report.error;
-  return JSON.stringify({ ok: false, error: { code, message, ...(guest ? { guest } : {}), ...(budget ? { budget } : {}) }, ...common });
+  return JSON.stringify({
+    ok: false,
+    error: { code, message, ...(guest ? { guest } : {}), ...(budget ? { budget } : {}) },
+    ...common,
+  });
 }

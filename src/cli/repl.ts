@@ -40,7 +40,9 @@ export async function replCommand(argv: string[]): Promise<number> {
 
   let sandbox = new Sandbox(options);
   const limits = sandbox.options;
-  out.write(`quickjs-native REPL · memory ${formatBytes(limits.memoryLimitBytes)} · timeout ${limits.executionTimeoutMs} ms · .help for commands\n`);
+  out.write(
+    `quickjs-native REPL · memory ${formatBytes(limits.memoryLimitBytes)} · timeout ${limits.executionTimeoutMs} ms · .help for commands\n`,
+  );
 
   const rl = createInterface({ input: process.stdin, output: out, terminal: interactive, prompt: "qjs> " });
   const pending = new PendingInput();
@@ -78,7 +80,11 @@ export async function replCommand(argv: string[]): Promise<number> {
   const evaluate = async (code: string): Promise<void> => {
     running = new AbortController();
     try {
-      const report = await sandbox.run(code, { filename: "<repl>", signal: running.signal, unserializable: "describe" });
+      const report = await sandbox.run(code, {
+        filename: "<repl>",
+        signal: running.signal,
+        unserializable: "describe",
+      });
       replayConsole(report.console, report.consoleTruncated, out, process.stderr);
       if (report.ok) out.write(`${showOn(report.value, out)}\n`);
       else process.stderr.write(`${forStream(describeError(report.error), process.stderr)}\n`);
@@ -113,7 +119,9 @@ export async function replCommand(argv: string[]): Promise<number> {
       }
       if (command === ".memory") {
         const m = sandbox.memoryUsage();
-        out.write(`${formatBytes(m.usedBytes)} used · peak ${formatBytes(m.peakBytes)} · limit ${formatBytes(m.limitBytes)}\n`);
+        out.write(
+          `${formatBytes(m.usedBytes)} used · peak ${formatBytes(m.peakBytes)} · limit ${formatBytes(m.limitBytes)}\n`,
+        );
         prompt();
         continue;
       }

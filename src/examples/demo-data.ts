@@ -21,10 +21,22 @@ export interface Order {
 
 const REGIONS = ["north", "south", "east", "west"] as const;
 const PRODUCTS: ReadonlyArray<readonly [name: string, unitPrice: number]> = [
-  ["trail shoes", 129.0], ["rain jacket", 189.5], ["wool socks", 14.25], ["headlamp", 39.99],
-  ["tent 2p", 349.0], ["sleeping bag", 219.0], ["water filter", 44.5], ["camp stove", 74.0],
+  ["trail shoes", 129.0],
+  ["rain jacket", 189.5],
+  ["wool socks", 14.25],
+  ["headlamp", 39.99],
+  ["tent 2p", 349.0],
+  ["sleeping bag", 219.0],
+  ["water filter", 44.5],
+  ["camp stove", 74.0],
 ];
-const NOTES = ["leave at the front desk", "call on arrival", "fragile: handle with care", "deliver after 5 pm", "gift wrap requested"];
+const NOTES = [
+  "leave at the front desk",
+  "call on arrival",
+  "fragile: handle with care",
+  "deliver after 5 pm",
+  "gift wrap requested",
+];
 const ORDERS_PER_REGION = 120;
 /** Orders per page of `fetch_orders`. */
 export const PAGE_SIZE = 40;
@@ -108,9 +120,13 @@ export function datasetTools(orders: readonly Order[], traffic: ToolTraffic) {
 }
 
 /** The question's answer computed directly on the host, to check the agent's against. */
-export function topProductsByDeliveredRevenue(orders: readonly Order[], n = 3): Array<{ product: string; revenue: number }> {
+export function topProductsByDeliveredRevenue(
+  orders: readonly Order[],
+  n = 3,
+): Array<{ product: string; revenue: number }> {
   const revenue = new Map<string, number>();
-  for (const o of orders) if (o.status === "delivered") revenue.set(o.product, (revenue.get(o.product) ?? 0) + o.quantity * o.unitPrice);
+  for (const o of orders)
+    if (o.status === "delivered") revenue.set(o.product, (revenue.get(o.product) ?? 0) + o.quantity * o.unitPrice);
   return [...revenue]
     .sort((a, b) => b[1] - a[1])
     .slice(0, n)

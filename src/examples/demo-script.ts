@@ -41,7 +41,8 @@ function answerFrom(messages: readonly BaseMessage[]): AIMessage {
   const text = typeof last?.content === "string" ? last.content : JSON.stringify(last?.content ?? "");
   const rows = [...text.matchAll(/product: '([^']+)',\s*revenue: ([\d.]+)/g)];
   if (rows.length === 0) return new AIMessage(`The program did not return a ranking; it reported:\n${text}`);
-  const money = (n: string): string => `$${Number(n).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
+  const money = (n: string): string =>
+    `$${Number(n).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
   const list = rows.map(([, product, revenue], i) => `${i + 1}. ${product}: ${money(revenue!)}`).join("\n");
   const scanned = /ordersScanned: (\d+)/.exec(text)?.[1];
   return new AIMessage(`Top products by delivered Q3 revenue${scanned ? ` (from ${scanned} orders)` : ""}:\n${list}`);

@@ -54,7 +54,15 @@ class Timings extends BaseCallbackHandler {
     t.ms += performance.now() - s.at;
     this.totals.set(s.kind, t);
   }
-  override handleToolStart(tool: { id?: string[]; name?: string }, _input: string, runId: string, parentRunId?: string, _tags?: string[], _meta?: Record<string, unknown>, runName?: string): void {
+  override handleToolStart(
+    tool: { id?: string[]; name?: string },
+    _input: string,
+    runId: string,
+    parentRunId?: string,
+    _tags?: string[],
+    _meta?: Record<string, unknown>,
+    runName?: string,
+  ): void {
     // Tools called by guest code are child runs of the eval tool's run.
     const fromSandbox = parentRunId !== undefined && this.#started.get(parentRunId)?.kind.startsWith("tool ") === true;
     this.#start(`tool ${runName ?? tool.name ?? "?"}${fromSandbox ? " (from the sandbox)" : ""}`, runId);
@@ -81,14 +89,20 @@ const bytes = (s: string): number => Buffer.byteLength(s);
 const kib = (n: number): string => (n < 1024 ? `${n} B` : `${(n / 1024).toFixed(1)} KiB`);
 /** Prints `body` under a column label: the label on the first line, the rule on the rest. */
 const labelled = (label: string, body: string): string =>
-  body.split("\n").map((line, i) => `${(i === 0 ? label : "").padEnd(8)}│ ${line}`).join("\n");
+  body
+    .split("\n")
+    .map((line, i) => `${(i === 0 ? label : "").padEnd(8)}│ ${line}`)
+    .join("\n");
 
 function printTranscript(messages: readonly BaseMessage[]): void {
   for (const m of messages) {
     const type = m.getType();
     if (type === "human") console.log(labelled("user", text(m)));
     else if (type === "ai") {
-      const calls = "tool_calls" in m && Array.isArray(m.tool_calls) ? (m.tool_calls as Array<{ name: string; args: Record<string, unknown> }>) : [];
+      const calls =
+        "tool_calls" in m && Array.isArray(m.tool_calls)
+          ? (m.tool_calls as Array<{ name: string; args: Record<string, unknown> }>)
+          : [];
       if (text(m).trim()) console.log(labelled("model", text(m)));
       for (const call of calls) {
         if (typeof call.args.code === "string") {
@@ -108,12 +122,15 @@ function printTranscript(messages: readonly BaseMessage[]): void {
 async function realModel(spec: string): Promise<BaseChatModel> {
   const provider = spec.includes(":") ? spec.slice(0, spec.indexOf(":")) : "";
   const key = PROVIDER_KEYS[provider];
-  if (!provider) throw new Error(`--model takes provider:model, e.g. openai:gpt-4.1 or anthropic:claude-sonnet-4-5; got '${spec}'`);
+  if (!provider)
+    throw new Error(`--model takes provider:model, e.g. openai:gpt-4.1 or anthropic:claude-sonnet-4-5; got '${spec}'`);
   if (key && !process.env[key]) throw new Error(`--model ${spec} needs ${key} in the environment`);
   try {
     return (await initChatModel(spec)) as unknown as BaseChatModel;
   } catch (err) {
-    throw new Error(`could not create ${spec}: ${(err as Error).message}\n(the provider's package must be installed, e.g. npm install @langchain/${provider})`);
+    throw new Error(
+      `could not create ${spec}: ${(err as Error).message}\n(the provider's package must be installed, e.g. npm install @langchain/${provider})`,
+    );
   }
 }
 
@@ -132,34 +149,47 @@ async function main(): Promise<number> {
   try {
     const agent = createAgent({ model, tools, middleware: [interpreter] });
     console.log(`quickjs-native demo · model: ${values.model ?? "embedded scripted model (no key, no network)"}`);
-    console.log(`dataset: ${orders.length} orders behind list_regions + fetch_orders (paginated), callable from the sandbox as tools.*\n`);
+    console.log(
+      `dataset: ${orders.length} orders behind list_regions + fetch_orders (paginated), callable from the sandbox as tools.*\n`,
+    );
     const started = performance.now();
-    const result = await agent.invoke({ messages: [new HumanMessage(QUESTION)] }, { configurable: { thread_id: "demo" }, callbacks: [timings] });
+    const result = await agent.invoke(
+      { messages: [new HumanMessage(QUESTION)] },
+      { configurable: { thread_id: "demo" }, callbacks: [timings] },
+    );
     const wallMs = performance.now() - started;
     const messages = result.messages as BaseMessage[];
     printTranscript(messages);
 
     // Tool results that reached the model directly (a real model may call the tools itself).
     const toolMessages = messages.filter((m) => m.getType() === "tool");
-    const direct = toolMessages.filter((m) => (m as { name?: string }).name !== "eval").reduce((n, m) => n + bytes(text(m)), 0);
+    const direct = toolMessages
+      .filter((m) => (m as { name?: string }).name !== "eval")
+      .reduce((n, m) => n + bytes(text(m)), 0);
     const seen = toolMessages.reduce((n, m) => n + bytes(text(m)), 0);
     const kept = Math.max(0, traffic.resultBytes - direct);
     console.log("what stayed out of the model's context");
     console.log(`  tool calls made:            ${traffic.calls} (${kib(traffic.resultBytes)} of JSON results)`);
-    console.log(`  kept inside the sandbox:    ${kib(kept)} (~${Math.round(kept / 4).toLocaleString("en-US")} tokens never sent to the model)`);
+    console.log(
+      `  kept inside the sandbox:    ${kib(kept)} (~${Math.round(kept / 4).toLocaleString("en-US")} tokens never sent to the model)`,
+    );
     console.log(`  tool output the model read: ${kib(seen)}`);
 
     console.log("timings");
     console.log(`  agent run:  ${wallMs.toFixed(1)} ms`);
     // Sandbox tool calls overlap (Promise.all), so their total exceeds the eval's own time.
     for (const [kind, t] of [...timings.totals].sort()) {
-      console.log(`  ${kind.padEnd(37)} ${String(t.count).padStart(3)}× ${(t.ms / t.count).toFixed(2).padStart(8)} ms each`);
+      console.log(
+        `  ${kind.padEnd(37)} ${String(t.count).padStart(3)}× ${(t.ms / t.count).toFixed(2).padStart(8)} ms each`,
+      );
     }
 
     const expected = topProductsByDeliveredRevenue(orders);
     const answer = text(messages.at(-1)!);
     const named = expected.every(({ product }) => answer.includes(product));
-    console.log(`check: host-side answer ${expected.map((e) => `${e.product} ${e.revenue}`).join(", ")}; the agent's answer ${named ? "names all three" : "DOES NOT name all three"}`);
+    console.log(
+      `check: host-side answer ${expected.map((e) => `${e.product} ${e.revenue}`).join(", ")}; the agent's answer ${named ? "names all three" : "DOES NOT name all three"}`,
+    );
     return named || values.model ? 0 : 1;
   } finally {
     interpreter.dispose();

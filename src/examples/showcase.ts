@@ -4,7 +4,8 @@
  */
 import { Sandbox, SandboxError } from "../index.js";
 
-const SEED = 'const rows=[{team:"alpha",score:8},{team:"beta",score:13},{team:"alpha",score:21}]; const totals=rows.reduce((acc,row)=>{acc[row.team]=(acc[row.team]??0)+row.score; console.log(`${row.team} score: ${acc[row.team]}`); return acc;},{}); totals;';
+const SEED =
+  'const rows=[{team:"alpha",score:8},{team:"beta",score:13},{team:"alpha",score:21}]; const totals=rows.reduce((acc,row)=>{acc[row.team]=(acc[row.team]??0)+row.score; console.log(`${row.team} score: ${acc[row.team]}`); return acc;},{}); totals;';
 
 function describe(err: unknown): string {
   return err instanceof SandboxError ? `${err.code}: ${err.message}` : String(err);
@@ -18,8 +19,12 @@ const report = sandbox.runSync(SEED);
 console.log("code:     ", SEED);
 for (const line of report.console) console.log(`console.${line.level}:`, line.text);
 if (report.ok) console.log("value:    ", report.value);
-console.log(`timings:   new Sandbox ${created.toFixed(2)} ms, eval ${report.stats.wallMs.toFixed(3)} ms (guest ${report.stats.executionMs.toFixed(3)} ms)`);
-console.log(`memory:    ${(report.stats.memoryUsedBytes / 1024).toFixed(0)} KiB used, peak ${(report.stats.peakMemoryBytes / 1024).toFixed(0)} KiB`);
+console.log(
+  `timings:   new Sandbox ${created.toFixed(2)} ms, eval ${report.stats.wallMs.toFixed(3)} ms (guest ${report.stats.executionMs.toFixed(3)} ms)`,
+);
+console.log(
+  `memory:    ${(report.stats.memoryUsedBytes / 1024).toFixed(0)} KiB used, peak ${(report.stats.peakMemoryBytes / 1024).toFixed(0)} KiB`,
+);
 
 const asyncReport = await sandbox.run("await Promise.resolve(); totals.alpha + totals.beta");
 console.log("async eval (off the main thread):", asyncReport.ok ? asyncReport.value : describe(asyncReport.error));

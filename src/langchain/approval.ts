@@ -87,7 +87,11 @@ export class Approval {
   forCall(config: EvalRunConfig, code: string, threadKey: string): EvalReview | undefined {
     const evalCallId = config.toolCall?.id ?? config.toolCallId;
     if (!this.enabled || evalCallId === undefined) return undefined;
-    return new EvalReview(this, this.#options, config, code, { key: this.#options.snapshotSigningKey, threadId: threadKey, evalCallId });
+    return new EvalReview(this, this.#options, config, code, {
+      key: this.#options.snapshotSigningKey,
+      threadId: threadKey,
+      evalCallId,
+    });
   }
 }
 
@@ -96,7 +100,9 @@ export class Approval {
  * for the session's sandbox to open with. Throws when it cannot be restored: a replay on any other
  * state would not be the same eval.
  */
-export async function restoreReplayStart(state: ReplayStartHolder & { persistence: SessionPersistence }): Promise<void> {
+export async function restoreReplayStart(
+  state: ReplayStartHolder & { persistence: SessionPersistence },
+): Promise<void> {
   const bytes = state.replayStart!;
   state.replayStart = undefined;
   await state.persistence.restoreStart(bytes);

@@ -23,7 +23,12 @@ import type { BlobSpace } from "./thread-blobs.js";
 /** The part of LangGraph's checkpointer interface blobs need. */
 export interface BlobSaver {
   getTuple(config: RunnableConfig): Promise<{ metadata?: unknown } | undefined>;
-  put(config: RunnableConfig, checkpoint: PrivateCheckpoint, metadata: PrivateMetadata, newVersions: Record<string, never>): Promise<RunnableConfig>;
+  put(
+    config: RunnableConfig,
+    checkpoint: PrivateCheckpoint,
+    metadata: PrivateMetadata,
+    newVersions: Record<string, never>,
+  ): Promise<RunnableConfig>;
 }
 
 interface PrivateCheckpoint {
@@ -48,7 +53,12 @@ const VALUE_KEY = "quickjs_native_blob";
 const CHECKPOINT_VERSION = 4;
 
 function isBlobSaver(x: unknown): x is BlobSaver {
-  return typeof x === "object" && x !== null && typeof (x as BlobSaver).getTuple === "function" && typeof (x as BlobSaver).put === "function";
+  return (
+    typeof x === "object" &&
+    x !== null &&
+    typeof (x as BlobSaver).getTuple === "function" &&
+    typeof (x as BlobSaver).put === "function"
+  );
 }
 
 /** A run's checkpointer and the thread id it keeps the thread's checkpoints under. */
@@ -59,7 +69,12 @@ export interface CheckpointerBlobs {
 
 /** True for {@link CheckpointerBlobs}, as opposed to a store. */
 export function isCheckpointerBlobs(x: unknown): x is CheckpointerBlobs {
-  return typeof x === "object" && x !== null && isBlobSaver((x as CheckpointerBlobs).saver) && typeof (x as CheckpointerBlobs).threadId === "string";
+  return (
+    typeof x === "object" &&
+    x !== null &&
+    isBlobSaver((x as CheckpointerBlobs).saver) &&
+    typeof (x as CheckpointerBlobs).threadId === "string"
+  );
 }
 
 // LangGraph's run-config key of the checkpointer the running graph writes to (CONFIG_KEY_CHECKPOINTER).
@@ -85,19 +100,39 @@ export class CheckpointerSpace implements BlobSpace {
   }
 
   async get(keys: readonly string[]): Promise<(Record<string, unknown> | undefined)[]> {
-    return Promise.all(keys.map(async (key) => {
-      const tuple = await this.#saver.getTuple({ configurable: { thread_id: this.#threadId, checkpoint_ns: this.#namespace, checkpoint_id: key } });
-      const value = (tuple?.metadata as Record<string, unknown> | undefined)?.[VALUE_KEY];
-      return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-    }));
+    return Promise.all(
+      keys.map(async (key) => {
+        const tuple = await this.#saver.getTuple({
+          configurable: { thread_id: this.#threadId, checkpoint_ns: this.#namespace, checkpoint_id: key },
+        });
+        const value = (tuple?.metadata as Record<string, unknown> | undefined)?.[VALUE_KEY];
+        return typeof value === "object" && value !== null && !Array.isArray(value)
+          ? (value as Record<string, unknown>)
+          : undefined;
+      }),
+    );
   }
 
   async put(entries: readonly (readonly [string, Record<string, unknown> | null])[]): Promise<void> {
     const config = { configurable: { thread_id: this.#threadId, checkpoint_ns: this.#namespace } };
-    await Promise.all(entries.map(([key, value]) => {
-      const checkpoint: PrivateCheckpoint = { v: CHECKPOINT_VERSION, id: key, ts: new Date().toISOString(), channel_values: {}, channel_versions: {}, versions_seen: {} };
-      const metadata: PrivateMetadata = { source: "update", step: -1, parents: {}, ...(value === null ? {} : { [VALUE_KEY]: value }) };
-      return this.#saver.put(config, checkpoint, metadata, {});
-    }));
+    await Promise.all(
+      entries.map(([key, value]) => {
+        const checkpoint: PrivateCheckpoint = {
+          v: CHECKPOINT_VERSION,
+          id: key,
+          ts: new Date().toISOString(),
+          channel_values: {},
+          channel_versions: {},
+          versions_seen: {},
+        };
+        const metadata: PrivateMetadata = {
+          source: "update",
+          step: -1,
+          parents: {},
+          ...(value === null ? {} : { [VALUE_KEY]: value }),
+        };
+        return this.#saver.put(config, checkpoint, metadata, {});
+      }),
+    );
   }
 }

@@ -42,7 +42,12 @@ import {
 } from "./journal.js";
 
 /** The review of a call the journal says paused, when the configuration no longer lists its tool. */
-const EVERY_DECISION: ResolvedReview = { allowedDecisions: ["approve", "edit", "reject"], description: undefined, argsSchema: undefined, when: undefined };
+const EVERY_DECISION: ResolvedReview = {
+  allowedDecisions: ["approve", "edit", "reject"],
+  description: undefined,
+  argsSchema: undefined,
+  when: undefined,
+};
 
 /** How an eval ended, for the eval tool: its outcome, or paused for review. */
 export type ReviewedResult<T> = T | "paused";
@@ -118,7 +123,13 @@ export class EvalReview implements HostCallGate {
   #unforward: (() => void) | undefined;
   readonly #resumers: ((config: EvalRunConfig) => void)[] = [];
 
-  constructor(approval: Approval, options: ResolvedOptions, config: EvalRunConfig, code: string, binding: RecordBinding) {
+  constructor(
+    approval: Approval,
+    options: ResolvedOptions,
+    config: EvalRunConfig,
+    code: string,
+    binding: RecordBinding,
+  ) {
     this.#approval = approval;
     this.#options = options;
     this.#config = config;
@@ -166,9 +177,16 @@ export class EvalReview implements HostCallGate {
     const kept = session.state.pausedEval;
     if (given > 0) {
       try {
-        const record = await checkpointerRecords.load(this.#config, this.#binding.evalCallId, given - 1, this.#binding, this.#options.maxSnapshotBytes);
+        const record = await checkpointerRecords.load(
+          this.#config,
+          this.#binding.evalCallId,
+          given - 1,
+          this.#binding,
+          this.#options.maxSnapshotBytes,
+        );
         if (record === undefined) throw new ReplayRecordError("no journal was stored for this eval call");
-        if (record.codeDigest !== codeDigestOf(this.#code)) throw new ReplayRecordError("the journal belongs to other code");
+        if (record.codeDigest !== codeDigestOf(this.#code))
+          throw new ReplayRecordError("the journal belongs to other code");
         this.#record = record;
         for (const [turn, entry] of record.entries.entries()) this.#journal.set(entry.position, { entry, turn });
         this.#pauses = given;
@@ -177,7 +195,8 @@ export class EvalReview implements HostCallGate {
         // Without the journal, running again would repeat every call made before the pause.
         return fail(APPROVAL_TEXT.noJournal(err instanceof Error ? err.message : String(err)));
       }
-      if (kept?.resumableBy(this.#binding, given, this.#record) === true) return kept.#takeOver(session, this.#config, given, this.#record, fail, lg);
+      if (kept?.resumableBy(this.#binding, given, this.#record) === true)
+        return kept.#takeOver(session, this.#config, given, this.#record, fail, lg);
       await kept?.stop();
       session.discard();
       session.state.replayStart = this.#record.startSnapshot;
@@ -229,7 +248,12 @@ export class EvalReview implements HostCallGate {
             this.#restart(session);
             throw err;
           }
-          ask.reject(guestError(UNAVAILABLE_ERROR_NAME, APPROVAL_TEXT.unavailable(err instanceof Error ? err.message : String(err))));
+          ask.reject(
+            guestError(
+              UNAVAILABLE_ERROR_NAME,
+              APPROVAL_TEXT.unavailable(err instanceof Error ? err.message : String(err)),
+            ),
+          );
           continue;
         }
         if (!(await this.#pause({ ...ask.request, position: ask.position }))) {
@@ -262,10 +286,19 @@ export class EvalReview implements HostCallGate {
     }
   }
 
-  #finish<T extends { ok: boolean; text: string }>(session: ReviewedSession, result: ReviewedResult<T>, fail: (text: string) => T): T {
-    if (result === "paused") return fail(APPROVAL_TEXT.notPaused("the eval stopped at a reviewed call that was never raised"));
+  #finish<T extends { ok: boolean; text: string }>(
+    session: ReviewedSession,
+    result: ReviewedResult<T>,
+    fail: (text: string) => T,
+  ): T {
+    if (result === "paused")
+      return fail(APPROVAL_TEXT.notPaused("the eval stopped at a reviewed call that was never raised"));
     // A replay that ended before reaching the call it paused at did not take the same path.
-    const diverged = this.#diverged ?? (this.#record !== undefined && !this.#reachedPause ? new ReplayDivergenceError(APPROVAL_TEXT.endedEarly(this.#record.pausedAt.name)) : undefined);
+    const diverged =
+      this.#diverged ??
+      (this.#record !== undefined && !this.#reachedPause
+        ? new ReplayDivergenceError(APPROVAL_TEXT.endedEarly(this.#record.pausedAt.name))
+        : undefined);
     if (diverged === undefined) return result;
     this.#restart(session);
     return { ...result, ok: false, text: `${diverged.name}: ${diverged.message}` };
@@ -296,7 +329,14 @@ export class EvalReview implements HostCallGate {
       startSnapshot: this.#startSnapshot!,
     };
     try {
-      await checkpointerRecords.save(this.#config, this.#binding.evalCallId, this.#pauses, record, this.#binding, this.#options.maxSnapshotBytes);
+      await checkpointerRecords.save(
+        this.#config,
+        this.#binding.evalCallId,
+        this.#pauses,
+        record,
+        this.#binding,
+        this.#options.maxSnapshotBytes,
+      );
       return undefined;
     } catch (err) {
       return err instanceof Error ? err.message : String(err);
@@ -308,10 +348,18 @@ export class EvalReview implements HostCallGate {
    * runs exactly the same; returns the eval options to add. `undefined` when no call of this eval
    * can pause (no reviewed tool in reach, no journal to replay): the eval runs as usual.
    */
-  async start(sandbox: Sandbox, view: PtcToolView, taskAvailable: boolean, signal: AbortSignal | undefined, onConsole: ((entry: ConsoleEntry) => void) | undefined): Promise<PinnedRun | undefined> {
+  async start(
+    sandbox: Sandbox,
+    view: PtcToolView,
+    taskAvailable: boolean,
+    signal: AbortSignal | undefined,
+    onConsole: ((entry: ConsoleEntry) => void) | undefined,
+  ): Promise<PinnedRun | undefined> {
     const record = this.#record;
     if (record === undefined) {
-      const reachable = [...view.byCamelName.values()].some((t) => this.#approval.reviewOf(t.name) !== undefined) || (taskAvailable && this.#approval.reviewOf("task") !== undefined);
+      const reachable =
+        [...view.byCamelName.values()].some((t) => this.#approval.reviewOf(t.name) !== undefined) ||
+        (taskAvailable && this.#approval.reviewOf("task") !== undefined);
       if (!reachable) return undefined;
       if (!checkpointerRecords.available(this.#config)) this.#cannotPause = "this agent has no checkpointer";
       else {
@@ -329,7 +377,13 @@ export class EvalReview implements HostCallGate {
       this.#clockMs = record.clockMs;
       this.#randomSeed = record.randomSeed;
       const known = new Set([...view.byCamelName.values()].map((t) => t.name));
-      const missing = [...new Set([...record.entries, record.pausedAt].filter((c) => c.kind === "tool" && !known.has(c.name)).map((c) => c.name))];
+      const missing = [
+        ...new Set(
+          [...record.entries, record.pausedAt]
+            .filter((c) => c.kind === "tool" && !known.has(c.name))
+            .map((c) => c.name),
+        ),
+      ];
       // Stopped before it starts: without those tools the replay cannot take the same path.
       if (missing.length > 0) this.#diverge(APPROVAL_TEXT.toolsUnknown(missing));
     }
@@ -360,7 +414,10 @@ export class EvalReview implements HostCallGate {
     return createHash("sha256").update(`${seed}:${this.#binding.evalCallId}`).digest().readUIntLE(0, 6);
   }
 
-  async call(request: HostCallRequest, live: (args: Record<string, unknown>) => Promise<GuestAnswer>): Promise<GuestAnswer> {
+  async call(
+    request: HostCallRequest,
+    live: (args: Record<string, unknown>) => Promise<GuestAnswer>,
+  ): Promise<GuestAnswer> {
     const position = this.#next++;
     // Paused: held until the eval is taken over (or forever, when it is stopped or diverged).
     while (holdsCalls(this.#phase)) await this.#whileHalted();
@@ -401,25 +458,51 @@ export class EvalReview implements HostCallGate {
    * Resolves to the decision to come (wrapped, so the order is not held up by the wait for it), or
    * `undefined` when the call is not reviewed.
    */
-  #queueReview(request: HostCallRequest, position: number, forced: boolean): Promise<{ decision: Promise<Decision> } | undefined> {
+  #queueReview(
+    request: HostCallRequest,
+    position: number,
+    forced: boolean,
+  ): Promise<{ decision: Promise<Decision> } | undefined> {
     const review = this.#approval.reviewOf(request.name) ?? (forced ? EVERY_DECISION : undefined);
     if (review === undefined) return Promise.resolve(undefined);
     const toolCall = { name: request.name, args: request.args, id: this.#callId(position), type: "tool_call" as const };
     const step = this.#order.then(async () => {
-      if (!forced && review.when !== undefined && !(await review.when({ toolCall, tool: undefined, state: this.#config.state, runtime: this.#runtime() } as never))) return undefined;
-      if (this.#cannotPause !== undefined) throw guestError(UNAVAILABLE_ERROR_NAME, APPROVAL_TEXT.unavailable(this.#cannotPause));
+      if (
+        !forced &&
+        review.when !== undefined &&
+        !(await review.when({
+          toolCall,
+          tool: undefined,
+          state: this.#config.state,
+          runtime: this.#runtime(),
+        } as never))
+      )
+        return undefined;
+      if (this.#cannotPause !== undefined)
+        throw guestError(UNAVAILABLE_ERROR_NAME, APPROVAL_TEXT.unavailable(this.#cannotPause));
       // The reviewer must see exactly what the tool would get: arguments JSON cannot show are refused.
       const unfaithful = unfaithfulPartOf(request.args);
-      if (unfaithful !== undefined) throw guestError("TypeError", APPROVAL_TEXT.unreviewableArgs(request.name, unfaithful));
-      const description = typeof review.description === "function"
-        ? await review.description(toolCall as never, this.#config.state as never, this.#runtime() as never)
-        : review.description ?? `${this.#options.interruptOn.descriptionPrefix}\n\nTool: ${request.name}\nArgs: ${JSON.stringify(request.args, null, 2)}`;
+      if (unfaithful !== undefined)
+        throw guestError("TypeError", APPROVAL_TEXT.unreviewableArgs(request.name, unfaithful));
+      const description =
+        typeof review.description === "function"
+          ? await review.description(toolCall as never, this.#config.state as never, this.#runtime() as never)
+          : (review.description ??
+            `${this.#options.interruptOn.descriptionPrefix}\n\nTool: ${request.name}\nArgs: ${JSON.stringify(request.args, null, 2)}`);
       const hitl: HITLRequest = {
         actionRequests: [{ name: request.name, args: request.args, description }],
-        reviewConfigs: [{ actionName: request.name, allowedDecisions: [...review.allowedDecisions], ...(review.argsSchema === undefined ? {} : { argsSchema: review.argsSchema }) }],
+        reviewConfigs: [
+          {
+            actionName: request.name,
+            allowedDecisions: [...review.allowedDecisions],
+            ...(review.argsSchema === undefined ? {} : { argsSchema: review.argsSchema }),
+          },
+        ],
       };
       // Raised by `drive`; when LangGraph has no decision for it yet, the eval pauses there.
-      const decision = new Promise<Decision>((resolve, reject) => this.#asks.push({ hitl, request, review, position, resolve, reject }));
+      const decision = new Promise<Decision>((resolve, reject) =>
+        this.#asks.push({ hitl, request, review, position, resolve, reject }),
+      );
       this.#wake?.();
       return { decision };
     });
@@ -430,13 +513,20 @@ export class EvalReview implements HostCallGate {
     return step;
   }
 
-  async #run(request: HostCallRequest, position: number, live: (args: Record<string, unknown>) => Promise<GuestAnswer>, forced: boolean): Promise<HostCallOutcome> {
+  async #run(
+    request: HostCallRequest,
+    position: number,
+    live: (args: Record<string, unknown>) => Promise<GuestAnswer>,
+    forced: boolean,
+  ): Promise<HostCallOutcome> {
     const queued = await this.#queueReview(request, position, forced);
     let args = request.args;
     if (queued !== undefined) {
       const decision = await queued.decision;
       if (decision.type === "reject") {
-        const outcome = errorOutcome(guestError(REJECTED_ERROR_NAME, decision.message ?? APPROVAL_TEXT.rejected(request.name)));
+        const outcome = errorOutcome(
+          guestError(REJECTED_ERROR_NAME, decision.message ?? APPROVAL_TEXT.rejected(request.name)),
+        );
         this.#settled.push(heldEntry({ ...request, position, reviewed: true, outcome }));
         return outcome;
       }
@@ -504,16 +594,35 @@ export class EvalReview implements HostCallGate {
   /** True when the resume of `binding` that gives decision `given` (its stored `record` verified) is this kept-alive eval's. */
   resumableBy(binding: RecordBinding, given: number, record: ReplayRecord): boolean {
     const alive = this.#phase === "paused" && !this.#abort.signal.aborted && this.#pausedAsk !== undefined;
-    const same = binding.threadId === this.#binding.threadId && binding.evalCallId === this.#binding.evalCallId && given - 1 === this.#pauses;
-    const stored = record.codeDigest === codeDigestOf(this.#code) && record.randomSeed === this.#randomSeed && record.clockMs === this.#clockMs;
-    return alive && same && stored && record.pausedAt.position === this.#pausedAt?.position && record.pausedAt.name === this.#pausedAt.name;
+    const same =
+      binding.threadId === this.#binding.threadId &&
+      binding.evalCallId === this.#binding.evalCallId &&
+      given - 1 === this.#pauses;
+    const stored =
+      record.codeDigest === codeDigestOf(this.#code) &&
+      record.randomSeed === this.#randomSeed &&
+      record.clockMs === this.#clockMs;
+    return (
+      alive &&
+      same &&
+      stored &&
+      record.pausedAt.position === this.#pausedAt?.position &&
+      record.pausedAt.name === this.#pausedAt.name
+    );
   }
 
   /**
    * Goes on with this paused eval in the run that resumed it: the waiting call gets the decision
    * (raised again, so LangGraph answers it), held calls go on, nothing is replayed.
    */
-  #takeOver<T extends { ok: boolean; text: string }>(session: ReviewedSession, config: EvalRunConfig, given: number, record: ReplayRecord, fail: (text: string) => T, lg: LangGraph): Promise<T> {
+  #takeOver<T extends { ok: boolean; text: string }>(
+    session: ReviewedSession,
+    config: EvalRunConfig,
+    given: number,
+    record: ReplayRecord,
+    fail: (text: string) => T,
+    lg: LangGraph,
+  ): Promise<T> {
     // `resumableBy` said it is paused, in the same turn of the event loop: a refusal is a bug.
     if (!this.#apply("takeOver")) throw new Error(`EvalReview: cannot take over an eval that is ${this.#phase}`);
     this.#approval.forget(this);
@@ -534,7 +643,12 @@ export class EvalReview implements HostCallGate {
     this.#held?.release();
     this.#held = undefined;
     this.#wall.release();
-    return this.#loop(session, this.#evaluation as Promise<{ result: ReviewedResult<T> } | { error: unknown }>, fail, lg);
+    return this.#loop(
+      session,
+      this.#evaluation as Promise<{ result: ReviewedResult<T> } | { error: unknown }>,
+      fail,
+      lg,
+    );
   }
 
   /** Stops a replay that did not repeat its journal; returns the error to throw in guest code. */
@@ -551,6 +665,9 @@ export class EvalReview implements HostCallGate {
   }
 
   #runtime(): { context: unknown; store: unknown } {
-    return { context: (this.#config as { context?: unknown }).context, store: (this.#config as { store?: unknown }).store };
+    return {
+      context: (this.#config as { context?: unknown }).context,
+      store: (this.#config as { store?: unknown }).store,
+    };
   }
 }

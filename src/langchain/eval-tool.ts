@@ -8,7 +8,15 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { tool, type DynamicStructuredTool } from "@langchain/core/tools";
 import { ToolMessage } from "@langchain/core/messages";
 import type { BaseStore } from "@langchain/langgraph";
-import { SandboxError, type ConsoleEntry, type EvalOptions, type EvalReport, type HostCallContext, type Sandbox, type SandboxOptions } from "../index.js";
+import {
+  SandboxError,
+  type ConsoleEntry,
+  type EvalOptions,
+  type EvalReport,
+  type HostCallContext,
+  type Sandbox,
+  type SandboxOptions,
+} from "../index.js";
 import { EvalActivity, type ProgressWriter } from "./activity.js";
 import { formatEvalOutput } from "./format.js";
 import { hintFor } from "./hints.js";
@@ -108,7 +116,14 @@ export function createInterpreter(options: ResolvedOptions, persistence: Persist
       return { sandbox, defined: new Set() };
     },
     close: (live) => live.sandbox.dispose(),
-    initState: () => ({ view: undefined, active: undefined, outputs: new OutputStore(options.maxKeptOutputChars), persistence: persistence.forSession(), replayStart: undefined, pausedEval: undefined }),
+    initState: () => ({
+      view: undefined,
+      active: undefined,
+      outputs: new OutputStore(options.maxKeptOutputChars),
+      persistence: persistence.forSession(),
+      replayStart: undefined,
+      pausedEval: undefined,
+    }),
   });
 }
 
@@ -152,7 +167,8 @@ export interface EvalOutcome {
 
 /** LangGraph's custom-stream writer for this run, when the caller streams in "custom" mode. */
 function writerOf(config: EvalRunConfig): ProgressWriter | undefined {
-  const candidate = (config as { writer?: unknown }).writer ?? (config.configurable as { writer?: unknown } | undefined)?.writer;
+  const candidate =
+    (config as { writer?: unknown }).writer ?? (config.configurable as { writer?: unknown } | undefined)?.writer;
   return typeof candidate === "function" ? (candidate as ProgressWriter) : undefined;
 }
 
@@ -165,7 +181,13 @@ function globalNamesOf(sandbox: Sandbox): readonly string[] {
   }
 }
 
-async function evaluate(session: Session, input: EvalToolInput, firstConfig: EvalRunConfig, deps: EvalToolDeps, review?: EvalReview): Promise<ReviewedResult<EvalOutcome>> {
+async function evaluate(
+  session: Session,
+  input: EvalToolInput,
+  firstConfig: EvalRunConfig,
+  deps: EvalToolDeps,
+  review?: EvalReview,
+): Promise<ReviewedResult<EvalOutcome>> {
   const { options } = deps;
   // A paused eval taken over by the run that resumed it ends under that run's config.
   let config = firstConfig;
@@ -173,8 +195,13 @@ async function evaluate(session: Session, input: EvalToolInput, firstConfig: Eva
     session.discard();
     session.state.persistence.reset();
   }
-  if (!session.isOpen && input.reset !== true) session.state.persistence.prepareOnEval(config.state, deps.interpreter.takeEviction(session.key));
-  if (!session.isOpen) await session.state.persistence.load(runStorageOf((config as { store?: BaseStore }).store, config.configurable), session.key);
+  if (!session.isOpen && input.reset !== true)
+    session.state.persistence.prepareOnEval(config.state, deps.interpreter.takeEviction(session.key));
+  if (!session.isOpen)
+    await session.state.persistence.load(
+      runStorageOf((config as { store?: BaseStore }).store, config.configurable),
+      session.key,
+    );
   if (!session.isOpen && session.state.replayStart === undefined) await session.state.persistence.restore(session.key);
   const view = session.state.view ?? deps.ptc.latest;
   const evalCallId = config.toolCall?.id ?? config.toolCallId ?? `eval-${Date.now()}`;
@@ -190,7 +217,8 @@ async function evaluate(session: Session, input: EvalToolInput, firstConfig: Eva
     const transformed = await transformOffThread(input.code, options.executionTimeoutMs);
     session.state.active = { context, view, activity };
     // Console lines reach the custom stream as the guest writes them, not when the eval ends.
-    const onConsole = activity.streaming || review !== undefined ? (entry: ConsoleEntry) => activity.console(entry) : undefined;
+    const onConsole =
+      activity.streaming || review !== undefined ? (entry: ConsoleEntry) => activity.console(entry) : undefined;
     review?.onTakeover((next) => {
       config = next;
       context.rebind(next);
@@ -228,7 +256,11 @@ async function evaluate(session: Session, input: EvalToolInput, firstConfig: Eva
     const files = stateFilesOf(config.state);
     const filesWriter = files === undefined ? undefined : new StateFilesWriter(files, options.maxKeptOutputChars);
     const kept: KeptOutput[] = [];
-    const keep = (section: KeptOutput["section"], text: string, head: (chars: number) => string): KeptOutput | undefined => {
+    const keep = (
+      section: KeptOutput["section"],
+      text: string,
+      head: (chars: number) => string,
+    ): KeptOutput | undefined => {
       if (options.maxKeptOutputChars === 0) return undefined;
       const path = keptOutputPath(evalCallId, section);
       const entry = filesWriter?.put(section, path, text, head) ?? session.state.outputs.put(section, path, text, head);
@@ -259,7 +291,12 @@ async function evaluate(session: Session, input: EvalToolInput, firstConfig: Eva
 
 /** An eval that could not run or resume, with the reason as its text. */
 function failedOutcome(text: string): EvalOutcome {
-  return { text, ok: false, updates: [], metadata: { status: "error", toolCalls: {}, subagentCalls: 0, executionMs: 0, wallMs: 0, kept: [] } };
+  return {
+    text,
+    ok: false,
+    updates: [],
+    metadata: { status: "error", toolCalls: {}, subagentCalls: 0, executionMs: 0, wallMs: 0, kept: [] },
+  };
 }
 
 /** What the eval tool needs from its middleware. */
@@ -305,14 +342,20 @@ const INPUT_KEYS = new Set(["code", "reset"]);
  * is over `maxCodeBytes`. Checked before anything is parsed or queued.
  */
 export function refusalOf(input: unknown, maxCodeBytes: number): SandboxError | undefined {
-  const refuse = (problem: string): SandboxError => new SandboxError("INVALID_ARGUMENT", OUTPUT_TEXT.badEvalInput(problem));
-  if (typeof input !== "object" || input === null || Array.isArray(input)) return refuse(`got ${input === null ? "null" : Array.isArray(input) ? "an array" : typeof input} instead of an object`);
+  const refuse = (problem: string): SandboxError =>
+    new SandboxError("INVALID_ARGUMENT", OUTPUT_TEXT.badEvalInput(problem));
+  if (typeof input !== "object" || input === null || Array.isArray(input))
+    return refuse(
+      `got ${input === null ? "null" : Array.isArray(input) ? "an array" : typeof input} instead of an object`,
+    );
   const fields = input as Record<string, unknown>;
   const unknown = Object.keys(fields).find((key) => !INPUT_KEYS.has(key));
   if (unknown !== undefined) return refuse(`unknown argument ${JSON.stringify(unknown.slice(0, 40))}`);
   const code = fields["code"];
-  if (typeof code !== "string") return refuse(code === undefined ? "it is missing" : `got ${code === null ? "null" : typeof code}`);
-  if (fields["reset"] !== undefined && typeof fields["reset"] !== "boolean") return refuse(`\`reset\` must be a boolean; got ${typeof fields["reset"]}`);
+  if (typeof code !== "string")
+    return refuse(code === undefined ? "it is missing" : `got ${code === null ? "null" : typeof code}`);
+  if (fields["reset"] !== undefined && typeof fields["reset"] !== "boolean")
+    return refuse(`\`reset\` must be a boolean; got ${typeof fields["reset"]}`);
   // UTF-8 never takes fewer bytes than UTF-16 code units: only code under the cap in units is measured.
   const bytes = code.length > maxCodeBytes ? code.length : Buffer.byteLength(code);
   if (bytes > maxCodeBytes) return new SandboxError("INVALID_ARGUMENT", OUTPUT_TEXT.codeTooLarge(bytes, maxCodeBytes));
@@ -331,7 +374,10 @@ const NO_STATS = { executionMs: 0, wallMs: 0, hostCalls: 0, memoryUsedBytes: 0, 
 function refusedOutcome(error: SandboxError, evalCallId: string, options: ResolvedOptions): EvalOutcome {
   const report: EvalReport = { ok: false, error, console: [], consoleTruncated: false, stats: NO_STATS };
   const metadata = outcomeOf(report, new EvalActivity(evalCallId, undefined), [], undefined);
-  const text = formatEvalOutput(report, { maxResultChars: options.maxResultChars, status: OUTPUT_TEXT.outcome(metadata) });
+  const text = formatEvalOutput(report, {
+    maxResultChars: options.maxResultChars,
+    status: OUTPUT_TEXT.outcome(metadata),
+  });
   return { text, ok: false, updates: [], metadata };
 }
 
@@ -370,7 +416,8 @@ function buildEvalTool(deps: EvalToolDeps, description: string): DynamicStructur
       return traceEvalTool(options.toolName, config, key, async () => {
         const review = deps.approval?.forCall(config, input.code, key);
         const outcome = await interpreter.run(key, async (session) => {
-          if (review !== undefined) return review.drive(session, (gate) => evaluate(session, input, config, deps, gate), failedOutcome);
+          if (review !== undefined)
+            return review.drive(session, (gate) => evaluate(session, input, config, deps, gate), failedOutcome);
           // An eval paused for review and kept alive stops before another eval of the thread runs.
           await session.state.pausedEval?.stop();
           return evaluate(session, input, config, deps) as Promise<EvalOutcome>;

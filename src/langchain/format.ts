@@ -16,7 +16,13 @@
  * Guest text can be far larger than what is shown, and all of this runs on the Node main thread:
  * values are rendered within the budget, and only the head and tail that can be shown are escaped.
  */
-import { renderValue as renderBounded, resultPiecesOf, type ConsoleEntry, type EvalReport, type SandboxError } from "../index.js";
+import {
+  renderValue as renderBounded,
+  resultPiecesOf,
+  type ConsoleEntry,
+  type EvalReport,
+  type SandboxError,
+} from "../index.js";
 import { INTERPRETER_LIMITS } from "./limits.js";
 import type { KeptOutput } from "./outcome.js";
 import { OUTPUT_TEXT } from "./prompts.js";
@@ -48,25 +54,33 @@ type Section = "notice" | "console" | "result" | "error" | "hint" | "status";
 /** Renders one eval's report as the text the model reads. */
 export function formatEvalOutput(report: EvalReport, options: FormatOptions): string {
   const parts: Array<{ section: Section; text: string; pieces?: readonly string[] | undefined }> = [];
-  if (options.notices && options.notices.length > 0) parts.push({ section: "notice", text: options.notices.join("\n") });
+  if (options.notices && options.notices.length > 0)
+    parts.push({ section: "notice", text: options.notices.join("\n") });
   const consoleText = renderConsole(report.console, report.consoleTruncated);
   if (consoleText !== undefined) parts.push({ section: "console", text: consoleText });
   const limit = Math.max(0, Math.floor(options.maxResultChars));
-  if (report.ok) parts.push({ section: "result", text: renderValue(report.value, limit), pieces: resultPiecesOf(report) });
+  if (report.ok)
+    parts.push({ section: "result", text: renderValue(report.value, limit), pieces: resultPiecesOf(report) });
   else parts.push({ section: "error", text: renderError(report.error, options, limit) });
   if (options.hint !== undefined) parts.push({ section: "hint", text: options.hint });
   if (options.status !== undefined) parts.push({ section: "status", text: options.status });
 
   const safe = parts.map((part) => ({ ...part, ...neutralizeShown(part.text, part.pieces, limit) }));
   const framing = safe.reduce((sum, part) => sum + frame(part.section, "").length, 0) + safe.length - 1;
-  const budgets = layOut(safe.map((part) => ({ section: part.section, length: part.shown.length + part.omitted })), Math.max(0, limit - framing));
+  const budgets = layOut(
+    safe.map((part) => ({ section: part.section, length: part.shown.length + part.omitted })),
+    Math.max(0, limit - framing),
+  );
   return safe
     .map((part, index) => {
       const budget = budgets[index] ?? 0;
       const section = part.section;
       const keepable = section === "console" || section === "result" || section === "error";
       const cut = part.omitted > 0 || part.shown.length > budget;
-      const kept = keepable && cut ? options.keep?.(section, part.text, (chars) => headOf(part.text, part.pieces, chars)) : undefined;
+      const kept =
+        keepable && cut
+          ? options.keep?.(section, part.text, (chars) => headOf(part.text, part.pieces, chars))
+          : undefined;
       return frame(part.section, truncateMiddle(part.shown, budget, kept, part.omitted));
     })
     .join("\n");
@@ -79,7 +93,11 @@ export function formatEvalOutput(report: EvalReport, options: FormatOptions): st
  * tail of a text decoded in `pieces` come from those pieces: reading the text itself would first
  * copy all of it.
  */
-function neutralizeShown(text: string, pieces: readonly string[] | undefined, limit: number): { shown: string; omitted: number } {
+function neutralizeShown(
+  text: string,
+  pieces: readonly string[] | undefined,
+  limit: number,
+): { shown: string; omitted: number } {
   const edge = 2 * limit + 2;
   if (text.length <= 2 * edge) return { shown: neutralize(text), omitted: 0 };
   const head = neutralize(headOf(text, pieces, edge));
@@ -124,7 +142,9 @@ export function renderValue(value: unknown, maxChars?: number): string {
 
 function renderConsole(entries: readonly ConsoleEntry[], truncated: boolean): string | undefined {
   if (entries.length === 0 && !truncated) return undefined;
-  const lines = entries.map((entry) => (entry.level === "warn" || entry.level === "error" ? `[${entry.level}] ${entry.text}` : entry.text));
+  const lines = entries.map((entry) =>
+    entry.level === "warn" || entry.level === "error" ? `[${entry.level}] ${entry.text}` : entry.text,
+  );
   if (truncated) lines.push(OUTPUT_TEXT.consoleTruncated);
   return lines.join("\n");
 }
@@ -134,7 +154,10 @@ function renderError(error: SandboxError, options: FormatOptions, limit: number)
   if (!guest) return `${OUTPUT_TEXT.errorLabel(error.code)}: ${error.message}`;
   if (guest.nonError) {
     // `throw "x"` shows "x" with its quotes, so an empty or whitespace string is still visible.
-    return OUTPUT_TEXT.thrownNonError(guest.name, guest.name === "string" ? JSON.stringify(guest.message) : guest.message);
+    return OUTPUT_TEXT.thrownNonError(
+      guest.name,
+      guest.name === "string" ? JSON.stringify(guest.message) : guest.message,
+    );
   }
   const head = guest.message === "" ? guest.name : `${guest.name}: ${guest.message}`;
   // Frames at the top matter; a guest-planted stack of megabytes is not walked in full.
@@ -153,7 +176,10 @@ function mapStackLines(stack: string, options: FormatOptions): string {
   if (!lineMap) return stack;
   const filename = escapeRegExp(options.filename ?? "<eval>");
   // Columns are dropped for mapped lines: type stripping reflows code, so they would mislead.
-  return stack.replace(new RegExp(`${filename}:(\\d+)(?::\\d+)?`, "g"), (_match, line: string) => `${options.filename ?? "<eval>"}:${lineMap(Number(line))}`);
+  return stack.replace(
+    new RegExp(`${filename}:(\\d+)(?::\\d+)?`, "g"),
+    (_match, line: string) => `${options.filename ?? "<eval>"}:${lineMap(Number(line))}`,
+  );
 }
 
 function escapeRegExp(text: string): string {
@@ -216,7 +242,9 @@ export const MIN_RESULT_CHARS = INTERPRETER_LIMITS.minResultChars;
 function layOut(parts: ReadonlyArray<{ section: Section; length: number }>, budget: number): number[] {
   const lengths = parts.map((part) => part.length);
   if (lengths.reduce((sum, length) => sum + length, 0) <= budget) return lengths;
-  const floors = lengths.map((length) => Math.min(length, 2 * MIN_SIDE_CHARS + OUTPUT_TEXT.truncatedBrief(length).length));
+  const floors = lengths.map((length) =>
+    Math.min(length, 2 * MIN_SIDE_CHARS + OUTPUT_TEXT.truncatedBrief(length).length),
+  );
   let remaining = budget - floors.reduce((sum, floor) => sum + floor, 0);
   // Below MIN_RESULT_CHARS: plain sharing still keeps the total within the budget.
   if (remaining < 0) return shareBudget(lengths, budget);
@@ -228,7 +256,10 @@ function layOut(parts: ReadonlyArray<{ section: Section; length: number }>, budg
     remaining -= more;
   }
   const others = parts.flatMap((_part, index) => (index === status ? [] : [index]));
-  const shares = shareBudget(others.map((index) => lengths[index]! - floors[index]!), remaining);
+  const shares = shareBudget(
+    others.map((index) => lengths[index]! - floors[index]!),
+    remaining,
+  );
   others.forEach((index, position) => {
     budgets[index] = budgets[index]! + shares[position]!;
   });
@@ -259,14 +290,20 @@ export function truncateMiddle(text: string, budget: number, kept?: KeptOutput, 
   if (text.length <= budget && omitted === 0) return text;
   // Sized for the largest possible count; the exact count printed below is never longer.
   const markers = [
-    ...(kept === undefined ? [] : [(n: number) => OUTPUT_TEXT.truncated(n, kept), (n: number) => OUTPUT_TEXT.truncatedCompact(n, kept)]),
+    ...(kept === undefined
+      ? []
+      : [(n: number) => OUTPUT_TEXT.truncated(n, kept), (n: number) => OUTPUT_TEXT.truncatedCompact(n, kept)]),
     (n: number) => OUTPUT_TEXT.truncated(n),
     (n: number) => OUTPUT_TEXT.truncatedBrief(n),
   ];
-  const marker = markers.find((m) => m(text.length + omitted).length + 2 * MIN_SIDE_CHARS <= budget) ?? markers[markers.length - 1]!;
+  const marker =
+    markers.find((m) => m(text.length + omitted).length + 2 * MIN_SIDE_CHARS <= budget) ?? markers[markers.length - 1]!;
   const keep = budget - marker(text.length + omitted).length;
   if (keep < 0) return text.slice(0, avoidSplitPairBack(text, budget));
-  const headEnd = avoidSplitPairBack(text, Math.max(Math.min(MIN_SIDE_CHARS, keep), Math.min(keep - MIN_SIDE_CHARS, Math.ceil(keep * 0.6))));
+  const headEnd = avoidSplitPairBack(
+    text,
+    Math.max(Math.min(MIN_SIDE_CHARS, keep), Math.min(keep - MIN_SIDE_CHARS, Math.ceil(keep * 0.6))),
+  );
   const tailStart = Math.max(headEnd, avoidSplitPair(text, text.length - (keep - headEnd)));
   return `${text.slice(0, headEnd)}${marker(tailStart - headEnd + omitted)}${text.slice(tailStart)}`;
 }

@@ -27,12 +27,15 @@ const JSON_PARSE_OF_OBJECT = /unexpected token: 'object'|"\[object Object\]" is 
 const jsonParseObject: Rule = (report) => {
   if (report.ok || report.error.guest?.name !== "SyntaxError") return undefined;
   const guest = report.error.guest;
-  const fromParse = guest.stack === undefined || /\bparse \(native\)|JSON/.test(guest.stack) || /JSON/.test(guest.message);
+  const fromParse =
+    guest.stack === undefined || /\bparse \(native\)|JSON/.test(guest.stack) || /JSON/.test(guest.message);
   return fromParse && JSON_PARSE_OF_OBJECT.test(guest.message) ? HINT_TEXT.jsonParseObject : undefined;
 };
 
 const unawaitedPromise: Rule = (report) =>
-  report.ok && report.value instanceof GuestOpaque && report.value.kind === "promise" ? HINT_TEXT.unawaitedPromise : undefined;
+  report.ok && report.value instanceof GuestOpaque && report.value.kind === "promise"
+    ? HINT_TEXT.unawaitedPromise
+    : undefined;
 
 const TOOL_NON_OBJECT = /^tools\.([\p{ID_Continue}$]+) takes one object argument/u;
 
@@ -53,12 +56,24 @@ const MAX_SUGGESTIONS = 3;
 const unknownTool: Rule = (report, { view }) => {
   if (report.ok || report.error.guest?.name !== "TypeError") return undefined;
   const missing = NOT_A_TOOL.exec(report.error.guest.message)?.[1];
-  if (missing === undefined || missing.length > MAX_SUGGESTED_FROM || view.byGuestName.has(missing) || view.byCamelName.size === 0) return undefined;
+  if (
+    missing === undefined ||
+    missing.length > MAX_SUGGESTED_FROM ||
+    view.byGuestName.has(missing) ||
+    view.byCamelName.size === 0
+  )
+    return undefined;
   const key = looseKey(missing);
   const ranked = [...view.byCamelName.values()]
-    .map((tool) => ({ camelName: tool.camelName, distance: Math.min(editDistance(key, looseKey(tool.camelName)), editDistance(key, looseKey(tool.name))) }))
+    .map((tool) => ({
+      camelName: tool.camelName,
+      distance: Math.min(editDistance(key, looseKey(tool.camelName)), editDistance(key, looseKey(tool.name))),
+    }))
     .sort((a, b) => a.distance - b.distance || a.camelName.localeCompare(b.camelName));
-  return HINT_TEXT.unknownTool(missing, ranked.slice(0, MAX_SUGGESTIONS).map((t) => t.camelName));
+  return HINT_TEXT.unknownTool(
+    missing,
+    ranked.slice(0, MAX_SUGGESTIONS).map((t) => t.camelName),
+  );
 };
 
 const NOT_DEFINED = /^([\p{ID_Start}$_][\p{ID_Continue}$]*) is not defined$/u;
@@ -70,14 +85,26 @@ const similarName: Rule = (report, { view, globalNames }) => {
   const key = looseKey(missing);
   // Tools first: `web_search` or `webSearch` written without `tools.` is the common slip.
   for (const [camelName, tool] of view.byCamelName) {
-    if (camelName === missing || looseKey(camelName) === key || looseKey(tool.name) === key) return HINT_TEXT.similarName(missing, `tools.${camelName}`);
+    if (camelName === missing || looseKey(camelName) === key || looseKey(tool.name) === key)
+      return HINT_TEXT.similarName(missing, `tools.${camelName}`);
   }
   const match = globalNames().find((name) => name !== missing && looseKey(name) === key);
   return match === undefined ? undefined : HINT_TEXT.similarName(missing, match);
 };
 
 /** TypeScript's primitive type names: a ReferenceError for one is almost surely a type argument read as a comparison. */
-const TYPE_NAMES = new Set(["string", "number", "boolean", "bigint", "symbol", "object", "any", "unknown", "never", "void"]);
+const TYPE_NAMES = new Set([
+  "string",
+  "number",
+  "boolean",
+  "bigint",
+  "symbol",
+  "object",
+  "any",
+  "unknown",
+  "never",
+  "void",
+]);
 
 const typeArgumentsAsComparisons: Rule = (report) => {
   if (report.ok || report.error.guest?.name !== "ReferenceError") return undefined;
@@ -86,13 +113,22 @@ const typeArgumentsAsComparisons: Rule = (report) => {
 };
 
 const toolTimeout: Rule = (report, { activity, wallTimeoutMs, view }) => {
-  if (report.ok || report.error.code !== "TIMEOUT" || report.error.budget !== "wall" || activity.cutOff.length === 0) return undefined;
+  if (report.ok || report.error.code !== "TIMEOUT" || report.error.budget !== "wall" || activity.cutOff.length === 0)
+    return undefined;
   const camel = new Map([...view.byCamelName.values()].map((t) => [t.name, `tools.${t.camelName}`]));
   const names = [...new Set(activity.cutOff)].map((name) => camel.get(name) ?? name);
   return HINT_TEXT.toolTimeout(names, wallTimeoutMs);
 };
 
-const RULES: readonly Rule[] = [jsonParseObject, unawaitedPromise, toolNonObject, unknownTool, typeArgumentsAsComparisons, similarName, toolTimeout];
+const RULES: readonly Rule[] = [
+  jsonParseObject,
+  unawaitedPromise,
+  toolNonObject,
+  unknownTool,
+  typeArgumentsAsComparisons,
+  similarName,
+  toolTimeout,
+];
 
 /** The hint for the first known mistake `report` shows, if any. */
 export function hintFor(report: EvalReport, context: HintContext): string | undefined {

@@ -7,13 +7,33 @@ import type { ClientTool, StructuredToolInterface } from "@langchain/core/tools"
 import { toJsonSchema } from "@langchain/core/utils/json_schema";
 import { createEvalTool, createInterpreter, sandboxOptions, sessionKeyOf } from "./eval-tool.js";
 import { resolveOptions, type CodeInterpreterMiddlewareOptions, type ResolvedOptions } from "./options.js";
-import { renderPtcSection, renderSystemPrompt, renderTaskSection, renderToolDescription, type JSONSchema, type PromptInput } from "./prompts.js";
-import { Persistence, persistenceStateSchema, runStorageOf, SNAPSHOT_STATE_KEY, storedSnapshotOf } from "./persistence.js";
+import {
+  renderPtcSection,
+  renderSystemPrompt,
+  renderTaskSection,
+  renderToolDescription,
+  type JSONSchema,
+  type PromptInput,
+} from "./prompts.js";
+import {
+  Persistence,
+  persistenceStateSchema,
+  runStorageOf,
+  SNAPSHOT_STATE_KEY,
+  storedSnapshotOf,
+} from "./persistence.js";
 import { PtcResolver, type PtcToolView } from "./ptc.js";
 import { TaskDispatcher, type TaskCatalog } from "./task.js";
 import { Approval } from "./approval.js";
 
-export type { CodeInterpreterMiddlewareOptions, InterpreterMode, InterruptOnTools, PtcEntry, PtcPreset, SystemPromptOption } from "./options.js";
+export type {
+  CodeInterpreterMiddlewareOptions,
+  InterpreterMode,
+  InterruptOnTools,
+  PtcEntry,
+  PtcPreset,
+  SystemPromptOption,
+} from "./options.js";
 export { INTERPRETER_LIMITS } from "./limits.js";
 export { PTCCallBudgetExceededError } from "./ptc.js";
 export { MAX_LIVE_PAUSED_EVALS } from "./approval.js";
@@ -23,7 +43,12 @@ export type { EvalProgressEvent } from "./activity.js";
 export type { EvalOutcomeMetadata, EvalStatus, KeptOutput } from "./outcome.js";
 
 /** The middleware, plus a way to close its sandboxes before the process exits. */
-export type CodeInterpreterMiddleware = AgentMiddleware<typeof persistenceStateSchema, undefined, unknown, readonly ClientTool[]> & {
+export type CodeInterpreterMiddleware = AgentMiddleware<
+  typeof persistenceStateSchema,
+  undefined,
+  unknown,
+  readonly ClientTool[]
+> & {
   /** Closes every live sandbox of this middleware; later evals fail. Idempotent. */
   dispose(): void;
   [Symbol.dispose](): void;
@@ -106,7 +131,9 @@ function systemPromptText(options: ResolvedOptions, input: PromptInput): string 
  * Calls from code to tools listed in `interruptOn` (and `task()`, with `task` listed) pause the
  * eval for human review; `subagents: false` leaves `task()` out.
  */
-export function createCodeInterpreterMiddleware(options: CodeInterpreterMiddlewareOptions = {}): CodeInterpreterMiddleware {
+export function createCodeInterpreterMiddleware(
+  options: CodeInterpreterMiddlewareOptions = {},
+): CodeInterpreterMiddleware {
   const resolved = resolveOptions(options);
   const persistence = new Persistence(resolved, sandboxOptions(resolved));
   const interpreter = createInterpreter(resolved, persistence);
@@ -114,7 +141,10 @@ export function createCodeInterpreterMiddleware(options: CodeInterpreterMiddlewa
   const task = new TaskDispatcher(resolved);
   const initial = promptInput(resolved, ptc.latest);
   const approval = new Approval(resolved);
-  const evalTool = createEvalTool({ options: resolved, interpreter, persistence, ptc, task, approval }, renderToolDescription(initial));
+  const evalTool = createEvalTool(
+    { options: resolved, interpreter, persistence, ptc, task, approval },
+    renderToolDescription(initial),
+  );
   let cached: { view: PtcToolView; task: TaskCatalog | undefined; prompt: string | undefined } | undefined;
 
   const middleware = createMiddleware({
@@ -145,7 +175,12 @@ export function createCodeInterpreterMiddleware(options: CodeInterpreterMiddlewa
         // A run that ended on a rolled-back eval still holds state worth storing: restore it (off
         // the main thread) and open it to snapshot.
         if (!(await session.state.persistence.hasStateToStore(session.isOpen, session.key))) return undefined;
-        return session.state.persistence.store(session.resource.sandbox, storedSnapshotOf(state), session.key, runStorageOf(runtime.store, runtime.configurable));
+        return session.state.persistence.store(
+          session.resource.sandbox,
+          storedSnapshotOf(state),
+          session.key,
+          runStorageOf(runtime.store, runtime.configurable),
+        );
       });
       return update === undefined ? undefined : { [SNAPSHOT_STATE_KEY]: update };
     },

@@ -118,9 +118,20 @@ export class ReplayRecordError extends Error {
 type RecordHead = Omit<ReplayRecord, "entries" | "startSnapshot"> & { entryCount: number };
 
 /** Digest of the binding, the storage slot and `parts`, fed in slices with yields between them. */
-async function digest(binding: RecordBinding, slot: string, signed: boolean, parts: readonly Uint8Array[]): Promise<Buffer> {
+async function digest(
+  binding: RecordBinding,
+  slot: string,
+  signed: boolean,
+  parts: readonly Uint8Array[],
+): Promise<Buffer> {
   const h: Hash | Hmac = signed && binding.key !== undefined ? createHmac("sha256", binding.key) : createHash("sha256");
-  h.update(DOMAIN).update(binding.threadId).update("\0").update(binding.evalCallId).update("\0").update(slot).update("\0");
+  h.update(DOMAIN)
+    .update(binding.threadId)
+    .update("\0")
+    .update(binding.evalCallId)
+    .update("\0")
+    .update(slot)
+    .update("\0");
   const slicer = new Slicer();
   for (const part of parts) await updateInSlices(h, part, slicer);
   return h.digest();
@@ -138,7 +149,12 @@ function lengthPrefixed(bytes: Uint8Array): Buffer[] {
  * serializes each stored piece at once, so none is large); rejects when it is over `maxBytes` or
  * not cloneable.
  */
-export function encodeRecord(record: ReplayRecord, binding: RecordBinding, slot: string, maxBytes: number): Promise<string[]> {
+export function encodeRecord(
+  record: ReplayRecord,
+  binding: RecordBinding,
+  slot: string,
+  maxBytes: number,
+): Promise<string[]> {
   return traceOperation(
     "quickjs_native.journal.write",
     async () => toBase64Pieces(await encodeRecordParts(record, binding, slot, maxBytes)),
@@ -147,15 +163,27 @@ export function encodeRecord(record: ReplayRecord, binding: RecordBinding, slot:
 }
 
 /** The bytes of an encoded record, as parts to be concatenated. */
-async function encodeRecordParts(record: ReplayRecord, binding: RecordBinding, slot: string, maxBytes: number): Promise<Buffer[]> {
+async function encodeRecordParts(
+  record: ReplayRecord,
+  binding: RecordBinding,
+  slot: string,
+  maxBytes: number,
+): Promise<Buffer[]> {
   const { entries, startSnapshot, ...rest } = record;
   const head: RecordHead = { ...rest, entryCount: entries.length };
-  const parts: Buffer[] = [Buffer.alloc(HEADER_BYTES), ...lengthPrefixed(serialize(head)), ...lengthPrefixed(startSnapshot)];
+  const parts: Buffer[] = [
+    Buffer.alloc(HEADER_BYTES),
+    ...lengthPrefixed(serialize(head)),
+    ...lengthPrefixed(startSnapshot),
+  ];
   MAGIC.copy(parts[0]!, 0);
   parts[0]!.writeUInt16LE(JOURNAL_FORMAT_VERSION, 8);
   parts[0]!.writeUInt16LE(binding.key === undefined ? 0 : FLAG_SIGNED, 10);
   let total = HEADER_BYTES + 2 * LENGTH_BYTES + parts[2]!.length + startSnapshot.length + DIGEST_BYTES;
-  const tooLarge = (): ReplayRecordError => new ReplayRecordError(`the paused eval's journal and start state take ${total} bytes, over maxSnapshotBytes (${maxBytes})`);
+  const tooLarge = (): ReplayRecordError =>
+    new ReplayRecordError(
+      `the paused eval's journal and start state take ${total} bytes, over maxSnapshotBytes (${maxBytes})`,
+    );
   if (total > maxBytes) throw tooLarge();
   for (const entry of entries) {
     // One entry at a time: the cost between two yields is one call's arguments and outcome.
@@ -209,11 +237,13 @@ async function toBase64Pieces(parts: readonly Buffer[]): Promise<string[]> {
  */
 async function fromBase64Pieces(pieces: unknown, maxBytes: number): Promise<Buffer | undefined> {
   if (!Array.isArray(pieces) || pieces.length === 0) return undefined;
-  const overCap = (): ReplayRecordError => new ReplayRecordError(`the stored journal is over maxSnapshotBytes (${maxBytes})`);
+  const overCap = (): ReplayRecordError =>
+    new ReplayRecordError(`the stored journal is over maxSnapshotBytes (${maxBytes})`);
   if (pieces.length > Math.ceil(maxBytes / SLICE_BYTES) + 1) throw overCap();
   let chars = 0;
   for (const [i, piece] of pieces.entries()) {
-    if (typeof piece !== "string" || piece.length % 4 !== 0 || (i < pieces.length - 1 && piece.length !== PIECE_CHARS)) return undefined;
+    if (typeof piece !== "string" || piece.length % 4 !== 0 || (i < pieces.length - 1 && piece.length !== PIECE_CHARS))
+      return undefined;
     chars += piece.length;
   }
   if ((chars / 4) * 3 > maxBytes + 2) throw overCap();
@@ -244,41 +274,81 @@ function sectionsOf(body: Buffer): Buffer[] | undefined {
 
 function isPositionedCall(x: unknown): x is PositionedCall {
   const c = x as PositionedCall | null;
-  return typeof c === "object" && c !== null && (c.kind === "tool" || c.kind === "task") && typeof c.name === "string" && typeof c.args === "object" && c.args !== null && Number.isSafeInteger(c.position) && c.position >= 0;
+  return (
+    typeof c === "object" &&
+    c !== null &&
+    (c.kind === "tool" || c.kind === "task") &&
+    typeof c.name === "string" &&
+    typeof c.args === "object" &&
+    c.args !== null &&
+    Number.isSafeInteger(c.position) &&
+    c.position >= 0
+  );
 }
 
 function isEntry(x: unknown): x is JournalEntry {
   const e = x as JournalEntry;
-  return isPositionedCall(x) && typeof e.reviewed === "boolean" && typeof e.outcome === "object" && e.outcome !== null && typeof e.outcome.ok === "boolean";
+  return (
+    isPositionedCall(x) &&
+    typeof e.reviewed === "boolean" &&
+    typeof e.outcome === "object" &&
+    e.outcome !== null &&
+    typeof e.outcome.ok === "boolean"
+  );
 }
 
 /**
  * Decodes a record stored in `slot`, checking size, header, version and digest (signature with a
  * key) before parsing; throws a {@link ReplayRecordError} saying what is wrong.
  */
-export async function decodeRecord(pieces: unknown, binding: RecordBinding, slot: string, maxBytes: number): Promise<ReplayRecord> {
+export async function decodeRecord(
+  pieces: unknown,
+  binding: RecordBinding,
+  slot: string,
+  maxBytes: number,
+): Promise<ReplayRecord> {
   return decodeRecordBytes(await fromBase64Pieces(pieces, maxBytes), binding, slot);
 }
 
 /** {@link decodeRecord} of the record's bytes, already within the size cap (`undefined`: not a record). */
-async function decodeRecordBytes(bytes: Buffer | undefined, binding: RecordBinding, slot: string): Promise<ReplayRecord> {
-  if (bytes === undefined || bytes.length < HEADER_BYTES + DIGEST_BYTES || !bytes.subarray(0, 8).equals(MAGIC)) throw new ReplayRecordError("the stored journal is not a replay record");
+async function decodeRecordBytes(
+  bytes: Buffer | undefined,
+  binding: RecordBinding,
+  slot: string,
+): Promise<ReplayRecord> {
+  if (bytes === undefined || bytes.length < HEADER_BYTES + DIGEST_BYTES || !bytes.subarray(0, 8).equals(MAGIC))
+    throw new ReplayRecordError("the stored journal is not a replay record");
   const version = bytes.readUInt16LE(8);
-  if (version !== JOURNAL_FORMAT_VERSION) throw new ReplayRecordError(`the stored journal has format version ${version}; this build reads ${JOURNAL_FORMAT_VERSION}`);
+  if (version !== JOURNAL_FORMAT_VERSION)
+    throw new ReplayRecordError(
+      `the stored journal has format version ${version}; this build reads ${JOURNAL_FORMAT_VERSION}`,
+    );
   const signed = (bytes.readUInt16LE(10) & FLAG_SIGNED) !== 0;
-  if (binding.key !== undefined && !signed) throw new ReplayRecordError("the stored journal is not signed, but a signing key is set");
-  if (signed && binding.key === undefined) throw new ReplayRecordError("the stored journal is signed, but no signing key is set");
+  if (binding.key !== undefined && !signed)
+    throw new ReplayRecordError("the stored journal is not signed, but a signing key is set");
+  if (signed && binding.key === undefined)
+    throw new ReplayRecordError("the stored journal is signed, but no signing key is set");
   const body = bytes.subarray(0, bytes.length - DIGEST_BYTES);
   const expected = await digest(binding, slot, signed, [body]);
   if (!timingSafeEqual(expected, bytes.subarray(bytes.length - DIGEST_BYTES))) {
-    throw new ReplayRecordError(signed ? "the stored journal's signature does not match (altered, or from another thread, eval call or pause)" : "the stored journal is corrupt");
+    throw new ReplayRecordError(
+      signed
+        ? "the stored journal's signature does not match (altered, or from another thread, eval call or pause)"
+        : "the stored journal is corrupt",
+    );
   }
   const shapeError = (): ReplayRecordError => new ReplayRecordError("the stored journal has an unexpected shape");
   const sections = sectionsOf(body);
   if (sections === undefined || sections.length < 2) throw shapeError();
   const [headBytes, snapshot, ...entryBytes] = sections as [Buffer, Buffer, ...Buffer[]];
   const head = deserialize(headBytes) as RecordHead;
-  if (typeof head !== "object" || head === null || head.entryCount !== entryBytes.length || !isPositionedCall(head.pausedAt)) throw shapeError();
+  if (
+    typeof head !== "object" ||
+    head === null ||
+    head.entryCount !== entryBytes.length ||
+    !isPositionedCall(head.pausedAt)
+  )
+    throw shapeError();
   const entries: JournalEntry[] = [];
   // One entry per position, none at the paused one: a replay answers each position once.
   const positions = new Set([head.pausedAt.position]);
@@ -303,7 +373,10 @@ const bytesOfEntries = new WeakMap<JournalEntry, Buffer>();
  */
 function withOutcomeOnDemand(entry: JournalEntry, bytes: Buffer): JournalEntry {
   const { outcome: _decoded, ...rest } = entry;
-  const held = Object.defineProperty(rest, "outcome", { enumerable: true, get: () => (deserialize(bytes) as JournalEntry).outcome }) as JournalEntry;
+  const held = Object.defineProperty(rest, "outcome", {
+    enumerable: true,
+    get: () => (deserialize(bytes) as JournalEntry).outcome,
+  }) as JournalEntry;
   bytesOfEntries.set(held, bytes);
   return held;
 }
@@ -345,25 +418,47 @@ const RECORD_CHANNEL = "__code_interpreter_replay__";
 const NS_SEPARATOR = "|";
 
 function isSaver(x: unknown): x is PendingWriteSaver {
-  return typeof x === "object" && x !== null && typeof (x as PendingWriteSaver).putWrites === "function" && typeof (x as PendingWriteSaver).getTuple === "function";
+  return (
+    typeof x === "object" &&
+    x !== null &&
+    typeof (x as PendingWriteSaver).putWrites === "function" &&
+    typeof (x as PendingWriteSaver).getTuple === "function"
+  );
 }
 
 /**
  * Where the records of one graph task go: the checkpoint it runs on, in its checkpointer. A task's
  * namespace is its graph's namespace plus `node:taskId`; the graph's checkpoint id is in the map.
  */
-function locate(config: RunnableConfig): { saver: PendingWriteSaver; checkpoint: RunnableConfig; threadId: string; graphNs: string; checkpointId: string } | undefined {
+function locate(
+  config: RunnableConfig,
+):
+  | { saver: PendingWriteSaver; checkpoint: RunnableConfig; threadId: string; graphNs: string; checkpointId: string }
+  | undefined {
   const conf = (config.configurable ?? {}) as Record<string, unknown>;
   const saver = conf[CHECKPOINTER_KEY];
   const threadId = conf["thread_id"];
   const taskNs = conf["checkpoint_ns"];
   const map = conf[CHECKPOINT_MAP_KEY];
-  if (!isSaver(saver) || typeof threadId !== "string" || typeof taskNs !== "string" || typeof map !== "object" || map === null) return undefined;
+  if (
+    !isSaver(saver) ||
+    typeof threadId !== "string" ||
+    typeof taskNs !== "string" ||
+    typeof map !== "object" ||
+    map === null
+  )
+    return undefined;
   const cut = taskNs.lastIndexOf(NS_SEPARATOR);
   const graphNs = cut < 0 ? "" : taskNs.slice(0, cut);
   const checkpointId = (map as Record<string, unknown>)[graphNs];
   if (typeof checkpointId !== "string") return undefined;
-  return { saver, checkpoint: { configurable: { thread_id: threadId, checkpoint_ns: graphNs, checkpoint_id: checkpointId } }, threadId, graphNs, checkpointId };
+  return {
+    saver,
+    checkpoint: { configurable: { thread_id: threadId, checkpoint_ns: graphNs, checkpoint_id: checkpointId } },
+    threadId,
+    graphNs,
+    checkpointId,
+  };
 }
 
 /**
@@ -387,7 +482,9 @@ const KEPT_JOURNALS_PER_THREAD = 4;
 /** The thread's journal blobs in the run's store (`config.store`, as LangGraph hands it to tools), if it has one. */
 function journalBlobsOf(config: RunnableConfig, threadId: string): ThreadBlobs | undefined {
   const store = (config as { store?: BaseStore }).store;
-  return typeof store?.batch === "function" ? new ThreadBlobs(store, threadId, "journal", KEPT_JOURNALS_PER_THREAD) : undefined;
+  return typeof store?.batch === "function"
+    ? new ThreadBlobs(store, threadId, "journal", KEPT_JOURNALS_PER_THREAD)
+    : undefined;
 }
 
 function reasonOf(err: unknown): string {
@@ -408,13 +505,23 @@ export const checkpointerRecords = {
   },
 
   /** Stores `record` as the one written at pause number `pause` (0 for the eval's first pause), bound to where it is stored. */
-  async save(config: RunnableConfig, evalCallId: string, pause: number, record: ReplayRecord, binding: RecordBinding, maxBytes: number): Promise<void> {
+  async save(
+    config: RunnableConfig,
+    evalCallId: string,
+    pause: number,
+    record: ReplayRecord,
+    binding: RecordBinding,
+    maxBytes: number,
+  ): Promise<void> {
     const where = locate(config);
     if (where === undefined) throw new ReplayRecordError("this run has no checkpointer to keep the paused eval in");
     const taskId = recordTaskId(evalCallId, pause);
     const parts = await encodeRecordParts(record, binding, slotOf(where, taskId), maxBytes);
     const blobs = journalBlobsOf(config, where.threadId);
-    const pieces = blobs === undefined ? await toBase64Pieces(parts) : [`${STORE_PIECE_PREFIX}${await blobs.write(await concatInSlices(parts))}`];
+    const pieces =
+      blobs === undefined
+        ? await toBase64Pieces(parts)
+        : [`${STORE_PIECE_PREFIX}${await blobs.write(await concatInSlices(parts))}`];
     // One write per piece, a turn of the event loop apart: a checkpointer serializes a write at once.
     for (const [i, piece] of pieces.entries()) {
       if (i > 0) await yieldToLoop();
@@ -426,24 +533,36 @@ export const checkpointerRecords = {
    * The record stored at pause number `pause`, checked (see {@link decodeRecord}); `undefined`
    * when none was stored. Pieces past a missing one are left out (the digest then refuses it).
    */
-  async load(config: RunnableConfig, evalCallId: string, pause: number, binding: RecordBinding, maxBytes: number): Promise<ReplayRecord | undefined> {
+  async load(
+    config: RunnableConfig,
+    evalCallId: string,
+    pause: number,
+    binding: RecordBinding,
+    maxBytes: number,
+  ): Promise<ReplayRecord | undefined> {
     const where = locate(config);
     if (where === undefined) return undefined;
     const tuple = await where.saver.getTuple(where.checkpoint);
     const taskId = recordTaskId(evalCallId, pause);
     const byTask = new Map<string, unknown>();
-    for (const [task, channel, value] of tuple?.pendingWrites ?? []) if (channel === RECORD_CHANNEL && task.startsWith(`${taskId}:`)) byTask.set(task, value);
+    for (const [task, channel, value] of tuple?.pendingWrites ?? [])
+      if (channel === RECORD_CHANNEL && task.startsWith(`${taskId}:`)) byTask.set(task, value);
     const pieces: unknown[] = [];
     while (byTask.has(`${taskId}:${pieces.length}`)) pieces.push(byTask.get(`${taskId}:${pieces.length}`));
     // A version 1 record was one write under the task id itself: read, so it is refused by its version.
-    const legacy = pieces.length === 0 ? tuple?.pendingWrites?.find(([task, channel]) => task === taskId && channel === RECORD_CHANNEL) : undefined;
+    const legacy =
+      pieces.length === 0
+        ? tuple?.pendingWrites?.find(([task, channel]) => task === taskId && channel === RECORD_CHANNEL)
+        : undefined;
     if (legacy !== undefined) pieces.push(legacy[2]);
     if (pieces.length === 0) return undefined;
     const slot = slotOf(where, taskId);
     const [first] = pieces;
-    if (pieces.length > 1 || typeof first !== "string" || !first.startsWith(STORE_PIECE_PREFIX)) return decodeRecord(pieces, binding, slot, maxBytes);
+    if (pieces.length > 1 || typeof first !== "string" || !first.startsWith(STORE_PIECE_PREFIX))
+      return decodeRecord(pieces, binding, slot, maxBytes);
     const blobs = journalBlobsOf(config, where.threadId);
-    if (blobs === undefined) throw new ReplayRecordError("the paused eval's journal is kept in the agent's store, but this run has no store");
+    if (blobs === undefined)
+      throw new ReplayRecordError("the paused eval's journal is kept in the agent's store, but this run has no store");
     let bytes: Uint8Array;
     try {
       bytes = await blobs.read(first.slice(STORE_PIECE_PREFIX.length), maxBytes);

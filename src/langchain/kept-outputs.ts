@@ -86,7 +86,9 @@ interface StateFile {
 export function stateFilesOf(state: unknown): Record<string, unknown> | undefined {
   if (typeof state !== "object" || state === null) return undefined;
   const files = (state as { files?: unknown }).files;
-  return typeof files === "object" && files !== null && !Array.isArray(files) ? (files as Record<string, unknown>) : undefined;
+  return typeof files === "object" && files !== null && !Array.isArray(files)
+    ? (files as Record<string, unknown>)
+    : undefined;
 }
 
 /**
@@ -134,7 +136,8 @@ export class StateFilesWriter {
 function contentLength(file: unknown): number {
   const content = (file as { content?: unknown } | null)?.content;
   if (typeof content === "string") return content.length;
-  if (Array.isArray(content)) return content.reduce((sum: number, line) => sum + (typeof line === "string" ? line.length + 1 : 0), 0);
+  if (Array.isArray(content))
+    return content.reduce((sum: number, line) => sum + (typeof line === "string" ? line.length + 1 : 0), 0);
   return 0;
 }
 

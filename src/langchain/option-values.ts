@@ -28,7 +28,11 @@ export type SystemPromptOption =
   | null;
 
 /** The `systemPrompt` option, normalised. */
-export type ResolvedSystemPrompt = { kind: "default" } | { kind: "replace"; text: string } | { kind: "append"; text: string } | { kind: "off" };
+export type ResolvedSystemPrompt =
+  | { kind: "default" }
+  | { kind: "replace"; text: string }
+  | { kind: "append"; text: string }
+  | { kind: "off" };
 
 /** How calls of one tool are reviewed. */
 export interface ResolvedReview {
@@ -104,21 +108,29 @@ export function resolveSystemPrompt(value: unknown): ResolvedSystemPrompt {
   if (typeof value === "object" && !Array.isArray(value)) {
     const keys = Object.keys(value);
     const append = (value as { append?: unknown }).append;
-    if (keys.length === 1 && typeof append === "string" && append.trim() !== "") return { kind: "append", text: append };
+    if (keys.length === 1 && typeof append === "string" && append.trim() !== "")
+      return { kind: "append", text: append };
   }
-  fail(`systemPrompt must be a string (replaces the interpreter section), { append: string }, false (no prompt) or null (default), got ${describe(value)}`);
+  fail(
+    `systemPrompt must be a string (replaces the interpreter section), { append: string }, false (no prompt) or null (default), got ${describe(value)}`,
+  );
 }
 
 /** The `ptc` option, normalised; `acknowledged` is `ptcAcknowledgeUnsafe`, `toolName` the eval tool's. */
 export function resolvePtc(value: unknown, acknowledged: boolean, toolName: string): ResolvedPtcSpec {
   const spec = { safe: false, all: false, names: [] as string[], instances: [] as StructuredToolInterface[] };
   if (value === undefined) return spec;
-  const entries: unknown[] = value === "safe" || value === "all" ? [value] : Array.isArray(value) ? value : fail(
-    `ptc must be "safe", "all" or a list of presets, tool names and tool instances, got ${describe(value)}`,
-  );
+  const entries: unknown[] =
+    value === "safe" || value === "all"
+      ? [value]
+      : Array.isArray(value)
+        ? value
+        : fail(`ptc must be "safe", "all" or a list of presets, tool names and tool instances, got ${describe(value)}`);
   const refuse = (name: string): void => {
     if (name === TASK_TOOL_NAME) {
-      fail(`ptc cannot expose "${TASK_TOOL_NAME}": subagents are dispatched with the task() global (see the subagents option)`);
+      fail(
+        `ptc cannot expose "${TASK_TOOL_NAME}": subagents are dispatched with the task() global (see the subagents option)`,
+      );
     }
     if (name === toolName) fail(`ptc cannot expose the interpreter's own tool "${toolName}"`);
   };
@@ -137,7 +149,9 @@ export function resolvePtc(value: unknown, acknowledged: boolean, toolName: stri
     }
   }
   if (spec.all && !acknowledged) {
-    fail(`ptc "all" lets guest code call every tool of the agent without approval; set ptcAcknowledgeUnsafe: true to allow it`);
+    fail(
+      `ptc "all" lets guest code call every tool of the agent without approval; set ptcAcknowledgeUnsafe: true to allow it`,
+    );
   }
   // Collisions among what is known now; presets are checked again once the agent's tools are known.
   assertNoCamelCollisions([...spec.names, ...spec.instances.map((t) => t.name)]);
@@ -163,24 +177,35 @@ export function assertNoCamelCollisions(names: Iterable<string>): void {
 function resolveReview(tool: string, value: unknown): ResolvedReview | undefined {
   const at = `interruptOn.${tool}`;
   if (value === false) return undefined;
-  if (value === true) return { allowedDecisions: DECISION_TYPES, description: undefined, argsSchema: undefined, when: undefined };
+  if (value === true)
+    return { allowedDecisions: DECISION_TYPES, description: undefined, argsSchema: undefined, when: undefined };
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     fail(`${at} must be true, false or { allowedDecisions, description?, argsSchema?, when? }, got ${describe(value)}`);
   }
   for (const key of Object.keys(value)) {
-    if (!REVIEW_KEYS.has(key)) fail(`${at}: unknown key ${JSON.stringify(key)}; valid keys: ${[...REVIEW_KEYS].join(", ")}`);
+    if (!REVIEW_KEYS.has(key))
+      fail(`${at}: unknown key ${JSON.stringify(key)}; valid keys: ${[...REVIEW_KEYS].join(", ")}`);
   }
   const v = value as Record<string, unknown>;
   const decisions = v["allowedDecisions"];
-  if (!Array.isArray(decisions) || decisions.length === 0 || !decisions.every((d) => DECISION_TYPES.includes(d as DecisionType))) {
-    fail(`${at}.allowedDecisions must be a non-empty list of ${DECISION_TYPES.map((d) => `"${d}"`).join(", ")}, got ${describe(decisions)}`);
+  if (
+    !Array.isArray(decisions) ||
+    decisions.length === 0 ||
+    !decisions.every((d) => DECISION_TYPES.includes(d as DecisionType))
+  ) {
+    fail(
+      `${at}.allowedDecisions must be a non-empty list of ${DECISION_TYPES.map((d) => `"${d}"`).join(", ")}, got ${describe(decisions)}`,
+    );
   }
   const description = v["description"];
   if (description !== undefined && typeof description !== "string" && typeof description !== "function") {
     fail(`${at}.description must be a string or a function, got ${describe(description)}`);
   }
   const argsSchema = v["argsSchema"];
-  if (argsSchema !== undefined && (typeof argsSchema !== "object" || argsSchema === null || Array.isArray(argsSchema))) {
+  if (
+    argsSchema !== undefined &&
+    (typeof argsSchema !== "object" || argsSchema === null || Array.isArray(argsSchema))
+  ) {
     fail(`${at}.argsSchema must be a JSON Schema object, got ${describe(argsSchema)}`);
   }
   const when = v["when"];
@@ -198,21 +223,27 @@ export function resolveInterruptOn(value: unknown, toolName: string): ResolvedIn
   const tools = new Map<string, ResolvedReview>();
   if (value === undefined) return { tools, descriptionPrefix: DEFAULT_DESCRIPTION_PREFIX };
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    fail(`interruptOn must be an object of tool name -> true | { allowedDecisions }, or a humanInTheLoopMiddleware configuration, got ${describe(value)}`);
+    fail(
+      `interruptOn must be an object of tool name -> true | { allowedDecisions }, or a humanInTheLoopMiddleware configuration, got ${describe(value)}`,
+    );
   }
   const v = value as Record<string, unknown>;
   const inner = v["interruptOn"];
-  const isHitlConfig = Object.keys(v).every((k) => HITL_CONFIG_KEYS.has(k)) && (inner === undefined || (typeof inner === "object" && inner !== null && !Array.isArray(inner)));
+  const isHitlConfig =
+    Object.keys(v).every((k) => HITL_CONFIG_KEYS.has(k)) &&
+    (inner === undefined || (typeof inner === "object" && inner !== null && !Array.isArray(inner)));
   let map = v;
   let descriptionPrefix = DEFAULT_DESCRIPTION_PREFIX;
   if (isHitlConfig) {
     map = (inner ?? {}) as Record<string, unknown>;
     const prefix = v["descriptionPrefix"];
-    if (prefix !== undefined && typeof prefix !== "string") fail(`interruptOn.descriptionPrefix must be a string, got ${describe(prefix)}`);
+    if (prefix !== undefined && typeof prefix !== "string")
+      fail(`interruptOn.descriptionPrefix must be a string, got ${describe(prefix)}`);
     descriptionPrefix = prefix ?? DEFAULT_DESCRIPTION_PREFIX;
   }
   for (const [tool, config] of Object.entries(map)) {
-    if (tool === toolName) fail(`interruptOn.${tool}: the interpreter's own tool is reviewed by humanInTheLoopMiddleware, not inside code`);
+    if (tool === toolName)
+      fail(`interruptOn.${tool}: the interpreter's own tool is reviewed by humanInTheLoopMiddleware, not inside code`);
     const review = resolveReview(tool, config);
     if (review !== undefined) tools.set(tool, review);
   }

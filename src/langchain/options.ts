@@ -28,7 +28,16 @@ import {
 } from "./option-values.js";
 
 export { assertNoCamelCollisions, isToolInstance, SAFE_PTC_TOOL_NAMES, TASK_TOOL_NAME } from "./option-values.js";
-export type { InterpreterMode, InterruptOnTools, PtcEntry, PtcPreset, ResolvedInterruptOn, ResolvedPtcSpec, ResolvedReview, SystemPromptOption } from "./option-values.js";
+export type {
+  InterpreterMode,
+  InterruptOnTools,
+  PtcEntry,
+  PtcPreset,
+  ResolvedInterruptOn,
+  ResolvedPtcSpec,
+  ResolvedReview,
+  SystemPromptOption,
+} from "./option-values.js";
 
 const KiB = 1024;
 const MAX_TIMEOUT_MS = SANDBOX_LIMITS.maxTimeoutMs;
@@ -45,7 +54,9 @@ function boolean(): z.ZodBoolean {
 }
 
 function callback<F extends (...args: never[]) => unknown>(): z.ZodCustom<F, F> {
-  return z.custom<F>((value) => typeof value === "function", { error: (issue) => `must be a function, got ${describe(issue.input)}` });
+  return z.custom<F>((value) => typeof value === "function", {
+    error: (issue) => `must be a function, got ${describe(issue.input)}`,
+  });
 }
 
 /** Copies the key (the caller's buffer may change later) and checks its length. */
@@ -53,14 +64,20 @@ function signingKey(value: string | Uint8Array | undefined, ctx: z.RefinementCtx
   if (value === undefined) return undefined;
   const bytes = typeof value === "string" ? new TextEncoder().encode(value) : new Uint8Array(value);
   if (bytes.length < INTERPRETER_LIMITS.minSigningKeyBytes) {
-    ctx.issues.push({ code: "custom", input: value, message: `must be at least ${INTERPRETER_LIMITS.minSigningKeyBytes} bytes, got ${bytes.length}` });
+    ctx.issues.push({
+      code: "custom",
+      input: value,
+      message: `must be at least ${INTERPRETER_LIMITS.minSigningKeyBytes} bytes, got ${bytes.length}`,
+    });
   }
   return bytes;
 }
 
 const optionsShape = {
   /** Cap on everything guest code allocates, ArrayBuffers included. Default 64 MiB. */
-  memoryLimitBytes: integer(SANDBOX_LIMITS.memoryLimitBytes.min, SANDBOX_LIMITS.memoryLimitBytes.max).default(SANDBOX_DEFAULTS.memoryLimitBytes),
+  memoryLimitBytes: integer(SANDBOX_LIMITS.memoryLimitBytes.min, SANDBOX_LIMITS.memoryLimitBytes.max).default(
+    SANDBOX_DEFAULTS.memoryLimitBytes,
+  ),
   /**
    * Cap on the bytes one eval hands to the host, all copies together (result, console, thrown
    * value, tool-call arguments): past it the eval fails with `COPY_LIMIT`. Default: `memoryLimitBytes`.
@@ -75,8 +92,12 @@ const optionsShape = {
   /** Name of the tool the model calls (1-64 letters, digits, `_` or `-`; not `task`). Default `"eval"`. */
   toolName: z
     .string({ error: (issue) => `must be 1-64 letters, digits, "_" or "-", got ${describe(issue.input)}` })
-    .regex(TOOL_NAME_PATTERN, { error: (issue) => `must be 1-64 letters, digits, "_" or "-", got ${describe(issue.input)}` })
-    .refine((name) => name !== TASK_TOOL_NAME, { error: `cannot be "${TASK_TOOL_NAME}": deepagents uses that name for subagents` })
+    .regex(TOOL_NAME_PATTERN, {
+      error: (issue) => `must be 1-64 letters, digits, "_" or "-", got ${describe(issue.input)}`,
+    })
+    .refine((name) => name !== TASK_TOOL_NAME, {
+      error: `cannot be "${TASK_TOOL_NAME}": deepagents uses that name for subagents`,
+    })
     .default("eval"),
   /** Show `console.*` output to the model. When false, `console` still exists and its output is discarded. Default true. */
   captureConsole: boolean().default(SANDBOX_DEFAULTS.captureConsole),
@@ -116,7 +137,9 @@ const optionsShape = {
   maxPtcCalls: integer(1).nullable().default(256),
   /** PTC calls allowed per eval for single tools, by tool name, e.g. `{ web_search: 5 }`. */
   ptcQuotas: z
-    .record(z.string(), integer(0), { error: (issue) => `must be an object of tool name -> calls per eval, got ${describe(issue.input)}` })
+    .record(z.string(), integer(0), {
+      error: (issue) => `must be an object of tool name -> calls per eval, got ${describe(issue.input)}`,
+    })
     .optional()
     .transform((quotas): ReadonlyMap<string, number> => new Map(Object.entries(quotas ?? {}))),
   /**
@@ -141,7 +164,9 @@ const optionsShape = {
    * or an abort is rolled back to the state after the last eval that completed.
    */
   mode: z
-    .enum(["thread", "turn", "call"], { error: (issue) => `must be "thread", "turn" or "call", got ${describe(issue.input)}` })
+    .enum(["thread", "turn", "call"], {
+      error: (issue) => `must be "thread", "turn" or "call", got ${describe(issue.input)}`,
+    })
     .default("thread" satisfies InterpreterMode),
   /** Largest interpreter snapshot stored in graph state, bytes. Default: `memoryLimitBytes`. */
   maxSnapshotBytes: integer(INTERPRETER_LIMITS.minSnapshotBytes).optional(),
@@ -157,9 +182,15 @@ const optionsShape = {
    * while it runs), `"real"` (the host clock), or `{ now() }` (your clock, read once per eval).
    */
   clock: z
-    .custom<SandboxClock>((value) => value === "frozen" || value === "real" || (typeof value === "object" && value !== null && typeof (value as { now?: unknown }).now === "function"), {
-      error: (issue) => `must be "frozen", "real" or an object with a now() method, got ${describe(issue.input)}`,
-    })
+    .custom<SandboxClock>(
+      (value) =>
+        value === "frozen" ||
+        value === "real" ||
+        (typeof value === "object" && value !== null && typeof (value as { now?: unknown }).now === "function"),
+      {
+        error: (issue) => `must be "frozen", "real" or an object with a now() method, got ${describe(issue.input)}`,
+      },
+    )
     .default(SANDBOX_DEFAULTS.clock),
   /** Seed of `Math.random` (an integer 0..2^53-1) for reproducible runs; default: a fresh random seed per sandbox. */
   randomSeed: integer(0).optional(),
@@ -180,7 +211,9 @@ const optionsShape = {
    * `new Command({ resume: { decisions: [...] } })` runs it again from its start, answering earlier
    * calls from a journal kept in the checkpointer. Needs a checkpointer.
    */
-  interruptOn: z.custom<InterruptOnTools | { interruptOn?: InterruptOnTools | undefined; descriptionPrefix?: string | undefined }>().optional(),
+  interruptOn: z
+    .custom<InterruptOnTools | { interruptOn?: InterruptOnTools | undefined; descriptionPrefix?: string | undefined }>()
+    .optional(),
   /** Most interpreter sessions kept alive at once; the least recently used idle one is closed first. Default 64. */
   maxLiveSessions: integer(1).default(64),
   /** An idle session is closed after this many ms. Default 1800000 (30 min). */
@@ -191,7 +224,12 @@ const optionsShape = {
 const optionsSchema = z.strictObject(optionsShape).transform((o, ctx) => {
   const wallTimeoutMs = o.wallTimeoutMs ?? Math.max(SANDBOX_DEFAULTS.wallTimeoutMs, o.executionTimeoutMs);
   if (wallTimeoutMs < o.executionTimeoutMs) {
-    ctx.issues.push({ code: "custom", input: o.wallTimeoutMs, path: ["wallTimeoutMs"], message: `(${wallTimeoutMs}) must be >= executionTimeoutMs (${o.executionTimeoutMs}): wall time includes execution time` });
+    ctx.issues.push({
+      code: "custom",
+      input: o.wallTimeoutMs,
+      path: ["wallTimeoutMs"],
+      message: `(${wallTimeoutMs}) must be >= executionTimeoutMs (${o.executionTimeoutMs}): wall time includes execution time`,
+    });
   }
   const { ptcAcknowledgeUnsafe, ...options } = o;
   return {
@@ -208,7 +246,9 @@ const optionsSchema = z.strictObject(optionsShape).transform((o, ctx) => {
  * Options of {@link createCodeInterpreterMiddleware}. Every field is optional; each one's TSDoc
  * gives its default and accepted values.
  */
-export type CodeInterpreterMiddlewareOptions = { -readonly [K in keyof typeof optionsShape]?: z.input<(typeof optionsShape)[K]> };
+export type CodeInterpreterMiddlewareOptions = {
+  -readonly [K in keyof typeof optionsShape]?: z.input<(typeof optionsShape)[K]>;
+};
 
 /** Options after validation, with every default filled in. */
 export type ResolvedOptions = z.output<typeof optionsSchema>;
@@ -217,10 +257,12 @@ const KNOWN_OPTIONS = Object.keys(optionsShape).join(", ");
 
 /** Validates `options` and fills in defaults. Throws a `TypeError` naming the offending option and what it accepts. */
 export function resolveOptions(options: CodeInterpreterMiddlewareOptions | undefined): ResolvedOptions {
-  if (options !== undefined && options !== null && (typeof options !== "object" || Array.isArray(options))) fail(`options must be an object, got ${describe(options)}`);
+  if (options !== undefined && options !== null && (typeof options !== "object" || Array.isArray(options)))
+    fail(`options must be an object, got ${describe(options)}`);
   const parsed = optionsSchema.safeParse(options ?? {});
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
-  if (issue.code === "unrecognized_keys") fail(`unknown option ${JSON.stringify(issue.keys[0])}; known options: ${KNOWN_OPTIONS}`);
+  if (issue.code === "unrecognized_keys")
+    fail(`unknown option ${JSON.stringify(issue.keys[0])}; known options: ${KNOWN_OPTIONS}`);
   fail(`${issue.path.join(".")} ${issue.message}`);
 }

@@ -47,7 +47,12 @@ export function statusOf(report: EvalReport): EvalStatus {
 }
 
 /** Assembles the structured outcome of an eval. */
-export function outcomeOf(report: EvalReport, activity: EvalActivity, kept: readonly KeptOutput[], hint: string | undefined): EvalOutcomeMetadata {
+export function outcomeOf(
+  report: EvalReport,
+  activity: EvalActivity,
+  kept: readonly KeptOutput[],
+  hint: string | undefined,
+): EvalOutcomeMetadata {
   return {
     status: statusOf(report),
     toolCalls: Object.fromEntries(activity.toolCalls),

@@ -20,7 +20,18 @@
  */
 import type { BaseStore } from "@langchain/langgraph";
 import { z } from "zod";
-import { resealSnapshot, Sandbox, SandboxError, snapshotBody, type EvalReport, type NotRestored, type RestoreOptions, type SandboxErrorCode, type SandboxOptions, type SnapshotOptions } from "../index.js";
+import {
+  resealSnapshot,
+  Sandbox,
+  SandboxError,
+  snapshotBody,
+  type EvalReport,
+  type NotRestored,
+  type RestoreOptions,
+  type SandboxErrorCode,
+  type SandboxOptions,
+  type SnapshotOptions,
+} from "../index.js";
 import type { ResolvedOptions } from "./options.js";
 import { PERSISTENCE_TEXT } from "./prompts.js";
 import { type CheckpointerBlobs, checkpointerOf } from "./checkpointer-blobs.js";
@@ -62,7 +73,10 @@ export interface RunStorage {
 }
 
 /** The run's storage, from what a node or tool is given: `store`, and its config's `configurable`. */
-export function runStorageOf(store: BaseStore | undefined, configurable: Record<string, unknown> | undefined): RunStorage {
+export function runStorageOf(
+  store: BaseStore | undefined,
+  configurable: Record<string, unknown> | undefined,
+): RunStorage {
   return { store, checkpointer: checkpointerOf(configurable) };
 }
 
@@ -105,7 +119,16 @@ export interface PersistenceState {
 }
 
 function initPersistenceState(): PersistenceState {
-  return { turn: -1, pending: undefined, storedBody: undefined, lastGood: undefined, lastGoodTurn: undefined, lastGoodOf: undefined, notices: [], restored: undefined };
+  return {
+    turn: -1,
+    pending: undefined,
+    storedBody: undefined,
+    lastGood: undefined,
+    lastGoodTurn: undefined,
+    lastGoodOf: undefined,
+    notices: [],
+    restored: undefined,
+  };
 }
 
 /** The snapshot stored in a graph state, if there is one of the expected shape. */
@@ -168,7 +191,12 @@ export class Persistence {
     if (pending === undefined) return;
     state.pending = undefined;
     if (pending.bytes === undefined) {
-      this.#forget(state, pending.what, pending.unreadable ?? new SandboxError("INVALID_SNAPSHOT", "the state is kept in the agent's store, and it was not read"));
+      this.#forget(
+        state,
+        pending.what,
+        pending.unreadable ??
+          new SandboxError("INVALID_SNAPSHOT", "the state is kept in the agent's store, and it was not read"),
+      );
       return;
     }
     const signing = pending.turn === undefined ? undefined : this.#signing(threadId, pending.turn);
@@ -178,7 +206,8 @@ export class Persistence {
         maxSnapshotBytes: this.#options.maxSnapshotBytes,
         ...(signing === undefined ? {} : { signing }),
       });
-      if (notRestored.length > 0) state.notices.push(PERSISTENCE_TEXT.notRestored(notRestored.map((n: NotRestored) => `${n.name} (${n.type})`)));
+      if (notRestored.length > 0)
+        state.notices.push(PERSISTENCE_TEXT.notRestored(notRestored.map((n: NotRestored) => `${n.name} (${n.type})`)));
       if (pending.ref !== undefined) state.storedBody = await bodyDigest(pending.bytes);
       if (pending.what === "stored") {
         // Until an eval completes, a stop goes back to the state just restored.
@@ -203,8 +232,12 @@ export class Persistence {
   async restoreStart(state: PersistenceState, bytes: Uint8Array): Promise<void> {
     state.pending = undefined;
     dropRestored(state);
-    const { sandbox, notRestored } = await Sandbox.restoreAsync(bytes, { ...this.#sandboxOptions, maxSnapshotBytes: this.#options.maxSnapshotBytes });
-    if (notRestored.length > 0) state.notices.push(PERSISTENCE_TEXT.notRestored(notRestored.map((n: NotRestored) => `${n.name} (${n.type})`)));
+    const { sandbox, notRestored } = await Sandbox.restoreAsync(bytes, {
+      ...this.#sandboxOptions,
+      maxSnapshotBytes: this.#options.maxSnapshotBytes,
+    });
+    if (notRestored.length > 0)
+      state.notices.push(PERSISTENCE_TEXT.notRestored(notRestored.map((n: NotRestored) => `${n.name} (${n.type})`)));
     state.restored = sandbox;
   }
 
@@ -234,7 +267,12 @@ export class Persistence {
     if (pending?.ref === undefined || pending.bytes !== undefined || pending.unreadable !== undefined) return;
     const from = pending.inCheckpointer === true ? storage.checkpointer : storage.store;
     if (from === undefined) {
-      pending.unreadable = new SandboxError("INVALID_SNAPSHOT", pending.inCheckpointer === true ? "the state is kept in the checkpointer, and this run has none" : "the state is kept in a store, and this agent was given none");
+      pending.unreadable = new SandboxError(
+        "INVALID_SNAPSHOT",
+        pending.inCheckpointer === true
+          ? "the state is kept in the checkpointer, and this run has none"
+          : "the state is kept in a store, and this agent was given none",
+      );
       return;
     }
     // A read started in an earlier run used that run's store, which may have stopped before answering.
@@ -245,7 +283,10 @@ export class Persistence {
 
   async #read(pending: PendingRestore, from: BlobBackend, threadId: string): Promise<void> {
     try {
-      pending.bytes = await new ThreadBlobs(from, threadId, "snapshot", KEPT_SNAPSHOTS_PER_THREAD).read(pending.ref!, this.#options.maxSnapshotBytes);
+      pending.bytes = await new ThreadBlobs(from, threadId, "snapshot", KEPT_SNAPSHOTS_PER_THREAD).read(
+        pending.ref!,
+        this.#options.maxSnapshotBytes,
+      );
     } catch (error) {
       pending.unreadable = error;
     }
@@ -261,9 +302,15 @@ export class Persistence {
     }
     dropRestored(state);
     forgetLastGood(state); // the live sandbox's, not the stored state's
-    state.pending = stored.data !== undefined
-      ? { bytes: Buffer.from(stored.data, "base64"), turn: stored.turn, what: "stored" }
-      : { ref: stored.ref!, turn: stored.turn, what: "stored", ...(stored.at === "checkpointer" ? { inCheckpointer: true } : {}) };
+    state.pending =
+      stored.data !== undefined
+        ? { bytes: Buffer.from(stored.data, "base64"), turn: stored.turn, what: "stored" }
+        : {
+            ref: stored.ref!,
+            turn: stored.turn,
+            what: "stored",
+            ...(stored.at === "checkpointer" ? { inCheckpointer: true } : {}),
+          };
     state.turn = stored.turn;
     state.storedBody = undefined;
     return true;
@@ -289,7 +336,13 @@ export class Persistence {
    * store refused, is not stored; the stored one is cleared so a later restore cannot bring back
    * an outdated state, and the model is told.
    */
-  async store(state: PersistenceState, sandbox: Sandbox | undefined, stored: StoredSnapshot | undefined, threadId: string, storage: RunStorage = { store: undefined, checkpointer: undefined }): Promise<StoredSnapshot | undefined> {
+  async store(
+    state: PersistenceState,
+    sandbox: Sandbox | undefined,
+    stored: StoredSnapshot | undefined,
+    threadId: string,
+    storage: RunStorage = { store: undefined, checkpointer: undefined },
+  ): Promise<StoredSnapshot | undefined> {
     // Without a store, the chunks go to the run's checkpointer; graph state holds the reference either way.
     const backend: BlobBackend | undefined = storage.store ?? storage.checkpointer;
     const at = storage.store === undefined ? "checkpointer" : undefined;
@@ -307,13 +360,18 @@ export class Persistence {
     try {
       // Chunks are deflated one by one in the store; graph state is written by every checkpoint, so
       // a snapshot kept there is deflated whole (records of one shape shrink several times).
-      const options = { maxSnapshotBytes: this.#options.maxSnapshotBytes, compress: backend === undefined, ...(signing === undefined ? {} : { signing }) };
+      const options = {
+        maxSnapshotBytes: this.#options.maxSnapshotBytes,
+        compress: backend === undefined,
+        ...(signing === undefined ? {} : { signing }),
+      };
       // The state after the run's last eval was already taken for rollback: sealing it for this
       // turn costs a digest and a signature, not another walk of the interpreter.
       const from = state.lastGoodTurn === undefined ? undefined : this.#signing(threadId, state.lastGoodTurn);
-      bytes = state.lastGood !== undefined && state.lastGoodOf === sandbox
-        ? await resealSnapshot(state.lastGood, { ...options, ...(from === undefined ? {} : { from }) })
-        : await sandbox.snapshotAsync(options);
+      bytes =
+        state.lastGood !== undefined && state.lastGoodOf === sandbox
+          ? await resealSnapshot(state.lastGood, { ...options, ...(from === undefined ? {} : { from }) })
+          : await sandbox.snapshotAsync(options);
     } catch (error) {
       return notStored(error);
     }
@@ -326,7 +384,8 @@ export class Persistence {
       return { turn, data: Buffer.from(bytes).toString("base64") };
     }
     const body = await bodyDigest(bytes);
-    if (stored?.ref !== undefined && stored.at === at && state.turn === stored.turn && state.storedBody === body) return undefined;
+    if (stored?.ref !== undefined && stored.at === at && state.turn === stored.turn && state.storedBody === body)
+      return undefined;
     let ref: string;
     try {
       ref = await new ThreadBlobs(backend, threadId, "snapshot", KEPT_SNAPSHOTS_PER_THREAD).write(bytes);
@@ -359,7 +418,13 @@ export class Persistence {
    * abort) of a shared sandbox rolls back; any other eval of a sandbox still usable is its last good
    * state. Returns the notices for the model, and whether the session's sandbox must be discarded.
    */
-  settle(state: PersistenceState, report: EvalReport, sandbox: Sandbox, snapshot: Uint8Array | undefined, broken: boolean): { notices: string[]; discard: boolean } {
+  settle(
+    state: PersistenceState,
+    report: EvalReport,
+    sandbox: Sandbox,
+    snapshot: Uint8Array | undefined,
+    broken: boolean,
+  ): { notices: string[]; discard: boolean } {
     const notices = this.takeNotices(state);
     if (!this.rollsBack) return { notices, discard: broken };
     if (!report.ok && isStop(report.error.code)) {
@@ -392,7 +457,11 @@ export class Persistence {
   #rollBack(state: PersistenceState, code: SandboxErrorCode): string {
     if (state.lastGood === undefined) return PERSISTENCE_TEXT.rolledBackFresh(code);
     dropRestored(state);
-    state.pending = { bytes: state.lastGood, what: "rollback", ...(state.lastGoodTurn === undefined ? {} : { turn: state.lastGoodTurn }) };
+    state.pending = {
+      bytes: state.lastGood,
+      what: "rollback",
+      ...(state.lastGoodTurn === undefined ? {} : { turn: state.lastGoodTurn }),
+    };
     return PERSISTENCE_TEXT.rolledBack(code);
   }
 }
@@ -442,7 +511,12 @@ export class SessionPersistence {
   }
 
   /** After an eval: the notices for the model, and whether the sandbox must be discarded (rolled back, or broken). */
-  settle(report: EvalReport, sandbox: Sandbox, snapshot: Uint8Array | undefined, broken: boolean): { notices: string[]; discard: boolean } {
+  settle(
+    report: EvalReport,
+    sandbox: Sandbox,
+    snapshot: Uint8Array | undefined,
+    broken: boolean,
+  ): { notices: string[]; discard: boolean } {
     return this.#policy.settle(this.#state, report, sandbox, snapshot, broken);
   }
 
@@ -457,7 +531,12 @@ export class SessionPersistence {
   }
 
   /** After a run: the graph-state update storing the sandbox's snapshot, or `undefined` when nothing changed. */
-  store(sandbox: Sandbox | undefined, stored: StoredSnapshot | undefined, threadId: string, storage?: RunStorage): Promise<StoredSnapshot | undefined> {
+  store(
+    sandbox: Sandbox | undefined,
+    stored: StoredSnapshot | undefined,
+    threadId: string,
+    storage?: RunStorage,
+  ): Promise<StoredSnapshot | undefined> {
     return this.#policy.store(this.#state, sandbox, stored, threadId, storage);
   }
 

@@ -99,21 +99,23 @@ export function renderInterpreterSection(input: PromptInput): string {
 const STATE_TEXT: Record<PromptMode, string> = {
   thread:
     "top-level declarations (`const`, `let`, `var`, `function`, `class`) persist across calls in this conversation, also in later turns, so reuse variables instead of recomputing or retyping data. A later call may re-declare a name. Values that cannot be saved between turns (promises, symbols, proxies, WeakMaps, generators, functions that close over local variables) may be lost when the conversation resumes; the output then names them. Pass `reset: true` to start from a fresh interpreter.",
-  turn:
-    "top-level declarations (`const`, `let`, `var`, `function`, `class`) persist across calls until you reply to the user; the next turn starts with a fresh interpreter. A later call may re-declare a name. Pass `reset: true` to start from a fresh interpreter.",
+  turn: "top-level declarations (`const`, `let`, `var`, `function`, `class`) persist across calls until you reply to the user; the next turn starts with a fresh interpreter. A later call may re-declare a name. Pass `reset: true` to start from a fresh interpreter.",
   call: "every call starts with a fresh interpreter; nothing persists between calls. Do each step's whole job in one program.",
 };
 
 const CLOCK_TEXT: Record<PromptInput["clock"], string> = {
   real: "`Date` reads the real clock.",
-  frozen: "The clock is frozen during each call: `Date.now()` returns the same time (when the call started) until the call ends.",
+  frozen:
+    "The clock is frozen during each call: `Date.now()` returns the same time (when the call started) until the call ends.",
   host: "`Date` reads a clock supplied by the application, which may differ from real time.",
 };
 
 /** The `tools` API reference and the rules of programmatic tool calling. */
 export function renderPtcSection(input: PromptInput): string {
   const { ptcTools, limits } = input;
-  const quotas = ptcTools.filter((tool) => tool.quota !== undefined).map((tool) => `\`tools.${tool.camelName}\` ${tool.quota} ${tool.quota === 1 ? "call" : "calls"}`);
+  const quotas = ptcTools
+    .filter((tool) => tool.quota !== undefined)
+    .map((tool) => `\`tools.${tool.camelName}\` ${tool.quota} ${tool.quota === 1 ? "call" : "calls"}`);
   const budget =
     limits.maxPtcCalls === null
       ? "There is no limit on the number of `tools` calls per program."
@@ -133,7 +135,8 @@ export function renderPtcSection(input: PromptInput): string {
     "- Chain dependent calls inside one program instead of making one tool call per step, and end with an expression holding the final value.",
     "- A failing tool throws an `Error` with the tool's error name and message; use `try`/`catch` or `Promise.allSettled` to continue past failures.",
     `- ${budget}${quotas.length > 0 ? ` Per-tool limits per program: ${quotas.join(", ")}.` : ""}`,
-    reviewText(input) ?? "- `tools` calls run inside an already-approved interpreter call, so they skip any human approval (`interruptOn`) that calling those tools directly would need. Never use them to get around an approval: when an action needs the user's consent, call the tool directly.",
+    reviewText(input) ??
+      "- `tools` calls run inside an already-approved interpreter call, so they skip any human approval (`interruptOn`) that calling those tools directly would need. Never use them to get around an approval: when an action needs the user's consent, call the tool directly.",
   ].join("\n");
 }
 
@@ -156,7 +159,11 @@ export function renderTaskSection(input: PromptInput): string {
   const types =
     subagents.length === 0
       ? []
-      : ["", "Subagent types:", ...subagents.map((agent) => `- \`${agent.name}\`: ${agent.description.trim().replace(/\s*\n\s*/g, " ")}`)];
+      : [
+          "",
+          "Subagent types:",
+          ...subagents.map((agent) => `- \`${agent.name}\`: ${agent.description.trim().replace(/\s*\n\s*/g, " ")}`),
+        ];
   return [
     "## Dispatching subagents with `task`",
     "",
@@ -182,11 +189,17 @@ export function renderTaskSection(input: PromptInput): string {
     `- **Always set \`responseSchema\` when results feed later code**: the promise then resolves to a value of that shape (no \`JSON.parse\`). Without it the answer is text. Schemas are limited to ${SCHEMA.maxBytes} bytes, depth ${SCHEMA.maxDepth} and ${SCHEMA.maxProperties} properties.`,
     `- **Batches of about 10**: use \`Promise.all\` over slices as above. At most ${inFlight} subagents run at once; more are queued, not failed.`,
     "- **Return the last expression**: end with the filtered or summarized result, not every answer.",
-    ...(input.mode === "call" ? [] : ["- **Reuse variables from earlier calls**: results stored in top-level variables are still there; do not dispatch the same work twice."]),
+    ...(input.mode === "call"
+      ? []
+      : [
+          "- **Reuse variables from earlier calls**: results stored in top-level variables are still there; do not dispatch the same work twice.",
+        ]),
     `- Time spent waiting for subagents does not count as execution time, and \`task\` calls do not count toward the \`tools\` call limit.${input.subagentTimeoutMs === undefined ? "" : ` Each subagent may run for up to ${formatMs(input.subagentTimeoutMs)}, and a call that uses \`task\` gets that much extra time in total.`} When the interpreter call ends (error, time limit, abort), its running subagents are cancelled.`,
     "- A failed subagent rejects with an `Error` naming its type; catch it or use `Promise.allSettled`.",
     input.taskReviewed === true
-      ? input.ptcTools.length > 0 ? "- Each `task` call waits for a human to approve it first: see **Reviewed calls** above." : reviewText(input)!
+      ? input.ptcTools.length > 0
+        ? "- Each `task` call waits for a human to approve it first: see **Reviewed calls** above."
+        : reviewText(input)!
       : "- Subagents started from code run inside an already-approved interpreter call and skip the human approval (`interruptOn`) that a direct `task` call may need.",
   ].join("\n");
 }
@@ -194,8 +207,12 @@ export function renderTaskSection(input: PromptInput): string {
 /** The eval tool's description: what it does and what persists, in brief (the system prompt has the details). */
 export function renderToolDescription(input: PromptInput): string {
   const extras: string[] = [];
-  if (input.ptcTools.length > 0) extras.push(`Call tools from code with \`await tools.<name>(input)\` (${input.ptcTools.map((tool) => `\`${tool.camelName}\``).join(", ")}).`);
-  if (input.taskAvailable) extras.push("Dispatch subagents with `await task({ description, subagentType, responseSchema })`.");
+  if (input.ptcTools.length > 0)
+    extras.push(
+      `Call tools from code with \`await tools.<name>(input)\` (${input.ptcTools.map((tool) => `\`${tool.camelName}\``).join(", ")}).`,
+    );
+  if (input.taskAvailable)
+    extras.push("Dispatch subagents with `await task({ description, subagentType, responseSchema })`.");
   return [
     "Runs JavaScript or TypeScript in a sandboxed QuickJS interpreter (no Node.js APIs, no network) and returns the console output and the value of the last expression. Top-level `await` works.",
     TOOL_STATE_TEXT[input.mode],
@@ -213,7 +230,8 @@ const TOOL_STATE_TEXT: Record<PromptMode, string> = {
 /** Descriptions of the eval tool's input fields. */
 export const EVAL_INPUT_DESCRIPTIONS = Object.freeze({
   code: "JavaScript or TypeScript to run. The value of the last expression statement is the result; top-level await works.",
-  reset: "Start from a fresh interpreter: drop every variable, function and class from earlier calls before running the code.",
+  reset:
+    "Start from a fresh interpreter: drop every variable, function and class from earlier calls before running the code.",
 });
 
 const ERROR_LABELS: Record<SandboxErrorCode, string> = {
@@ -244,11 +262,15 @@ export const OUTPUT_TEXT = Object.freeze({
   /** The shortest marker, when nothing longer fits. */
   truncatedBrief: (omittedChars: number): string => `\n… [${omittedChars.toLocaleString("en-US")} cut] …\n`,
   /** Error thrown by `readOutput` for a path the store does not hold (never kept, or evicted). */
-  noKeptOutput: (path: string): string => `No kept output at ${JSON.stringify(path)}: it was never kept or was dropped to make room for newer ones`,
+  noKeptOutput: (path: string): string =>
+    `No kept output at ${JSON.stringify(path)}: it was never kept or was dropped to make room for newer ones`,
   /** The one-line outcome closing every eval output. */
   outcome: (meta: EvalOutcomeMetadata): string => {
     const tools = Object.entries(meta.toolCalls);
-    const calls = tools.length === 0 ? "no tool calls" : `tool calls: ${tools.map(([name, count]) => `${name} ×${count}`).join(", ")}`;
+    const calls =
+      tools.length === 0
+        ? "no tool calls"
+        : `tool calls: ${tools.map(([name, count]) => `${name} ×${count}`).join(", ")}`;
     const subagents = meta.subagentCalls === 0 ? "" : `; subagents: ${meta.subagentCalls}`;
     return `${meta.status}; ${calls}${subagents}; ${formatMs(meta.executionMs)} execution, ${formatMs(meta.wallMs)} wall`;
   },
@@ -257,9 +279,11 @@ export const OUTPUT_TEXT = Object.freeze({
   /** Name shown for an engine error that is not a guest exception. */
   errorLabel: (code: SandboxErrorCode): string => ERROR_LABELS[code] ?? "Error",
   /** The eval tool was called with arguments that do not fit its schema. */
-  badEvalInput: (problem: string): string => `the ${"`code`"} argument must be a string of JavaScript or TypeScript (optional ${"`reset`"}: boolean); ${problem}`,
+  badEvalInput: (problem: string): string =>
+    `the ${"`code`"} argument must be a string of JavaScript or TypeScript (optional ${"`reset`"}: boolean); ${problem}`,
   /** A tool called from an eval called the eval tool of the same thread. */
-  evalReentered: "this thread's interpreter is running the eval that called this tool; a tool cannot run code in its own thread's interpreter",
+  evalReentered:
+    "this thread's interpreter is running the eval that called this tool; a tool cannot run code in its own thread's interpreter",
   /** The model's code exceeds `maxCodeBytes`. */
   codeTooLarge: (bytes: number, maxBytes: number): string =>
     `the code is ${bytes.toLocaleString("en-US")} bytes; the limit is ${maxBytes.toLocaleString("en-US")} bytes. Load bulk data through tools or files instead of pasting it into code, or split the work into several evals.`,
@@ -283,7 +307,7 @@ function keptText(kept: KeptOutput): string {
 export const HINT_TEXT = Object.freeze({
   /** `JSON.parse` was given an object, which it turned into the text "[object Object]". */
   jsonParseObject:
-    "`JSON.parse` was given a value that is already an object (it became the text \"[object Object]\"). Tool results arrive as JavaScript values: use them directly, without `JSON.parse`.",
+    '`JSON.parse` was given a value that is already an object (it became the text "[object Object]"). Tool results arrive as JavaScript values: use them directly, without `JSON.parse`.',
   /** The final value is a promise that can never settle (a final promise is awaited; this one waited on nothing left to run). */
   unawaitedPromise:
     "The result is a promise that can never settle: nothing it waits for is still running (no tool call, no pending callback). Make sure every path resolves or rejects it, and `await` the calls it depends on (`await tools.x({...})`, `await Promise.all([...])`).",
@@ -294,7 +318,8 @@ export const HINT_TEXT = Object.freeze({
   unknownTool: (missing: string, closest: readonly string[]): string =>
     `\`tools.${missing}\` is not a tool. The closest ${closest.length === 1 ? "tool is" : "tools are"} ${closest.map((name) => `\`tools.${name}\``).join(", ")}.`,
   /** A ReferenceError for a name that exists under another spelling. */
-  similarName: (missing: string, existing: string): string => `\`${missing}\` does not exist, but \`${existing}\` does: did you mean \`${existing}\`?`,
+  similarName: (missing: string, existing: string): string =>
+    `\`${missing}\` does not exist, but \`${existing}\` does: did you mean \`${existing}\`?`,
   /** `f<string>(x)` in otherwise valid JavaScript ran as the comparisons `f < string > (x)`. */
   typeArgumentsAsComparisons: (typeName: string): string =>
     `\`${typeName}\` was read as a variable: code that is valid JavaScript runs as JavaScript, where \`f<${typeName}>(x)\` means \`(f < ${typeName}) > (x)\`. Leave out the type arguments (\`new Set(items)\`), or give the value a type where it is declared (\`const s: Set<${typeName}> = new Set(items)\`).`,
@@ -350,7 +375,11 @@ export const APPROVAL_TEXT = Object.freeze({
   noJournal: (reason: string): string =>
     `ApprovalError: the review was answered, but the paused eval cannot be resumed (${reason}). Nothing ran again; call the tool again in a new eval if it is still needed.`,
   /** A resumed eval made another call than the journal holds at that position. */
-  diverged: (position: number, expected: { name: string; args: unknown }, actual: { name: string; args: unknown }): string =>
+  diverged: (
+    position: number,
+    expected: { name: string; args: unknown },
+    actual: { name: string; args: unknown },
+  ): string =>
     `the resumed eval did not repeat its first run: call #${position + 1} was ${actual.name}(${briefArgs(actual.args)}) but the first run called ${expected.name}(${briefArgs(expected.args)}). The eval was stopped there; nothing ran twice. Code that pauses for review must make the same calls with the same arguments when run again.`,
   /** A resumed eval ended without reaching the paused call. */
   endedEarly: (tool: string): string =>
@@ -366,7 +395,8 @@ export const APPROVAL_TEXT = Object.freeze({
     `Resume a call to ${tool} from code with { decisions: [one decision] }; got ${Array.isArray(decisions) ? `${decisions.length} decisions` : "no decisions list"}`,
   notAllowed: (tool: string, type: unknown, allowed: readonly string[]): string =>
     `Decision ${JSON.stringify(type)} is not allowed for ${tool}; allowed: ${allowed.join(", ")}`,
-  editRenames: (tool: string, name: unknown): string => `An edit of a call to ${tool} from code must keep editedAction.name "${tool}", got ${JSON.stringify(name)}`,
+  editRenames: (tool: string, name: unknown): string =>
+    `An edit of a call to ${tool} from code must keep editedAction.name "${tool}", got ${JSON.stringify(name)}`,
   editArgs: (tool: string): string => `An edit of a call to ${tool} needs editedAction.args as an object`,
   rejectMessage: (tool: string): string => `The message of a rejected call to ${tool} must be a string`,
 });

@@ -5,7 +5,13 @@
  */
 import type { StructuredToolInterface, ToolRunnableConfig } from "@langchain/core/tools";
 import { nameHostCall } from "../index.js";
-import { assertNoCamelCollisions, isToolInstance, SAFE_PTC_TOOL_NAMES, TASK_TOOL_NAME, type ResolvedPtcSpec } from "./options.js";
+import {
+  assertNoCamelCollisions,
+  isToolInstance,
+  SAFE_PTC_TOOL_NAMES,
+  TASK_TOOL_NAME,
+  type ResolvedPtcSpec,
+} from "./options.js";
 import type { EvalActivity } from "./activity.js";
 import { camelCaseToolName } from "./signatures.js";
 import type { HostCallGate } from "./approval.js";
@@ -96,26 +102,33 @@ export class PtcResolver {
 
   #build(agentTools: readonly unknown[], checkNames: boolean): PtcToolView {
     const spec = this.#spec;
-    const candidates = agentTools.filter(isToolInstance).filter((t) => t.name !== this.#toolName && t.name !== TASK_TOOL_NAME);
+    const candidates = agentTools
+      .filter(isToolInstance)
+      .filter((t) => t.name !== this.#toolName && t.name !== TASK_TOOL_NAME);
     for (const t of candidates) this.#seen.add(t.name);
     const chosen = new Map<string, StructuredToolInterface>();
     for (const t of candidates) {
-      if (spec.all || (spec.safe && SAFE_PTC_TOOL_NAMES.includes(t.name)) || spec.names.includes(t.name)) chosen.set(t.name, t);
+      if (spec.all || (spec.safe && SAFE_PTC_TOOL_NAMES.includes(t.name)) || spec.names.includes(t.name))
+        chosen.set(t.name, t);
     }
     for (const name of checkNames ? spec.names : []) {
       if (!this.#seen.has(name) && !spec.instances.some((t) => t.name === name)) {
         const offered = candidates.map((t) => t.name).join(", ") || "none";
-        throw new Error(`createCodeInterpreterMiddleware: ptc names "${name}", which is not a tool of this agent (tools: ${offered})`);
+        throw new Error(
+          `createCodeInterpreterMiddleware: ptc names "${name}", which is not a tool of this agent (tools: ${offered})`,
+        );
       }
     }
     // Instances given in the options win over an agent tool of the same name.
     for (const t of spec.instances) chosen.set(t.name, t);
     assertNoCamelCollisions(chosen.keys());
     const byCamelName = new Map<string, PtcTool>();
-    for (const [name, tool] of chosen) byCamelName.set(camelCaseToolName(name), { name, camelName: camelCaseToolName(name), tool });
+    for (const [name, tool] of chosen)
+      byCamelName.set(camelCaseToolName(name), { name, camelName: camelCaseToolName(name), tool });
     const byGuestName = new Map(byCamelName);
     for (const tool of byCamelName.values()) {
-      if (!byGuestName.has(tool.name) && ALIAS_NAME.test(tool.name) && !NOT_ALIASES.has(tool.name)) byGuestName.set(tool.name, tool);
+      if (!byGuestName.has(tool.name) && ALIAS_NAME.test(tool.name) && !NOT_ALIASES.has(tool.name))
+        byGuestName.set(tool.name, tool);
     }
     return { byCamelName, byGuestName };
   }
@@ -138,7 +151,12 @@ export class PtcEvalContext {
   #calls = 0;
   #state: unknown;
 
-  constructor(config: EvalRunConfig, limits: { maxPtcCalls: number | null; ptcQuotas: ReadonlyMap<string, number> }, activity?: EvalActivity, gate?: HostCallGate) {
+  constructor(
+    config: EvalRunConfig,
+    limits: { maxPtcCalls: number | null; ptcQuotas: ReadonlyMap<string, number> },
+    activity?: EvalActivity,
+    gate?: HostCallGate,
+  ) {
     this.#config = config;
     this.#activity = activity;
     this.#gate = gate;
@@ -203,7 +221,10 @@ export class PtcEvalContext {
         throw guestFacingError(err);
       }
     };
-    const { value, updates } = this.#gate === undefined ? await live(input) : await this.#gate.call({ kind: "tool", name: target.name, args: input }, live);
+    const { value, updates } =
+      this.#gate === undefined
+        ? await live(input)
+        : await this.#gate.call({ kind: "tool", name: target.name, args: input }, live);
     if (updates.length > 0) {
       this.#updates.push(...updates);
       this.#state = applyToStateView(this.#state, updates);
@@ -222,7 +243,11 @@ export class PtcEvalContext {
     const quota = this.#quotas.get(toolName);
     const used = this.#perTool.get(toolName) ?? 0;
     if (quota !== undefined && used >= quota) {
-      throw new PTCCallBudgetExceededError(`tools.${camelName} was refused: this eval already made ${quota} calls to ${toolName}, its limit per eval`, quota, toolName);
+      throw new PTCCallBudgetExceededError(
+        `tools.${camelName} was refused: this eval already made ${quota} calls to ${toolName}, its limit per eval`,
+        quota,
+        toolName,
+      );
     }
     this.#calls++;
     this.#perTool.set(toolName, used + 1);
@@ -268,7 +293,12 @@ interface MessageLike {
 }
 
 function isCommandLike(x: unknown): x is { update?: unknown } {
-  return typeof x === "object" && x !== null && Object.getPrototypeOf(x) !== Object.prototype && (x as { lg_name?: unknown }).lg_name === "Command";
+  return (
+    typeof x === "object" &&
+    x !== null &&
+    Object.getPrototypeOf(x) !== Object.prototype &&
+    (x as { lg_name?: unknown }).lg_name === "Command"
+  );
 }
 
 function isMessageLike(x: unknown): x is MessageLike {
@@ -342,10 +372,22 @@ function joinText(blocks: readonly { text: string }[]): string {
 }
 
 function isTextBlock(x: unknown): x is { type: "text"; text: string } {
-  return typeof x === "object" && x !== null && (x as { type?: unknown }).type === "text" && typeof (x as { text?: unknown }).text === "string";
+  return (
+    typeof x === "object" &&
+    x !== null &&
+    (x as { type?: unknown }).type === "text" &&
+    typeof (x as { text?: unknown }).text === "string"
+  );
 }
 
-const PASS_THROUGH: readonly (abstract new (...args: never[]) => unknown)[] = [Date, RegExp, Map, Set, Error, ArrayBuffer];
+const PASS_THROUGH: readonly (abstract new (...args: never[]) => unknown)[] = [
+  Date,
+  RegExp,
+  Map,
+  Set,
+  Error,
+  ArrayBuffer,
+];
 
 /**
  * Turns class instances (a retriever's `Document`, a message) into plain data the sandbox can
@@ -364,16 +406,18 @@ function toPlainData(value: unknown, seen: Map<object, unknown>): unknown {
     return out;
   }
   const proto: unknown = Object.getPrototypeOf(value);
-  const source = proto !== Object.prototype && proto !== null && typeof (value as { toJSON?: unknown }).toJSON === "function"
-    ? (value as { toJSON: () => unknown }).toJSON()
-    : value;
+  const source =
+    proto !== Object.prototype && proto !== null && typeof (value as { toJSON?: unknown }).toJSON === "function"
+      ? (value as { toJSON: () => unknown }).toJSON()
+      : value;
   if (source !== value) return toPlainData(source, seen);
   const out: Record<string, unknown> = proto === null ? Object.create(null) : {};
   seen.set(value, out);
   for (const key of Object.keys(value)) {
     const item = toPlainData((value as Record<string, unknown>)[key], seen);
     // Assigning an own "__proto__" key would set the prototype and lose the key.
-    if (key === "__proto__") Object.defineProperty(out, key, { value: item, writable: true, enumerable: true, configurable: true });
+    if (key === "__proto__")
+      Object.defineProperty(out, key, { value: item, writable: true, enumerable: true, configurable: true });
     else out[key] = item;
   }
   return out;

@@ -33,7 +33,9 @@ const SCRATCHPAD_KEY = "__pregel_scratchpad";
 
 /** Decisions LangGraph holds for the running task: resumed values, plus a fresh one not yet consumed. */
 export function decisionsGiven(config: EvalRunConfig): number {
-  const pad = (config.configurable as Record<string, unknown> | undefined)?.[SCRATCHPAD_KEY] as { resume?: unknown; nullResume?: unknown } | undefined;
+  const pad = (config.configurable as Record<string, unknown> | undefined)?.[SCRATCHPAD_KEY] as
+    | { resume?: unknown; nullResume?: unknown }
+    | undefined;
   if (pad === undefined) return 0;
   return (Array.isArray(pad.resume) ? pad.resume.length : 0) + (pad.nullResume === undefined ? 0 : 1);
 }

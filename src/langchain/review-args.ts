@@ -43,7 +43,9 @@ function walkObject(value: object, path: string, open: Set<object>): string | un
   try {
     for (const key of keys) {
       const descriptor = Object.getOwnPropertyDescriptor(value, key)!;
-      const at = isArray ? `${path}[${key}]` : `${path}${/^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`}`;
+      const at = isArray
+        ? `${path}[${key}]`
+        : `${path}${/^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`}`;
       if (!("value" in descriptor)) return `${at} is an accessor`;
       const problem = walk(descriptor.value, at, open);
       if (problem !== undefined) return problem;
@@ -69,12 +71,15 @@ export function decisionOf(request: HostCallRequest, review: ResolvedReview, res
   }
   const decision = decisions[0] as Decision | undefined;
   const type = decision?.type;
-  if (decision === undefined || !review.allowedDecisions.includes(type!)) throw new TypeError(APPROVAL_TEXT.notAllowed(request.name, type, review.allowedDecisions));
+  if (decision === undefined || !review.allowedDecisions.includes(type!))
+    throw new TypeError(APPROVAL_TEXT.notAllowed(request.name, type, review.allowedDecisions));
   if (decision.type === "edit") {
     const edited = decision.editedAction as { name?: unknown; args?: unknown } | undefined;
     if (edited?.name !== request.name) throw new TypeError(APPROVAL_TEXT.editRenames(request.name, edited?.name));
-    if (typeof edited.args !== "object" || edited.args === null || Array.isArray(edited.args)) throw new TypeError(APPROVAL_TEXT.editArgs(request.name));
+    if (typeof edited.args !== "object" || edited.args === null || Array.isArray(edited.args))
+      throw new TypeError(APPROVAL_TEXT.editArgs(request.name));
   }
-  if (decision.type === "reject" && decision.message !== undefined && typeof decision.message !== "string") throw new TypeError(APPROVAL_TEXT.rejectMessage(request.name));
+  if (decision.type === "reject" && decision.message !== undefined && typeof decision.message !== "string")
+    throw new TypeError(APPROVAL_TEXT.rejectMessage(request.name));
   return decision;
 }

@@ -79,7 +79,9 @@ const MEMBER_CACHE_SIZE = 512;
 function cachedMember(tool: ToolSignatureInput): string {
   let key: string;
   try {
-    key = createHash("sha256").update(JSON.stringify([tool.name, tool.camelName, tool.description, tool.schema])).digest("base64");
+    key = createHash("sha256")
+      .update(JSON.stringify([tool.name, tool.camelName, tool.description, tool.schema]))
+      .digest("base64");
   } catch {
     // A schema JSON cannot hold (a cycle, a BigInt) is rendered every time.
     return renderMember(tool);
@@ -136,12 +138,19 @@ function renderTypeWithoutNull(schema: JSONSchemaObject, context: RenderContext,
   if ("const" in schema) return literal(schema.const);
   if (Array.isArray(schema.enum)) return union(schema.enum.map(literal));
   const alternatives = schema.anyOf ?? schema.oneOf;
-  if (Array.isArray(alternatives)) return union(alternatives.map((alternative) => renderType(alternative, context, indent)));
+  if (Array.isArray(alternatives))
+    return union(alternatives.map((alternative) => renderType(alternative, context, indent)));
   if (Array.isArray(schema.allOf)) {
-    const parts = [...new Set(schema.allOf.map((part) => renderType(part, context, indent)))].filter((part) => part !== "unknown");
+    const parts = [...new Set(schema.allOf.map((part) => renderType(part, context, indent)))].filter(
+      (part) => part !== "unknown",
+    );
     return parts.length === 0 ? "unknown" : parts.map(parenthesize).join(" & ");
   }
-  const types = Array.isArray(schema.type) ? schema.type : schema.type === undefined ? inferredTypes(schema) : [schema.type];
+  const types = Array.isArray(schema.type)
+    ? schema.type
+    : schema.type === undefined
+      ? inferredTypes(schema)
+      : [schema.type];
   if (types.length === 0) return "unknown";
   return union(types.map((type) => renderSingleType(type, schema, context, indent)));
 }
@@ -192,7 +201,8 @@ function renderObject(schema: JSONSchemaObject, context: RenderContext, indent: 
     const doc = typeof property === "object" ? docComment(propertyNotes(property), pad) : "";
     return `${doc}${pad}${name}${required.has(key) ? "" : "?"}: ${renderType(property, context, indent + 1)};`;
   });
-  if (extra !== undefined && extra !== false) lines.push(`${pad}[key: string]: ${extra === true ? "unknown" : renderType(extra, context, indent + 1)};`);
+  if (extra !== undefined && extra !== false)
+    lines.push(`${pad}[key: string]: ${extra === true ? "unknown" : renderType(extra, context, indent + 1)};`);
   return `{\n${lines.join("\n")}\n${"  ".repeat(indent)}}`;
 }
 
@@ -200,7 +210,7 @@ function renderRef(ref: string, context: RenderContext, indent: number): string 
   const match = /^#\/(\$defs|definitions)\/(.+)$/.exec(ref);
   const name = match?.[2]?.replace(/~1/g, "/").replace(/~0/g, "~");
   const table = match?.[1] === "$defs" ? context.root.$defs : context.root.definitions;
-  const target = name === undefined ? ref === "#" ? context.root : undefined : table?.[name];
+  const target = name === undefined ? (ref === "#" ? context.root : undefined) : table?.[name];
   // Recursive schemas stop at `unknown`: the signature stays finite.
   if (target === undefined || context.refStack.includes(ref)) return "unknown";
   context.refStack.push(ref);
@@ -216,11 +226,25 @@ function propertyNotes(schema: JSONSchemaObject): string[] {
   const notes: string[] = [];
   if (typeof schema.description === "string" && schema.description.trim() !== "") notes.push(schema.description.trim());
   const constraints: string[] = [];
-  for (const keyword of ["format", "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "minItems", "maxItems"]) {
+  for (const keyword of [
+    "format",
+    "pattern",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+  ]) {
     const value = schema[keyword];
     // zod gives every integer ±(2^53 - 1) bounds: they say nothing a caller must meet.
     if (typeof value === "number" && Math.abs(value) >= Number.MAX_SAFE_INTEGER) continue;
-    if (typeof value === "string" || typeof value === "number") constraints.push(`${keyword}: ${typeof value === "string" && keyword === "pattern" ? JSON.stringify(value) : value}`);
+    if (typeof value === "string" || typeof value === "number")
+      constraints.push(
+        `${keyword}: ${typeof value === "string" && keyword === "pattern" ? JSON.stringify(value) : value}`,
+      );
   }
   if (constraints.length > 0) notes.push(constraints.join(", "));
   if (schema.default !== undefined) notes.push(`@default ${safeJson(schema.default)}`);
@@ -237,7 +261,8 @@ function docComment(notes: readonly string[], indent: string): string {
 }
 
 function literal(value: unknown): string {
-  if (value === null || typeof value === "string" || typeof value === "number" || typeof value === "boolean") return JSON.stringify(value);
+  if (value === null || typeof value === "string" || typeof value === "number" || typeof value === "boolean")
+    return JSON.stringify(value);
   return "unknown";
 }
 

@@ -6,7 +6,16 @@
  * Semantic search (`query`) needs a vector index this store does not have: it throws.
  */
 import { createRequire } from "node:module";
-import { BaseStore, type GetOperation, type Item, type ListNamespacesOperation, type Operation, type OperationResults, type PutOperation, type SearchOperation } from "@langchain/langgraph";
+import {
+  BaseStore,
+  type GetOperation,
+  type Item,
+  type ListNamespacesOperation,
+  type Operation,
+  type OperationResults,
+  type PutOperation,
+  type SearchOperation,
+} from "@langchain/langgraph";
 
 type SearchItem = Awaited<ReturnType<BaseStore["search"]>>[number];
 
@@ -42,7 +51,13 @@ function encodeNamespace(namespace: readonly string[]): string {
 }
 
 function itemOf(row: Row): Item {
-  return { namespace: row.namespace.split(SEPARATOR), key: row.key, value: JSON.parse(row.value) as Record<string, unknown>, createdAt: new Date(row.created_at), updatedAt: new Date(row.updated_at) };
+  return {
+    namespace: row.namespace.split(SEPARATOR),
+    key: row.key,
+    value: JSON.parse(row.value) as Record<string, unknown>,
+    createdAt: new Date(row.created_at),
+    updatedAt: new Date(row.updated_at),
+  };
 }
 
 function matches(value: Record<string, unknown>, filter: Record<string, unknown>): boolean {
@@ -51,13 +66,20 @@ function matches(value: Record<string, unknown>, filter: Record<string, unknown>
     if (typeof condition !== "object" || condition === null) return actual === condition;
     return Object.entries(condition as Record<string, unknown>).every(([op, expected]) => {
       switch (op) {
-        case "$eq": return actual === expected;
-        case "$ne": return actual !== expected;
-        case "$gt": return (actual as number) > (expected as number);
-        case "$gte": return (actual as number) >= (expected as number);
-        case "$lt": return (actual as number) < (expected as number);
-        case "$lte": return (actual as number) <= (expected as number);
-        default: throw new TypeError(`unsupported filter operator ${op}`);
+        case "$eq":
+          return actual === expected;
+        case "$ne":
+          return actual !== expected;
+        case "$gt":
+          return (actual as number) > (expected as number);
+        case "$gte":
+          return (actual as number) >= (expected as number);
+        case "$lt":
+          return (actual as number) < (expected as number);
+        case "$lte":
+          return (actual as number) <= (expected as number);
+        default:
+          throw new TypeError(`unsupported filter operator ${op}`);
       }
     });
   });
@@ -88,10 +110,13 @@ export class SqliteStore extends BaseStore {
       namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
       created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (namespace, key))`);
     this.#get = this.#db.prepare("SELECT * FROM store WHERE namespace = ? AND key = ?");
-    this.#put = this.#db.prepare(`INSERT INTO store (namespace, key, value, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
+    this.#put =
+      this.#db.prepare(`INSERT INTO store (namespace, key, value, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
       ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`);
     this.#delete = this.#db.prepare("DELETE FROM store WHERE namespace = ? AND key = ?");
-    this.#range = this.#db.prepare("SELECT * FROM store WHERE (namespace = ? OR (namespace >= ? AND namespace < ?)) ORDER BY updated_at DESC, namespace, key");
+    this.#range = this.#db.prepare(
+      "SELECT * FROM store WHERE (namespace = ? OR (namespace >= ? AND namespace < ?)) ORDER BY updated_at DESC, namespace, key",
+    );
     this.#namespaces = this.#db.prepare("SELECT DISTINCT namespace FROM store ORDER BY namespace");
   }
 
@@ -132,7 +157,8 @@ export class SqliteStore extends BaseStore {
   }
 
   #search(op: SearchOperation): SearchItem[] {
-    if (op.query !== undefined) throw new TypeError("SqliteStore has no vector index: search with `query` is not supported");
+    if (op.query !== undefined)
+      throw new TypeError("SqliteStore has no vector index: search with `query` is not supported");
     const rows = this.#rowsUnder(op.namespacePrefix);
     const found = rows.map(itemOf).filter((item) => op.filter === undefined || matches(item.value, op.filter));
     const offset = op.offset ?? 0;
@@ -143,7 +169,11 @@ export class SqliteStore extends BaseStore {
     if (prefix.length === 0) return this.#range.all("", "", "\uffff") as Row[];
     const encoded = encodeNamespace(prefix);
     // Namespaces under the prefix start with "prefix<SEPARATOR>"; the next code unit bounds the range.
-    return this.#range.all(encoded, encoded + SEPARATOR, encoded + String.fromCharCode(SEPARATOR.charCodeAt(0) + 1)) as Row[];
+    return this.#range.all(
+      encoded,
+      encoded + SEPARATOR,
+      encoded + String.fromCharCode(SEPARATOR.charCodeAt(0) + 1),
+    ) as Row[];
   }
 
   #listNamespaces(op: ListNamespacesOperation): string[][] {

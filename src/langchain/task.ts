@@ -94,7 +94,13 @@ export function subagentsOf(tool: StructuredToolInterface): SubagentInfo[] {
   const schema = tool.schema as { shape?: Record<string, { description?: unknown }> } | undefined;
   const fieldDescription = schema?.shape?.["subagent_type"]?.description;
   const match = typeof fieldDescription === "string" ? /Available:\s*(.*)$/s.exec(fieldDescription) : null;
-  const names = match === null ? [] : match[1]!.split(",").map((n) => n.trim()).filter((n) => n !== "");
+  const names =
+    match === null
+      ? []
+      : match[1]!
+          .split(",")
+          .map((n) => n.trim())
+          .filter((n) => n !== "");
   const lines = tool.description.split("\n").map((l) => l.trim());
   return names.map((name) => {
     const line = lines.find((l) => l.startsWith(`- ${name}: `));
@@ -119,7 +125,9 @@ export function parseTaskRequest(args: readonly unknown[], validTypes: readonly 
   for (const [key, value] of Object.entries(input)) {
     const field = REQUEST_KEYS[key];
     if (field === undefined) {
-      throw new TypeError(`task: unknown key ${JSON.stringify(key)}; valid keys: ${Object.keys(REQUEST_KEYS).join(", ")}`);
+      throw new TypeError(
+        `task: unknown key ${JSON.stringify(key)}; valid keys: ${Object.keys(REQUEST_KEYS).join(", ")}`,
+      );
     }
     if (request[field] !== undefined) throw new TypeError(`task: ${field} is given twice (camelCase and snake_case)`);
     if (value !== undefined) request[field] = value;
@@ -130,12 +138,15 @@ export function parseTaskRequest(args: readonly unknown[], validTypes: readonly 
   }
   const valid = validTypes.map((t) => JSON.stringify(t)).join(", ");
   if (typeof subagentType !== "string" || subagentType.trim() === "") {
-    throw new TypeError(`task: subagentType must be a non-empty string, one of ${valid}; got ${describeValue(subagentType)}`);
+    throw new TypeError(
+      `task: subagentType must be a non-empty string, one of ${valid}; got ${describeValue(subagentType)}`,
+    );
   }
   if (!validTypes.includes(subagentType)) {
     throw new TypeError(`task: unknown subagentType ${JSON.stringify(subagentType)}; valid types: ${valid}`);
   }
-  if (label !== undefined && typeof label !== "string") throw new TypeError(`task: label must be a string, got ${describeValue(label)}`);
+  if (label !== undefined && typeof label !== "string")
+    throw new TypeError(`task: label must be a string, got ${describeValue(label)}`);
   const out: TaskRequest = { description, subagentType };
   if (label !== undefined) out.label = label;
   if (responseSchema !== undefined) out.responseSchema = checkResponseSchema(responseSchema);
@@ -143,7 +154,19 @@ export function parseTaskRequest(args: readonly unknown[], validTypes: readonly 
 }
 
 // Keywords whose value is one subschema, a list of subschemas, or a map of name -> subschema.
-const SUBSCHEMA_KEYWORDS = new Set(["items", "additionalProperties", "additionalItems", "contains", "not", "if", "then", "else", "propertyNames", "unevaluatedItems", "unevaluatedProperties"]);
+const SUBSCHEMA_KEYWORDS = new Set([
+  "items",
+  "additionalProperties",
+  "additionalItems",
+  "contains",
+  "not",
+  "if",
+  "then",
+  "else",
+  "propertyNames",
+  "unevaluatedItems",
+  "unevaluatedProperties",
+]);
 const SUBSCHEMA_LIST_KEYWORDS = new Set(["anyOf", "oneOf", "allOf", "prefixItems", "items"]);
 const SUBSCHEMA_MAP_KEYWORDS = new Set(["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"]);
 
@@ -179,9 +202,11 @@ export function checkResponseSchema(schema: unknown): Record<string, unknown> {
   } catch {
     serialized = undefined;
   }
-  if (serialized === undefined) throw new TypeError("task: responseSchema must be plain JSON (no cycles, BigInts or functions)");
+  if (serialized === undefined)
+    throw new TypeError("task: responseSchema must be plain JSON (no cycles, BigInts or functions)");
   const bytes = Buffer.byteLength(serialized, "utf8");
-  if (bytes > maxBytes) throw new RangeError(`task: responseSchema is ${bytes} bytes serialized; the limit is ${maxBytes} bytes`);
+  if (bytes > maxBytes)
+    throw new RangeError(`task: responseSchema is ${bytes} bytes serialized; the limit is ${maxBytes} bytes`);
   // Walk the parsed copy: it is acyclic and holds only JSON values, whatever the guest passed.
   const copy = JSON.parse(serialized) as Record<string, unknown>;
   let properties = 0;
@@ -195,9 +220,12 @@ export function checkResponseSchema(schema: unknown): Record<string, unknown> {
     for (const child of childSchemas(record)) walk(child, depth + 1);
   };
   walk(copy, 0);
-  if (deepest > maxDepth) throw new RangeError(`task: responseSchema nests schemas ${deepest} levels deep; the depth limit is ${maxDepth}`);
+  if (deepest > maxDepth)
+    throw new RangeError(`task: responseSchema nests schemas ${deepest} levels deep; the depth limit is ${maxDepth}`);
   if (properties > maxProperties) {
-    throw new RangeError(`task: responseSchema declares ${properties} properties in total; the limit is ${maxProperties}`);
+    throw new RangeError(
+      `task: responseSchema declares ${properties} properties in total; the limit is ${maxProperties}`,
+    );
   }
   return copy;
 }
@@ -235,7 +263,11 @@ export class InFlightLimiter {
       return Promise.resolve();
     }
     if (this.#queue.length >= this.#maxQueued) {
-      return Promise.reject(new RangeError(`task: ${this.#queue.length} subagent calls are already waiting, the limit; await some before starting more`));
+      return Promise.reject(
+        new RangeError(
+          `task: ${this.#queue.length} subagent calls are already waiting, the limit; await some before starting more`,
+        ),
+      );
     }
     return new Promise<void>((resolve, reject) => {
       const waiter = {
@@ -273,7 +305,14 @@ class TaskEvalScope {
   readonly #gate: HostCallGate | undefined;
   #calls = 0;
 
-  constructor(config: EvalRunConfig, catalog: TaskCatalog, limiter: InFlightLimiter, timeoutMs: number, sink: SubagentActivitySink, gate: HostCallGate | undefined) {
+  constructor(
+    config: EvalRunConfig,
+    catalog: TaskCatalog,
+    limiter: InFlightLimiter,
+    timeoutMs: number,
+    sink: SubagentActivitySink,
+    gate: HostCallGate | undefined,
+  ) {
     this.#config = config;
     this.#gate = gate;
     this.#catalog = catalog;
@@ -293,7 +332,10 @@ class TaskEvalScope {
     const request = parseTaskRequest(args, validTypes);
     if (this.#gate === undefined) return this.#run(request, signal);
     // Reviewed and journaled like the task tool itself: its arguments are description and subagent_type.
-    const reviewArgs: Record<string, unknown> = { description: request.description, subagent_type: request.subagentType };
+    const reviewArgs: Record<string, unknown> = {
+      description: request.description,
+      subagent_type: request.subagentType,
+    };
     if (request.label !== undefined) reviewArgs["label"] = request.label;
     if (request.responseSchema !== undefined) reviewArgs["response_schema"] = request.responseSchema;
     const answer = await this.#gate.call({ kind: "task", name: TASK_TOOL_NAME, args: reviewArgs }, async (edited) => ({
@@ -332,7 +374,12 @@ class TaskEvalScope {
       return value;
     } catch (err) {
       const error = subagentError(request.subagentType, err);
-      this.#sink.emit({ ...base, phase: "error", durationMs: Math.round(performance.now() - started), error: error.message });
+      this.#sink.emit({
+        ...base,
+        phase: "error",
+        durationMs: Math.round(performance.now() - started),
+        error: error.message,
+      });
       throw error;
     } finally {
       this.#limiter.release();
@@ -343,14 +390,22 @@ class TaskEvalScope {
     const { configurable, ...rest } = withoutRunIdentity(this.#config);
     // LangGraph lets a nested graph inherit the parent's abort signals from this key in preference
     // to `signal`; dropped, the subagent honours its own signal (the eval's end, its deadline).
-    const { [PREGEL_ABORT_SIGNALS_KEY]: _parentSignals, ...inherited } = (configurable ?? {}) as Record<string, unknown>;
+    const { [PREGEL_ABORT_SIGNALS_KEY]: _parentSignals, ...inherited } = (configurable ?? {}) as Record<
+      string,
+      unknown
+    >;
     const toolCallId = `${this.#evalCallId}:task:${id}`;
     return {
       ...rest,
       toolCallId,
       // As a model's call would: deepagents then answers with the subagent's last non-empty AI
       // message (its direct-invoke branch takes the last message, "Task completed" when empty).
-      toolCall: { id: toolCallId, name: this.#catalog.tool.name, args: { description: request.description, subagent_type: request.subagentType }, type: "tool_call" },
+      toolCall: {
+        id: toolCallId,
+        name: this.#catalog.tool.name,
+        args: { description: request.description, subagent_type: request.subagentType },
+        type: "tool_call",
+      },
       ...(request.label === undefined ? {} : { runName: `task:${label}` }),
       configurable: {
         ...inherited,

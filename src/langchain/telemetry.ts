@@ -9,12 +9,20 @@ import type { EvalRunConfig } from "./ptc.js";
 /** The eval's `tenant` option: `usageTenant(config)`, or the run's thread id. */
 export function tenantOf(options: ResolvedOptions, config: EvalRunConfig): { tenant?: string } {
   const configurable = config.configurable as Record<string, unknown> | undefined;
-  const tenant = options.usageTenant === undefined ? configurable?.thread_id : options.usageTenant({ ...(configurable === undefined ? {} : { configurable }) });
+  const tenant =
+    options.usageTenant === undefined
+      ? configurable?.thread_id
+      : options.usageTenant({ ...(configurable === undefined ? {} : { configurable }) });
   return typeof tenant === "string" ? { tenant: tenant.slice(0, MAX_TENANT_CHARS) } : {};
 }
 
 /** Runs one eval tool call in its span (when OpenTelemetry is present): GenAI `execute_tool`. */
-export function traceEvalTool<T>(toolName: string, config: EvalRunConfig, sessionKey: string, run: () => Promise<T>): Promise<T> {
+export function traceEvalTool<T>(
+  toolName: string,
+  config: EvalRunConfig,
+  sessionKey: string,
+  run: () => Promise<T>,
+): Promise<T> {
   const attributes: Record<string, string> = {
     "gen_ai.operation.name": "execute_tool",
     "gen_ai.tool.name": toolName,

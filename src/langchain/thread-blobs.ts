@@ -22,7 +22,14 @@
  */
 import { createHash } from "node:crypto";
 import { promisify } from "node:util";
-import { constants as zlibConstants, deflateRaw, deflateRawSync, inflateRaw, inflateRawSync, type ZlibOptions } from "node:zlib";
+import {
+  constants as zlibConstants,
+  deflateRaw,
+  deflateRawSync,
+  inflateRaw,
+  inflateRawSync,
+  type ZlibOptions,
+} from "node:zlib";
 import type { BaseStore, GetOperation, PutOperation } from "@langchain/langgraph";
 import { SandboxError } from "../index.js";
 import { type CheckpointerBlobs, CheckpointerSpace, isCheckpointerBlobs } from "./checkpointer-blobs.js";
@@ -37,7 +44,11 @@ const inflateRawAsync = promisify(inflateRaw);
  */
 const SYNC_ZLIB_BYTES = 1024 * 1024;
 
-function zlibCall(sync: (b: Uint8Array, o: ZlibOptions) => Buffer, async: (b: Uint8Array, o: ZlibOptions) => Promise<Buffer>, onCaller: boolean) {
+function zlibCall(
+  sync: (b: Uint8Array, o: ZlibOptions) => Buffer,
+  async: (b: Uint8Array, o: ZlibOptions) => Promise<Buffer>,
+  onCaller: boolean,
+) {
   return (bytes: Uint8Array, options: ZlibOptions): Promise<Buffer> => {
     if (!onCaller) return async(bytes, options);
     try {
@@ -145,12 +156,19 @@ function overflow(): SandboxError {
 function manifestOf(value: unknown, maxBytes: number): Manifest {
   const m = value as Partial<Manifest> | null | undefined;
   if (typeof m !== "object" || m === null) throw refused("the stored state's manifest is not an object");
-  if (m.v !== THREAD_BLOBS_FORMAT_VERSION) throw refused(`the stored state's layout version ${String(m.v)} is not supported (this build reads version ${THREAD_BLOBS_FORMAT_VERSION})`);
-  if (typeof m.bytes !== "number" || !Number.isSafeInteger(m.bytes) || m.bytes < 0) throw refused("the stored state's manifest has no valid length");
+  if (m.v !== THREAD_BLOBS_FORMAT_VERSION)
+    throw refused(
+      `the stored state's layout version ${String(m.v)} is not supported (this build reads version ${THREAD_BLOBS_FORMAT_VERSION})`,
+    );
+  if (typeof m.bytes !== "number" || !Number.isSafeInteger(m.bytes) || m.bytes < 0)
+    throw refused("the stored state's manifest has no valid length");
   if (m.bytes > maxBytes) throw refused(`the stored state is ${m.bytes} bytes, over maxSnapshotBytes (${maxBytes})`);
   // Every chunk but the last holds MIN_CHUNK_BYTES to MAX_CHUNK_BYTES, the last at least one byte.
   const count = Array.isArray(m.chunks) ? m.chunks.length : -1;
-  const fits = m.bytes === 0 ? count === 0 : count >= Math.ceil(m.bytes / MAX_CHUNK_BYTES) && (count - 1) * MIN_CHUNK_BYTES + 1 <= m.bytes;
+  const fits =
+    m.bytes === 0
+      ? count === 0
+      : count >= Math.ceil(m.bytes / MAX_CHUNK_BYTES) && (count - 1) * MIN_CHUNK_BYTES + 1 <= m.bytes;
   if (!Array.isArray(m.chunks) || !fits || !m.chunks.every((c) => typeof c === "string" && DIGEST_PATTERN.test(c))) {
     throw refused("the stored state's manifest lists malformed chunks");
   }
@@ -164,7 +182,9 @@ function manifestOf(value: unknown, maxBytes: number): Manifest {
  */
 function batchingStoreOf(store: BaseStore): BaseStore {
   const wrapper = store as BaseStore & { lg_name?: unknown; store?: { batch?: unknown } };
-  return wrapper.lg_name === "AsyncBatchedStore" && typeof wrapper.store?.batch === "function" ? (wrapper.store as BaseStore) : store;
+  return wrapper.lg_name === "AsyncBatchedStore" && typeof wrapper.store?.batch === "function"
+    ? (wrapper.store as BaseStore)
+    : store;
 }
 
 function keptOf(value: unknown): string[] {
@@ -194,7 +214,11 @@ class StoreSpace implements BlobSpace {
   constructor(store: BaseStore, threadId: string, slot: string) {
     this.#store = batchingStoreOf(store);
     // Thread ids are free text; store namespaces may not hold periods, and need not show them.
-    this.#namespace = [...NAMESPACE_ROOT, createHash("sha256").update(threadId, "utf8").digest("hex").slice(0, DIGEST_HEX_CHARS), slot];
+    this.#namespace = [
+      ...NAMESPACE_ROOT,
+      createHash("sha256").update(threadId, "utf8").digest("hex").slice(0, DIGEST_HEX_CHARS),
+      slot,
+    ];
   }
 
   async get(keys: readonly string[]): Promise<Stored[]> {
@@ -203,7 +227,10 @@ class StoreSpace implements BlobSpace {
   }
 
   async put(entries: readonly (readonly [string, Record<string, unknown> | null])[]): Promise<void> {
-    if (entries.length > 0) await this.#store.batch(entries.map(([key, value]): PutOperation => ({ namespace: this.#namespace, key, value, index: false })));
+    if (entries.length > 0)
+      await this.#store.batch(
+        entries.map(([key, value]): PutOperation => ({ namespace: this.#namespace, key, value, index: false })),
+      );
   }
 }
 
@@ -223,7 +250,9 @@ export class ThreadBlobs {
    * thread's namespace in a store; a checkpointer keeps them under its own thread id.
    */
   constructor(backend: BlobBackend, threadId: string, slot: string, keep: number) {
-    this.#space = isCheckpointerBlobs(backend) ? new CheckpointerSpace(backend, slot) : new StoreSpace(backend, threadId, slot);
+    this.#space = isCheckpointerBlobs(backend)
+      ? new CheckpointerSpace(backend, slot)
+      : new StoreSpace(backend, threadId, slot);
     this.#keep = keep;
   }
 
@@ -271,8 +300,16 @@ export class ThreadBlobs {
     ]);
     if (dropped.length > 0) {
       const stillUsed = new Set([...chunks, ...keptChunks.filter((_, i) => next.includes(kept[i]!)).flat()]);
-      const garbage = new Set(keptChunks.filter((_, i) => dropped.includes(kept[i]!)).flat().filter((c) => !stillUsed.has(c)));
-      await this.#space.put([...dropped.map((b) => [`blob:${b}`, null] as const), ...[...garbage].map((c) => [`chunk:${c}`, null] as const)]);
+      const garbage = new Set(
+        keptChunks
+          .filter((_, i) => dropped.includes(kept[i]!))
+          .flat()
+          .filter((c) => !stillUsed.has(c)),
+      );
+      await this.#space.put([
+        ...dropped.map((b) => [`blob:${b}`, null] as const),
+        ...[...garbage].map((c) => [`chunk:${c}`, null] as const),
+      ]);
     }
     return ref;
   }
@@ -291,9 +328,14 @@ export class ThreadBlobs {
   async read(ref: string, maxBytes: number): Promise<Uint8Array> {
     if (!DIGEST_PATTERN.test(ref)) throw refused("the stored state's reference is malformed");
     const [value] = await this.#space.get([`blob:${ref}`]);
-    if (value === undefined) throw refused("the stored state is no longer in the store (collected, or written to another store)");
+    if (value === undefined)
+      throw refused("the stored state is no longer in the store (collected, or written to another store)");
     const manifest = manifestOf(value, maxBytes);
-    if (digestOf(Buffer.from(JSON.stringify({ v: manifest.v, bytes: manifest.bytes, chunks: manifest.chunks }), "utf8")) !== ref) {
+    if (
+      digestOf(
+        Buffer.from(JSON.stringify({ v: manifest.v, bytes: manifest.bytes, chunks: manifest.chunks }), "utf8"),
+      ) !== ref
+    ) {
       throw refused("the stored state's manifest does not match its reference (altered)");
     }
     const { bytes: declared, chunks } = manifest;
@@ -330,7 +372,8 @@ export class ThreadBlobs {
         } else {
           break; // fetched by the next batch
         }
-        if (after > 0 ? length < MIN_CHUNK_BYTES : filled + length !== declared) throw refused("the stored state's chunks do not add up to its length");
+        if (after > 0 ? length < MIN_CHUNK_BYTES : filled + length !== declared)
+          throw refused("the stored state's chunks do not add up to its length");
         filled += length;
       }
     }
@@ -339,10 +382,16 @@ export class ThreadBlobs {
   }
 
   /** Chunk `digest` from its stored `value`, inflated to at most `room` bytes and checked against its digest. */
-  async #chunk(digest: string, value: unknown, room: number, inflate: (b: Uint8Array, o: ZlibOptions) => Promise<Buffer>): Promise<Buffer> {
+  async #chunk(
+    digest: string,
+    value: unknown,
+    room: number,
+    inflate: (b: Uint8Array, o: ZlibOptions) => Promise<Buffer>,
+  ): Promise<Buffer> {
     if (value === undefined || value === null) throw refused(`a chunk of the stored state is missing (${digest})`);
     const { v, z } = value as { v?: unknown; z?: unknown };
-    if (v !== THREAD_BLOBS_FORMAT_VERSION || typeof z !== "string" || z.length > MAX_CHUNK_BASE64_CHARS) throw refused(`a chunk of the stored state is malformed (${digest})`);
+    if (v !== THREAD_BLOBS_FORMAT_VERSION || typeof z !== "string" || z.length > MAX_CHUNK_BASE64_CHARS)
+      throw refused(`a chunk of the stored state is malformed (${digest})`);
     if (room <= 0) throw overflow();
     let piece: Buffer;
     try {
@@ -351,7 +400,8 @@ export class ThreadBlobs {
       if ((error as { code?: unknown }).code === "ERR_BUFFER_TOO_LARGE") throw overflow();
       throw refused(`a chunk of the stored state does not inflate (${digest})`);
     }
-    if (digestOf(piece) !== digest) throw refused(`a chunk of the stored state does not match its digest (altered or foreign: ${digest})`);
+    if (digestOf(piece) !== digest)
+      throw refused(`a chunk of the stored state does not match its digest (altered or foreign: ${digest})`);
     return piece;
   }
 

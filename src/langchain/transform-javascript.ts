@@ -66,7 +66,9 @@ export function transformJavaScript(source: string): TransformResult | undefined
 }
 
 /** Whether the TypeScript reading is needed, given the JavaScript one (`undefined`: not JavaScript). */
-export function needsTypeScript(javascript: TransformResult | undefined): javascript is TransformResult & { typeArguments: true } | undefined {
+export function needsTypeScript(
+  javascript: TransformResult | undefined,
+): javascript is (TransformResult & { typeArguments: true }) | undefined {
   return javascript === undefined || javascript.typeArguments === true;
 }
 
@@ -99,10 +101,16 @@ export function tooDeep(): TransformResult {
   return failedParse(TOO_DEEP_MESSAGE, 1, 1, "javascript");
 }
 
-const TOO_DEEP_MESSAGE = "the code is nested too deeply to parse (brackets, parentheses or blocks thousands of levels deep)";
+const TOO_DEEP_MESSAGE =
+  "the code is nested too deeply to parse (brackets, parentheses or blocks thousands of levels deep)";
 
 /** A result that throws `SyntaxError: message` from `line` when run. */
-export function failedParse(message: string, line: number, column: number, language: TransformResult["language"]): TransformResult {
+export function failedParse(
+  message: string,
+  line: number,
+  column: number,
+  language: TransformResult["language"],
+): TransformResult {
   // Thrown from the offending line so the stack trace points at it, with the parser's own words.
   const code = `${"\n".repeat(line - 1)}throw new SyntaxError(${JSON.stringify(message)});`;
   return { code, declaredNames: [], language, syntaxError: { message, line, column } };
@@ -155,13 +163,17 @@ export function rewriteDeclarations(source: string, program: Program): Rewritten
       for (const declarator of statement.declarations) collectBindingNames(declarator.id, names);
       const kind = statement.kind;
       // `const` -> `var  ` keeps every column of the line in place.
-      if (kind === "let" || kind === "const") edits.push({ at: statement.start, remove: kind.length, insert: "var".padEnd(kind.length) });
+      if (kind === "let" || kind === "const")
+        edits.push({ at: statement.start, remove: kind.length, insert: "var".padEnd(kind.length) });
     } else if (statement.type === "FunctionDeclaration" || statement.type === "ClassDeclaration") {
       const name = statement.id.name;
       names.add(name);
       if (statement.type === "ClassDeclaration") {
         // The `;` stops a following `(`/`[` line from continuing the class expression.
-        edits.push({ at: statement.start, remove: 0, insert: `var ${name} = ` }, { at: statement.end, remove: 0, insert: ";" });
+        edits.push(
+          { at: statement.start, remove: 0, insert: `var ${name} = ` },
+          { at: statement.end, remove: 0, insert: ";" },
+        );
       }
     }
   }
@@ -174,7 +186,8 @@ function collectBindingNames(pattern: Pattern | null, into: Set<string>): void {
       into.add(pattern.name);
       break;
     case "ObjectPattern":
-      for (const property of pattern.properties) collectBindingNames(property.type === "RestElement" ? property.argument : property.value, into);
+      for (const property of pattern.properties)
+        collectBindingNames(property.type === "RestElement" ? property.argument : property.value, into);
       break;
     case "ArrayPattern":
       for (const element of pattern.elements) collectBindingNames(element, into);

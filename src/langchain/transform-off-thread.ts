@@ -59,7 +59,8 @@ function ensureWorker(): Worker {
     pending.delete(id);
     clearTimeout(entry.timer);
     if (pending.size === 0) created.unref();
-    if (result === undefined) entry.resolve(failedParse(`the code could not be parsed: ${error ?? "unknown failure"}`, 1, 1, "javascript"));
+    if (result === undefined)
+      entry.resolve(failedParse(`the code could not be parsed: ${error ?? "unknown failure"}`, 1, 1, "javascript"));
     else {
       const { lineTable, ...runnable } = result;
       entry.resolve(lineTable === undefined ? runnable : { ...runnable, lineMap: lineMapOf(lineTable) });

@@ -16,7 +16,17 @@ import type { Node, Program } from "acorn";
  * TypeScript's type keywords that are not JavaScript values: an identifier with one of these names
  * next to `<` or `>` is almost surely a type argument read as a comparison.
  */
-const TYPE_NAMES: ReadonlySet<string> = new Set(["string", "number", "boolean", "bigint", "symbol", "object", "any", "unknown", "never"]);
+const TYPE_NAMES: ReadonlySet<string> = new Set([
+  "string",
+  "number",
+  "boolean",
+  "bigint",
+  "symbol",
+  "object",
+  "any",
+  "unknown",
+  "never",
+]);
 
 /** Cheap test before walking the tree: most code names no type keyword at all. */
 const MENTIONS_TYPE_NAME = /\b(?:string|number|boolean|bigint|symbol|object|any|unknown|never)\b/;

@@ -55,7 +55,16 @@ function runParser(): void {
     try {
       const { code, language, stripping, syntaxError, lineTable } = await transformCodeLazily(source);
       const table = lineTable === undefined ? undefined : Uint32Array.from(lineTable);
-      reply = { id, result: { code, language, ...(stripping === undefined ? {} : { stripping }), ...(syntaxError === undefined ? {} : { syntaxError }), ...(table === undefined ? {} : { lineTable: table }) } };
+      reply = {
+        id,
+        result: {
+          code,
+          language,
+          ...(stripping === undefined ? {} : { stripping }),
+          ...(syntaxError === undefined ? {} : { syntaxError }),
+          ...(table === undefined ? {} : { lineTable: table }),
+        },
+      };
     } catch (error) {
       reply = { id, error: error instanceof Error ? error.message : String(error) };
     }
@@ -66,7 +75,10 @@ function runParser(): void {
 function runHost(): void {
   let parser: Worker;
   const start = (): void => {
-    const started = new Worker(new URL(import.meta.url), { workerData: { role: "parser" } satisfies TransformWorkerData, resourceLimits: { maxOldGenerationSizeMb: PARSER_HEAP_MB } });
+    const started = new Worker(new URL(import.meta.url), {
+      workerData: { role: "parser" } satisfies TransformWorkerData,
+      resourceLimits: { maxOldGenerationSizeMb: PARSER_HEAP_MB },
+    });
     started.on("message", (reply: TransformReply) => parentPort?.postMessage(reply, transferOf(reply)));
     // A parser that stops by itself (out of memory) loses what it was given; the main thread is told.
     const lost = (why: string): void => {

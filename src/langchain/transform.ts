@@ -23,7 +23,18 @@
 import { createRequire } from "node:module";
 import { decode, type SourceMapSegment } from "@jridgewell/sourcemap-codec";
 import type * as Swc from "@swc/wasm-typescript";
-import { chooseReading, failedParse, lineMapOf, needsTypeScript, nestedTooDeeply, parseScript, rewriteDeclarations, type TransformResult, tooDeep, transformJavaScript } from "./transform-javascript.js";
+import {
+  chooseReading,
+  failedParse,
+  lineMapOf,
+  needsTypeScript,
+  nestedTooDeeply,
+  parseScript,
+  rewriteDeclarations,
+  type TransformResult,
+  tooDeep,
+  transformJavaScript,
+} from "./transform-javascript.js";
 
 /** Options of {@link transformCode}. */
 export interface TransformOptions {
@@ -53,7 +64,8 @@ export function transformTypeScript(source: string, exact: boolean): TransformRe
     if (erased !== undefined && !("diagnostic" in erased)) {
       const program = parseScript(erased.code);
       // Erased output that acorn rejects (an ASI or line-break hazard) takes the exact path.
-      if (program !== undefined) return { ...rewriteDeclarations(erased.code, program), language: "typescript", stripping: "erased" };
+      if (program !== undefined)
+        return { ...rewriteDeclarations(erased.code, program), language: "typescript", stripping: "erased" };
     }
     return transpileTypeScript(source);
   } catch (error) {
@@ -77,7 +89,13 @@ interface Diagnostic {
 
 function isDiagnostic(value: unknown): value is Diagnostic {
   const candidate = value as Partial<Diagnostic> | null;
-  return typeof candidate === "object" && candidate !== null && !(candidate instanceof Error) && typeof candidate.message === "string" && typeof candidate.startLine === "number";
+  return (
+    typeof candidate === "object" &&
+    candidate !== null &&
+    !(candidate instanceof Error) &&
+    typeof candidate.message === "string" &&
+    typeof candidate.startLine === "number"
+  );
 }
 
 /**
@@ -178,7 +196,10 @@ function transpileTypeScript(source: string): TransformResult {
 function syntaxErrorResult(diagnostic: Diagnostic): TransformResult {
   const line = diagnostic.startLine;
   const column = diagnostic.startColumn + 1;
-  return { ...failedParse(`${diagnostic.message} (line ${line}, column ${column})`, line, column, "typescript"), stripping: "transpiled" };
+  return {
+    ...failedParse(`${diagnostic.message} (line ${line}, column ${column})`, line, column, "typescript"),
+    stripping: "transpiled",
+  };
 }
 
 type MappedSegment = Exclude<SourceMapSegment, [number]>;

@@ -172,7 +172,8 @@ export class HostCallObservation {
     observed.count(name, 1);
     this.callId = `${observed.evalId}.${seq}`;
     this.otel = observed.otel?.callStarted(name, this.callId, this.#started);
-    if (callStartChannel.hasSubscribers) callStartChannel.publish({ evalId: observed.evalId, name, callId: this.callId } satisfies HostCallStartMessage);
+    if (callStartChannel.hasSubscribers)
+      callStartChannel.publish({ evalId: observed.evalId, name, callId: this.callId } satisfies HostCallStartMessage);
   }
 
   /** Runs the host function (in the call's span context, for its own spans). */
@@ -220,7 +221,14 @@ export class HostCallObservation {
     const durationMs = this.#endedAt - this.#started;
     const observed = this.eval;
     observed.bytesIn += resultBytes;
-    if (callEndChannel.hasSubscribers) callEndChannel.publish({ evalId: observed.evalId, name: this.name, callId: this.callId, ok, durationMs } satisfies HostCallEndMessage);
+    if (callEndChannel.hasSubscribers)
+      callEndChannel.publish({
+        evalId: observed.evalId,
+        name: this.name,
+        callId: this.callId,
+        ok,
+        durationMs,
+      } satisfies HostCallEndMessage);
   }
 
   /** Reports the ended call to OpenTelemetry (its span ends when the call did). */
@@ -247,12 +255,25 @@ export class EvalObservation {
   /** Bytes copied out of the guest: host-call arguments, the result and the console. */
   bytesOut = 0;
 
-  constructor(sandbox: number, kind: "eval" | "evalSync", code: string, tenant: string | undefined, onUsage: ((record: UsageRecord) => void) | undefined, otel: EvalSinks | undefined) {
+  constructor(
+    sandbox: number,
+    kind: "eval" | "evalSync",
+    code: string,
+    tenant: string | undefined,
+    onUsage: ((record: UsageRecord) => void) | undefined,
+    otel: EvalSinks | undefined,
+  ) {
     this.#sandbox = sandbox;
     this.#onUsage = onUsage;
     this.tenant = tenant;
     this.bytesIn = Buffer.byteLength(code);
-    this.#start = { evalId: this.evalId, kind, tier: TIER, tenantHash: tenant === undefined ? undefined : keyHash(tenant), codeLength: code.length };
+    this.#start = {
+      evalId: this.evalId,
+      kind,
+      tier: TIER,
+      tenantHash: tenant === undefined ? undefined : keyHash(tenant),
+      codeLength: code.length,
+    };
     this.otel = otel?.evalStarted(this.#start, this.#queuedAt);
     pendingEvals++;
     if (evalStartChannel.hasSubscribers) evalStartChannel.publish(this.#start);
@@ -284,7 +305,19 @@ export class EvalObservation {
     const queueMs = this.#startedAt - this.#queuedAt;
     const outcome = report.ok ? "OK" : report.error.code;
     const start = this.#start;
-    const end: EvalEndMessage = { evalId: start.evalId, kind: start.kind, tier: start.tier, tenantHash: start.tenantHash, codeLength: start.codeLength, outcome, executionMs: stats.executionMs, wallMs: stats.wallMs, queueMs, peakMemoryBytes: stats.peakMemoryBytes, hostCalls: stats.hostCalls };
+    const end: EvalEndMessage = {
+      evalId: start.evalId,
+      kind: start.kind,
+      tier: start.tier,
+      tenantHash: start.tenantHash,
+      codeLength: start.codeLength,
+      outcome,
+      executionMs: stats.executionMs,
+      wallMs: stats.wallMs,
+      queueMs,
+      peakMemoryBytes: stats.peakMemoryBytes,
+      hostCalls: stats.hostCalls,
+    };
     this.otel?.ended(end, this.bytesIn, this.bytesOut);
     if (evalEndChannel.hasSubscribers) evalEndChannel.publish(end);
     if (this.#onUsage !== undefined) {
@@ -308,9 +341,23 @@ export class EvalObservation {
  * The observation of an eval about to be queued or run, or undefined when nobody listens (the
  * common case, a few flag reads).
  */
-export function observeEval(sandbox: number, kind: "eval" | "evalSync", code: unknown, tenant: unknown, onUsage: ((record: UsageRecord) => void) | undefined): EvalObservation | undefined {
+export function observeEval(
+  sandbox: number,
+  kind: "eval" | "evalSync",
+  code: unknown,
+  tenant: unknown,
+  onUsage: ((record: UsageRecord) => void) | undefined,
+): EvalObservation | undefined {
   const otel = openTelemetry();
-  if (otel === undefined && onUsage === undefined && !evalStartChannel.hasSubscribers && !evalEndChannel.hasSubscribers && !callStartChannel.hasSubscribers && !callEndChannel.hasSubscribers) return undefined;
+  if (
+    otel === undefined &&
+    onUsage === undefined &&
+    !evalStartChannel.hasSubscribers &&
+    !evalEndChannel.hasSubscribers &&
+    !callStartChannel.hasSubscribers &&
+    !callEndChannel.hasSubscribers
+  )
+    return undefined;
   // Bad arguments are refused by the eval's own checks, after this.
   const key = typeof tenant === "string" && tenant.length <= MAX_TENANT_CHARS ? tenant : undefined;
   return new EvalObservation(sandbox, kind, typeof code === "string" ? code : "", key, onUsage, otel);
@@ -329,7 +376,11 @@ export function traceOperation<T>(name: string, work: () => T, bytesOf: (result:
  * Runs `work` in an active span `name` with `attributes` when OpenTelemetry is present (spans
  * `work` starts nest below it), else just runs it. For layers above the engine (the eval tool).
  */
-export function traceActive<T>(name: string, attributes: Readonly<Record<string, string | number | boolean>>, work: () => Promise<T>): Promise<T> {
+export function traceActive<T>(
+  name: string,
+  attributes: Readonly<Record<string, string | number | boolean>>,
+  work: () => Promise<T>,
+): Promise<T> {
   const otel = openTelemetry();
   return otel === undefined ? work() : otel.active(name, attributes, work);
 }

@@ -65,7 +65,13 @@ export class ObservedEvals {
 
   // An observed eval threw `err` before it had a report: tells the consumer, and throws it on.
   #failed(observed: EvalObservation, err: unknown): never {
-    this.#ended(observed, { ok: false, error: err instanceof SandboxError ? err : new SandboxError("INVALID_ARGUMENT", String(err)), console: [], consoleTruncated: false, stats: { executionMs: 0, wallMs: 0, hostCalls: 0, memoryUsedBytes: 0, peakMemoryBytes: 0 } });
+    this.#ended(observed, {
+      ok: false,
+      error: err instanceof SandboxError ? err : new SandboxError("INVALID_ARGUMENT", String(err)),
+      console: [],
+      consoleTruncated: false,
+      stats: { executionMs: 0, wallMs: 0, hostCalls: 0, memoryUsedBytes: 0, peakMemoryBytes: 0 },
+    });
     throw err;
   }
 }

@@ -38,7 +38,8 @@ let consumer: OtelConsumer | undefined;
 /** The consumer for what is registered now, or undefined when no SDK is. */
 export function openTelemetry(): OtelConsumer | undefined {
   const registered = (globalThis as { [OTEL_GLOBAL]?: OtelGlobal })[OTEL_GLOBAL];
-  if (registered === undefined || (registered.trace === undefined && registered.metrics === undefined)) return undefined;
+  if (registered === undefined || (registered.trace === undefined && registered.metrics === undefined))
+    return undefined;
   if (consumer?.serves(registered)) return consumer;
   const loaded = loadApi();
   if (loaded === null) return undefined;
@@ -96,7 +97,10 @@ function handOver(): void {
     } catch (err) {
       if (!warned) {
         warned = true;
-        process.emitWarning(`quickjs-native: the OpenTelemetry SDK threw while taking a span (later throws are not reported): ${(err as Error)?.message ?? String(err)}`, "TelemetryWarning");
+        process.emitWarning(
+          `quickjs-native: the OpenTelemetry SDK threw while taking a span (later throws are not reported): ${(err as Error)?.message ?? String(err)}`,
+          "TelemetryWarning",
+        );
       }
     }
   }
@@ -133,7 +137,11 @@ abstract class LazySpan implements OtelApi.Span, Deferred {
 
   /** The SDK's span (made now when it was not yet). */
   protected real(): OtelApi.Span {
-    this.#span ??= this.consumer.tracer.startSpan(this.name, { attributes: this.attributes(), startTime: hrTimeOf(this.startedAt) }, this.parent);
+    this.#span ??= this.consumer.tracer.startSpan(
+      this.name,
+      { attributes: this.attributes(), startTime: hrTimeOf(this.startedAt) },
+      this.parent,
+    );
     return this.#span;
   }
 
@@ -153,7 +161,11 @@ abstract class LazySpan implements OtelApi.Span, Deferred {
     this.real().setAttributes(attributes);
     return this;
   }
-  addEvent(name: string, attributesOrStartTime?: OtelApi.SpanAttributes | OtelApi.TimeInput, startTime?: OtelApi.TimeInput): this {
+  addEvent(
+    name: string,
+    attributesOrStartTime?: OtelApi.SpanAttributes | OtelApi.TimeInput,
+    startTime?: OtelApi.TimeInput,
+  ): this {
     this.real().addEvent(name, attributesOrStartTime, startTime);
     return this;
   }
@@ -201,7 +213,12 @@ export class OtelCall extends LazySpan implements CallSink {
   }
 
   protected attributes(): Attributes {
-    return { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": this.#toolName, "gen_ai.tool.call.id": this.#callId, "gen_ai.tool.type": "function" };
+    return {
+      "gen_ai.operation.name": "execute_tool",
+      "gen_ai.tool.name": this.#toolName,
+      "gen_ai.tool.call.id": this.#callId,
+      "gen_ai.tool.type": "function",
+    };
   }
 
   rename(name: string, callId: string): void {
@@ -245,14 +262,22 @@ export class OtelEval extends LazySpan implements EvalSink {
 
   constructor(consumer: OtelConsumer, start: EvalStartMessage, startedAt: number) {
     // Its parent is the caller's active span (the eval tool's, an agent's).
-    super(consumer, consumer.api.context.active(), start.kind === "eval" ? "quickjs_native.eval" : "quickjs_native.evalSync", startedAt);
+    super(
+      consumer,
+      consumer.api.context.active(),
+      start.kind === "eval" ? "quickjs_native.eval" : "quickjs_native.evalSync",
+      startedAt,
+    );
     this.#start = start;
   }
 
   /** Its start attributes, and its end attributes too once it ended (a span made after it ended gets all at once). */
   protected attributes(): Attributes {
     const start = this.#start;
-    const attributes: Attributes = { "quickjs_native.tier": start.tier, "quickjs_native.code.length": start.codeLength };
+    const attributes: Attributes = {
+      "quickjs_native.tier": start.tier,
+      "quickjs_native.code.length": start.codeLength,
+    };
     if (start.tenantHash !== undefined) attributes["quickjs_native.tenant.hash"] = start.tenantHash;
     return this.#end === undefined ? attributes : Object.assign(attributes, this.#endAttributes(this.#end));
   }
@@ -322,14 +347,27 @@ export class OtelConsumer implements EvalSinks {
     this.#metrics = registered.metrics;
     this.tracer = otel.trace.getTracer(SCOPE);
     const meter = otel.metrics.getMeter(SCOPE);
-    const histogram = (m: { name: string; unit: string; description: string }): OtelApi.Histogram => meter.createHistogram(m.name, { unit: m.unit, description: m.description });
-    const evals = meter.createObservableCounter(METRICS.evals.name, { unit: METRICS.evals.unit, description: METRICS.evals.description });
+    const histogram = (m: { name: string; unit: string; description: string }): OtelApi.Histogram =>
+      meter.createHistogram(m.name, { unit: m.unit, description: m.description });
+    const evals = meter.createObservableCounter(METRICS.evals.name, {
+      unit: METRICS.evals.unit,
+      description: METRICS.evals.description,
+    });
     this.evalDuration = histogram(METRICS.evalDuration);
     this.queueDuration = histogram(METRICS.queueDuration);
     this.hostCallDuration = histogram(METRICS.hostCallDuration);
-    const sandboxes = meter.createObservableGauge(METRICS.sandboxes.name, { unit: METRICS.sandboxes.unit, description: METRICS.sandboxes.description });
-    const pending = meter.createObservableGauge(METRICS.pending.name, { unit: METRICS.pending.unit, description: METRICS.pending.description });
-    const memory = meter.createObservableGauge(METRICS.memory.name, { unit: METRICS.memory.unit, description: METRICS.memory.description });
+    const sandboxes = meter.createObservableGauge(METRICS.sandboxes.name, {
+      unit: METRICS.sandboxes.unit,
+      description: METRICS.sandboxes.description,
+    });
+    const pending = meter.createObservableGauge(METRICS.pending.name, {
+      unit: METRICS.pending.unit,
+      description: METRICS.pending.description,
+    });
+    const memory = meter.createObservableGauge(METRICS.memory.name, {
+      unit: METRICS.memory.unit,
+      description: METRICS.memory.description,
+    });
     meter.addBatchObservableCallback(
       (result) => {
         const g = gaugeValues();
@@ -347,7 +385,10 @@ export class OtelConsumer implements EvalSinks {
     let kept = this.#outcomes.get(outcome);
     if (kept === undefined) {
       // Outcome codes are the few SandboxError codes: the tally stays small.
-      kept = { attributes: Object.freeze({ "quickjs_native.outcome": outcome, "quickjs_native.tier": TIER }), count: 0 };
+      kept = {
+        attributes: Object.freeze({ "quickjs_native.outcome": outcome, "quickjs_native.tier": TIER }),
+        count: 0,
+      };
       this.#outcomes.set(outcome, kept);
     }
     kept.count++;
@@ -378,7 +419,10 @@ export class OtelConsumer implements EvalSinks {
     const otel = this.api;
     const span = this.tracer.startSpan(name, { attributes: { "quickjs_native.tier": TIER } });
     const failed = (err: unknown): never => {
-      span.setAttribute("error.type", (err as { code?: unknown })?.code === undefined ? "Error" : String((err as { code: unknown }).code));
+      span.setAttribute(
+        "error.type",
+        (err as { code?: unknown })?.code === undefined ? "Error" : String((err as { code: unknown }).code),
+      );
       span.setStatus({ code: otel.SpanStatusCode.ERROR });
       span.end();
       throw err;
@@ -398,7 +442,11 @@ export class OtelConsumer implements EvalSinks {
     return done(result as Awaited<T>) as T;
   }
 
-  active<T>(name: string, attributes: Readonly<Record<string, string | number | boolean>>, work: () => Promise<T>): Promise<T> {
+  active<T>(
+    name: string,
+    attributes: Readonly<Record<string, string | number | boolean>>,
+    work: () => Promise<T>,
+  ): Promise<T> {
     const otel = this.api;
     return this.tracer.startActiveSpan(name, { attributes }, async (span) => {
       try {

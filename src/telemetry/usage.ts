@@ -46,7 +46,10 @@ function flush(): void {
     } catch (err) {
       if (!warned) {
         warned = true;
-        process.emitWarning(`quickjs-native: an onUsage listener threw (later throws are not reported): ${(err as Error)?.message ?? String(err)}`, "TelemetryWarning");
+        process.emitWarning(
+          `quickjs-native: an onUsage listener threw (later throws are not reported): ${(err as Error)?.message ?? String(err)}`,
+          "TelemetryWarning",
+        );
       }
     }
   }

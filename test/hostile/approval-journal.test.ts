@@ -23,12 +23,22 @@ afterEach(() => {
 
 function mailAgent(code: string, saver = new MemorySaver()) {
   const sent: unknown[] = [];
-  const sendEmail = tool(async (args: Record<string, unknown>) => { sent.push(args); return "sent"; }, {
-    name: "send_email",
-    description: "Sends an email.",
-    schema: z.object({ to: z.any() }).passthrough(),
+  const sendEmail = tool(
+    async (args: Record<string, unknown>) => {
+      sent.push(args);
+      return "sent";
+    },
+    {
+      name: "send_email",
+      description: "Sends an email.",
+      schema: z.object({ to: z.any() }).passthrough(),
+    },
+  );
+  const interpreter = createCodeInterpreterMiddleware({
+    ptc: [sendEmail],
+    interruptOn: { send_email: true },
+    snapshotSigningKey: "a-signing-key-of-at-least-16-bytes",
   });
-  const interpreter = createCodeInterpreterMiddleware({ ptc: [sendEmail], interruptOn: { send_email: true }, snapshotSigningKey: "a-signing-key-of-at-least-16-bytes" });
   live.push(interpreter);
   const model = new ScriptedChatModel([callTool("eval", { code }, "eval-1"), reply("done")]);
   const agent = createAgent({ model, tools: [sendEmail], middleware: [interpreter], checkpointer: saver });
@@ -55,7 +65,9 @@ await tools.sendEmail({ to: "b@example.com" });`;
     await agent.invoke(approve, config);
     expect(sent).toEqual([{ to: "a@example.com" }]);
     // Whoever can write the checkpointer puts the signed record of pause 0 where pause 1's is read.
-    const rows = Object.values((saver as unknown as { writes: Writes }).writes).flatMap((byInner) => Object.values(byInner));
+    const rows = Object.values((saver as unknown as { writes: Writes }).writes).flatMap((byInner) =>
+      Object.values(byInner),
+    );
     // (Records of this size are one piece, `…:<pause>:0`.)
     const pause0 = rows.find(([taskId]) => /:eval-1:0(:0)?$/.test(taskId));
     const pause1 = rows.find(([taskId]) => /:eval-1:1(:0)?$/.test(taskId));
@@ -63,7 +75,9 @@ await tools.sendEmail({ to: "b@example.com" });`;
     expect(pause1).toBeDefined();
     pause1![2] = pause0![2];
     const resumed = await agent.invoke(approve, config);
-    expect(evalText(resumed)).toMatch(/^ApprovalError: the review was answered, but the paused eval cannot be resumed \(the stored journal's signature does not match/);
+    expect(evalText(resumed)).toMatch(
+      /^ApprovalError: the review was answered, but the paused eval cannot be resumed \(the stored journal's signature does not match/,
+    );
     expect(sent).toEqual([{ to: "a@example.com" }]);
   });
 });
@@ -90,21 +104,42 @@ for (const [name, args] of Object.entries(attempts)) {
 }
 out`;
     const { agent, sent } = mailAgent(code);
-    const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "unfaithful" } });
+    const result = await agent.invoke(
+      { messages: [new HumanMessage("go")] },
+      { configurable: { thread_id: "unfaithful" } },
+    );
     expect(result["__interrupt__"]).toBeUndefined();
     expect(sent).toEqual([]);
     const text = evalText(result);
-    for (const part of ["args.to is a Set", "args.to is a Map", "args.to is a Uint8Array", "args.to is an Error", "args.to is a Date", "args.n is NaN", "args.n is -0", "args.n is Infinity", "args.cc is undefined", "args.to[1].deep is a Set", "args.n is a bigint"]) {
-      expect(text).toContain(`TypeError: send_email needs human review, and the reviewer sees its arguments as JSON, but ${part}`);
+    for (const part of [
+      "args.to is a Set",
+      "args.to is a Map",
+      "args.to is a Uint8Array",
+      "args.to is an Error",
+      "args.to is a Date",
+      "args.n is NaN",
+      "args.n is -0",
+      "args.n is Infinity",
+      "args.cc is undefined",
+      "args.to[1].deep is a Set",
+      "args.n is a bigint",
+    ]) {
+      expect(text).toContain(
+        `TypeError: send_email needs human review, and the reviewer sees its arguments as JSON, but ${part}`,
+      );
     }
     expect(text).not.toContain("ran");
   });
 
   it("plain data still pauses, and the tool gets what the reviewer was shown", async () => {
-    const { agent, sent } = mailAgent(`await tools.sendEmail({ to: ["a@example.com"], meta: { n: 1.5, ok: true, none: null } })`);
+    const { agent, sent } = mailAgent(
+      `await tools.sendEmail({ to: ["a@example.com"], meta: { n: 1.5, ok: true, none: null } })`,
+    );
     const config = { configurable: { thread_id: "faithful" } };
     const first = await agent.invoke({ messages: [new HumanMessage("go")] }, config);
-    const shown = (first["__interrupt__"] as { value: { actionRequests: { args: unknown; description: string }[] } }[])[0]!.value.actionRequests[0]!;
+    const shown = (
+      first["__interrupt__"] as { value: { actionRequests: { args: unknown; description: string }[] } }[]
+    )[0]!.value.actionRequests[0]!;
     const resumed = await agent.invoke(approve, config);
     expect(evalText(resumed)).toContain("sent");
     expect(sent).toEqual([shown.args]);
@@ -118,7 +153,10 @@ describe("approval work on the main thread (issue 27.5)", () => {
     const offThread = vi.spyOn(Sandbox.prototype, "snapshotAsync");
     try {
       const { agent } = mailAgent("globalThis.rows = Array.from({ length: 1000 }, (_, i) => ({ i })); 1 + 1");
-      const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "start-snapshot" } });
+      const result = await agent.invoke(
+        { messages: [new HumanMessage("go")] },
+        { configurable: { thread_id: "start-snapshot" } },
+      );
       expect(evalText(result)).toContain("<result>\n2\n</result>");
       expect(inline).not.toHaveBeenCalled();
       expect(offThread).toHaveBeenCalled();
@@ -129,9 +167,28 @@ describe("approval work on the main thread (issue 27.5)", () => {
   });
 
   it("encoding and decoding a large journal let the event loop turn between entries and slices", async () => {
-    const binding = { key: new TextEncoder().encode("a-signing-key-of-at-least-16-bytes"), threadId: "thread:t", evalCallId: "eval-1" };
-    const entries = Array.from({ length: 200 }, (_, position) => ({ kind: "tool" as const, name: "fetch", args: { position }, position, reviewed: false, outcome: { ok: true as const, value: "x".repeat(20_000), updates: [] } }));
-    const record: ReplayRecord = { codeDigest: "c", clockMs: 0, randomSeed: 1, consoleLines: 0, entries, pausedAt: { kind: "tool", name: "send_email", args: {}, position: 200 }, startSnapshot: new Uint8Array(6 * 1024 * 1024) };
+    const binding = {
+      key: new TextEncoder().encode("a-signing-key-of-at-least-16-bytes"),
+      threadId: "thread:t",
+      evalCallId: "eval-1",
+    };
+    const entries = Array.from({ length: 200 }, (_, position) => ({
+      kind: "tool" as const,
+      name: "fetch",
+      args: { position },
+      position,
+      reviewed: false,
+      outcome: { ok: true as const, value: "x".repeat(20_000), updates: [] },
+    }));
+    const record: ReplayRecord = {
+      codeDigest: "c",
+      clockMs: 0,
+      randomSeed: 1,
+      consoleLines: 0,
+      entries,
+      pausedAt: { kind: "tool", name: "send_email", args: {}, position: 200 },
+      startSnapshot: new Uint8Array(6 * 1024 * 1024),
+    };
     const max = 64 * 1024 * 1024;
     const encoded = await turnsWhile(encodeRecord(record, binding, "slot", max));
     expect(encoded.settled.status).toBe("fulfilled");

@@ -48,7 +48,7 @@ describe("BigInts cross as linear hex, exactly", () => {
     sb.evalSync("var old = -1234567890123456789012345678901234567890n");
     const v2 = Buffer.from(sb.snapshot());
     // Rewrite the body as version 1 wrote it: tag 0x06 and decimal text instead of tag 0x1a and hex.
-    const hex = (1234567890123456789012345678901234567890n).toString(16);
+    const hex = 1234567890123456789012345678901234567890n.toString(16);
     const hexTag = Buffer.concat([Buffer.from([0x1a, 0x14]), u32(hex.length + 1), Buffer.from(`-${hex}`, "latin1")]);
     const decimal = "-1234567890123456789012345678901234567890";
     const decimalTag = Buffer.concat([Buffer.from([0x06, 0x14]), u32(decimal.length), Buffer.from(decimal, "latin1")]);
@@ -79,6 +79,9 @@ function sealedV1(body: Uint8Array): Uint8Array {
   out.writeUInt32LE(body.length, 12);
   out.write("0.17.0", 24, "latin1");
   out.set(body, 32);
-  createHash("sha256").update(out.subarray(0, 32 + body.length)).digest().copy(out, 32 + body.length);
+  createHash("sha256")
+    .update(out.subarray(0, 32 + body.length))
+    .digest()
+    .copy(out, 32 + body.length);
   return out;
 }

@@ -25,7 +25,11 @@ interface Result {
 /** Runs the CLI; `feed` writes its stdin (and must end it). */
 function run(args: string[], feed: (stdin: NodeJS.WritableStream) => void, nodeFlags: string[] = []): Promise<Result> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...nodeFlags, cli, ...args], { cwd: root, stdio: ["pipe", "pipe", "pipe"], timeout: 100_000 });
+    const child = spawn(process.execPath, [...nodeFlags, cli, ...args], {
+      cwd: root,
+      stdio: ["pipe", "pipe", "pipe"],
+      timeout: 100_000,
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
@@ -130,7 +134,10 @@ describe("guest text on a terminal", () => {
   });
 
   it("escapes them in shown values without losing colors for plain ones", async () => {
-    const r = await run(["eval", String.raw`new Error("a\x1b]0;x\x07")`], (stdin) => stdin.end(), ["--import", FAKE_TTY]);
+    const r = await run(["eval", String.raw`new Error("a\x1b]0;x\x07")`], (stdin) => stdin.end(), [
+      "--import",
+      FAKE_TTY,
+    ]);
     expect(r.stdout).not.toMatch(/[\x07\x1b]/);
     const plain = await run(["eval", "[1, 'two']"], (stdin) => stdin.end(), ["--import", FAKE_TTY]);
     expect(plain.stdout).toContain("\x1b[33m1\x1b[39m");

@@ -8,7 +8,9 @@ const BUSY_LOOP = "{ let x = 0; for (let i = 0; i < 2e5; i++) x += i; }";
 describe("the default clock is frozen per eval", () => {
   it("keeps Date.now() and new Date() constant within an eval that runs for a while", async () => {
     const sb = sandbox();
-    const [a, b, c] = (await sb.eval(`const a = Date.now(); ${BUSY_LOOP} [a, Date.now(), new Date().getTime()]`)) as number[];
+    const [a, b, c] = (await sb.eval(
+      `const a = Date.now(); ${BUSY_LOOP} [a, Date.now(), new Date().getTime()]`,
+    )) as number[];
     expect(b).toBe(a);
     expect(c).toBe(a);
   });
@@ -50,7 +52,13 @@ describe("a host-supplied clock", () => {
   });
 
   it("fails the eval with INVALID_ARGUMENT when now() throws or returns a non-time", async () => {
-    const throwing = sandbox({ clock: { now: () => { throw new Error("clock down"); } } });
+    const throwing = sandbox({
+      clock: {
+        now: () => {
+          throw new Error("clock down");
+        },
+      },
+    });
     expect(await codeOf(() => throwing.eval("1"))).toBe("INVALID_ARGUMENT");
     expect(await codeOf(() => throwing.evalSync("1"))).toBe("INVALID_ARGUMENT");
     for (const bad of [NaN, Infinity, 1e16, "12"]) {
@@ -63,7 +71,9 @@ describe("a host-supplied clock", () => {
 describe('clock: "real"', () => {
   it("reads the system clock on every call", () => {
     const sb = sandbox({ clock: "real" });
-    const [a, b] = sb.evalSync(`const a = Date.now(); { const end = a + 20; while (Date.now() < end) {} } [a, Date.now()]`) as number[];
+    const [a, b] = sb.evalSync(
+      `const a = Date.now(); { const end = a + 20; while (Date.now() < end) {} } [a, Date.now()]`,
+    ) as number[];
     expect(b! - a!).toBeGreaterThanOrEqual(20);
   });
 });

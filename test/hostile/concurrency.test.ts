@@ -22,7 +22,16 @@ async function settledRss(): Promise<number> {
 }
 
 // What each session of a mixed crowd does, by index: most are well-behaved, the rest hostile.
-const ROLES = ["compute", "host-calls", "spin", "oom", "throw", "dispose-mid-flight", "abort-mid-flight", "compute"] as const;
+const ROLES = [
+  "compute",
+  "host-calls",
+  "spin",
+  "oom",
+  "throw",
+  "dispose-mid-flight",
+  "abort-mid-flight",
+  "compute",
+] as const;
 type Role = (typeof ROLES)[number];
 
 interface Outcome {
@@ -63,7 +72,8 @@ async function runSession(i: number): Promise<Outcome> {
 }
 
 function expectOutcome(i: number, o: Outcome): void {
-  if (o.code !== undefined && (o.role === "compute" || o.role === "host-calls")) expect.fail(`session ${i} (${o.role}) failed with ${o.code}: ${o.message}`);
+  if (o.code !== undefined && (o.role === "compute" || o.role === "host-calls"))
+    expect.fail(`session ${i} (${o.role}) failed with ${o.code}: ${o.message}`);
   switch (o.role) {
     case "compute":
       expect(o.value).toBe((i * (i + 1)) / 2);
@@ -90,42 +100,54 @@ function expectOutcome(i: number, o: Outcome): void {
 }
 
 describe("a crowd of sessions", () => {
-  it("runs 200 mixed sessions in parallel, each ending with its own result or typed error", async () => {
-    const outcomes = await Promise.all(Array.from({ length: 200 }, (_, i) => runSession(i)));
-    outcomes.forEach((o, i) => {
-      expectOutcome(i, o);
-    });
-    await expectHostResponsive();
-  }, CROWD_TIMEOUT_MS);
+  it(
+    "runs 200 mixed sessions in parallel, each ending with its own result or typed error",
+    async () => {
+      const outcomes = await Promise.all(Array.from({ length: 200 }, (_, i) => runSession(i)));
+      outcomes.forEach((o, i) => {
+        expectOutcome(i, o);
+      });
+      await expectHostResponsive();
+    },
+    CROWD_TIMEOUT_MS,
+  );
 
-  it("keeps the event loop turning while 50 sessions spin", async () => {
-    const sessions = Array.from({ length: 50 }, () => new Sandbox({ executionTimeoutMs: 200 }));
-    let ticks = 0;
-    const interval = setInterval(() => ticks++, 5);
-    const started = performance.now();
-    const codes = await Promise.all(sessions.map((sb) => sb.eval("for (;;) {}").catch((e: SandboxError) => e.code)));
-    clearInterval(interval);
-    for (const sb of sessions) sb.dispose();
-    expect(new Set(codes)).toEqual(new Set(["TIMEOUT"]));
-    // The loop kept turning: at least a tick per 50 ms of the whole run.
-    expect(ticks).toBeGreaterThan((performance.now() - started) / 50);
-  }, CROWD_TIMEOUT_MS);
+  it(
+    "keeps the event loop turning while 50 sessions spin",
+    async () => {
+      const sessions = Array.from({ length: 50 }, () => new Sandbox({ executionTimeoutMs: 200 }));
+      let ticks = 0;
+      const interval = setInterval(() => ticks++, 5);
+      const started = performance.now();
+      const codes = await Promise.all(sessions.map((sb) => sb.eval("for (;;) {}").catch((e: SandboxError) => e.code)));
+      clearInterval(interval);
+      for (const sb of sessions) sb.dispose();
+      expect(new Set(codes)).toEqual(new Set(["TIMEOUT"]));
+      // The loop kept turning: at least a tick per 50 ms of the whole run.
+      expect(ticks).toBeGreaterThan((performance.now() - started) / 50);
+    },
+    CROWD_TIMEOUT_MS,
+  );
 
-  it("disposes 200 sessions while their evals are queued, running or waiting, without a crash", async () => {
-    const sessions = Array.from({ length: 200 }, () => {
-      const sb = new Sandbox();
-      sb.defineAsyncFunction("wait", () => new Promise((r) => setTimeout(r, 50)));
-      return sb;
-    });
-    const evals = sessions.flatMap((sb, i) => [sb.eval(i % 2 ? "for (;;) {}" : "await wait()"), sb.eval("1")]);
-    await new Promise((r) => setTimeout(r, 2));
-    for (const sb of sessions) sb.dispose();
-    const settled = await Promise.allSettled(evals);
-    for (const s of settled) {
-      if (s.status === "rejected") expect((s.reason as SandboxError).code).toBe("DISPOSED");
-    }
-    await expectHostResponsive();
-  }, CROWD_TIMEOUT_MS);
+  it(
+    "disposes 200 sessions while their evals are queued, running or waiting, without a crash",
+    async () => {
+      const sessions = Array.from({ length: 200 }, () => {
+        const sb = new Sandbox();
+        sb.defineAsyncFunction("wait", () => new Promise((r) => setTimeout(r, 50)));
+        return sb;
+      });
+      const evals = sessions.flatMap((sb, i) => [sb.eval(i % 2 ? "for (;;) {}" : "await wait()"), sb.eval("1")]);
+      await new Promise((r) => setTimeout(r, 2));
+      for (const sb of sessions) sb.dispose();
+      const settled = await Promise.allSettled(evals);
+      for (const s of settled) {
+        if (s.status === "rejected") expect((s.reason as SandboxError).code).toBe("DISPOSED");
+      }
+      await expectHostResponsive();
+    },
+    CROWD_TIMEOUT_MS,
+  );
 });
 
 describe("session churn", () => {
@@ -142,7 +164,9 @@ describe("session churn", () => {
       try {
         sb.defineFunction("sink", () => 1);
         sb.setGlobal("input", { i, nested: [{ deep: "x".repeat(64) }] });
-        sb.runSync(`try { sink(${hostile[i % hostile.length]}); } catch {} ${hostile[i % hostile.length]}`, { unserializable: i % 2 ? "describe" : "throw" });
+        sb.runSync(`try { sink(${hostile[i % hostile.length]}); } catch {} ${hostile[i % hostile.length]}`, {
+          unserializable: i % 2 ? "describe" : "throw",
+        });
         if (i % 50 === 0) sb.runSync("const junk = []; for (;;) junk.push([junk.length]);", { timeoutMs: 50 });
       } finally {
         sb.dispose();

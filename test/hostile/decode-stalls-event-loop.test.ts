@@ -57,8 +57,16 @@ describe("decoding a large guest value never holds the event loop in one go", ()
   // A Map or Set entry costs V8 about what an object property does (it is hashed into a table that
   // grows): slices held 2,048 Map entries or 4,096 Set entries, 2-4 ms of the main thread each.
   for (const [kind, build, size] of [
-    ["Map", `globalThis.big = new Map(); for (let i = 0; i < ${KEYS}; i++) big.set('k' + i, i); 0`, (v: unknown) => (v as Map<unknown, unknown>).size],
-    ["Set", `globalThis.big = new Set(); for (let i = 0; i < ${KEYS}; i++) big.add('k' + i); 0`, (v: unknown) => (v as Set<unknown>).size],
+    [
+      "Map",
+      `globalThis.big = new Map(); for (let i = 0; i < ${KEYS}; i++) big.set('k' + i, i); 0`,
+      (v: unknown) => (v as Map<unknown, unknown>).size,
+    ],
+    [
+      "Set",
+      `globalThis.big = new Set(); for (let i = 0; i < ${KEYS}; i++) big.add('k' + i); 0`,
+      (v: unknown) => (v as Set<unknown>).size,
+    ],
   ] as const) {
     it(`builds a 300,000-entry ${kind} result a few hundred entries per turn of the event loop`, async () => {
       const sb = sandbox({ memoryLimitBytes: 128 * 1024 * 1024 });
@@ -115,7 +123,10 @@ describe("decoding a large guest value never holds the event loop in one go", ()
 describe("rendering a large decoded object", () => {
   it("shows the same head and count of further keys as for an object the host built, from the keys the decoder kept", async () => {
     const sb = sandbox();
-    const decoded = (await sb.eval(`const o = {}; for (let i = 0; i < ${KEYS}; i++) o['k' + i] = i; o`)) as Record<string, number>;
+    const decoded = (await sb.eval(`const o = {}; for (let i = 0; i < ${KEYS}; i++) o['k' + i] = i; o`)) as Record<
+      string,
+      number
+    >;
     const built: Record<string, number> = {};
     for (let i = 0; i < KEYS; i++) built[`k${i}`] = i;
     for (const budget of [0, 50, 4000]) expect(renderValue(decoded, budget)).toBe(renderValue(built, budget));
@@ -143,7 +154,9 @@ describe("order and disposal while a large value is being decoded", () => {
     const got: unknown[] = [];
     sb.defineAsyncFunction("take", ([arg]) => void got.push(arg));
     // ~63 KB of small integers: fits the exchange buffer, takes more than one slice to decode.
-    await sb.eval("const a = Array.from({ length: 7000 }, (_, i) => i); take(a); take(a.map((x) => -x)); take('small'); 0");
+    await sb.eval(
+      "const a = Array.from({ length: 7000 }, (_, i) => i); take(a); take(a.map((x) => -x)); take('small'); 0",
+    );
     expect(got).toHaveLength(3);
     expect(got[0]).toEqual(Array.from({ length: 7000 }, (_, i) => i));
     expect(got[1]).toEqual(Array.from({ length: 7000 }, (_, i) => (i === 0 ? -0 : -i)));

@@ -12,12 +12,32 @@ beforeEach(() => {
 afterEach(() => sb.dispose());
 
 describe("the guest sees no host capability", () => {
-  it.each(["require", "process", "module", "exports", "Buffer", "global", "fetch", "XMLHttpRequest", "WebSocket", "setTimeout", "setInterval", "setImmediate", "std", "os", "scriptArgs", "Deno", "Bun", "WebAssembly", "SharedArrayBuffer", "Atomics", "Worker", "navigator"])(
-    "has no `%s`",
-    (name) => {
-      expect(sb.evalSync(`typeof globalThis[${JSON.stringify(name)}]`)).toBe("undefined");
-    },
-  );
+  it.each([
+    "require",
+    "process",
+    "module",
+    "exports",
+    "Buffer",
+    "global",
+    "fetch",
+    "XMLHttpRequest",
+    "WebSocket",
+    "setTimeout",
+    "setInterval",
+    "setImmediate",
+    "std",
+    "os",
+    "scriptArgs",
+    "Deno",
+    "Bun",
+    "WebAssembly",
+    "SharedArrayBuffer",
+    "Atomics",
+    "Worker",
+    "navigator",
+  ])("has no `%s`", (name) => {
+    expect(sb.evalSync(`typeof globalThis[${JSON.stringify(name)}]`)).toBe("undefined");
+  });
 
   it("cannot load modules with dynamic import", async () => {
     const err = await sb.eval("await import('node:fs')").catch((e: SandboxError) => e);
@@ -29,8 +49,14 @@ describe("the guest sees no host capability", () => {
 
   it("finds no host object through the constructor chain of a host function", () => {
     sb.defineFunction("tools.lookup", () => 1);
-    expect(sb.evalSync("tools.lookup.constructor('return typeof process + typeof require')()")).toBe("undefinedundefined");
-    expect(sb.evalSync("tools.lookup.constructor === Function && Object.getPrototypeOf(tools.lookup) === Function.prototype")).toBe(true);
+    expect(sb.evalSync("tools.lookup.constructor('return typeof process + typeof require')()")).toBe(
+      "undefinedundefined",
+    );
+    expect(
+      sb.evalSync(
+        "tools.lookup.constructor === Function && Object.getPrototypeOf(tools.lookup) === Function.prototype",
+      ),
+    ).toBe(true);
   });
 
   it("does not reveal a host function's source", () => {
@@ -93,7 +119,9 @@ describe("values cross by copy, never by reference", () => {
   });
 
   it("does not run a getter when the host reads a global", () => {
-    sb.evalSync("globalThis.reads = 0; Object.defineProperty(globalThis, 'trapped', { get() { reads++; while (true) {} }, configurable: true })");
+    sb.evalSync(
+      "globalThis.reads = 0; Object.defineProperty(globalThis, 'trapped', { get() { reads++; while (true) {} }, configurable: true })",
+    );
     let outcome: unknown;
     try {
       outcome = sb.getGlobal("trapped");
@@ -117,7 +145,9 @@ describe("values cross by copy, never by reference", () => {
   });
 
   it("gives host code plain data only, with no guest-controlled prototype", () => {
-    const v = sb.evalSync("class Evil { constructor() { this.x = 1; } toString() { return 'evil'; } }; new Evil()") as object;
+    const v = sb.evalSync(
+      "class Evil { constructor() { this.x = 1; } toString() { return 'evil'; } }; new Evil()",
+    ) as object;
     expect(Object.getPrototypeOf(v) === Object.prototype || Object.getPrototypeOf(v) === null).toBe(true);
     expect(String(v)).not.toBe("evil");
   });

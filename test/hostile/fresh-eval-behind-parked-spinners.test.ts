@@ -39,38 +39,46 @@ function startSpinners(count: number, log: string[]) {
 }
 
 describe("a fresh eval behind parked spinners", () => {
-  it("is answered before a spinner's second slice", async () => {
-    expect(native.executorThreads()[1]).toBe(1);
-    const settled: string[] = [];
-    const { everyOneRan, runs } = startSpinners(SPINNERS, settled);
-    await everyOneRan;
-    expect(settled).toEqual([]);
-    const probe = sandbox();
-    expect(await probe.eval("1 + 1")).toBe(2);
-    settled.push("probe");
-    const reports = await Promise.all(runs);
-    expect(settled[0]).toBe("probe");
-    expect(reports.map((r) => (r.ok ? "ok" : r.error.code))).toEqual(Array(SPINNERS).fill("TIMEOUT"));
-  }, TIMEOUT_MS);
+  it(
+    "is answered before a spinner's second slice",
+    async () => {
+      expect(native.executorThreads()[1]).toBe(1);
+      const settled: string[] = [];
+      const { everyOneRan, runs } = startSpinners(SPINNERS, settled);
+      await everyOneRan;
+      expect(settled).toEqual([]);
+      const probe = sandbox();
+      expect(await probe.eval("1 + 1")).toBe(2);
+      settled.push("probe");
+      const reports = await Promise.all(runs);
+      expect(settled[0]).toBe("probe");
+      expect(reports.map((r) => (r.ok ? "ok" : r.error.code))).toEqual(Array(SPINNERS).fill("TIMEOUT"));
+    },
+    TIMEOUT_MS,
+  );
 
-  it("never starves a parked spinner: fresh evals go ahead of it at most twice in a row", async () => {
-    const log: string[] = [];
-    const { everyOneRan, runs } = startSpinners(2, log);
-    await everyOneRan;
-    // Spinner 0 is parked after its first slice. Six fresh evals that spin too come in at once;
-    // each logs when it first runs (then, still spinning at its slice's end, it parks at the tail).
-    for (let i = 0; i < 6; i++) {
-      const sb = sandbox({ executionTimeoutMs: 600_000, wallTimeoutMs: 600_000 });
-      sb.defineFunction("ran", () => {
-        log.push(`fresh ${i}`);
-      });
-      void sb.run("ran(); while (true) {}");
-    }
-    await runs[0];
-    // Two fresh evals took a turn ahead of spinner 0, whose second slice came next and ended it; a
-    // third could run only after that slice (fresh 2 may be logged before its settlement arrives).
-    expect(log.slice(0, 2)).toEqual(["fresh 0", "fresh 1"]);
-    expect(log).not.toContain("fresh 3");
-    expect(log).toContain("spinner 0");
-  }, TIMEOUT_MS);
+  it(
+    "never starves a parked spinner: fresh evals go ahead of it at most twice in a row",
+    async () => {
+      const log: string[] = [];
+      const { everyOneRan, runs } = startSpinners(2, log);
+      await everyOneRan;
+      // Spinner 0 is parked after its first slice. Six fresh evals that spin too come in at once;
+      // each logs when it first runs (then, still spinning at its slice's end, it parks at the tail).
+      for (let i = 0; i < 6; i++) {
+        const sb = sandbox({ executionTimeoutMs: 600_000, wallTimeoutMs: 600_000 });
+        sb.defineFunction("ran", () => {
+          log.push(`fresh ${i}`);
+        });
+        void sb.run("ran(); while (true) {}");
+      }
+      await runs[0];
+      // Two fresh evals took a turn ahead of spinner 0, whose second slice came next and ended it; a
+      // third could run only after that slice (fresh 2 may be logged before its settlement arrives).
+      expect(log.slice(0, 2)).toEqual(["fresh 0", "fresh 1"]);
+      expect(log).not.toContain("fresh 3");
+      expect(log).toContain("spinner 0");
+    },
+    TIMEOUT_MS,
+  );
 });

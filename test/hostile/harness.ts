@@ -2,7 +2,13 @@
 // responsive, fail with a typed SandboxError, give its memory back, and leave other sandboxes
 // exactly as they were.
 import { afterEach, expect } from "vitest";
-import { Sandbox, SandboxError, type RestoreOptions, type SandboxErrorCode, type SandboxOptions } from "../../src/index.js";
+import {
+  Sandbox,
+  SandboxError,
+  type RestoreOptions,
+  type SandboxErrorCode,
+  type SandboxOptions,
+} from "../../src/index.js";
 
 const live: Sandbox[] = [];
 

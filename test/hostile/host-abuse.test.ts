@@ -7,7 +7,8 @@ import { Sandbox } from "../../src/index.js";
 import { bystander, codeOf, expectHostResponsive, expectMemoryBack, sandbox, cpuTimed } from "./harness.js";
 
 /** Runs `expr` in the guest and returns what a try/catch around it saw. */
-const CATCH = (expr: string): string => `try { const v = ${expr}; ['value', typeof v] } catch (e) { ['thrown', e instanceof Error, typeof e.message] }`;
+const CATCH = (expr: string): string =>
+  `try { const v = ${expr}; ['value', typeof v] } catch (e) { ['thrown', e instanceof Error, typeof e.message] }`;
 
 describe("hostile guest arguments never reach the host function", () => {
   const ARGS = {
@@ -15,14 +16,17 @@ describe("hostile guest arguments never reach the host function", () => {
     "a Proxy": "new Proxy({}, { ownKeys() { globalThis.ran = true; return []; } })",
     "a function": "() => 1",
     "a symbol": "Symbol('s')",
-    "a nested getter in an array": "[1, [2, Object.defineProperty({}, 'x', { get() { globalThis.ran = true; }, enumerable: true })]]",
+    "a nested getter in an array":
+      "[1, [2, Object.defineProperty({}, 'x', { get() { globalThis.ran = true; }, enumerable: true })]]",
   };
 
   it.each(Object.entries(ARGS))("refuses %s with a catchable TypeError, running nothing", (_name, arg) => {
     let calls = 0;
     const sb = sandbox();
     sb.defineFunction("sink", () => calls++);
-    expect(sb.evalSync(`globalThis.ran = false; try { sink(${arg}); 'called' } catch (e) { [e.name, globalThis.ran] }`)).toEqual(["TypeError", false]);
+    expect(
+      sb.evalSync(`globalThis.ran = false; try { sink(${arg}); 'called' } catch (e) { [e.name, globalThis.ran] }`),
+    ).toEqual(["TypeError", false]);
     expect(calls).toBe(0);
     expect(sb.evalSync("sink(1); 'ok'")).toBe("ok");
     expect(calls).toBe(1);
@@ -59,12 +63,17 @@ describe("host results that cannot cross become guest errors", () => {
     expect(sb.evalSync("1 + 1")).toBe(2);
   });
 
-  it.each(Object.entries(RESULTS))("%s from an async function: the guest promise rejects with an Error", async (name, make) => {
-    if (name === "a promise from a sync function") return; // a promise is the normal async result
-    const sb = sandbox();
-    sb.defineAsyncFunction("give", async () => make());
-    expect(await sb.eval(`try { await give(); 'resolved' } catch (e) { [e instanceof Error, typeof e.message] }`)).toEqual([true, "string"]);
-  });
+  it.each(Object.entries(RESULTS))(
+    "%s from an async function: the guest promise rejects with an Error",
+    async (name, make) => {
+      if (name === "a promise from a sync function") return; // a promise is the normal async result
+      const sb = sandbox();
+      sb.defineAsyncFunction("give", async () => make());
+      expect(
+        await sb.eval(`try { await give(); 'resolved' } catch (e) { [e instanceof Error, typeof e.message] }`),
+      ).toEqual([true, "string"]);
+    },
+  );
 });
 
 describe("exotic host throws become plain guest Errors", () => {
@@ -99,8 +108,13 @@ describe("exotic host throws become plain guest Errors", () => {
     sb.defineAsyncFunction("boomAsync", async () => {
       throw thrown;
     });
-    expect(sb.evalSync("try { boom(); 'no throw' } catch (e) { [e instanceof Error, typeof e.message] }")).toEqual([true, "string"]);
-    expect(await sb.eval("try { await boomAsync(); 'no throw' } catch (e) { [e instanceof Error, typeof e.message] }")).toEqual([true, "string"]);
+    expect(sb.evalSync("try { boom(); 'no throw' } catch (e) { [e instanceof Error, typeof e.message] }")).toEqual([
+      true,
+      "string",
+    ]);
+    expect(
+      await sb.eval("try { await boomAsync(); 'no throw' } catch (e) { [e instanceof Error, typeof e.message] }"),
+    ).toEqual([true, "string"]);
     await expectHostResponsive();
   });
 });
@@ -122,23 +136,32 @@ describe("call floods", () => {
   // the budget. Taken off the thread's CPU time, a host function that blocks (or a loaded machine)
   // credited the guest far more than the call's CPU: a guest calling one in a loop never ran out.
   it.each([
-    ["blocks for 1 ms, between stretches of guest work", "while (true) { host(1); for (let i = 0; i < 20000; i++); }", 1, 20],
+    [
+      "blocks for 1 ms, between stretches of guest work",
+      "while (true) { host(1); for (let i = 0; i < 20000; i++); }",
+      1,
+      20,
+    ],
     ["blocks for 0.1 ms, called as often as the guest can", "while (true) host(1);", 0.1, 5],
-  ])("stops a guest that calls a host function that %s at its execution budget", (_what, code, blockMs, budgetMs) => {
-    const pause = new Int32Array(new SharedArrayBuffer(4));
-    let calls = 0;
-    const sb = sandbox();
-    sb.defineFunction("host", (n) => {
-      // Far past what the budget allows: the guard keeps a regression from running for ever.
-      if (++calls > 200_000) throw new Error("the guest outlived its budget");
-      Atomics.wait(pause, 0, 0, blockMs);
-      return n;
-    });
-    const report = sb.runSync(code, { timeoutMs: budgetMs });
-    expect(report.ok).toBe(false);
-    expect(!report.ok && report.error.code).toBe("TIMEOUT");
-    expect(report.stats.executionMs).toBeGreaterThanOrEqual(budgetMs);
-  }, 600_000);
+  ])(
+    "stops a guest that calls a host function that %s at its execution budget",
+    (_what, code, blockMs, budgetMs) => {
+      const pause = new Int32Array(new SharedArrayBuffer(4));
+      let calls = 0;
+      const sb = sandbox();
+      sb.defineFunction("host", (n) => {
+        // Far past what the budget allows: the guard keeps a regression from running for ever.
+        if (++calls > 200_000) throw new Error("the guest outlived its budget");
+        Atomics.wait(pause, 0, 0, blockMs);
+        return n;
+      });
+      const report = sb.runSync(code, { timeoutMs: budgetMs });
+      expect(report.ok).toBe(false);
+      expect(!report.ok && report.error.code).toBe("TIMEOUT");
+      expect(report.stats.executionMs).toBeGreaterThanOrEqual(budgetMs);
+    },
+    600_000,
+  );
 
   it("gives memory back after 5,000 pending async calls are cut off by the wall budget", async () => {
     const other = bystander();
@@ -149,12 +172,16 @@ describe("call floods", () => {
     let aborted = 0;
     sb.defineAsyncFunction("never", (_args, { signal }) => {
       started++;
-      return new Promise((resolve) => signal.addEventListener("abort", () => {
-        aborted++;
-        resolve(0);
-      }));
+      return new Promise((resolve) =>
+        signal.addEventListener("abort", () => {
+          aborted++;
+          resolve(0);
+        }),
+      );
     });
-    const [code, ms] = await cpuTimed(() => codeOf(() => sb.eval("await Promise.all(Array.from({ length: 5000 }, () => never()))")));
+    const [code, ms] = await cpuTimed(() =>
+      codeOf(() => sb.eval("await Promise.all(Array.from({ length: 5000 }, () => never()))")),
+    );
     expect(code).toBe("TIMEOUT");
     expect(ms).toBeLessThan(10_000); // dispatching 5,000 calls to the host dominates, under ASan too
     await new Promise((r) => setTimeout(r, 10));

@@ -87,6 +87,8 @@ describe("maxHostCallsInFlight is validated", () => {
   });
 
   it.each([0, -1, 1.5, "10", 2_000_000])("refuses %j with INVALID_ARGUMENT", (value) => {
-    expect(() => sandbox({ maxHostCallsInFlight: value as number })).toThrow(expect.objectContaining({ code: "INVALID_ARGUMENT" }));
+    expect(() => sandbox({ maxHostCallsInFlight: value as number })).toThrow(
+      expect.objectContaining({ code: "INVALID_ARGUMENT" }),
+    );
   });
 });

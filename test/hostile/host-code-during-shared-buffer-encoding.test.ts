@@ -44,7 +44,16 @@ function hostileValues(other: Sandbox): Record<string, () => unknown> {
           yield ["c", C];
         }
       }
-      return { v: [A, new LoudMap([["a", A], ["b", "B"], ["c", C]])] };
+      return {
+        v: [
+          A,
+          new LoudMap([
+            ["a", A],
+            ["b", "B"],
+            ["c", C],
+          ]),
+        ],
+      };
     },
     "an Error whose message getter runs code": () => {
       const err = new Error("m");
@@ -63,7 +72,17 @@ function hostileValues(other: Sandbox): Record<string, () => unknown> {
 const READ = `(() => { const v = give(PARAM); return JSON.stringify(v, (k, x) => x instanceof Map ? [...x] : x instanceof Error ? [x.name, x.message] : x); })()`;
 
 function expected(name: string): string {
-  if (name.startsWith("a Map")) return JSON.stringify({ v: [A, [["a", A], ["b", "B"], ["c", C]]] });
+  if (name.startsWith("a Map"))
+    return JSON.stringify({
+      v: [
+        A,
+        [
+          ["a", A],
+          ["b", "B"],
+          ["c", C],
+        ],
+      ],
+    });
   if (name.startsWith("an Error")) return JSON.stringify([A, ["Error", C]]);
   return JSON.stringify(WHOLE);
 }

@@ -50,15 +50,21 @@ describe("a returned Error crosses as a thrown one does: name and message, no ho
   it("from a sync host function", () => {
     const sb = sandbox();
     sb.defineFunction("give", () => new TypeError("boom"));
-    const [name, message, stack] = sb.evalSync("{ const e = give(); [e.name, e.message, String(e.stack)] }") as string[];
+    const [name, message, stack] = sb.evalSync(
+      "{ const e = give(); [e.name, e.message, String(e.stack)] }",
+    ) as string[];
     expect([name, message]).toEqual(["TypeError", "boom"]);
     expect(stack).not.toMatch(hostStack);
   });
 
   it("from an async host function, in Promise.allSettled's reasons", async () => {
     const sb = sandbox();
-    sb.defineAsyncFunction("settled", async () => Promise.allSettled([Promise.reject(new RangeError("nope")), Promise.resolve(1)]));
-    const [name, message, stack] = (await sb.eval("const [r] = await settled(); [r.reason.name, r.reason.message, String(r.reason.stack)]")) as string[];
+    sb.defineAsyncFunction("settled", async () =>
+      Promise.allSettled([Promise.reject(new RangeError("nope")), Promise.resolve(1)]),
+    );
+    const [name, message, stack] = (await sb.eval(
+      "const [r] = await settled(); [r.reason.name, r.reason.message, String(r.reason.stack)]",
+    )) as string[];
     expect([name, message]).toEqual(["RangeError", "nope"]);
     expect(stack).not.toMatch(hostStack);
   });
@@ -77,7 +83,9 @@ describe("a SharedArrayBuffer result is refused with a typed error, as views on 
     sb.defineFunction("give", () => ({ shared: new SharedArrayBuffer(8) }));
     sb.defineAsyncFunction("giveLater", async () => new SharedArrayBuffer(8));
     expect(sb.evalSync("try { give(); 'copied' } catch (e) { /SharedArrayBuffer/.test(e.message) }")).toBe(true);
-    expect(await sb.eval("try { await giveLater(); 'copied' } catch (e) { /SharedArrayBuffer/.test(e.message) }")).toBe(true);
+    expect(await sb.eval("try { await giveLater(); 'copied' } catch (e) { /SharedArrayBuffer/.test(e.message) }")).toBe(
+      true,
+    );
     let thrown: unknown;
     try {
       sb.setGlobal("given", new SharedArrayBuffer(8));
@@ -91,12 +99,17 @@ describe("a SharedArrayBuffer result is refused with a typed error, as views on 
 
 describe("a tool result's own '__proto__' key reaches the guest as a key", () => {
   it("kept as an own data property, with the prototype left alone", () => {
-    const value = toGuestValue(JSON.parse('{ "__proto__": { "polluted": 1 }, "y": 2 }')).value as Record<string, unknown>;
+    const value = toGuestValue(JSON.parse('{ "__proto__": { "polluted": 1 }, "y": 2 }')).value as Record<
+      string,
+      unknown
+    >;
     expect(Object.getPrototypeOf(value)).toBe(Object.prototype);
     expect(Object.keys(value)).toEqual(["__proto__", "y"]);
     const sb = sandbox();
     sb.defineFunction("give", () => value);
-    expect(sb.evalSync("{ const v = give(); [Object.keys(v), v.polluted, Object.getPrototypeOf(v) === Object.prototype] }")).toEqual([["__proto__", "y"], undefined, true]);
+    expect(
+      sb.evalSync("{ const v = give(); [Object.keys(v), v.polluted, Object.getPrototypeOf(v) === Object.prototype] }"),
+    ).toEqual([["__proto__", "y"], undefined, true]);
   });
 });
 
@@ -123,7 +136,8 @@ describe("a view whose resizable buffer shrank past it fails typed", () => {
     expect((thrown as SandboxError).code).toBe("UNSERIALIZABLE");
     sb.defineFunction("give", shrunk);
     sb.defineAsyncFunction("giveLater", async () => shrunk());
-    const READ = (call: string): string => `try { ${call}; 'copied' } catch (e) { [e instanceof Error, /out of bounds|detached/.test(e.message), /DataView\\.prototype/.test(e.message)] }`;
+    const READ = (call: string): string =>
+      `try { ${call}; 'copied' } catch (e) { [e instanceof Error, /out of bounds|detached/.test(e.message), /DataView\\.prototype/.test(e.message)] }`;
     expect(sb.evalSync(READ("give()"))).toEqual([true, true, false]);
     expect(await sb.eval(READ("await giveLater()"))).toEqual([true, true, false]);
   });

@@ -29,7 +29,11 @@ afterEach(() => {
 });
 
 /** The exact copy and the copy for display of `code`'s value, from one sandbox. */
-async function bothCopies(code: string, chars: number, options?: ConstructorParameters<typeof Sandbox>[0]): Promise<{ exact: unknown; shown: unknown }> {
+async function bothCopies(
+  code: string,
+  chars: number,
+  options?: ConstructorParameters<typeof Sandbox>[0],
+): Promise<{ exact: unknown; shown: unknown }> {
   const sb = sandbox(options);
   const exact = await sb.eval(code);
   const report = await sb.run(code, { displayChars: chars });
@@ -47,9 +51,21 @@ describe("a result copied for display", () => {
   });
 
   for (const [kind, build, sizeOf] of [
-    ["a Map", `const m = new Map(); for (let i = 0; i < ${KEYS}; i++) m.set('k' + i, { i }); return m;`, (v: unknown) => (v as Map<unknown, unknown>).size],
-    ["a Set", `const s = new Set(); for (let i = 0; i < ${KEYS}; i++) s.add('k' + i); return s;`, (v: unknown) => (v as Set<unknown>).size],
-    ["an array", `const a = []; for (let i = 0; i < ${KEYS}; i++) a.push(i); return a;`, (v: unknown) => Object.keys(v as unknown[]).length],
+    [
+      "a Map",
+      `const m = new Map(); for (let i = 0; i < ${KEYS}; i++) m.set('k' + i, { i }); return m;`,
+      (v: unknown) => (v as Map<unknown, unknown>).size,
+    ],
+    [
+      "a Set",
+      `const s = new Set(); for (let i = 0; i < ${KEYS}; i++) s.add('k' + i); return s;`,
+      (v: unknown) => (v as Set<unknown>).size,
+    ],
+    [
+      "an array",
+      `const a = []; for (let i = 0; i < ${KEYS}; i++) a.push(i); return a;`,
+      (v: unknown) => Object.keys(v as unknown[]).length,
+    ],
   ] as const) {
     it(`holds only the head of ${kind} of 300,000 entries, and renders as the exact copy does`, async () => {
       const { exact, shown } = await bothCopies(inBlock(build), CHARS, { memoryLimitBytes: 256 * 1024 * 1024 });
@@ -61,8 +77,12 @@ describe("a result copied for display", () => {
 
   it("counts a cut Map's entries without running a size getter the guest replaced", async () => {
     const sb = sandbox();
-    sb.evalSync("globalThis.calls = 0; Object.defineProperty(Map.prototype, 'size', { get() { calls++; return 1; } });");
-    const report = await sb.run(inBlock("const m = new Map(); for (let i = 0; i < 5000; i++) m.set(i, i); return m;"), { displayChars: 200 });
+    sb.evalSync(
+      "globalThis.calls = 0; Object.defineProperty(Map.prototype, 'size', { get() { calls++; return 1; } });",
+    );
+    const report = await sb.run(inBlock("const m = new Map(); for (let i = 0; i < 5000; i++) m.set(i, i); return m;"), {
+      displayChars: 200,
+    });
     expect(report.ok).toBe(true);
     expect(renderValue((report as { value: unknown }).value, 200)).toMatch(/49\d\d more entries/);
     expect(sb.evalSync("calls")).toBe(0);
@@ -70,7 +90,9 @@ describe("a result copied for display", () => {
 
   it("renders shared values, cycles and values past the cut as the exact copy does", async () => {
     // `shared` comes after the cut inside `big`, then again in the array; `big.self` is a cycle.
-    const code = inBlock(`const big = {}; for (let i = 0; i < 20000; i++) big['k' + i] = i; const shared = { x: [1, 2] }; big.late = shared; big.self = big; return [big, shared, { again: shared }];`);
+    const code = inBlock(
+      `const big = {}; for (let i = 0; i < 20000; i++) big['k' + i] = i; const shared = { x: [1, 2] }; big.late = shared; big.self = big; return [big, shared, { again: shared }];`,
+    );
     for (const chars of [100, CHARS, 20_000]) {
       const { exact, shown } = await bothCopies(code, chars);
       expect(renderValue(shown, chars)).toBe(renderValue(exact, chars));
@@ -80,7 +102,9 @@ describe("a result copied for display", () => {
   it("shows in full a value first met below the render depth and met again higher up", async () => {
     // At depth 7, below what `renderValue` shows, `x` is copied without its entries; its second
     // reference, at depth 1, must not point back at that empty copy.
-    const code = inBlock("const x = { list: [1, 2, 3], map: new Map([[1, { q: 1 }]]) }; let w = x; for (let i = 0; i < 6; i++) w = [w]; return [w, x, new Set([x])];");
+    const code = inBlock(
+      "const x = { list: [1, 2, 3], map: new Map([[1, { q: 1 }]]) }; let w = x; for (let i = 0; i < 6; i++) w = [w]; return [w, x, new Set([x])];",
+    );
     const { exact, shown } = await bothCopies(code, CHARS);
     expect((shown as unknown[])[1]).toEqual({ list: [1, 2, 3], map: new Map([[1, { q: 1 }]]) });
     expect(renderValue(shown, CHARS)).toBe(renderValue(exact, CHARS));
@@ -148,8 +172,10 @@ describe("a result copied for display", () => {
 
   it("is the same value as the exact copy for a value within the budget, in run and runSync", async () => {
     const sb = sandbox();
-    const code = inBlock("const o = {}; for (let i = 0; i < 100; i++) o['k' + i] = { i, m: new Map([[i, [i]]]) }; return o;");
-    expect((await sb.run(code, { displayChars: 2_000 }) as { value: unknown }).value).toEqual(sb.evalSync(code));
+    const code = inBlock(
+      "const o = {}; for (let i = 0; i < 100; i++) o['k' + i] = { i, m: new Map([[i, [i]]]) }; return o;",
+    );
+    expect(((await sb.run(code, { displayChars: 2_000 })) as { value: unknown }).value).toEqual(sb.evalSync(code));
     expect((sb.runSync(code, { displayChars: 2_000 }) as { value: unknown }).value).toEqual(sb.evalSync(code));
   });
 
@@ -173,25 +199,37 @@ describe("the middleware's eval tool", () => {
     const maxResultChars = 4_000;
     const heldKeys: number[] = [];
     const hold = (report: EvalReport): void => {
-      if (report.ok && typeof report.value === "object" && report.value !== null) heldKeys.push(Object.keys(report.value).length);
+      if (report.ok && typeof report.value === "object" && report.value !== null)
+        heldKeys.push(Object.keys(report.value).length);
     };
     // The eval tool runs its evals with run(), or with runThenSnapshot() when it keeps the state after each.
     const run = Sandbox.prototype.run;
-    vi.spyOn(Sandbox.prototype, "run").mockImplementation(async function (this: Sandbox, ...args: Parameters<Sandbox["run"]>) {
+    vi.spyOn(Sandbox.prototype, "run").mockImplementation(async function (
+      this: Sandbox,
+      ...args: Parameters<Sandbox["run"]>
+    ) {
       const report = await run.apply(this, args);
       hold(report);
       return report;
     });
     const runThenSnapshot = Sandbox.prototype.runThenSnapshot;
-    vi.spyOn(Sandbox.prototype, "runThenSnapshot").mockImplementation(async function (this: Sandbox, ...args: Parameters<Sandbox["runThenSnapshot"]>) {
+    vi.spyOn(Sandbox.prototype, "runThenSnapshot").mockImplementation(async function (
+      this: Sandbox,
+      ...args: Parameters<Sandbox["runThenSnapshot"]>
+    ) {
       const result = await runThenSnapshot.apply(this, args);
       hold(result.report);
       return result;
     });
     const middleware = createCodeInterpreterMiddleware({ maxResultChars });
     try {
-      const evalTool = middleware.tools[0] as unknown as { invoke(input: { code: string }, config: unknown): Promise<unknown> };
-      const output = await evalTool.invoke({ code: `${BUILD_BIG} big` }, { configurable: { thread_id: "huge-result" } });
+      const evalTool = middleware.tools[0] as unknown as {
+        invoke(input: { code: string }, config: unknown): Promise<unknown>;
+      };
+      const output = await evalTool.invoke(
+        { code: `${BUILD_BIG} big` },
+        { configurable: { thread_id: "huge-result" } },
+      );
       const text = typeof output === "string" ? output : String((output as { content: unknown }).content);
       expect(heldKeys).toHaveLength(1);
       expect(heldKeys[0]).toBeLessThanOrEqual(keysWithin(maxResultChars));

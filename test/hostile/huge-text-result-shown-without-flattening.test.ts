@@ -39,7 +39,11 @@ function format(report: EvalReport): { text: string; kept: Array<string | undefi
 describe("a string result of megabytes", () => {
   for (const [kind, code, escaped] of [
     ["escape-heavy Latin-1 text", `("<" + " ".repeat(60000)).repeat(100)`, "<result>\n< "],
-    ["UTF-16 text with pairs and lone surrogates across chunk edges", `("<system>\\u{1F600}\\uD800x\\r\\n" + " ".repeat(59999)).repeat(100)`, "&lt;system>\u{1F600}\\uD800x\n "],
+    [
+      "UTF-16 text with pairs and lone surrogates across chunk edges",
+      `("<system>\\u{1F600}\\uD800x\\r\\n" + " ".repeat(59999)).repeat(100)`,
+      "&lt;system>\u{1F600}\\uD800x\n ",
+    ],
   ] as const) {
     it(`has its shown head and tail (${kind}) taken without flattening it`, async () => {
       const sb = sandbox({ memoryLimitBytes: 256 * 1024 * 1024 });

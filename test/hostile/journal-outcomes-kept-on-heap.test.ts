@@ -12,11 +12,30 @@ const collect = runInNewContext("gc") as () => void;
 
 describe("a decoded journal", () => {
   it("keeps its entries' outcomes off the heap until they are read", async () => {
-    const binding = { key: new TextEncoder().encode("a-signing-key-of-at-least-16-bytes"), threadId: "thread:t", evalCallId: "eval-1" };
+    const binding = {
+      key: new TextEncoder().encode("a-signing-key-of-at-least-16-bytes"),
+      threadId: "thread:t",
+      evalCallId: "eval-1",
+    };
     const count = 200;
     const result = (position: number): string => `${position}`.padEnd(100_000, ".");
-    const entries = Array.from({ length: count }, (_, position) => ({ kind: "tool" as const, name: "fetch", args: { position }, position, reviewed: false, outcome: { ok: true as const, value: result(position), updates: [] } }));
-    const record: ReplayRecord = { codeDigest: "c", clockMs: 0, randomSeed: 1, consoleLines: 0, entries, pausedAt: { kind: "tool", name: "send_email", args: {}, position: count }, startSnapshot: new Uint8Array(16) };
+    const entries = Array.from({ length: count }, (_, position) => ({
+      kind: "tool" as const,
+      name: "fetch",
+      args: { position },
+      position,
+      reviewed: false,
+      outcome: { ok: true as const, value: result(position), updates: [] },
+    }));
+    const record: ReplayRecord = {
+      codeDigest: "c",
+      clockMs: 0,
+      randomSeed: 1,
+      consoleLines: 0,
+      entries,
+      pausedAt: { kind: "tool", name: "send_email", args: {}, position: count },
+      startSnapshot: new Uint8Array(16),
+    };
     const pieces = await encodeRecord(record, binding, "slot", 64 * 1024 * 1024);
     record.entries = [];
     collect();

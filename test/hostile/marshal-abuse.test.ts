@@ -8,13 +8,19 @@ import { bystander, codeOf, expectHostResponsive, expectMemoryBack, sandbox, cpu
 
 const HOOKS = {
   "a getter deep inside": "({ a: [{ b: { get c() { hits++; return 1; } } }] })",
-  "a Proxy deep inside": "({ a: [1, new Proxy({}, { get() { hits++; }, ownKeys() { hits++; return []; }, getPrototypeOf() { hits++; return null; } })] })",
+  "a Proxy deep inside":
+    "({ a: [1, new Proxy({}, { get() { hits++; }, ownKeys() { hits++; return []; }, getPrototypeOf() { hits++; return null; } })] })",
   "a toJSON method": "({ v: 1, toJSON() { hits++; return 'replaced'; } })",
-  "Symbol.toPrimitive and valueOf": "({ [Symbol.toPrimitive]() { hits++; return 1; }, valueOf() { hits++; return 2; } })",
-  "an Array with a Proxy prototype": "Object.setPrototypeOf([1, 2], new Proxy([], { get() { hits++; return 1; }, has() { hits++; return true; } }))",
-  "an Array subclass with a species": "(() => { class A extends Array { static get [Symbol.species]() { hits++; return Array; } } return A.from([1, 2]); })()",
-  "a Map whose entries are accessors on its prototype": "(() => { const m = new Map([[1, 2]]); Object.defineProperty(Map.prototype, 'size', { get() { hits++; return 9; } }); return m; })()",
-  "an Error with accessor name and message": "(() => { const e = new Error('m'); Object.defineProperty(e, 'message', { get() { hits++; return 'x'; } }); Object.defineProperty(e, 'name', { get() { hits++; return 'y'; } }); return e; })()",
+  "Symbol.toPrimitive and valueOf":
+    "({ [Symbol.toPrimitive]() { hits++; return 1; }, valueOf() { hits++; return 2; } })",
+  "an Array with a Proxy prototype":
+    "Object.setPrototypeOf([1, 2], new Proxy([], { get() { hits++; return 1; }, has() { hits++; return true; } }))",
+  "an Array subclass with a species":
+    "(() => { class A extends Array { static get [Symbol.species]() { hits++; return Array; } } return A.from([1, 2]); })()",
+  "a Map whose entries are accessors on its prototype":
+    "(() => { const m = new Map([[1, 2]]); Object.defineProperty(Map.prototype, 'size', { get() { hits++; return 9; } }); return m; })()",
+  "an Error with accessor name and message":
+    "(() => { const e = new Error('m'); Object.defineProperty(e, 'message', { get() { hits++; return 'x'; } }); Object.defineProperty(e, 'name', { get() { hits++; return 'y'; } }); return e; })()",
 };
 
 describe("copying out never runs guest code", () => {
@@ -53,7 +59,9 @@ describe("shapes that explode time or memory", () => {
   it("copies a sparse array of length 2^32 - 1 out with its one element, without allocating its length", async () => {
     const sb = sandbox();
     const rssBefore = process.memoryUsage().rss;
-    const value = (await sb.eval("const s = []; s.length = 2 ** 32 - 1; s[7] = 'x'; s[2 ** 32 - 2] = 'last'; s")) as string[];
+    const value = (await sb.eval(
+      "const s = []; s.length = 2 ** 32 - 1; s[7] = 'x'; s[2 ** 32 - 2] = 'last'; s",
+    )) as string[];
     expect(value.length).toBe(2 ** 32 - 1);
     expect(value[7]).toBe("x");
     expect(value[2 ** 32 - 2]).toBe("last");
@@ -74,7 +82,9 @@ describe("shapes that explode time or memory", () => {
     const other = bystander();
     const sb = sandbox();
     const baseline = sb.memoryUsage().usedBytes;
-    const [code, ms] = await cpuTimed(() => codeOf(() => sb.eval("{ let d = {}; for (let i = 0; i < 100000; i++) d = { d }; d }")));
+    const [code, ms] = await cpuTimed(() =>
+      codeOf(() => sb.eval("{ let d = {}; for (let i = 0; i < 100000; i++) d = { d }; d }")),
+    );
     expect(code).toBe("UNSERIALIZABLE");
     expect(ms).toBeLessThan(5000);
     let deep: unknown = {};
@@ -98,7 +108,9 @@ describe("shapes that explode time or memory", () => {
   it("copies a 32 MiB typed array out and gives the guest memory back", async () => {
     const sb = sandbox({ memoryLimitBytes: 128 * 1024 * 1024 });
     const baseline = sb.memoryUsage().usedBytes;
-    const value = (await sb.eval("{ const t = new Uint8Array(32 * 1024 * 1024); t[t.length - 1] = 7; t }")) as Uint8Array;
+    const value = (await sb.eval(
+      "{ const t = new Uint8Array(32 * 1024 * 1024); t[t.length - 1] = 7; t }",
+    )) as Uint8Array;
     expect(value.length).toBe(32 * 1024 * 1024);
     expect(value[value.length - 1]).toBe(7);
     expectMemoryBack(sb, baseline, 2 * 1024 * 1024);
@@ -106,7 +118,9 @@ describe("shapes that explode time or memory", () => {
 
   it("copies typed-array views sharing one buffer as views of one buffer when that buffer is copied too", async () => {
     const sb = sandbox();
-    const [buf, a, b] = (await sb.eval("const buf = new ArrayBuffer(8); [buf, new Uint8Array(buf, 0, 4), new Uint32Array(buf, 4, 1)]")) as [ArrayBuffer, Uint8Array, Uint32Array];
+    const [buf, a, b] = (await sb.eval(
+      "const buf = new ArrayBuffer(8); [buf, new Uint8Array(buf, 0, 4), new Uint32Array(buf, 4, 1)]",
+    )) as [ArrayBuffer, Uint8Array, Uint32Array];
     expect(a.buffer).toBe(buf);
     expect(b.buffer).toBe(buf);
     expect([a.byteOffset, b.byteOffset, a.buffer.byteLength]).toEqual([0, 4, 8]);

@@ -11,16 +11,34 @@ const MiB = 1024 * 1024;
 describe("guest allocations past the limit", () => {
   it.each([
     ["one 200 MB typed array", "new Uint8Array(200e6)"],
-    ["four 20 MB typed arrays kept together", "const keep = []; for (let i = 0; i < 4; i++) keep.push(new Float64Array(2.5e6)); keep.length"],
-    ["a resizable ArrayBuffer grown to 200 MB", "const rab = new ArrayBuffer(1, { maxByteLength: 1e9 }); rab.resize(200e6); rab.byteLength"],
+    [
+      "four 20 MB typed arrays kept together",
+      "const keep = []; for (let i = 0; i < 4; i++) keep.push(new Float64Array(2.5e6)); keep.length",
+    ],
+    [
+      "a resizable ArrayBuffer grown to 200 MB",
+      "const rab = new ArrayBuffer(1, { maxByteLength: 1e9 }); rab.resize(200e6); rab.byteLength",
+    ],
     ["ArrayBuffer.prototype.transfer to 200 MB", "new ArrayBuffer(8).transfer(200e6).byteLength"],
-    ["a typed array copied with slice until full", "let t = new Uint8Array(8e6); const all = []; for (let i = 0; i < 20; i++) all.push(t.slice()); all.length"],
-    ["a string doubled until full", "let s = 'x'.repeat(1 << 20); const parts = []; for (;;) { parts.push(s); s = s + 'y'; }"],
+    [
+      "a typed array copied with slice until full",
+      "let t = new Uint8Array(8e6); const all = []; for (let i = 0; i < 20; i++) all.push(t.slice()); all.length",
+    ],
+    [
+      "a string doubled until full",
+      "let s = 'x'.repeat(1 << 20); const parts = []; for (;;) { parts.push(s); s = s + 'y'; }",
+    ],
     ["a Map grown until full", "const m = new Map(); for (let i = 0; ; i++) m.set(i, { i });"],
     ["an array of arrays grown until full", "const rows = []; for (;;) rows.push(new Array(1024).fill(0));"],
-    ["Array.prototype.concat of large arrays", "let a = new Array(1e6).fill(1); const kept = []; for (;;) kept.push(a = a.concat(a));"],
+    [
+      "Array.prototype.concat of large arrays",
+      "let a = new Array(1e6).fill(1); const kept = []; for (;;) kept.push(a = a.concat(a));",
+    ],
     ["String.prototype.padEnd to 200 MB", "''.padEnd(200e6, 'ab').length"],
-    ["JSON.stringify of a wide value into a huge string", "const wide = new Array(2e6).fill('abcdefghij'); const out = []; for (;;) out.push(JSON.stringify(wide));"],
+    [
+      "JSON.stringify of a wide value into a huge string",
+      "const wide = new Array(2e6).fill('abcdefghij'); const out = []; for (;;) out.push(JSON.stringify(wide));",
+    ],
   ])("refuses %s with OUT_OF_MEMORY under 32 MiB", (_label, code) => {
     const limit = 32 * MiB;
     const sb = sandbox({ memoryLimitBytes: limit });
@@ -34,7 +52,11 @@ describe("guest allocations past the limit", () => {
 
   it("still evaluates code, and lets the guest free memory, when its globals fill the limit", () => {
     const sb = sandbox({ memoryLimitBytes: 32 * MiB });
-    expect(syncCodeOf(() => sb.evalSync("globalThis.hoard = new Map(); for (let i = 0; ; i++) hoard.set(i, { i });", { timeoutMs: 20_000 }))).toBe("OUT_OF_MEMORY");
+    expect(
+      syncCodeOf(() =>
+        sb.evalSync("globalThis.hoard = new Map(); for (let i = 0; ; i++) hoard.set(i, { i });", { timeoutMs: 20_000 }),
+      ),
+    ).toBe("OUT_OF_MEMORY");
     expect(sb.evalSync("1+1")).toBe(2);
     sb.evalSync("hoard = null");
     expect(sb.evalSync("new Uint8Array(16 << 20).length")).toBe(16 << 20);
@@ -49,27 +71,34 @@ describe("guest allocations past the limit", () => {
   it("keeps the host process's RSS bounded while a guest hits its limit", () => {
     const sb = sandbox({ memoryLimitBytes: 32 * MiB });
     const before = process.memoryUsage.rss();
-    for (let i = 0; i < 5; i++) syncCodeOf(() => sb.evalSync("{ const hold = []; for (;;) hold.push(new Uint8Array(1 << 20)); }"));
+    for (let i = 0; i < 5; i++)
+      syncCodeOf(() => sb.evalSync("{ const hold = []; for (;;) hold.push(new Uint8Array(1 << 20)); }"));
     expect(process.memoryUsage.rss() - before).toBeLessThan(96 * MiB);
   });
 
   it("gives memory back after an async eval that ran out of memory", async () => {
     const sb = sandbox({ memoryLimitBytes: 64 * MiB });
-    await expect(sb.eval("{ const grow = []; await null; for (;;) grow.push(new Uint8Array(1 << 20)); }")).rejects.toMatchObject({ code: "OUT_OF_MEMORY" });
+    await expect(
+      sb.eval("{ const grow = []; await null; for (;;) grow.push(new Uint8Array(1 << 20)); }"),
+    ).rejects.toMatchObject({ code: "OUT_OF_MEMORY" });
     // Block-scoped, so unreachable once the eval ended (top-level const would be a lasting global).
     expect(await sb.eval("new Uint8Array(40e6).length")).toBe(40e6);
   });
 
   it("gives memory back after an async eval that timed out", async () => {
     const sb = sandbox({ memoryLimitBytes: 64 * MiB });
-    await expect(sb.eval("{ const big = new Uint8Array(40e6); await null; while (true) {} }", { timeoutMs: 100 })).rejects.toMatchObject({ code: "TIMEOUT" });
+    await expect(
+      sb.eval("{ const big = new Uint8Array(40e6); await null; while (true) {} }", { timeoutMs: 100 }),
+    ).rejects.toMatchObject({ code: "TIMEOUT" });
     expect(await sb.eval("new Uint8Array(40e6).length")).toBe(40e6);
   });
 
   it("gives memory back after an async eval that hit the wall budget while waiting", async () => {
     const sb = sandbox({ memoryLimitBytes: 64 * MiB });
     sb.defineAsyncFunction("never", () => new Promise(() => {}));
-    await expect(sb.eval("{ const big = new Uint8Array(40e6); await never(); }", { wallTimeoutMs: 200 })).rejects.toMatchObject({ code: "TIMEOUT", budget: "wall" });
+    await expect(
+      sb.eval("{ const big = new Uint8Array(40e6); await never(); }", { wallTimeoutMs: 200 }),
+    ).rejects.toMatchObject({ code: "TIMEOUT", budget: "wall" });
     expect(await sb.eval("new Uint8Array(40e6).length")).toBe(40e6);
   });
 });
@@ -88,7 +117,9 @@ describe("an allocation failure inside a built-in is the engine's out-of-memory 
     ["RegExp.prototype.exec out of backtracking stack", REGEXP],
   ])("%s: guest catch gets an InternalError, uncaught it is OUT_OF_MEMORY", (_label, code) => {
     const sb = sandbox({ memoryLimitBytes: 32 * MiB });
-    const caughtInGuest = sb.evalSync(`try { ${code}; 'no error' } catch (e) { typeof e === 'object' && e !== null ? String(e) : typeof e }`);
+    const caughtInGuest = sb.evalSync(
+      `try { ${code}; 'no error' } catch (e) { typeof e === 'object' && e !== null ? String(e) : typeof e }`,
+    );
     expect(caughtInGuest).toBe("InternalError: out of memory");
     expect(syncCodeOf(() => sb.evalSync(code))).toBe("OUT_OF_MEMORY");
     expect(sb.evalSync("1+1")).toBe(2);
@@ -143,7 +174,9 @@ describe("oversized values at the boundary", () => {
 
   it("logs a doubling DAG without blowing up the console", () => {
     const sb = sandbox();
-    const report = sb.runSync("let dag2 = [1]; for (let i = 0; i < 40; i++) dag2 = [dag2, dag2]; console.log(dag2); 'ok'");
+    const report = sb.runSync(
+      "let dag2 = [1]; for (let i = 0; i < 40; i++) dag2 = [dag2, dag2]; console.log(dag2); 'ok'",
+    );
     expect(report.ok).toBe(true);
     expect(report.console).toHaveLength(1);
     expect(report.console[0]!.text.length).toBeLessThan(1 * MiB);

@@ -62,7 +62,13 @@ for (let i = 0; i < ${CALLS}; i++) total += (await tools.fetchPage({ n: i })).le
 await tools.sendEmail({ to: "a@example.com" });
 total`;
     const model = new ScriptedChatModel([callTool("eval", { code }, "eval-1"), reply("done")]);
-    const agent = createAgent({ model, tools: [sendEmail, fetchPage], middleware: [interpreter], checkpointer: new MemorySaver(), store: new InMemoryStore() });
+    const agent = createAgent({
+      model,
+      tools: [sendEmail, fetchPage],
+      middleware: [interpreter],
+      checkpointer: new MemorySaver(),
+      store: new InMemoryStore(),
+    });
     const config = { configurable: { thread_id: "held" }, recursionLimit: 50 };
 
     collect();
@@ -90,12 +96,31 @@ total`;
       }
     }
     const notes = createMiddleware({ name: "Notes", stateSchema: z.object({ note: z.any().optional() }) });
-    const takeNote = tool(async () => new Command({ update: { note: new Note("kept") } }), { name: "take_note", description: "Takes a note.", schema: z.object({}) });
-    const sendEmail = tool(async () => "sent", { name: "send_email", description: "Sends an email.", schema: z.object({ to: z.string() }) });
-    const interpreter = createCodeInterpreterMiddleware({ ptc: [sendEmail, takeNote], interruptOn: { send_email: true } });
+    const takeNote = tool(async () => new Command({ update: { note: new Note("kept") } }), {
+      name: "take_note",
+      description: "Takes a note.",
+      schema: z.object({}),
+    });
+    const sendEmail = tool(async () => "sent", {
+      name: "send_email",
+      description: "Sends an email.",
+      schema: z.object({ to: z.string() }),
+    });
+    const interpreter = createCodeInterpreterMiddleware({
+      ptc: [sendEmail, takeNote],
+      interruptOn: { send_email: true },
+    });
     live.push(interpreter);
-    const model = new ScriptedChatModel([callTool("eval", { code: "await tools.takeNote({}); 1" }, "eval-1"), reply("done")]);
-    const agent = createAgent({ model, tools: [sendEmail, takeNote], middleware: [notes, interpreter], checkpointer: new MemorySaver() });
+    const model = new ScriptedChatModel([
+      callTool("eval", { code: "await tools.takeNote({}); 1" }, "eval-1"),
+      reply("done"),
+    ]);
+    const agent = createAgent({
+      model,
+      tools: [sendEmail, takeNote],
+      middleware: [notes, interpreter],
+      checkpointer: new MemorySaver(),
+    });
     const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "notes" } });
     const note = (result as Record<string, unknown>)["note"];
     expect(note).toBeInstanceOf(Note);

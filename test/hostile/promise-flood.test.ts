@@ -8,7 +8,8 @@ const SANITIZED = process.env.QJSN_SANITIZED === "1";
 const FLOODS = {
   "a thenable that resolves with itself": "const t = { then(resolve) { resolve(t); } }; await t;",
   "queueMicrotask re-queueing itself": "const loop = () => queueMicrotask(loop); loop(); await new Promise(() => {});",
-  "two promise chains feeding each other": "let n = 0; const a = () => Promise.resolve().then(b); const b = () => { n++; return Promise.resolve().then(a); }; a(); await new Promise(() => {});",
+  "two promise chains feeding each other":
+    "let n = 0; const a = () => Promise.resolve().then(b); const b = () => { n++; return Promise.resolve().then(a); }; a(); await new Promise(() => {});",
   "an async generator that never ends": "async function* g() { for (;;) yield 1; } for await (const _ of g()) {}",
   "await in an infinite loop": "for (;;) await null;",
 };
@@ -41,7 +42,9 @@ describe("promise storms stay inside the sandbox", () => {
     process.on("unhandledRejection", onRejection);
     try {
       const sb = sandbox();
-      const report = await sb.run("for (let i = 0; i < 10000; i++) Promise.reject(new Error('r' + i)); await null; 'done'");
+      const report = await sb.run(
+        "for (let i = 0; i < 10000; i++) Promise.reject(new Error('r' + i)); await null; 'done'",
+      );
       // The script itself completed: rejections of promises it dropped are guest data, not host events.
       expect(report.ok).toBe(true);
       await new Promise((r) => setTimeout(r, 20));
@@ -55,7 +58,11 @@ describe("promise storms stay inside the sandbox", () => {
     // A budget far above the time to fill 8 MiB, even under ASan on a loaded machine.
     const sb = sandbox({ memoryLimitBytes: 8 * 1024 * 1024, executionTimeoutMs: 60_000 });
     const baseline = sb.memoryUsage().usedBytes;
-    const code = await codeOf(() => sb.eval("await (async () => { const keep = []; for (;;) keep.push(new Promise(() => {}), Promise.resolve(keep.length)); })()"));
+    const code = await codeOf(() =>
+      sb.eval(
+        "await (async () => { const keep = []; for (;;) keep.push(new Promise(() => {}), Promise.resolve(keep.length)); })()",
+      ),
+    );
     expect(code).toBe("OUT_OF_MEMORY");
     expect(await sb.eval("1 + 1")).toBe(2);
     expectMemoryBack(sb, baseline, 2 * 1024 * 1024);
@@ -63,7 +70,11 @@ describe("promise storms stay inside the sandbox", () => {
 
   it("settles Promise.all over 5,000 guest promises correctly", async () => {
     const sb = sandbox({ executionTimeoutMs: 60_000 });
-    expect(await sb.eval("(await Promise.all(Array.from({ length: 5000 }, (_, i) => Promise.resolve(i)))).reduce((a, b) => a + b, 0)")).toBe(12497500);
+    expect(
+      await sb.eval(
+        "(await Promise.all(Array.from({ length: 5000 }, (_, i) => Promise.resolve(i)))).reduce((a, b) => a + b, 0)",
+      ),
+    ).toBe(12497500);
   });
 
   it("does not let a flood in one sandbox delay another sandbox's eval beyond its own work", async () => {

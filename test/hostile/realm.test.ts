@@ -9,7 +9,9 @@ describe("removed from the realm", () => {
     const sb = sandbox();
     expect(sb.evalSync(`typeof ${name}`)).toBe("undefined");
     expect(sb.evalSync(`Object.getOwnPropertyNames(globalThis).includes(${JSON.stringify(name)})`)).toBe(false);
-    expect(sb.evalSync(`Reflect.ownKeys(globalThis).some((k) => String(k).includes(${JSON.stringify(name)}))`)).toBe(false);
+    expect(sb.evalSync(`Reflect.ownKeys(globalThis).some((k) => String(k).includes(${JSON.stringify(name)}))`)).toBe(
+      false,
+    );
   });
 
   it("has no Error.prepareStackTrace hook: a guest-set one is an inert property", () => {
@@ -27,7 +29,11 @@ describe("removed from the realm", () => {
     const sb = sandbox({ executionTimeoutMs: 200 });
     sb.evalSync("globalThis.hookCalls = 0; Error.prepareStackTrace = () => { hookCalls++; while (true) {} }; 0");
     sb.setGlobal("hostError", new TypeError("from the host"));
-    expect(sb.evalSync("[hostError instanceof TypeError, hostError.message, hookCalls]")).toEqual([true, "from the host", 0]);
+    expect(sb.evalSync("[hostError instanceof TypeError, hostError.message, hookCalls]")).toEqual([
+      true,
+      "from the host",
+      0,
+    ]);
     await expectHostResponsive();
   });
 
@@ -55,7 +61,10 @@ describe("kept in the realm", () => {
 
   it("keeps WeakMap and WeakSet (they expose no collection timing)", () => {
     const sb = sandbox();
-    expect(sb.evalSync("const k = {}; const m = new WeakMap([[k, 1]]); [m.get(k), new WeakSet([k]).has(k)]")).toEqual([1, true]);
+    expect(sb.evalSync("const k = {}; const m = new WeakMap([[k, 1]]); [m.get(k), new WeakSet([k]).has(k)]")).toEqual([
+      1,
+      true,
+    ]);
   });
 });
 
@@ -117,11 +126,9 @@ describe("prototype pollution stays inside", () => {
   it("cannot install a __proto__ on a value the host sends in", () => {
     const sb = sandbox();
     sb.setGlobal("input", JSON.parse('{"__proto__": {"admin": true}, "name": "x"}'));
-    expect(sb.evalSync("[input.admin, Object.getPrototypeOf(input) === Object.prototype, Object.keys(input).sort().join()]")).toEqual([
-      undefined,
-      true,
-      "__proto__,name",
-    ]);
+    expect(
+      sb.evalSync("[input.admin, Object.getPrototypeOf(input) === Object.prototype, Object.keys(input).sort().join()]"),
+    ).toEqual([undefined, true, "__proto__,name"]);
     expect(sb.evalSync("({}).admin")).toBeUndefined();
   });
 });

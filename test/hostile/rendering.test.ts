@@ -18,7 +18,14 @@ function sharedArrays(levels: number): unknown[] {
 describe("renderValue", () => {
   it.each<[string, unknown]>([
     ["nested plain data", { a: [1, 2, { b: "c" }], d: new Map([[1, new Set(["x"])]]), e: -0, f: 10n, g: undefined }],
-    ["a cycle", (() => { const o: Record<string, unknown> = { name: "root" }; o["self"] = o; return o; })()],
+    [
+      "a cycle",
+      (() => {
+        const o: Record<string, unknown> = { name: "root" };
+        o["self"] = o;
+        return o;
+      })(),
+    ],
     ["an array with holes", [1, , 3]],
     ["a null-prototype object", Object.assign(Object.create(null) as object, { a: 1 })],
     ["an array over maxArrayLength", Array.from({ length: 250 }, (_, i) => i)],

@@ -22,7 +22,10 @@ interface WorkerReport {
  * its own sandbox with evalSync, then restores a snapshot holding a function (which re-runs its
  * source), and reports each outcome.
  */
-function runInSmallWorker(stackSizeMb: number, guests: string[]): { signal: NodeJS.Signals | null; status: number | null; report?: WorkerReport; stderr: string } {
+function runInSmallWorker(
+  stackSizeMb: number,
+  guests: string[],
+): { signal: NodeJS.Signals | null; status: number | null; report?: WorkerReport; stderr: string } {
   const workerCode = `
     const { parentPort, workerData } = await import("node:worker_threads");
     await (async () => {
@@ -94,23 +97,27 @@ describe("evalSync on a thread with a small stack", () => {
     expect(existsSync(entry), "dist/index.js is missing: run `npm run build:ts` first").toBe(true);
   });
 
-  it.each([0.5, 1, 4])("gives STACK_OVERFLOW (or a typed refusal), never a signal, in a Worker with %s MB of stack", (stackSizeMb) => {
-    const r = runInSmallWorker(stackSizeMb, GUESTS);
-    expect(r.signal, r.stderr).toBeNull();
-    expect(r.status, r.stderr).toBe(0);
-    expect(r.report?.error, r.stderr).toBeUndefined();
-    const outcomes = r.report!.outcomes!;
-    expect(outcomes).toHaveLength(GUESTS.length + 2);
-    // Recursion and nesting: a typed stack error. The engine's own nesting caps may answer first
-    // with a guest SyntaxError/RangeError, which is typed too.
-    for (const o of outcomes.slice(0, GUESTS.length)) expect(["STACK_OVERFLOW", "SYNTAX_ERROR", "GUEST_ERROR"], o.message).toContain(o.code);
-    expect(outcomes[0]!.code).toBe("STACK_OVERFLOW");
-    // Restoring re-runs function source: it works, or is refused with a typed error.
-    expect(["OK", "STACK_OVERFLOW"]).toContain(outcomes[GUESTS.length]!.code);
-    if (outcomes[GUESTS.length]!.code === "OK") expect(outcomes[GUESTS.length]!.message).toBe("42");
-    const hostSide = outcomes[GUESTS.length + 1]!;
-    expect(["OK", "STACK_OVERFLOW"]).toContain(hostSide.code);
-    if (hostSide.code === "OK") expect(hostSide.message).toMatch(/^\{"a":\[1,\{"b":"2"\}\]\}\d+$/);
-    expect(["STACK_OVERFLOW", 2]).toContain(r.report!.after);
-  });
+  it.each([0.5, 1, 4])(
+    "gives STACK_OVERFLOW (or a typed refusal), never a signal, in a Worker with %s MB of stack",
+    (stackSizeMb) => {
+      const r = runInSmallWorker(stackSizeMb, GUESTS);
+      expect(r.signal, r.stderr).toBeNull();
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.report?.error, r.stderr).toBeUndefined();
+      const outcomes = r.report!.outcomes!;
+      expect(outcomes).toHaveLength(GUESTS.length + 2);
+      // Recursion and nesting: a typed stack error. The engine's own nesting caps may answer first
+      // with a guest SyntaxError/RangeError, which is typed too.
+      for (const o of outcomes.slice(0, GUESTS.length))
+        expect(["STACK_OVERFLOW", "SYNTAX_ERROR", "GUEST_ERROR"], o.message).toContain(o.code);
+      expect(outcomes[0]!.code).toBe("STACK_OVERFLOW");
+      // Restoring re-runs function source: it works, or is refused with a typed error.
+      expect(["OK", "STACK_OVERFLOW"]).toContain(outcomes[GUESTS.length]!.code);
+      if (outcomes[GUESTS.length]!.code === "OK") expect(outcomes[GUESTS.length]!.message).toBe("42");
+      const hostSide = outcomes[GUESTS.length + 1]!;
+      expect(["OK", "STACK_OVERFLOW"]).toContain(hostSide.code);
+      if (hostSide.code === "OK") expect(hostSide.message).toMatch(/^\{"a":\[1,\{"b":"2"\}\]\}\d+$/);
+      expect(["STACK_OVERFLOW", 2]).toContain(r.report!.after);
+    },
+  );
 });

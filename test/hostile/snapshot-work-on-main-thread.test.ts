@@ -26,7 +26,9 @@ describe("restoreAsync runs re-created guest code off the main thread", () => {
 
   it("restores the same state as the inline restore", async () => {
     const source = sandbox();
-    source.evalSync("var data = { n: 1, list: [1, 2, 3], big: 2n ** 100n }; function twice(x) { return 2 * x } class Point { constructor(x) { this.x = x } } var sym = Symbol('s');");
+    source.evalSync(
+      "var data = { n: 1, list: [1, 2, 3], big: 2n ** 100n }; function twice(x) { return 2 * x } class Point { constructor(x) { this.x = x } } var sym = Symbol('s');",
+    );
     const bytes = source.snapshot();
     const inline = Sandbox.restore(bytes);
     const offThread = await Sandbox.restoreAsync(bytes);
@@ -50,7 +52,9 @@ describe("restoreAsync runs re-created guest code off the main thread", () => {
     await expect(Sandbox.restoreAsync(bytes)).rejects.toMatchObject({ code: "INVALID_SNAPSHOT" });
     const key = Buffer.alloc(32, 7);
     const signed = source.snapshot({ signing: { key, threadId: "t1", turn: 1 } });
-    await expect(Sandbox.restoreAsync(signed, { signing: { key, threadId: "t2", turn: 1 } })).rejects.toMatchObject({ code: "INVALID_SNAPSHOT" });
+    await expect(Sandbox.restoreAsync(signed, { signing: { key, threadId: "t2", turn: 1 } })).rejects.toMatchObject({
+      code: "INVALID_SNAPSHOT",
+    });
     const ok = await Sandbox.restoreAsync(signed, { signing: { key, threadId: "t1", turn: 1 } });
     expect(ok.sandbox.evalSync("a")).toBe(1);
     ok.sandbox.dispose();
@@ -60,7 +64,9 @@ describe("restoreAsync runs re-created guest code off the main thread", () => {
 describe("snapshotAsync walks the state off the main thread", () => {
   it("writes the same bytes as snapshot() while the event loop keeps turning", async () => {
     const sb = sandbox({ memoryLimitBytes: 256 * 1024 * 1024 });
-    sb.evalSync("var rows = Array.from({ length: 50000 }, (_, i) => ({ id: i, name: 'row ' + i, tags: ['a', 'b'] })); function f() { return rows.length }");
+    sb.evalSync(
+      "var rows = Array.from({ length: 50000 }, (_, i) => ({ id: i, name: 'row ' + i, tags: ['a', 'b'] })); function f() { return rows.length }",
+    );
     const options = { maxSnapshotBytes: 200 * 1024 * 1024 };
     const inline = sb.snapshot(options);
     const { turns, settled } = await turnsWhile(sb.snapshotAsync(options));
@@ -75,7 +81,10 @@ describe("snapshotAsync walks the state off the main thread", () => {
   it("signs a snapshot of several digest slices to the same bytes as snapshot()", async () => {
     const sb = sandbox();
     sb.evalSync("var text = 'abc'.repeat(1_000_000)");
-    const options = { signing: { key: Buffer.alloc(32, 5), threadId: "t", turn: 1 }, maxSnapshotBytes: 16 * 1024 * 1024 };
+    const options = {
+      signing: { key: Buffer.alloc(32, 5), threadId: "t", turn: 1 },
+      maxSnapshotBytes: 16 * 1024 * 1024,
+    };
     const offThread = await sb.snapshotAsync(options);
     expect(offThread.length).toBeGreaterThan(2.5 * 1024 * 1024);
     expect(Buffer.compare(Buffer.from(offThread), Buffer.from(sb.snapshot(options)))).toBe(0);
@@ -89,7 +98,10 @@ describe("snapshotAsync walks the state off the main thread", () => {
     sb.evalSync("var s = 'x'.repeat(100000); function g() { return s.length }");
     const key = Buffer.alloc(32, 9);
     const signing = { key, threadId: "t", turn: 3 };
-    const [bytes, after] = await Promise.all([sb.snapshotAsync({ compress: true, signing }), sb.eval("s = 'changed'; 1")]);
+    const [bytes, after] = await Promise.all([
+      sb.snapshotAsync({ compress: true, signing }),
+      sb.eval("s = 'changed'; 1"),
+    ]);
     expect(after).toBe(1);
     expect(bytes.length).toBeLessThan(100000);
     const { sandbox: restored } = await Sandbox.restoreAsync(bytes, { signing });

@@ -72,7 +72,10 @@ const recursionCases: Array<[string, string]> = [
   ["recursion through a getter", "const o = { get x() { return this.x; } }; o.x"],
   ["recursion through toString", "const t = { toString() { return String(this); } }; String(t)"],
   ["JSON.parse of deeply nested arrays", "JSON.parse('['.repeat(1e6))"],
-  ["JSON.stringify of a deeply nested object", "let o = {}; for (let i = 0; i < 1e6; i++) o = { o }; JSON.stringify(o).length"],
+  [
+    "JSON.stringify of a deeply nested object",
+    "let o = {}; for (let i = 0; i < 1e6; i++) o = { o }; JSON.stringify(o).length",
+  ],
   ["String() of deeply nested arrays", "let a = []; for (let i = 0; i < 1e6; i++) a = [a]; String(a).length"],
   ["a Proxy chain", "let p = {}; for (let i = 0; i < 1e5; i++) p = new Proxy(p, {}); p.x"],
   ["deeply nested source code", "eval('('.repeat(1e5) + '1' + ')'.repeat(1e5))"],
@@ -98,14 +101,22 @@ describe("deep recursion never crashes the process", () => {
     });
 
     it(`survives plain recursion ${where} with the largest accepted maxStackSizeBytes`, () => {
-      const r = runInChild(mode, { maxStackSizeBytes: maxStack, memoryLimitBytes: 256 * MiB }, "function f() { return f() + 1; } f()");
+      const r = runInChild(
+        mode,
+        { maxStackSizeBytes: maxStack, memoryLimitBytes: 256 * MiB },
+        "function f() { return f() + 1; } f()",
+      );
       expect(r.signal, `maxStackSizeBytes ${maxStack}: ${r.stderr}`).toBeNull();
       expect(r.status, r.stderr).toBe(0);
       expect(r.outcome?.code).toBe("STACK_OVERFLOW");
     });
 
     it(`survives recursion through built-ins ${where} with the largest accepted maxStackSizeBytes`, () => {
-      const r = runInChild(mode, { maxStackSizeBytes: maxStack, memoryLimitBytes: 256 * MiB }, "function g() { return [1].map(g); } g()");
+      const r = runInChild(
+        mode,
+        { maxStackSizeBytes: maxStack, memoryLimitBytes: 256 * MiB },
+        "function g() { return [1].map(g); } g()",
+      );
       expect(r.signal, `maxStackSizeBytes ${maxStack}: ${r.stderr}`).toBeNull();
       expect(r.status, r.stderr).toBe(0);
       expect(r.outcome?.code).toBe("STACK_OVERFLOW");
@@ -124,7 +135,10 @@ describe("deep recursion never crashes the process", () => {
       try { boxes[0].evalSync("function f(d) { return d > 1e9 ? 0 : f(d + 1); } try { f(0) } catch {} next()"); } catch (e) { code = e.code; }
       process.stdout.write(code);
     `;
-    const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", timeout: 60_000 });
+    const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], {
+      encoding: "utf8",
+      timeout: 60_000,
+    });
     expect(child.signal, child.stderr).toBeNull();
     expect(child.status, child.stderr).toBe(0);
   });

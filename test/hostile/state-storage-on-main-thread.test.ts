@@ -24,7 +24,9 @@ describe("storing state lets the event loop turn between slices", () => {
     // 8 MB verified, then 8 MB sealed, 512 KiB per slice: done at once, no turn came between.
     expect(turns).toBeGreaterThanOrEqual(24);
     // The same state, now signed for the turn.
-    await expect(resealSnapshot(resealed, { maxSnapshotBytes: 32 * MiB, from: signing })).resolves.toHaveLength(resealed.length);
+    await expect(resealSnapshot(resealed, { maxSnapshotBytes: 32 * MiB, from: signing })).resolves.toHaveLength(
+      resealed.length,
+    );
   });
 
   it("a large blob is cut into chunks and hashed a slice per turn before the store is asked anything", async () => {

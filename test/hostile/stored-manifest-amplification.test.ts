@@ -66,7 +66,10 @@ describe("a manifest listing more chunk bytes than its declared length", () => {
   });
 
   it("a manifest whose chunk count cannot fit its length is refused before any chunk is read", async () => {
-    const { blobs, ref, reads } = await craftedStore((d) => Array.from({ length: DECLARED / 2048 + 1 }, () => d[0]!), 1);
+    const { blobs, ref, reads } = await craftedStore(
+      (d) => Array.from({ length: DECLARED / 2048 + 1 }, () => d[0]!),
+      1,
+    );
     await expect(blobs.read(ref, DECLARED)).rejects.toThrow(/malformed chunks/);
     expect(reads()).toBe(0);
   });

@@ -9,10 +9,14 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
 const dist = fileURLToPath(new URL("../../dist/langchain/", import.meta.url));
-if (!existsSync(`${dist}transform-worker.js`)) throw new Error("dist/ is missing: run `npm run build:ts` (npm test does)");
-const { transformOffThread } = (await import(`${dist}transform-off-thread.js`)) as typeof import("../../src/langchain/transform-off-thread.js");
+if (!existsSync(`${dist}transform-worker.js`))
+  throw new Error("dist/ is missing: run `npm run build:ts` (npm test does)");
+const { transformOffThread } = (await import(
+  `${dist}transform-off-thread.js`
+)) as typeof import("../../src/langchain/transform-off-thread.js");
 
-const lines = (count: number, line: (i: number) => string): string => Array.from({ length: count }, (_, i) => line(i)).join("\n");
+const lines = (count: number, line: (i: number) => string): string =>
+  Array.from({ length: count }, (_, i) => line(i)).join("\n");
 
 describe("a parser stuck past its time limit", () => {
   it("is replaced without starting a worker on the main thread, and the next transform works", async () => {
@@ -25,7 +29,10 @@ describe("a parser stuck past its time limit", () => {
       },
     }).enable();
     try {
-      const stopped = await transformOffThread(`enum E { A }\n${lines(8000, (i) => `const s${i}: string = "${i}";`)}`, 1);
+      const stopped = await transformOffThread(
+        `enum E { A }\n${lines(8000, (i) => `const s${i}: string = "${i}";`)}`,
+        1,
+      );
       expect(stopped.syntaxError?.message).toMatch(/took longer than 1 ms to parse/);
       const next = await transformOffThread(javascript, 60_000);
       expect(next.syntaxError).toBeUndefined();

@@ -95,7 +95,14 @@ describe("copying out ignores tampered built-ins", () => {
     sb.defineFunction("echo", (x) => x);
     sb.defineAsyncFunction("echoAsync", async ([x]) => x);
     sb.evalSync(TAMPER);
-    sb.setGlobal("fromHost", { list: [1, 2], m: new Map([["k", 1]]), s: new Set([1]), d: new Date(3), e: new Error("e"), t: new Int8Array([1]) });
+    sb.setGlobal("fromHost", {
+      list: [1, 2],
+      m: new Map([["k", 1]]),
+      s: new Set([1]),
+      d: new Date(3),
+      e: new Error("e"),
+      t: new Int8Array([1]),
+    });
     expect(sb.evalSync("echo(fromHost) !== fromHost && hits === 0")).toBe(true);
     expect(await sb.eval("const back = await echoAsync(fromHost); back !== fromHost && hits === 0")).toBe(true);
     expect(sb.getGlobal("fromHost")).toMatchObject({ list: [1, 2] });
@@ -103,7 +110,12 @@ describe("copying out ignores tampered built-ins", () => {
 
   it("settles async host calls even when the guest replaced Promise.prototype.then", async () => {
     sb.defineAsyncFunction("later", async ([x]) => x);
-    const outcome = await sb.eval("Promise.prototype.then = function () { hits++; while (true) {} }; globalThis.hits = 0; const v = await later(9); [v, hits]", { timeoutMs: 1000 }).catch((e: SandboxError) => e.code);
+    const outcome = await sb
+      .eval(
+        "Promise.prototype.then = function () { hits++; while (true) {} }; globalThis.hits = 0; const v = await later(9); [v, hits]",
+        { timeoutMs: 1000 },
+      )
+      .catch((e: SandboxError) => e.code);
     // Either the await ignores the replaced `then` or the guest's own trap spins into TIMEOUT; never a hang.
     expect([[9, 0], "TIMEOUT"]).toContainEqual(outcome);
     expect(await sb.eval("1+1")).toBe(2);

@@ -23,13 +23,16 @@ async function ordinaryTypeScriptStillRuns(): Promise<void> {
 }
 
 describe("TypeScript nested deeply enough to overflow the stripper", () => {
-  it.each([2_000, 10_000])("%i levels of brackets give a clear SyntaxError, and the next TypeScript eval still works", async (levels) => {
-    const source = `const a: number[] = ${"[".repeat(levels)}${"]".repeat(levels)}`;
-    const result = transformCode(source);
-    expect(result.syntaxError?.message).toMatch(/nested too deeply/);
-    await expect(sandbox().eval(result.code)).rejects.toThrow(/nested too deeply/);
-    await ordinaryTypeScriptStillRuns();
-  });
+  it.each([2_000, 10_000])(
+    "%i levels of brackets give a clear SyntaxError, and the next TypeScript eval still works",
+    async (levels) => {
+      const source = `const a: number[] = ${"[".repeat(levels)}${"]".repeat(levels)}`;
+      const result = transformCode(source);
+      expect(result.syntaxError?.message).toMatch(/nested too deeply/);
+      await expect(sandbox().eval(result.code)).rejects.toThrow(/nested too deeply/);
+      await ordinaryTypeScriptStillRuns();
+    },
+  );
 
   it("2,000 levels of mixed (, [ and { at inline size give a clear SyntaxError, and the next TypeScript eval still works", async () => {
     const source = `const f = (x: number) => ${"({a:[".repeat(700)}x${"]})".repeat(700)}`;

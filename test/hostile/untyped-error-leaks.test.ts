@@ -42,7 +42,9 @@ describe("values the host cannot re-create fail as SandboxError", () => {
 
   it("a length-tracking view over a shrunk resizable buffer crosses with its current length", () => {
     const sb = sandbox();
-    const v = sb.evalSync("const rab = new ArrayBuffer(16, { maxByteLength: 32 }); const t = new Float64Array(rab); rab.resize(8); t") as Float64Array;
+    const v = sb.evalSync(
+      "const rab = new ArrayBuffer(16, { maxByteLength: 32 }); const t = new Float64Array(rab); rab.resize(8); t",
+    ) as Float64Array;
     expect(v).toBeInstanceOf(Float64Array);
     expect(v.length).toBe(1);
   });
@@ -91,7 +93,8 @@ describe("an own __proto__ key crosses intact and pollutes nothing", () => {
     sb.defineFunction("fromHost", () => parsed);
     sb.defineAsyncFunction("fromHostAsync", async () => parsed);
     sb.setGlobal("given", parsed);
-    const probe = "(v) => [Object.keys(v), Object.hasOwn(v, '__proto__'), v.__proto__.polluted, Object.getPrototypeOf(v) === Object.prototype, ({}).polluted]";
+    const probe =
+      "(v) => [Object.keys(v), Object.hasOwn(v, '__proto__'), v.__proto__.polluted, Object.getPrototypeOf(v) === Object.prototype, ({}).polluted]";
     const expected = [["__proto__", "ok"], true, true, true, undefined];
     expect(sb.evalSync(`(${probe})(fromHost())`)).toEqual(expected);
     expect(sb.evalSync(`(${probe})(given)`)).toEqual(expected);
@@ -104,7 +107,9 @@ describe("an own __proto__ key crosses intact and pollutes nothing", () => {
     sb.defineFunction("take", (v) => {
       arg = v as Record<string, unknown>;
     });
-    const out = sb.evalSync("const v = JSON.parse('{\"__proto__\": {\"polluted\": true}, \"ok\": 1}'); take(v); v") as Record<string, unknown>;
+    const out = sb.evalSync(
+      'const v = JSON.parse(\'{"__proto__": {"polluted": true}, "ok": 1}\'); take(v); v',
+    ) as Record<string, unknown>;
     for (const v of [out, arg!]) {
       expect(Object.keys(v)).toEqual(["__proto__", "ok"]);
       expect(Object.hasOwn(v, "__proto__")).toBe(true);

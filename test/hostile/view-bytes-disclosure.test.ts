@@ -36,7 +36,13 @@ describe("a view crosses into the guest with exactly its own bytes", () => {
   it("through an async host function's result", async () => {
     const sb = sandbox();
     sb.defineAsyncFunction("bytes", async () => pooledHi());
-    expect(await sb.eval(`(${PROBE})(await bytes())`)).toEqual({ length: 2, offset: 0, buffer: 2, text: "hi", leaked: false });
+    expect(await sb.eval(`(${PROBE})(await bytes())`)).toEqual({
+      length: 2,
+      offset: 0,
+      buffer: 2,
+      text: "hi",
+      leaked: false,
+    });
   });
 
   it("through setGlobal, and then through a snapshot of that global", () => {
@@ -45,7 +51,13 @@ describe("a view crosses into the guest with exactly its own bytes", () => {
     expect(sb.evalSync(`(${PROBE})(given.b)`)).toEqual({ length: 2, offset: 0, buffer: 2, text: "hi", leaked: false });
     const { sandbox: restored } = Sandbox.restore(sb.snapshot());
     try {
-      expect(restored.evalSync(`(${PROBE})(given.b)`)).toEqual({ length: 2, offset: 0, buffer: 2, text: "hi", leaked: false });
+      expect(restored.evalSync(`(${PROBE})(given.b)`)).toEqual({
+        length: 2,
+        offset: 0,
+        buffer: 2,
+        text: "hi",
+        leaked: false,
+      });
     } finally {
       restored.dispose();
     }
@@ -57,17 +69,27 @@ describe("a view crosses into the guest with exactly its own bytes", () => {
     new Uint8Array(backing).fill(0x5a);
     new Uint8Array(backing, 8, 4).set([1, 2, 3, 4]);
     sb.setGlobal("views", { u16: new Uint16Array(backing, 8, 2), dv: new DataView(backing, 8, 4) });
-    expect(sb.evalSync("[views.u16.buffer.byteLength, views.u16.byteOffset, [...new Uint8Array(views.u16.buffer)]]")).toEqual([4, 0, [1, 2, 3, 4]]);
-    expect(sb.evalSync("[views.dv instanceof DataView, views.dv.buffer.byteLength, views.dv.getUint8(3)]")).toEqual([true, 4, 4]);
+    expect(
+      sb.evalSync("[views.u16.buffer.byteLength, views.u16.byteOffset, [...new Uint8Array(views.u16.buffer)]]"),
+    ).toEqual([4, 0, [1, 2, 3, 4]]);
+    expect(sb.evalSync("[views.dv instanceof DataView, views.dv.buffer.byteLength, views.dv.getUint8(3)]")).toEqual([
+      true,
+      4,
+      4,
+    ]);
   });
 
   it("keeps two views sharing a buffer only when the host passes that buffer too", () => {
     const sb = sandbox();
     const backing = new ArrayBuffer(8);
     sb.setGlobal("withBuffer", [backing, new Uint8Array(backing, 2, 2), new Uint8Array(backing, 4, 2)]);
-    expect(sb.evalSync("const [ab, a, b] = withBuffer; a[0] = 7; [a.buffer === ab, b.buffer === ab, new Uint8Array(ab)[2]]")).toEqual([true, true, 7]);
+    expect(
+      sb.evalSync("const [ab, a, b] = withBuffer; a[0] = 7; [a.buffer === ab, b.buffer === ab, new Uint8Array(ab)[2]]"),
+    ).toEqual([true, true, 7]);
     sb.setGlobal("withoutBuffer", [new Uint8Array(backing, 2, 2), new Uint8Array(backing, 4, 2)]);
-    expect(sb.evalSync("const [c, d] = withoutBuffer; [c.buffer === d.buffer, c.buffer.byteLength, d.buffer.byteLength]")).toEqual([false, 2, 2]);
+    expect(
+      sb.evalSync("const [c, d] = withoutBuffer; [c.buffer === d.buffer, c.buffer.byteLength, d.buffer.byteLength]"),
+    ).toEqual([false, 2, 2]);
   });
 });
 
@@ -79,7 +101,9 @@ describe("a guest view crosses out with exactly its own bytes", () => {
       seen = v;
       return null;
     });
-    const result = sb.evalSync("const big = new Uint8Array(1024).fill(9); const v = big.subarray(100, 103); v.set([1, 2, 3]); take(v); v") as Uint8Array;
+    const result = sb.evalSync(
+      "const big = new Uint8Array(1024).fill(9); const v = big.subarray(100, 103); v.set([1, 2, 3]); take(v); v",
+    ) as Uint8Array;
     for (const v of [result, seen as Uint8Array]) {
       expect(v).toBeInstanceOf(Uint8Array);
       expect([v.buffer.byteLength, v.byteOffset, [...v]]).toEqual([3, 0, [1, 2, 3]]);
@@ -91,9 +115,21 @@ describe("a guest view crosses out with exactly its own bytes", () => {
 
   it("with the current length of a length-tracking view over a resized buffer", () => {
     const sb = sandbox();
-    expect(sb.evalSync("const rab = new ArrayBuffer(8, { maxByteLength: 16 }); const t = new Uint8Array(rab); rab.resize(4); t")).toEqual(new Uint8Array(4));
-    expect(sb.evalSync("const rab2 = new ArrayBuffer(8, { maxByteLength: 16 }); const t2 = new Uint8Array(rab2); rab2.resize(12); t2")).toEqual(new Uint8Array(12));
+    expect(
+      sb.evalSync(
+        "const rab = new ArrayBuffer(8, { maxByteLength: 16 }); const t = new Uint8Array(rab); rab.resize(4); t",
+      ),
+    ).toEqual(new Uint8Array(4));
+    expect(
+      sb.evalSync(
+        "const rab2 = new ArrayBuffer(8, { maxByteLength: 16 }); const t2 = new Uint8Array(rab2); rab2.resize(12); t2",
+      ),
+    ).toEqual(new Uint8Array(12));
     // Out of bounds after the shrink: it reads as empty in JavaScript, and crosses as empty.
-    expect(sb.evalSync("const rab3 = new ArrayBuffer(8, { maxByteLength: 16 }); const t3 = new Uint8Array(rab3, 4); rab3.resize(2); t3")).toEqual(new Uint8Array(0));
+    expect(
+      sb.evalSync(
+        "const rab3 = new ArrayBuffer(8, { maxByteLength: 16 }); const t3 = new Uint8Array(rab3, 4); rab3.resize(2); t3",
+      ),
+    ).toEqual(new Uint8Array(0));
   });
 });

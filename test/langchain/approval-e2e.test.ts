@@ -10,7 +10,11 @@ import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { tool } from "@langchain/core/tools";
 import { Command, MemorySaver } from "@langchain/langgraph";
 import { z } from "zod";
-import { createCodeInterpreterMiddleware, type CodeInterpreterMiddleware, type CodeInterpreterMiddlewareOptions } from "../../src/langchain/index.js";
+import {
+  createCodeInterpreterMiddleware,
+  type CodeInterpreterMiddleware,
+  type CodeInterpreterMiddlewareOptions,
+} from "../../src/langchain/index.js";
 import { ScriptedChatModel, callTool, contentText, reply, toolMessages } from "./support/agent.js";
 
 const live: CodeInterpreterMiddleware[] = [];
@@ -22,16 +26,28 @@ afterEach(() => {
 function mailTools() {
   const lookups: string[] = [];
   const sent: { to: string; body: string }[] = [];
-  const lookup = tool(async ({ name }: { name: string }) => { lookups.push(name); return { email: `${name}@example.com` }; }, {
-    name: "lookup",
-    description: "Finds a person's email address.",
-    schema: z.object({ name: z.string() }),
-  });
-  const sendEmail = tool(async ({ to, body }: { to: string; body: string }) => { sent.push({ to, body }); return `sent to ${to}`; }, {
-    name: "send_email",
-    description: "Sends an email.",
-    schema: z.object({ to: z.string(), body: z.string() }),
-  });
+  const lookup = tool(
+    async ({ name }: { name: string }) => {
+      lookups.push(name);
+      return { email: `${name}@example.com` };
+    },
+    {
+      name: "lookup",
+      description: "Finds a person's email address.",
+      schema: z.object({ name: z.string() }),
+    },
+  );
+  const sendEmail = tool(
+    async ({ to, body }: { to: string; body: string }) => {
+      sent.push({ to, body });
+      return `sent to ${to}`;
+    },
+    {
+      name: "send_email",
+      description: "Sends an email.",
+      schema: z.object({ to: z.string(), body: z.string() }),
+    },
+  );
   return { lookup, sendEmail, lookups, sent };
 }
 
@@ -40,13 +56,25 @@ const who = await tools.lookup({ name: "ada" });
 const receipt = await tools.sendEmail({ to: who.email, body: "hello" });
 ({ who: who.email, receipt })`;
 
-function agentFor(code: string, options: CodeInterpreterMiddlewareOptions, extraTools: Parameters<typeof createAgent>[0]["tools"] = []) {
+function agentFor(
+  code: string,
+  options: CodeInterpreterMiddlewareOptions,
+  extraTools: Parameters<typeof createAgent>[0]["tools"] = [],
+) {
   const { lookup, sendEmail, lookups, sent } = mailTools();
   const checkpointer = new MemorySaver();
-  const build = (script: ConstructorParameters<typeof ScriptedChatModel>[0], ptc: CodeInterpreterMiddlewareOptions["ptc"]) => {
+  const build = (
+    script: ConstructorParameters<typeof ScriptedChatModel>[0],
+    ptc: CodeInterpreterMiddlewareOptions["ptc"],
+  ) => {
     const interpreter = createCodeInterpreterMiddleware({ ptc, ...options });
     live.push(interpreter);
-    const agent = createAgent({ model: new ScriptedChatModel(script), tools: [lookup, sendEmail, ...(extraTools ?? [])], middleware: [interpreter], checkpointer });
+    const agent = createAgent({
+      model: new ScriptedChatModel(script),
+      tools: [lookup, sendEmail, ...(extraTools ?? [])],
+      middleware: [interpreter],
+      checkpointer,
+    });
     return { agent, interpreter };
   };
   const { agent, interpreter } = build([callTool("eval", { code }, "eval-1"), reply("done")], ["lookup", "send_email"]);
@@ -76,8 +104,16 @@ describe("interruptOn: tools called from code pause for review", () => {
     const config = { configurable: { thread_id: "pause" } };
     const first = await agent.invoke({ messages: [new HumanMessage("go")] }, config);
     const request = interruptOf(first);
-    expect(request?.actionRequests).toEqual([{ name: "send_email", args: { to: "ada@example.com", body: "hello" }, description: expect.stringContaining("send_email") }]);
-    expect(request?.reviewConfigs).toEqual([{ actionName: "send_email", allowedDecisions: ["approve", "edit", "reject"] }]);
+    expect(request?.actionRequests).toEqual([
+      {
+        name: "send_email",
+        args: { to: "ada@example.com", body: "hello" },
+        description: expect.stringContaining("send_email"),
+      },
+    ]);
+    expect(request?.reviewConfigs).toEqual([
+      { actionName: "send_email", allowedDecisions: ["approve", "edit", "reject"] },
+    ]);
     expect(lookups).toEqual(["ada"]);
     expect(sent).toEqual([]);
 
@@ -100,17 +136,25 @@ outcome`;
     const { agent, lookups, sent } = agentFor(code, { interruptOn: { send_email: true } });
     const config = { configurable: { thread_id: "reject" } };
     await agent.invoke({ messages: [new HumanMessage("go")] }, config);
-    const resumed = await agent.invoke(new Command({ resume: { decisions: [{ type: "reject", message: "not to Ada, please" }] } }), config);
+    const resumed = await agent.invoke(
+      new Command({ resume: { decisions: [{ type: "reject", message: "not to Ada, please" }] } }),
+      config,
+    );
     expect(evalText(resumed)).toContain("ToolCallRejectedError: not to Ada, please");
     expect(sent).toEqual([]);
     expect(lookups).toEqual(["ada"]);
   });
 
   it("edit: the tool receives the edited arguments", async () => {
-    const { agent, sent } = agentFor(LOOKUP_THEN_SEND, { interruptOn: { send_email: { allowedDecisions: ["approve", "edit"] } } });
+    const { agent, sent } = agentFor(LOOKUP_THEN_SEND, {
+      interruptOn: { send_email: { allowedDecisions: ["approve", "edit"] } },
+    });
     const config = { configurable: { thread_id: "edit" } };
     await agent.invoke({ messages: [new HumanMessage("go")] }, config);
-    const edited = { type: "edit", editedAction: { name: "send_email", args: { to: "grace@example.com", body: "hi" } } };
+    const edited = {
+      type: "edit",
+      editedAction: { name: "send_email", args: { to: "grace@example.com", body: "hi" } },
+    };
     const resumed = await agent.invoke(new Command({ resume: { decisions: [edited] } }), config);
     expect(sent).toEqual([{ to: "grace@example.com", body: "hi" }]);
     expect(evalText(resumed)).toContain("sent to grace@example.com");
@@ -142,7 +186,9 @@ const b = await tools.sendEmail({ to: who.email, body: "2" });
       if (call.args["to"] === "a@example.com") await new Promise((resolve) => setTimeout(resolve, 50));
       return `mail to ${String(call.args["to"])}`;
     };
-    const { agent, sent } = agentFor(code, { interruptOn: { send_email: { allowedDecisions: ["approve"], description } } });
+    const { agent, sent } = agentFor(code, {
+      interruptOn: { send_email: { allowedDecisions: ["approve"], description } },
+    });
     const config = { configurable: { thread_id: "concurrent" } };
     const first = await agent.invoke({ messages: [new HumanMessage("go")] }, config);
     expect(interruptOf(first)?.actionRequests[0]?.description).toBe("mail to a@example.com");
@@ -154,17 +200,28 @@ const b = await tools.sendEmail({ to: who.email, body: "2" });
   });
 
   it("tools not listed in interruptOn never pause", async () => {
-    const { agent, sent, lookups } = agentFor(LOOKUP_THEN_SEND, { interruptOn: { delete_file: true, send_email: false } });
-    const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "unlisted" } });
+    const { agent, sent, lookups } = agentFor(LOOKUP_THEN_SEND, {
+      interruptOn: { delete_file: true, send_email: false },
+    });
+    const result = await agent.invoke(
+      { messages: [new HumanMessage("go")] },
+      { configurable: { thread_id: "unlisted" } },
+    );
     expect(interruptOf(result)).toBeUndefined();
     expect(lookups).toEqual(["ada"]);
     expect(sent).toHaveLength(1);
   });
 
   it("a humanInTheLoopMiddleware configuration is accepted as is, descriptionPrefix included", async () => {
-    const hitl = { interruptOn: { send_email: { allowedDecisions: ["approve", "reject"] as ("approve" | "reject")[] } }, descriptionPrefix: "Mail needs a human" };
+    const hitl = {
+      interruptOn: { send_email: { allowedDecisions: ["approve", "reject"] as ("approve" | "reject")[] } },
+      descriptionPrefix: "Mail needs a human",
+    };
     const { agent } = agentFor(LOOKUP_THEN_SEND, { interruptOn: hitl });
-    const first = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "hitl-config" } });
+    const first = await agent.invoke(
+      { messages: [new HumanMessage("go")] },
+      { configurable: { thread_id: "hitl-config" } },
+    );
     const request = interruptOf(first);
     expect(request?.actionRequests[0]?.description).toMatch(/^Mail needs a human\n\nTool: send_email\nArgs: /);
     expect(request?.reviewConfigs[0]?.allowedDecisions).toEqual(["approve", "reject"]);
@@ -195,7 +252,9 @@ await tools.sendEmail({ to: "z@example.com", body: "b" });`;
     await new Promise((resolve) => setTimeout(resolve, 5));
     // Resumed where the paused eval is not alive: it replays, and the replay's lookup differs.
     const resumed = await elsewhere().invoke(new Command({ resume: { decisions: [{ type: "approve" }] } }), config);
-    expect(evalText(resumed)).toMatch(/^ReplayDivergenceError: the resumed eval did not repeat its first run: call #1 was lookup\(\{"name":"t\d+"\}\) but the first run called lookup/);
+    expect(evalText(resumed)).toMatch(
+      /^ReplayDivergenceError: the resumed eval did not repeat its first run: call #1 was lookup\(\{"name":"t\d+"\}\) but the first run called lookup/,
+    );
     expect(lookups).toHaveLength(1);
     expect(sent).toEqual([]);
   });
@@ -205,15 +264,26 @@ await tools.sendEmail({ to: "z@example.com", body: "b" });`;
     const saver = new MemorySaver();
     // The resuming process's model goes on from where the thread is: it only answers.
     const build = (key: string, first: boolean) => {
-      const interpreter = createCodeInterpreterMiddleware({ ptc: [lookup, sendEmail], interruptOn: { send_email: true }, snapshotSigningKey: key });
+      const interpreter = createCodeInterpreterMiddleware({
+        ptc: [lookup, sendEmail],
+        interruptOn: { send_email: true },
+        snapshotSigningKey: key,
+      });
       live.push(interpreter);
-      const model = new ScriptedChatModel(first ? [callTool("eval", { code: LOOKUP_THEN_SEND }, "eval-1"), reply("done")] : [reply("done")]);
+      const model = new ScriptedChatModel(
+        first ? [callTool("eval", { code: LOOKUP_THEN_SEND }, "eval-1"), reply("done")] : [reply("done")],
+      );
       return createAgent({ model, tools: [lookup, sendEmail], middleware: [interpreter], checkpointer: saver });
     };
     const config = { configurable: { thread_id: "foreign" } };
     await build("first-signing-key-0123456789", true).invoke({ messages: [new HumanMessage("go")] }, config);
-    const resumed = await build("other-signing-key-0123456789", false).invoke(new Command({ resume: { decisions: [{ type: "approve" }] } }), config);
-    expect(evalText(resumed)).toMatch(/^ApprovalError: the review was answered, but the paused eval cannot be resumed \(the stored journal's signature does not match/);
+    const resumed = await build("other-signing-key-0123456789", false).invoke(
+      new Command({ resume: { decisions: [{ type: "approve" }] } }),
+      config,
+    );
+    expect(evalText(resumed)).toMatch(
+      /^ApprovalError: the review was answered, but the paused eval cannot be resumed \(the stored journal's signature does not match/,
+    );
     expect(lookups).toEqual(["ada"]);
     expect(sent).toEqual([]);
   });
@@ -238,37 +308,59 @@ try { await task({ description: "delete everything", subagentType: "general" }) 
     const { agent } = agentFor(code, { interruptOn: { task: { allowedDecisions: ["approve", "reject"] } } }, [task]);
     const config = { configurable: { thread_id: "task-review" } };
     const first = await agent.invoke({ messages: [new HumanMessage("go")] }, config);
-    expect(interruptOf(first)?.actionRequests[0]).toMatchObject({ name: "task", args: { description: "delete everything", subagent_type: "general" } });
-    const resumed = await agent.invoke(new Command({ resume: { decisions: [{ type: "reject", message: "no" }] } }), config);
+    expect(interruptOf(first)?.actionRequests[0]).toMatchObject({
+      name: "task",
+      args: { description: "delete everything", subagent_type: "general" },
+    });
+    const resumed = await agent.invoke(
+      new Command({ resume: { decisions: [{ type: "reject", message: "no" }] } }),
+      config,
+    );
     expect(evalText(resumed)).toContain("ToolCallRejectedError: no");
     expect(runs).toEqual([]);
   });
 
   it("a malformed decision ends the eval with a TypeError saying what is wrong; nothing is sent", async () => {
-    const { agent, sent } = agentFor(LOOKUP_THEN_SEND, { interruptOn: { send_email: { allowedDecisions: ["approve", "reject"] } } });
+    const { agent, sent } = agentFor(LOOKUP_THEN_SEND, {
+      interruptOn: { send_email: { allowedDecisions: ["approve", "reject"] } },
+    });
     const config = { configurable: { thread_id: "malformed" } };
     await agent.invoke({ messages: [new HumanMessage("go")] }, config);
     const edit = { type: "edit", editedAction: { name: "send_email", args: {} } };
     const resumed = await agent.invoke(new Command({ resume: { decisions: [edit] } }), config);
-    expect(evalText(resumed)).toContain('TypeError: Decision "edit" is not allowed for send_email; allowed: approve, reject');
+    expect(evalText(resumed)).toContain(
+      'TypeError: Decision "edit" is not allowed for send_email; allowed: approve, reject',
+    );
     expect(sent).toEqual([]);
   });
 
   it("without a checkpointer a reviewed call rejects in the guest with ApprovalUnavailableError; nothing is sent", async () => {
     const { lookup, sendEmail, sent } = mailTools();
-    const interpreter = createCodeInterpreterMiddleware({ ptc: [lookup, sendEmail], interruptOn: { send_email: true } });
+    const interpreter = createCodeInterpreterMiddleware({
+      ptc: [lookup, sendEmail],
+      interruptOn: { send_email: true },
+    });
     live.push(interpreter);
     const code = `try { await tools.sendEmail({ to: "a@example.com", body: "x" }) } catch (e) { e.name + ": " + e.message }`;
     const model = new ScriptedChatModel([callTool("eval", { code }, "eval-1"), reply("done")]);
     const agent = createAgent({ model, tools: [lookup, sendEmail], middleware: [interpreter] });
-    const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "no-saver" } });
-    expect(evalText(result)).toContain("ApprovalUnavailableError: This call needs human review, but the eval cannot pause for it: this agent has no checkpointer");
+    const result = await agent.invoke(
+      { messages: [new HumanMessage("go")] },
+      { configurable: { thread_id: "no-saver" } },
+    );
+    expect(evalText(result)).toContain(
+      "ApprovalUnavailableError: This call needs human review, but the eval cannot pause for it: this agent has no checkpointer",
+    );
     expect(sent).toEqual([]);
   });
 
   it("the budgets of a resumed eval count from the resume, not across the human's wait", async () => {
     // A wall budget the resumed eval (restore, replay, the send) meets on a loaded machine too.
-    const { agent, sent } = agentFor(LOOKUP_THEN_SEND, { interruptOn: { send_email: true }, executionTimeoutMs: 2000, wallTimeoutMs: 5000 });
+    const { agent, sent } = agentFor(LOOKUP_THEN_SEND, {
+      interruptOn: { send_email: true },
+      executionTimeoutMs: 2000,
+      wallTimeoutMs: 5000,
+    });
     const config = { configurable: { thread_id: "budget" } };
     await agent.invoke({ messages: [new HumanMessage("go")] }, config);
     // The human takes longer than the whole wall budget.
@@ -279,7 +371,9 @@ try { await task({ description: "delete everything", subagentType: "general" }) 
   });
 
   it("an eval with no reviewed tool in reach runs as before: unlisted calls run and the eval completes", async () => {
-    const { agent, lookups } = agentFor(`await tools.lookup({ name: "x" }); Date.now() > 0`, { interruptOn: { delete_file: true } });
+    const { agent, lookups } = agentFor(`await tools.lookup({ name: "x" }); Date.now() > 0`, {
+      interruptOn: { delete_file: true },
+    });
     const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "none" } });
     expect(evalText(result)).toContain("true");
     expect(lookups).toEqual(["x"]);
@@ -289,10 +383,19 @@ try { await task({ description: "delete everything", subagentType: "general" }) 
 /** A stand-in for deepagents' task tool with one subagent type, counting its runs. */
 function fakeTaskTool() {
   const runs: string[] = [];
-  const task = tool(async ({ description }: { description: string; subagent_type: string }) => { runs.push(description); return `answer to ${description}`; }, {
-    name: "task",
-    description: "Runs a subagent.\n- general: does anything",
-    schema: z.object({ description: z.string(), subagent_type: z.string().describe("The subagent to use. Available: general") }),
-  });
+  const task = tool(
+    async ({ description }: { description: string; subagent_type: string }) => {
+      runs.push(description);
+      return `answer to ${description}`;
+    },
+    {
+      name: "task",
+      description: "Runs a subagent.\n- general: does anything",
+      schema: z.object({
+        description: z.string(),
+        subagent_type: z.string().describe("The subagent to use. Available: general"),
+      }),
+    },
+  );
   return { task, runs };
 }

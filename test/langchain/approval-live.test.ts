@@ -10,7 +10,11 @@ import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { tool } from "@langchain/core/tools";
 import { Command, MemorySaver } from "@langchain/langgraph";
 import { z } from "zod";
-import { createCodeInterpreterMiddleware, type CodeInterpreterMiddleware, type CodeInterpreterMiddlewareOptions } from "../../src/langchain/index.js";
+import {
+  createCodeInterpreterMiddleware,
+  type CodeInterpreterMiddleware,
+  type CodeInterpreterMiddlewareOptions,
+} from "../../src/langchain/index.js";
 import { MAX_LIVE_PAUSED_EVALS } from "../../src/langchain/approval.js";
 import { ScriptedChatModel, callTool, contentText, reply, toolMessages } from "./support/agent.js";
 
@@ -30,20 +34,33 @@ const REPLAYED = "ReferenceError: Value for 'counter' was not restored";
 
 function mailer() {
   const sent: string[] = [];
-  const sendEmail = tool(async ({ to }: { to: string }) => { sent.push(to); return `sent to ${to}`; }, {
-    name: "send_email",
-    description: "Sends an email.",
-    schema: z.object({ to: z.string() }),
-  });
+  const sendEmail = tool(
+    async ({ to }: { to: string }) => {
+      sent.push(to);
+      return `sent to ${to}`;
+    },
+    {
+      name: "send_email",
+      description: "Sends an email.",
+      schema: z.object({ to: z.string() }),
+    },
+  );
   return { sent, sendEmail };
 }
 
 /** An agent whose every thread runs MAKE_COUNTER, then SEND_THEN_COUNT (paused for review), `threads` times over. */
 function counterAgent(threads: number, options: CodeInterpreterMiddlewareOptions = {}) {
   const { sent, sendEmail } = mailer();
-  const interpreter = createCodeInterpreterMiddleware({ ptc: ["send_email"], interruptOn: { send_email: true }, ...options });
+  const interpreter = createCodeInterpreterMiddleware({
+    ptc: ["send_email"],
+    interruptOn: { send_email: true },
+    ...options,
+  });
   live.push(interpreter);
-  const script = Array.from({ length: threads }, (_, i) => [callTool("eval", { code: MAKE_COUNTER }, `make-${i}`), callTool("eval", { code: SEND_THEN_COUNT }, `send-${i}`)]).flat();
+  const script = Array.from({ length: threads }, (_, i) => [
+    callTool("eval", { code: MAKE_COUNTER }, `make-${i}`),
+    callTool("eval", { code: SEND_THEN_COUNT }, `send-${i}`),
+  ]).flat();
   const model = new ScriptedChatModel([...script, ...Array.from({ length: threads }, () => reply("done"))]);
   const agent = createAgent({ model, tools: [sendEmail], middleware: [interpreter], checkpointer: new MemorySaver() });
   return { agent, interpreter, sendEmail, sent };
@@ -74,13 +91,27 @@ describe("a resume in the process where the eval paused", () => {
     const interpreter = createCodeInterpreterMiddleware({ ptc: ["send_email"], interruptOn: { send_email: true } });
     live.push(interpreter);
     const code = `const a = await tools.sendEmail({ to: "a@example.com" }); const b = await tools.sendEmail({ to: "b@example.com" }); [a, b, counter()].join(" | ")`;
-    const model = new ScriptedChatModel([callTool("eval", { code: MAKE_COUNTER }, "make"), callTool("eval", { code }, "twice"), reply("done")]);
-    const agent = createAgent({ model, tools: [sendEmail], middleware: [interpreter], checkpointer: new MemorySaver() });
+    const model = new ScriptedChatModel([
+      callTool("eval", { code: MAKE_COUNTER }, "make"),
+      callTool("eval", { code }, "twice"),
+      reply("done"),
+    ]);
+    const agent = createAgent({
+      model,
+      tools: [sendEmail],
+      middleware: [interpreter],
+      checkpointer: new MemorySaver(),
+    });
     await pause(agent, "twice");
     const second = await agent.invoke(approve, configOf("twice"));
-    expect((second["__interrupt__"] as { value: { actionRequests: { args: unknown }[] } }[])[0]?.value.actionRequests[0]?.args).toEqual({ to: "b@example.com" });
+    expect(
+      (second["__interrupt__"] as { value: { actionRequests: { args: unknown }[] } }[])[0]?.value.actionRequests[0]
+        ?.args,
+    ).toEqual({ to: "b@example.com" });
     // The second decision differs from the first: given to the wrong call, the test would tell.
-    const edit = new Command({ resume: { decisions: [{ type: "edit", editedAction: { name: "send_email", args: { to: "c@example.com" } } }] } });
+    const edit = new Command({
+      resume: { decisions: [{ type: "edit", editedAction: { name: "send_email", args: { to: "c@example.com" } } }] },
+    });
     const done = await agent.invoke(edit, configOf("twice"));
     const text = contentText(toolMessages(done["messages"] as BaseMessage[]).at(-1)!);
     expect(text).toContain("<result>\nsent to a@example.com | sent to c@example.com | 3\n</result>");
@@ -99,7 +130,12 @@ describe("a resume in the process where the eval paused", () => {
     const { agent, interpreter, sendEmail, sent } = counterAgent(1);
     await pause(agent, "interleaved");
     // Another agent sharing the middleware (and so the thread's session), with its own checkpointer.
-    const other = createAgent({ model: new ScriptedChatModel([callTool("eval", { code: "1 + 1" }, "other-1"), reply("done")]), tools: [sendEmail], middleware: [interpreter], checkpointer: new MemorySaver() });
+    const other = createAgent({
+      model: new ScriptedChatModel([callTool("eval", { code: "1 + 1" }, "other-1"), reply("done")]),
+      tools: [sendEmail],
+      middleware: [interpreter],
+      checkpointer: new MemorySaver(),
+    });
     const between = await other.invoke({ messages: [new HumanMessage("go")] }, configOf("interleaved"));
     expect(contentText(toolMessages(between["messages"] as BaseMessage[]).at(-1)!)).toContain("<result>\n2\n</result>");
     expect(await resume(agent, "interleaved")).toContain(REPLAYED);

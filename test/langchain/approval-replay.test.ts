@@ -10,7 +10,11 @@ import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { tool } from "@langchain/core/tools";
 import { Command, InMemoryStore, MemorySaver } from "@langchain/langgraph";
 import { z } from "zod";
-import { createCodeInterpreterMiddleware, type CodeInterpreterMiddleware, type CodeInterpreterMiddlewareOptions } from "../../src/langchain/index.js";
+import {
+  createCodeInterpreterMiddleware,
+  type CodeInterpreterMiddleware,
+  type CodeInterpreterMiddlewareOptions,
+} from "../../src/langchain/index.js";
 import { ScriptedChatModel, callTool, contentText, reply, toolMessages } from "./support/agent.js";
 
 const live: CodeInterpreterMiddleware[] = [];
@@ -25,33 +29,73 @@ function ledgerTools() {
   const runs: string[] = [];
   const ledger: number[] = [];
   const sent: string[] = [];
-  const sendEmail = tool(async ({ to, body }: { to: string; body?: string }) => { sent.push(`${to}:${body ?? ""}`); return `sent to ${to}`; }, {
-    name: "send_email",
-    description: "Sends an email.",
-    schema: z.object({ to: z.string(), body: z.string().optional() }),
-  });
-  const chargeCard = tool(async ({ amount }: { amount: number }) => { ledger.push(amount); return `charged ${amount}`; }, {
-    name: "charge_card",
-    description: "Charges the card.",
-    schema: z.object({ amount: z.number() }),
-  });
-  const lookup = tool(async ({ name }: { name: string }) => { runs.push(`lookup ${name}`); return { email: `${name}@example.com` }; }, {
-    name: "lookup",
-    description: "Finds a person's email address.",
-    schema: z.object({ name: z.string() }),
-  });
-  const slow = tool(async () => { await sleep(80); runs.push("slow"); return "slow"; }, { name: "slow", description: "Slow.", schema: z.object({}) });
-  const fast = tool(async () => { runs.push("fast"); return "fast"; }, { name: "fast", description: "Fast.", schema: z.object({}) });
+  const sendEmail = tool(
+    async ({ to, body }: { to: string; body?: string }) => {
+      sent.push(`${to}:${body ?? ""}`);
+      return `sent to ${to}`;
+    },
+    {
+      name: "send_email",
+      description: "Sends an email.",
+      schema: z.object({ to: z.string(), body: z.string().optional() }),
+    },
+  );
+  const chargeCard = tool(
+    async ({ amount }: { amount: number }) => {
+      ledger.push(amount);
+      return `charged ${amount}`;
+    },
+    {
+      name: "charge_card",
+      description: "Charges the card.",
+      schema: z.object({ amount: z.number() }),
+    },
+  );
+  const lookup = tool(
+    async ({ name }: { name: string }) => {
+      runs.push(`lookup ${name}`);
+      return { email: `${name}@example.com` };
+    },
+    {
+      name: "lookup",
+      description: "Finds a person's email address.",
+      schema: z.object({ name: z.string() }),
+    },
+  );
+  const slow = tool(
+    async () => {
+      await sleep(80);
+      runs.push("slow");
+      return "slow";
+    },
+    { name: "slow", description: "Slow.", schema: z.object({}) },
+  );
+  const fast = tool(
+    async () => {
+      runs.push("fast");
+      return "fast";
+    },
+    { name: "fast", description: "Fast.", schema: z.object({}) },
+  );
   return { tools: [sendEmail, chargeCard, lookup, slow, fast], runs, ledger, sent };
 }
 
 function agentFor(code: string, options: CodeInterpreterMiddlewareOptions, store?: InMemoryStore) {
   const t = ledgerTools();
-  const interpreter = createCodeInterpreterMiddleware({ ptc: ["send_email", "charge_card", "lookup", "slow", "fast"], ...options });
+  const interpreter = createCodeInterpreterMiddleware({
+    ptc: ["send_email", "charge_card", "lookup", "slow", "fast"],
+    ...options,
+  });
   live.push(interpreter);
   const model = new ScriptedChatModel([callTool("eval", { code }, "eval-1"), reply("done")]);
   const checkpointer = new MemorySaver();
-  const agent = createAgent({ model, tools: t.tools, middleware: [interpreter], checkpointer, ...(store === undefined ? {} : { store }) });
+  const agent = createAgent({
+    model,
+    tools: t.tools,
+    middleware: [interpreter],
+    checkpointer,
+    ...(store === undefined ? {} : { store }),
+  });
   return { agent, checkpointer, ...t };
 }
 
@@ -114,7 +158,10 @@ first`;
     const { agent, runs, sent } = agentFor(code, { interruptOn: { send_email: true } });
     const config = { configurable: { thread_id: "race" } };
     const paused = await agent.invoke({ messages: [new HumanMessage("go")] }, config);
-    expect((paused["__interrupt__"] as { value: { actionRequests: { args: unknown }[] } }[])[0]?.value.actionRequests[0]?.args).toEqual({ to: "a@example.com", body: "fast" });
+    expect(
+      (paused["__interrupt__"] as { value: { actionRequests: { args: unknown }[] } }[])[0]?.value.actionRequests[0]
+        ?.args,
+    ).toEqual({ to: "a@example.com", body: "fast" });
     const resumed = await agent.invoke(approve, config);
     expect(evalText(resumed)).not.toContain("ReplayDivergenceError");
     expect(evalText(resumed)).toContain("<result>\nfast\n</result>");
@@ -126,10 +173,16 @@ first`;
 describe("with a store, the journal is kept in the store", () => {
   it("the checkpointer holds one short piece, and the resume answers every finished call from the store's copy", async () => {
     const code = `(await Promise.all([tools.sendEmail({ to: "a@example.com" }), tools.chargeCard({ amount: 5 })])).join(" | ")`;
-    const { agent, checkpointer, ledger, sent } = agentFor(code, { interruptOn: { send_email: true } }, new InMemoryStore());
+    const { agent, checkpointer, ledger, sent } = agentFor(
+      code,
+      { interruptOn: { send_email: true } },
+      new InMemoryStore(),
+    );
     const config = { configurable: { thread_id: "journal-in-store" } };
     expect(interrupted(await agent.invoke({ messages: [new HumanMessage("go")] }, config))).toBe(true);
-    const rows = Object.values((checkpointer as unknown as { writes: Record<string, Record<string, [string, string, unknown]>> }).writes).flatMap((w) => Object.values(w));
+    const rows = Object.values(
+      (checkpointer as unknown as { writes: Record<string, Record<string, [string, string, unknown]>> }).writes,
+    ).flatMap((w) => Object.values(w));
     const journal = rows.filter(([task]) => task.startsWith("code-interpreter-replay:"));
     expect(journal).toHaveLength(1);
     expect(String(new TextDecoder().decode(journal[0]![2] as Uint8Array))).toMatch(/store:[0-9a-f]{32}/);

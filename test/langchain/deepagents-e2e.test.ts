@@ -4,15 +4,32 @@ import { HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/mes
 import { tool } from "@langchain/core/tools";
 import { Command } from "@langchain/langgraph";
 import { z } from "zod";
-import { createCodeInterpreterMiddleware, type CodeInterpreterMiddleware, type CodeInterpreterMiddlewareOptions } from "../../src/langchain/index.js";
-import { ScriptedChatModel, ToolRunRecorder, callTool, contentText, fakeWebSearch, reply, section, toolMessages } from "./support/agent.js";
+import {
+  createCodeInterpreterMiddleware,
+  type CodeInterpreterMiddleware,
+  type CodeInterpreterMiddlewareOptions,
+} from "../../src/langchain/index.js";
+import {
+  ScriptedChatModel,
+  ToolRunRecorder,
+  callTool,
+  contentText,
+  fakeWebSearch,
+  reply,
+  section,
+  toolMessages,
+} from "./support/agent.js";
 
 const live: CodeInterpreterMiddleware[] = [];
 afterEach(() => {
   for (const m of live.splice(0)) m.dispose();
 });
 
-async function runDeepAgent(codes: readonly string[], options: CodeInterpreterMiddlewareOptions, extra: { tools?: unknown[]; callbacks?: ToolRunRecorder[] } = {}) {
+async function runDeepAgent(
+  codes: readonly string[],
+  options: CodeInterpreterMiddlewareOptions,
+  extra: { tools?: unknown[]; callbacks?: ToolRunRecorder[] } = {},
+) {
   const interpreter = createCodeInterpreterMiddleware(options);
   live.push(interpreter);
   const model = new ScriptedChatModel([...codes.map((code) => callTool("eval", { code })), reply("done")]);
@@ -22,7 +39,12 @@ async function runDeepAgent(codes: readonly string[], options: CodeInterpreterMi
     { configurable: { thread_id: `deep-${Math.random()}` }, callbacks: extra.callbacks ?? [] },
   );
   const messages = result.messages as BaseMessage[];
-  return { messages, evals: toolMessages(messages), model, state: result as unknown as { files?: Record<string, unknown> } };
+  return {
+    messages,
+    evals: toolMessages(messages),
+    model,
+    state: result as unknown as { files?: Record<string, unknown> },
+  };
 }
 
 describe("createDeepAgent with the code interpreter", () => {
@@ -30,7 +52,9 @@ describe("createDeepAgent with the code interpreter", () => {
     const { webSearch, calls } = fakeWebSearch("DEEP-SEARCH-BODY");
     const recorder = new ToolRunRecorder();
     const { messages, evals } = await runDeepAgent(
-      [`const r = await Promise.all(["retrieval","memory","evaluation"].map(t => tools.webSearch({query: t})));\nr.map(x => x.title).join(" / ")`],
+      [
+        `const r = await Promise.all(["retrieval","memory","evaluation"].map(t => tools.webSearch({query: t})));\nr.map(x => x.title).join(" / ")`,
+      ],
       { ptc: ["web_search"] },
       { tools: [webSearch], callbacks: [recorder] },
     );
@@ -45,14 +69,18 @@ describe("createDeepAgent with the code interpreter", () => {
   });
 
   it('"safe" exposes the read-only file tools of deepagents, and the prompt documents them', async () => {
-    const { evals, model } = await runDeepAgent([`Object.getOwnPropertyNames(tools).sort().join(",")`], { ptc: "safe" });
+    const { evals, model } = await runDeepAgent([`Object.getOwnPropertyNames(tools).sort().join(",")`], {
+      ptc: "safe",
+    });
     expect(section(evals[0]!, "result")).toBe("glob,grep,ls,readFile,read_file");
     expect(model.calls[0]!.systemPrompt).toContain("readFile(");
   });
 
   it("a PTC write_file's Command updates graph state; its ToolMessage stays out of the messages; a later read sees the file", async () => {
     const { messages, evals, state } = await runDeepAgent(
-      [`await tools.writeFile({ file_path: "/notes.txt", content: "hello from code" });\nconst text = await tools.readFile({ file_path: "/notes.txt" });\ntypeof text === "string" && text.includes("hello from code")`],
+      [
+        `await tools.writeFile({ file_path: "/notes.txt", content: "hello from code" });\nconst text = await tools.readFile({ file_path: "/notes.txt" });\ntypeof text === "string" && text.includes("hello from code")`,
+      ],
       { ptc: ["safe", "write_file"] },
     );
     expect(section(evals[0]!, "result")).toBe("true");
@@ -65,11 +93,21 @@ describe("createDeepAgent with the code interpreter", () => {
       async ({ path }: { path: string }, config) => {
         const now = new Date(0).toISOString();
         const toolCallId = (config as { toolCallId?: string }).toolCallId ?? "";
-        return [new Command({ update: { files: { [path]: { content: "saved", mimeType: "text/plain", created_at: now, modified_at: now } }, messages: [new ToolMessage({ content: `saved ${path}`, tool_call_id: toolCallId })] } })];
+        return [
+          new Command({
+            update: {
+              files: { [path]: { content: "saved", mimeType: "text/plain", created_at: now, modified_at: now } },
+              messages: [new ToolMessage({ content: `saved ${path}`, tool_call_id: toolCallId })],
+            },
+          }),
+        ];
       },
       { name: "save_note", description: "saves a note", schema: z.object({ path: z.string() }) },
     );
-    const { evals, state } = await runDeepAgent([`const r = await tools.saveNote({ path: "/note.txt" }); [typeof r, r]`], { ptc: [save] });
+    const { evals, state } = await runDeepAgent(
+      [`const r = await tools.saveNote({ path: "/note.txt" }); [typeof r, r]`],
+      { ptc: [save] },
+    );
     expect(section(evals[0]!, "result")).toBe("[ 'string', 'saved /note.txt' ]");
     expect(Object.keys(state.files ?? {})).toContain("/note.txt");
   });

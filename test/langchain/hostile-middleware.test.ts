@@ -15,10 +15,20 @@ import { trackedMiddleware } from "./support/tracked-middleware.js";
 
 const middleware = trackedMiddleware;
 
-async function runEvals(args: readonly unknown[], options: CodeInterpreterMiddlewareOptions = {}, tools: Parameters<typeof createAgent>[0]["tools"] = []): Promise<BaseMessage[]> {
-  const model = new ScriptedChatModel([...args.map((a) => callTool("eval", a as Record<string, unknown>)), reply("done")]);
+async function runEvals(
+  args: readonly unknown[],
+  options: CodeInterpreterMiddlewareOptions = {},
+  tools: Parameters<typeof createAgent>[0]["tools"] = [],
+): Promise<BaseMessage[]> {
+  const model = new ScriptedChatModel([
+    ...args.map((a) => callTool("eval", a as Record<string, unknown>)),
+    reply("done"),
+  ]);
   const agent = createAgent({ model, tools, middleware: [middleware(options)] });
-  const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: `t-${Math.random()}` } });
+  const result = await agent.invoke(
+    { messages: [new HumanMessage("go")] },
+    { configurable: { thread_id: `t-${Math.random()}` } },
+  );
   return toolMessages(result.messages as BaseMessage[]);
 }
 
@@ -44,7 +54,9 @@ describe("malformed eval tool calls", () => {
 describe("model-written code size and shape", () => {
   it("code over maxCodeBytes is refused before parsing, with the size and the limit", async () => {
     const [message] = await runEvals([{ code: `/*${"x".repeat(300_000)}*/ 1` }]);
-    expect(section(message!, "error")).toMatch(/^InvalidArgumentError: the code is 300,006 bytes; the limit is 262,144 bytes\./);
+    expect(section(message!, "error")).toMatch(
+      /^InvalidArgumentError: the code is 300,006 bytes; the limit is 262,144 bytes\./,
+    );
   });
 
   it("counts UTF-8 bytes, not characters, against maxCodeBytes", async () => {
@@ -59,7 +71,10 @@ describe("model-written code size and shape", () => {
   });
 
   it("deeply nested code gives the model a SyntaxError, not a host RangeError", async () => {
-    const [js, ts] = await runEvals([{ code: `${"(".repeat(40_000)}1${")".repeat(40_000)}` }, { code: `const a: number = ${"[".repeat(40_000)}${"]".repeat(40_000)}` }]);
+    const [js, ts] = await runEvals([
+      { code: `${"(".repeat(40_000)}1${")".repeat(40_000)}` },
+      { code: `const a: number = ${"[".repeat(40_000)}${"]".repeat(40_000)}` },
+    ]);
     for (const message of [js!, ts!]) {
       expect(section(message, "error")).toMatch(/^SyntaxError: the code is nested too deeply to parse/);
       expect(contentText(message)).not.toMatch(/Maximum call stack|node_modules/);
@@ -70,19 +85,27 @@ describe("model-written code size and shape", () => {
 describe("a PTC tool that calls its own thread's eval tool", () => {
   it("gets BUSY at once instead of waiting out the wall budget", async () => {
     let evalTool: { invoke: (input: unknown, config: unknown) => Promise<unknown> } | undefined;
-    const inner = tool(async (_input, config) => contentText((await evalTool!.invoke({ code: "1 + 1" }, config)) as BaseMessage), {
-      name: "run_inner",
-      description: "runs code in the interpreter",
-      schema: z.object({}),
-    });
+    const inner = tool(
+      async (_input, config) => contentText((await evalTool!.invoke({ code: "1 + 1" }, config)) as BaseMessage),
+      {
+        name: "run_inner",
+        description: "runs code in the interpreter",
+        schema: z.object({}),
+      },
+    );
     const m = middleware({ ptc: [inner], wallTimeoutMs: 600_000, executionTimeoutMs: 5000 });
     evalTool = m.tools[0] as unknown as typeof evalTool;
     const model = new ScriptedChatModel([callTool("eval", { code: "await tools.runInner({})" }), reply("done")]);
     const agent = createAgent({ model, tools: [], middleware: [m] });
-    const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "reentry" } });
+    const result = await agent.invoke(
+      { messages: [new HumanMessage("go")] },
+      { configurable: { thread_id: "reentry" } },
+    );
     const [message] = toolMessages(result.messages as BaseMessage[]);
     // Within the 10 minute wall budget the inner call could only end by the BUSY refusal.
-    expect(section(message!, "result")).toMatch(/InterpreterBusyError: this thread's interpreter is running the eval that called this tool/);
+    expect(section(message!, "result")).toMatch(
+      /InterpreterBusyError: this thread's interpreter is running the eval that called this tool/,
+    );
   });
 });
 
@@ -101,13 +124,17 @@ describe("results that used to stall the event loop", () => {
   });
 
   it("console.log of shared arrays is rendered within maxConsoleBytes", async () => {
-    const [message] = await runEvals([{ code: "let x = [1]; for (let d = 0; d < 7; d++) x = Array(200).fill(x); console.log(x); 'done'" }]);
+    const [message] = await runEvals([
+      { code: "let x = [1]; for (let d = 0; d < 7; d++) x = Array(200).fill(x); console.log(x); 'done'" },
+    ]);
     expect(section(message!, "result")).toBe("done");
     expect(section(message!, "console")).toMatch(/^\[/);
   });
 
   it("a guest-planted error stack of whitespace is rendered without quadratic trimming", async () => {
-    const [message] = await runEvals([{ code: `const e = new Error("x"); e.stack = "a" + " ".repeat(60000) + "b"; throw e` }]);
+    const [message] = await runEvals([
+      { code: `const e = new Error("x"); e.stack = "a" + " ".repeat(60000) + "b"; throw e` },
+    ]);
     expect(contentText(message!).length).toBeLessThanOrEqual(4000);
     expect(section(message!, "error")).toMatch(/^Error: x\na/);
   });
@@ -135,7 +162,11 @@ describe("JavaScript keeps its meaning", () => {
 
 describe("hint lookups", () => {
   it("the similar-name hint reads global names natively, never the guest's replaced Object.getOwnPropertyNames", async () => {
-    const [message] = await runEvals([{ code: "Object.getOwnPropertyNames = () => { for (;;) {} }; Array.prototype.slice = Object.getOwnPropertyNames; var myValue = 1; myvalue" }]);
+    const [message] = await runEvals([
+      {
+        code: "Object.getOwnPropertyNames = () => { for (;;) {} }; Array.prototype.slice = Object.getOwnPropertyNames; var myValue = 1; myvalue",
+      },
+    ]);
     expect(section(message!, "error")).toMatch(/^ReferenceError: myvalue is not defined/);
     expect(section(message!, "hint")).toMatch(/myValue/);
   });
@@ -144,20 +175,34 @@ describe("hint lookups", () => {
 describe("tools no longer offered", () => {
   it("are removed from a guest `tools` Proxy whose delete trap spins, on the executor, and the eval still runs", async () => {
     const { createMiddleware } = await import("langchain");
-    const getHits = tool(async () => ({ hits: [1, 2] }), { name: "get_hits", description: "hits", schema: z.object({}) });
+    const getHits = tool(async () => ({ hits: [1, 2] }), {
+      name: "get_hits",
+      description: "hits",
+      schema: z.object({}),
+    });
     let modelCalls = 0;
     // Offers get_hits on the first model call only, as a tool-filtering middleware would.
     const filter = createMiddleware({
       name: "FilterTools",
-      wrapModelCall: async (request, handler) => handler(++modelCalls === 1 ? request : { ...request, tools: request.tools.filter((t) => (t as { name?: string }).name !== "get_hits") }),
+      wrapModelCall: async (request, handler) =>
+        handler(
+          ++modelCalls === 1
+            ? request
+            : { ...request, tools: request.tools.filter((t) => (t as { name?: string }).name !== "get_hits") },
+        ),
     });
     const model = new ScriptedChatModel([
-      callTool("eval", { code: "globalThis.tools = new Proxy(tools, { deleteProperty() { for (;;) {} } }); typeof tools.getHits" }),
+      callTool("eval", {
+        code: "globalThis.tools = new Proxy(tools, { deleteProperty() { for (;;) {} } }); typeof tools.getHits",
+      }),
       callTool("eval", { code: "typeof tools.getHits" }),
       reply("done"),
     ]);
     const agent = createAgent({ model, tools: [getHits], middleware: [filter, middleware({ ptc: ["get_hits"] })] });
-    const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "filtered" } });
+    const result = await agent.invoke(
+      { messages: [new HumanMessage("go")] },
+      { configurable: { thread_id: "filtered" } },
+    );
     const [first, second] = toolMessages(result.messages as BaseMessage[]);
     expect(section(first!, "result")).toBe("function");
     // The delete ran under its own 100 ms budget off the main thread (it used to run inline and throw
@@ -173,7 +218,9 @@ describe("one copy budget per eval, set on the middleware", () => {
       [{ code: `const s = "x".repeat(1 << 20); Array(31).fill(s)` }, { code: "1 + 1" }],
       { copyLimitBytes: 4 * 1024 * 1024 },
     );
-    expect(section(big!, "error")).toMatch(/^CopyLimitError: .*4194304|^CopyLimitError: .*4 MiB|^CopyLimitError: .*4,194,304/);
+    expect(section(big!, "error")).toMatch(
+      /^CopyLimitError: .*4194304|^CopyLimitError: .*4 MiB|^CopyLimitError: .*4,194,304/,
+    );
     expect(statusOf(big!)).toBe("error");
     expect(section(next!, "result")).toBe("2");
   });
@@ -186,10 +233,18 @@ describe("restoring a stored state runs no guest code on the main thread", () =>
     const thread = { configurable: { thread_id: `restore-spin-${Math.random()}` } };
     // Spins only when re-created from the stored state (the restore names its source "<snapshot>").
     const plant = `class Trap { static { if (new Error().stack.includes("<snapshot>")) for (;;) {} } }; "planted"`;
-    const first = createAgent({ model: new ScriptedChatModel([callTool("eval", { code: plant }), reply("ok")]), middleware: [middleware({ executionTimeoutMs: 300 })], checkpointer: saver });
+    const first = createAgent({
+      model: new ScriptedChatModel([callTool("eval", { code: plant }), reply("ok")]),
+      middleware: [middleware({ executionTimeoutMs: 300 })],
+      checkpointer: saver,
+    });
     await first.invoke({ messages: [new HumanMessage("plant")] }, thread);
     // A new middleware instance holds no session for the thread: its next eval restores the stored state.
-    const second = createAgent({ model: new ScriptedChatModel([callTool("eval", { code: "typeof Trap" }), reply("ok")]), middleware: [middleware({ executionTimeoutMs: 4000 })], checkpointer: saver });
+    const second = createAgent({
+      model: new ScriptedChatModel([callTool("eval", { code: "typeof Trap" }), reply("ok")]),
+      middleware: [middleware({ executionTimeoutMs: 4000 })],
+      checkpointer: saver,
+    });
     // The restore spins for its whole budget (4 s of CPU): on the main thread, the timer could not
     // tick for that long; on an executor thread it keeps ticking.
     let last = performance.now();

@@ -28,18 +28,47 @@ describe("OutputStore: bounded per thread, oldest evicted first", () => {
 describe("StateFilesWriter: kept outputs in the agent's files", () => {
   it("writes a text file and deletes (null) the oldest kept outputs past the cap, leaving the agent's own files alone", () => {
     const files = {
-      "/notes.md": { content: "x".repeat(50), mimeType: "text/plain", created_at: "2026-01-01T00:00:00.000Z", modified_at: "" },
-      "/eval_outputs/old/console.txt": { content: "o".repeat(6), mimeType: "text/plain", created_at: "2026-01-01T00:00:00.000Z", modified_at: "" },
-      "/eval_outputs/mid/console.txt": { content: "m".repeat(3), mimeType: "text/plain", created_at: "2026-01-02T00:00:00.000Z", modified_at: "" },
+      "/notes.md": {
+        content: "x".repeat(50),
+        mimeType: "text/plain",
+        created_at: "2026-01-01T00:00:00.000Z",
+        modified_at: "",
+      },
+      "/eval_outputs/old/console.txt": {
+        content: "o".repeat(6),
+        mimeType: "text/plain",
+        created_at: "2026-01-01T00:00:00.000Z",
+        modified_at: "",
+      },
+      "/eval_outputs/mid/console.txt": {
+        content: "m".repeat(3),
+        mimeType: "text/plain",
+        created_at: "2026-01-02T00:00:00.000Z",
+        modified_at: "",
+      },
     };
     const writer = new StateFilesWriter(files, 10, () => new Date("2026-02-01T00:00:00.000Z"));
     const kept = writer.put("console", keptOutputPath("call/9", "console"), "n".repeat(5));
-    expect(kept).toEqual({ section: "console", path: "/eval_outputs/call_9/console.txt", store: "files", chars: 5, complete: true });
+    expect(kept).toEqual({
+      section: "console",
+      path: "/eval_outputs/call_9/console.txt",
+      store: "files",
+      chars: 5,
+      complete: true,
+    });
     expect(writer.updates).toEqual([
-      ["files", {
-        "/eval_outputs/old/console.txt": null,
-        "/eval_outputs/call_9/console.txt": { content: "nnnnn", mimeType: "text/plain", created_at: "2026-02-01T00:00:00.000Z", modified_at: "2026-02-01T00:00:00.000Z" },
-      }],
+      [
+        "files",
+        {
+          "/eval_outputs/old/console.txt": null,
+          "/eval_outputs/call_9/console.txt": {
+            content: "nnnnn",
+            mimeType: "text/plain",
+            created_at: "2026-02-01T00:00:00.000Z",
+            modified_at: "2026-02-01T00:00:00.000Z",
+          },
+        },
+      ],
     ]);
   });
 
@@ -71,8 +100,12 @@ describe("EvalActivity", () => {
 describe("signatures are cached by schema, not by name", () => {
   it("a tool that keeps its name but changes its schema renders its new input", () => {
     const base = { name: "lookup", camelName: "lookup", description: "Looks up." };
-    const first = renderToolSignatures([{ ...base, schema: { type: "object", properties: { id: { type: "string" } }, required: ["id"] } }]);
-    const second = renderToolSignatures([{ ...base, schema: { type: "object", properties: { key: { type: "number" } }, required: ["key"] } }]);
+    const first = renderToolSignatures([
+      { ...base, schema: { type: "object", properties: { id: { type: "string" } }, required: ["id"] } },
+    ]);
+    const second = renderToolSignatures([
+      { ...base, schema: { type: "object", properties: { key: { type: "number" } }, required: ["key"] } },
+    ]);
     expect(first).toContain("id: string;");
     expect(second).toContain("key: number;");
     expect(second).not.toContain("id: string;");

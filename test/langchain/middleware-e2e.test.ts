@@ -3,8 +3,21 @@ import { createAgent } from "langchain";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { tool } from "@langchain/core/tools";
 import { z } from "zod";
-import { createCodeInterpreterMiddleware, type CodeInterpreterMiddleware, type CodeInterpreterMiddlewareOptions } from "../../src/langchain/index.js";
-import { ScriptedChatModel, ToolRunRecorder, callTool, contentText, fakeWebSearch, reply, section, toolMessages } from "./support/agent.js";
+import {
+  createCodeInterpreterMiddleware,
+  type CodeInterpreterMiddleware,
+  type CodeInterpreterMiddlewareOptions,
+} from "../../src/langchain/index.js";
+import {
+  ScriptedChatModel,
+  ToolRunRecorder,
+  callTool,
+  contentText,
+  fakeWebSearch,
+  reply,
+  section,
+  toolMessages,
+} from "./support/agent.js";
 import { trackedMiddleware } from "./support/tracked-middleware.js";
 
 const middleware = trackedMiddleware;
@@ -45,12 +58,13 @@ describe("createAgent with the code interpreter", () => {
     expect(() => createCodeInterpreterMiddleware({ maxResultChars: -1 })).toThrow(/maxResultChars/);
   });
 
-
   it("fans out three PTC searches in one eval; only the final value reaches the messages, and searches are child runs", async () => {
     const { webSearch, calls } = fakeWebSearch("SEARCH-RESULT-BODY");
     const recorder = new ToolRunRecorder();
     const { messages, evals } = await runEvals(
-      [`const r = await Promise.all(["retrieval","memory","evaluation"].map(t => tools.webSearch({query: t})));\nr.map(x => x.score).reduce((a, b) => a + b, 0)`],
+      [
+        `const r = await Promise.all(["retrieval","memory","evaluation"].map(t => tools.webSearch({query: t})));\nr.map(x => x.score).reduce((a, b) => a + b, 0)`,
+      ],
       { options: { ptc: ["web_search"] }, tools: [webSearch], callbacks: [recorder] },
     );
     expect(evals).toHaveLength(1);
@@ -68,10 +82,17 @@ describe("createAgent with the code interpreter", () => {
   });
 
   it("a tool returning { hits: [1, 2] } arrives in the guest as an object, no JSON.parse", async () => {
-    const getHits = tool(async () => ({ hits: [1, 2] }), { name: "get_hits", description: "hits", schema: z.object({}) });
-    const { evals } = await runEvals([`const r = await tools.getHits({}); [typeof r, Array.isArray(r.hits), r.hits.length === 2]`], {
-      options: { ptc: [getHits] },
+    const getHits = tool(async () => ({ hits: [1, 2] }), {
+      name: "get_hits",
+      description: "hits",
+      schema: z.object({}),
     });
+    const { evals } = await runEvals(
+      [`const r = await tools.getHits({}); [typeof r, Array.isArray(r.hits), r.hits.length === 2]`],
+      {
+        options: { ptc: [getHits] },
+      },
+    );
     expect(section(evals[0]!, "result")).toBe("[ 'object', true, true ]");
     expect((evals[0] as { status?: string }).status).toBe("success");
   });
@@ -94,7 +115,9 @@ describe("createAgent with the code interpreter", () => {
   });
 
   it("a 1 MB string result and a 1 MB error message are cut to maxResultChars with a marker", async () => {
-    const { evals } = await runEvals([`"a".repeat(1 << 20)`, `throw new Error("b".repeat(1 << 20))`], { options: { maxResultChars: 2000 } });
+    const { evals } = await runEvals([`"a".repeat(1 << 20)`, `throw new Error("b".repeat(1 << 20))`], {
+      options: { maxResultChars: 2000 },
+    });
     expect(evals).toHaveLength(2);
     for (const message of evals) {
       const text = contentText(message);
@@ -106,14 +129,18 @@ describe("createAgent with the code interpreter", () => {
   });
 
   it("nothing longer than maxResultChars reaches the model, console included", async () => {
-    const { model } = await runEvals([`for (let i = 0; i < 2000; i++) console.log("line " + i); "x".repeat(50000)`], { options: { maxResultChars: 1000 } });
+    const { model } = await runEvals([`for (let i = 0; i < 2000; i++) console.log("line " + i); "x".repeat(50000)`], {
+      options: { maxResultChars: 1000 },
+    });
     const seen = model.calls.at(-1)!.messages.filter((m) => m.getType() === "tool");
     expect(seen).toHaveLength(1);
     expect(contentText(seen[0]!).length).toBeLessThanOrEqual(1000);
   });
 
   it("at the smallest maxResultChars a long console line keeps its head and tail and the status line stays whole", async () => {
-    const { evals } = await runEvals([`console.log("abcdefghij".repeat(50)); "done"`], { options: { maxResultChars: 300 } });
+    const { evals } = await runEvals([`console.log("abcdefghij".repeat(50)); "done"`], {
+      options: { maxResultChars: 300 },
+    });
     const text = contentText(evals[0]!);
     expect(text.length).toBeLessThanOrEqual(300);
     expect(section(evals[0]!, "console")).toMatch(/^abcdefghij[a-j]*\n… \[[^\n]*\] …\n[a-j]*abcdefghij$/);
@@ -152,7 +179,10 @@ describe("createAgent with the code interpreter", () => {
     const { webSearch } = fakeWebSearch("M");
     const off = await runEvals(["1"], { options: { systemPrompt: false }, systemPrompt: "Base." });
     expect(off.model.calls[0]!.systemPrompt).toBe("Base.");
-    const custom = await runEvals(["1"], { options: { systemPrompt: "Use eval wisely.", ptc: ["web_search"] }, tools: [webSearch] });
+    const custom = await runEvals(["1"], {
+      options: { systemPrompt: "Use eval wisely.", ptc: ["web_search"] },
+      tools: [webSearch],
+    });
     const prompt = custom.model.calls[0]!.systemPrompt;
     expect(prompt.startsWith("Use eval wisely.\n\n")).toBe(true);
     expect(prompt).not.toContain("## Code interpreter");
@@ -164,7 +194,9 @@ describe("createAgent with the code interpreter", () => {
     const frozen = await runEvals([timing]);
     expect(section(frozen.evals[0]!, "result")).toBe("true");
     expect(frozen.model.calls[0]!.systemPrompt).toMatch(/clock is frozen/);
-    const fixed = await runEvals([`new Date().toISOString()`], { options: { clock: { now: () => Date.UTC(2020, 0, 2) } } });
+    const fixed = await runEvals([`new Date().toISOString()`], {
+      options: { clock: { now: () => Date.UTC(2020, 0, 2) } },
+    });
     expect(section(fixed.evals[0]!, "result")).toBe("2020-01-02T00:00:00.000Z");
     expect(fixed.model.calls[0]!.systemPrompt).toMatch(/clock supplied by the application/);
   });
@@ -172,7 +204,9 @@ describe("createAgent with the code interpreter", () => {
   it("PTC budget errors are catchable in the guest by name", async () => {
     const { webSearch, calls } = fakeWebSearch("M");
     const { evals } = await runEvals(
-      [`let caught = "none"; try { for (let i = 0; i < 5; i++) await tools.webSearch({ query: "q" + i }) } catch (e) { caught = e.name + "|" + (e instanceof Error) } caught`],
+      [
+        `let caught = "none"; try { for (let i = 0; i < 5; i++) await tools.webSearch({ query: "q" + i }) } catch (e) { caught = e.name + "|" + (e instanceof Error) } caught`,
+      ],
       { options: { ptc: ["web_search"], maxPtcCalls: 2 }, tools: [webSearch] },
     );
     expect(section(evals[0]!, "result")).toBe("PTCCallBudgetExceededError|true");
@@ -182,7 +216,9 @@ describe("createAgent with the code interpreter", () => {
   it("a per-tool quota refuses that tool's extra calls in the guest, and the prompt states it", async () => {
     const { webSearch, calls } = fakeWebSearch("M");
     const { evals, model } = await runEvals(
-      [`const out = await Promise.allSettled([1, 2, 3].map((i) => tools.webSearch({ query: "q" + i }))); out.map((o) => o.status === "fulfilled" ? "ok" : o.reason.name).join(",")`],
+      [
+        `const out = await Promise.allSettled([1, 2, 3].map((i) => tools.webSearch({ query: "q" + i }))); out.map((o) => o.status === "fulfilled" ? "ok" : o.reason.name).join(",")`,
+      ],
       { options: { ptc: ["web_search"], ptcQuotas: { web_search: 2 } }, tools: [webSearch] },
     );
     expect(section(evals[0]!, "result")).toBe("ok,ok,PTCCallBudgetExceededError");
@@ -192,9 +228,12 @@ describe("createAgent with the code interpreter", () => {
 
   it("tool errors keep their class name and message in the guest; schema errors arrive as Errors", async () => {
     class RateLimitError extends Error {}
-    const flaky = tool(async () => {
-      throw new RateLimitError("slow down");
-    }, { name: "flaky", description: "fails", schema: z.object({}) });
+    const flaky = tool(
+      async () => {
+        throw new RateLimitError("slow down");
+      },
+      { name: "flaky", description: "fails", schema: z.object({}) },
+    );
     const { webSearch } = fakeWebSearch("M");
     const { evals } = await runEvals(
       [
@@ -209,30 +248,47 @@ describe("createAgent with the code interpreter", () => {
 
   it("a tool is callable by its own name too (`tools.web_search`, as the prompt shows it)", async () => {
     const { webSearch, calls } = fakeWebSearch("M");
-    const { evals } = await runEvals([`const r = await tools.web_search({ query: "q" }); typeof r`], { options: { ptc: ["web_search"] }, tools: [webSearch] });
+    const { evals } = await runEvals([`const r = await tools.web_search({ query: "q" }); typeof r`], {
+      options: { ptc: ["web_search"] },
+      tools: [webSearch],
+    });
     expect(statusOf(evals[0]!)).toBe("success");
     expect(calls).toHaveLength(1);
   });
 
   it("a call of a missing `tools` member names it, and the hint names the closest tools", async () => {
     const { webSearch } = fakeWebSearch("M");
-    const { evals } = await runEvals([`await tools.web_serch({ query: "q" })`], { options: { ptc: ["web_search", "read_file"] }, tools: [webSearch, readFileTool] });
+    const { evals } = await runEvals([`await tools.web_serch({ query: "q" })`], {
+      options: { ptc: ["web_search", "read_file"] },
+      tools: [webSearch, readFileTool],
+    });
     expect(section(evals[0]!, "error")).toMatch(/^TypeError: tools\.web_serch is not a function/);
-    expect(section(evals[0]!, "hint")).toBe("`tools.web_serch` is not a tool. The closest tools are `tools.webSearch`, `tools.readFile`.");
+    expect(section(evals[0]!, "hint")).toBe(
+      "`tools.web_serch` is not a tool. The closest tools are `tools.webSearch`, `tools.readFile`.",
+    );
   });
 });
 
-const readFileTool = tool(async () => "text", { name: "read_file", description: "reads a file", schema: z.object({ path: z.string() }) });
+const readFileTool = tool(async () => "text", {
+  name: "read_file",
+  description: "reads a file",
+  schema: z.object({ path: z.string() }),
+});
 const statusOf = (message: BaseMessage): string | undefined => (message as { status?: string }).status;
 
 describe("eval tool behaviour through an agent", () => {
   it("TypeScript enum and namespace run", async () => {
-    const { evals } = await runEvals(["enum Color { Red, Green }; Color.Green", "namespace N { export const x = 1 }; N.x"]);
+    const { evals } = await runEvals([
+      "enum Color { Red, Green }; Color.Green",
+      "namespace N { export const x = 1 }; N.x",
+    ]);
     expect(evals.map((m) => section(m, "result"))).toEqual(["1", "1"]);
   });
 
   it("a runaway eval is stopped by executionTimeoutMs and the thread's next eval still runs", async () => {
-    const { evals } = await runEvals(["var before = 7; while (true) {}", "1 + 1"], { options: { executionTimeoutMs: 200 } });
+    const { evals } = await runEvals(["var before = 7; while (true) {}", "1 + 1"], {
+      options: { executionTimeoutMs: 200 },
+    });
     expect(section(evals[0]!, "error")).toMatch(/^TimeoutError/);
     expect(section(evals[1]!, "result")).toBe("2");
   });
@@ -260,8 +316,17 @@ describe("eval tool behaviour through an agent", () => {
 
   it("a floating async IIFE that awaits a PTC call runs past the await, calling the tool once", async () => {
     const marks: number[] = [];
-    const mark = tool(async ({ n }: { n: number }) => { marks.push(n); return "marked"; }, { name: "mark", description: "marks", schema: z.object({ n: z.number() }) });
-    const { evals } = await runEvals([`(async () => { await tools.mark({ n: 1 }); globalThis.done = true })()`, `globalThis.done`], { options: { ptc: [mark] } });
+    const mark = tool(
+      async ({ n }: { n: number }) => {
+        marks.push(n);
+        return "marked";
+      },
+      { name: "mark", description: "marks", schema: z.object({ n: z.number() }) },
+    );
+    const { evals } = await runEvals(
+      [`(async () => { await tools.mark({ n: 1 }); globalThis.done = true })()`, `globalThis.done`],
+      { options: { ptc: [mark] } },
+    );
     expect(marks).toEqual([1]);
     expect(section(evals[0]!, "status")).toMatch(/^ok; tool calls: mark ×1;/);
     expect(section(evals[1]!, "result")).toBe("true");
@@ -270,14 +335,19 @@ describe("eval tool behaviour through an agent", () => {
   it("a PTC call the program did not await is aborted when the eval ends", async () => {
     let aborted!: () => void;
     const wasAborted = new Promise<void>((resolve) => (aborted = resolve));
-    const hang = tool(async (_input: Record<string, never>, config) => {
-      await new Promise<void>((resolve) => config.signal?.addEventListener("abort", () => resolve(), { once: true }));
-      aborted();
-      return "late";
-    }, { name: "hang", description: "never finishes", schema: z.object({}) });
+    const hang = tool(
+      async (_input: Record<string, never>, config) => {
+        await new Promise<void>((resolve) => config.signal?.addEventListener("abort", () => resolve(), { once: true }));
+        aborted();
+        return "late";
+      },
+      { name: "hang", description: "never finishes", schema: z.object({}) },
+    );
     const quick = tool(async () => "ok", { name: "quick", description: "returns", schema: z.object({}) });
     // Awaiting a later call makes sure the host has started the un-awaited one before the eval ends.
-    const { evals } = await runEvals([`tools.hang({}); await tools.quick({}); "returned early"`], { options: { ptc: [hang, quick] } });
+    const { evals } = await runEvals([`tools.hang({}); await tools.quick({}); "returned early"`], {
+      options: { ptc: [hang, quick] },
+    });
     expect(section(evals[0]!, "result")).toBe("returned early");
     await wasAborted;
   });
@@ -291,15 +361,23 @@ describe("ScriptedChatModel", () => {
     const interpreter = middleware();
     const run = async (code: string) => {
       // A new model per run, as a second process would have: the same script, counting from 1 again.
-      const agent = createAgent({ model: new ScriptedChatModel([callTool("eval", { code }), reply("done")]), tools: [], middleware: [interpreter], checkpointer });
-      return (await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: threadId } })).messages as BaseMessage[];
+      const agent = createAgent({
+        model: new ScriptedChatModel([callTool("eval", { code }), reply("done")]),
+        tools: [],
+        middleware: [interpreter],
+        checkpointer,
+      });
+      return (await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: threadId } }))
+        .messages as BaseMessage[];
     };
     await run("1");
     const messages = await run("2");
     expect(messages.map((m) => m.getType())).toEqual(["human", "ai", "tool", "ai", "human", "ai", "tool", "ai"]);
     expect(toolMessages(messages).map((m) => section(m, "result"))).toEqual(["1", "2"]);
     expect(new Set(messages.map((m) => m.id)).size).toBe(messages.length);
-    const toolCallIds = messages.flatMap((m) => (m as { tool_calls?: { id?: string }[] }).tool_calls ?? []).map((c) => c.id);
+    const toolCallIds = messages
+      .flatMap((m) => (m as { tool_calls?: { id?: string }[] }).tool_calls ?? [])
+      .map((c) => c.id);
     expect(new Set(toolCallIds).size).toBe(2);
   });
 
@@ -321,10 +399,16 @@ describe("approval (documented hazard)", () => {
       const agent = createAgent({
         model,
         tools: [webSearch],
-        middleware: [humanInTheLoopMiddleware({ interruptOn: { web_search: true } }), middleware({ ptc: ["web_search"] })],
+        middleware: [
+          humanInTheLoopMiddleware({ interruptOn: { web_search: true } }),
+          middleware({ ptc: ["web_search"] }),
+        ],
         checkpointer: new MemorySaver(),
       });
-      return agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: `hitl-${Math.random()}` } });
+      return agent.invoke(
+        { messages: [new HumanMessage("go")] },
+        { configurable: { thread_id: `hitl-${Math.random()}` } },
+      );
     };
     const direct = await run(callTool("web_search", { query: "direct" }));
     expect("__interrupt__" in direct && direct.__interrupt__).toBeTruthy();
@@ -340,16 +424,22 @@ describe("aborting an agent run", () => {
     let started!: () => void;
     const running = new Promise<void>((resolve) => (started = resolve));
     let toolSawAbort = false;
-    const hang = tool(async (_input: Record<string, never>, config) => {
-      started();
-      await new Promise<void>((resolve) => config.signal?.addEventListener("abort", () => resolve(), { once: true }));
-      toolSawAbort = true;
-      return "late";
-    }, { name: "hang", description: "never finishes", schema: z.object({}) });
+    const hang = tool(
+      async (_input: Record<string, never>, config) => {
+        started();
+        await new Promise<void>((resolve) => config.signal?.addEventListener("abort", () => resolve(), { once: true }));
+        toolSawAbort = true;
+        return "late";
+      },
+      { name: "hang", description: "never finishes", schema: z.object({}) },
+    );
     const model = new ScriptedChatModel([callTool("eval", { code: "await tools.hang({})" }), reply("done")]);
     const agent = createAgent({ model, tools: [], middleware: [middleware({ ptc: [hang] })] });
     const controller = new AbortController();
-    const run = agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "abort" }, signal: controller.signal });
+    const run = agent.invoke(
+      { messages: [new HumanMessage("go")] },
+      { configurable: { thread_id: "abort" }, signal: controller.signal },
+    );
     await running;
     controller.abort();
     await expect(run).rejects.toThrow(/abort/i);
@@ -412,7 +502,12 @@ describe("interpreter sessions in an agent", () => {
       new (await import("@langchain/core/messages")).AIMessage({
         content: "",
         tool_calls: [
-          { name: "eval", args: { code: "var order = []; order.push(1); await tools.sleep({ ms: 50 }); order.push(2); 'first'" }, id: "c1", type: "tool_call" },
+          {
+            name: "eval",
+            args: { code: "var order = []; order.push(1); await tools.sleep({ ms: 50 }); order.push(2); 'first'" },
+            id: "c1",
+            type: "tool_call",
+          },
           { name: "eval", args: { code: "order.push(3); order.join(',')" }, id: "c2", type: "tool_call" },
         ],
       }),

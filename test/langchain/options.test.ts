@@ -112,7 +112,10 @@ describe("middleware options", () => {
 
   it("systemPrompt: string replaces, { append } extends, false turns off, null is the default", () => {
     expect(resolveOptions({ systemPrompt: "Be brief." }).systemPrompt).toEqual({ kind: "replace", text: "Be brief." });
-    expect(resolveOptions({ systemPrompt: { append: "Also X." } }).systemPrompt).toEqual({ kind: "append", text: "Also X." });
+    expect(resolveOptions({ systemPrompt: { append: "Also X." } }).systemPrompt).toEqual({
+      kind: "append",
+      text: "Also X.",
+    });
     expect(resolveOptions({ systemPrompt: false }).systemPrompt).toEqual({ kind: "off" });
     expect(resolveOptions({ systemPrompt: null }).systemPrompt).toEqual({ kind: "default" });
   });
@@ -142,7 +145,9 @@ describe("middleware options", () => {
   });
 
   it("ptc refuses names that collide once camel-cased", () => {
-    expect(() => resolveOptions({ ptc: ["web_search", "web-search"] })).toThrow(/"web_search" and "web-search" would both be tools\.webSearch/);
+    expect(() => resolveOptions({ ptc: ["web_search", "web-search"] })).toThrow(
+      /"web_search" and "web-search" would both be tools\.webSearch/,
+    );
   });
 
   it("ptc refuses entries that are neither presets, names nor tools", () => {
@@ -160,10 +165,19 @@ describe("middleware options", () => {
   });
 
   it("interruptOn: true allows every decision, false leaves the tool out, a config keeps its decisions", () => {
-    const r = resolveOptions({ interruptOn: { send_email: true, read_file: false, delete_file: { allowedDecisions: ["approve", "reject"], description: "Deletes" } } });
+    const r = resolveOptions({
+      interruptOn: {
+        send_email: true,
+        read_file: false,
+        delete_file: { allowedDecisions: ["approve", "reject"], description: "Deletes" },
+      },
+    });
     expect([...r.interruptOn.tools.keys()]).toEqual(["send_email", "delete_file"]);
     expect(r.interruptOn.tools.get("send_email")?.allowedDecisions).toEqual(["approve", "edit", "reject"]);
-    expect(r.interruptOn.tools.get("delete_file")).toMatchObject({ allowedDecisions: ["approve", "reject"], description: "Deletes" });
+    expect(r.interruptOn.tools.get("delete_file")).toMatchObject({
+      allowedDecisions: ["approve", "reject"],
+      description: "Deletes",
+    });
     expect(r.interruptOn.descriptionPrefix).toBe("Tool execution requires approval");
   });
 
@@ -176,12 +190,30 @@ describe("middleware options", () => {
   it.each([
     [{ interruptOn: "send_email" }, /interruptOn must be an object/],
     [{ interruptOn: { send_email: "yes" } }, /interruptOn\.send_email must be true, false or \{ allowedDecisions/],
-    [{ interruptOn: { send_email: { allowedDecisions: [] } } }, /interruptOn\.send_email\.allowedDecisions must be a non-empty list of "approve", "edit", "reject"/],
-    [{ interruptOn: { send_email: { allowedDecisions: ["approve", "maybe"] } } }, /allowedDecisions must be a non-empty list/],
-    [{ interruptOn: { send_email: { allowedDecisions: ["approve"], descripton: "typo" } } }, /interruptOn\.send_email: unknown key "descripton"; valid keys: allowedDecisions, description, argsSchema, when/],
-    [{ interruptOn: { send_email: { allowedDecisions: ["approve"], when: true } } }, /interruptOn\.send_email\.when must be a function/],
-    [{ interruptOn: { interruptOn: { send_email: true }, descriptionPrefix: 3 } }, /interruptOn\.descriptionPrefix must be a string/],
-    [{ interruptOn: { eval: true } }, /interruptOn\.eval: the interpreter's own tool is reviewed by humanInTheLoopMiddleware/],
+    [
+      { interruptOn: { send_email: { allowedDecisions: [] } } },
+      /interruptOn\.send_email\.allowedDecisions must be a non-empty list of "approve", "edit", "reject"/,
+    ],
+    [
+      { interruptOn: { send_email: { allowedDecisions: ["approve", "maybe"] } } },
+      /allowedDecisions must be a non-empty list/,
+    ],
+    [
+      { interruptOn: { send_email: { allowedDecisions: ["approve"], descripton: "typo" } } },
+      /interruptOn\.send_email: unknown key "descripton"; valid keys: allowedDecisions, description, argsSchema, when/,
+    ],
+    [
+      { interruptOn: { send_email: { allowedDecisions: ["approve"], when: true } } },
+      /interruptOn\.send_email\.when must be a function/,
+    ],
+    [
+      { interruptOn: { interruptOn: { send_email: true }, descriptionPrefix: 3 } },
+      /interruptOn\.descriptionPrefix must be a string/,
+    ],
+    [
+      { interruptOn: { eval: true } },
+      /interruptOn\.eval: the interpreter's own tool is reviewed by humanInTheLoopMiddleware/,
+    ],
   ])("interruptOn mistakes fail at construction: %j", (options, message) => {
     expect(() => resolveOptions(options as never)).toThrow(message);
   });

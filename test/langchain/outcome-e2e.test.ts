@@ -21,22 +21,53 @@ function fakeGetHits(delayMs = 0) {
       if (delayMs > 0) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, delayMs);
-          config.signal?.addEventListener("abort", () => { clearTimeout(timer); resolve(); }, { once: true });
+          config.signal?.addEventListener(
+            "abort",
+            () => {
+              clearTimeout(timer);
+              resolve();
+            },
+            { once: true },
+          );
         });
       }
-      return { hits: [{ id: 1, title: `hit for ${query ?? "all"}` }, { id: 2, title: "another" }] };
+      return {
+        hits: [
+          { id: 1, title: `hit for ${query ?? "all"}` },
+          { id: 2, title: "another" },
+        ],
+      };
     },
-    { name: "get_hits", description: "Returns search hits.", schema: z.object({ query: z.string().optional().describe("Filter") }) },
+    {
+      name: "get_hits",
+      description: "Returns search hits.",
+      schema: z.object({ query: z.string().optional().describe("Filter") }),
+    },
   );
   return { getHits, state };
 }
 
 type Step = string | ((messages: readonly BaseMessage[]) => ReturnType<typeof callTool>);
 
-async function runAgent(steps: readonly Step[], options: CodeInterpreterMiddlewareOptions, tools: unknown[] = [], extraMiddleware: unknown[] = []) {
-  const model = new ScriptedChatModel([...steps.map((s) => (typeof s === "string" ? callTool("eval", { code: s }) : s)), reply("done")]);
-  const agent = createAgent({ model, tools: tools as never[], middleware: [...(extraMiddleware as never[]), interpreter(options)] as never[] });
-  const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: `o-${Math.random()}` } });
+async function runAgent(
+  steps: readonly Step[],
+  options: CodeInterpreterMiddlewareOptions,
+  tools: unknown[] = [],
+  extraMiddleware: unknown[] = [],
+) {
+  const model = new ScriptedChatModel([
+    ...steps.map((s) => (typeof s === "string" ? callTool("eval", { code: s }) : s)),
+    reply("done"),
+  ]);
+  const agent = createAgent({
+    model,
+    tools: tools as never[],
+    middleware: [...(extraMiddleware as never[]), interpreter(options)] as never[],
+  });
+  const result = await agent.invoke(
+    { messages: [new HumanMessage("go")] },
+    { configurable: { thread_id: `o-${Math.random()}` } },
+  );
   const messages = result.messages as BaseMessage[];
   return { messages, evals: toolMessages(messages), model };
 }
@@ -50,7 +81,13 @@ const PATH = /\/eval_outputs\/[\w-]+\/(?:console|result|error)\.txt/;
 describe("outcome metadata on every eval ToolMessage", () => {
   it("an eval with two tool calls says ok, counts them per tool, and carries the same as the artifact", async () => {
     const { getHits, state } = fakeGetHits();
-    const { evals } = await runAgent([`const a = await tools.getHits({ query: "x" }); const b = await tools.getHits({}); a.hits.length + b.hits.length`], { ptc: ["get_hits"] }, [getHits]);
+    const { evals } = await runAgent(
+      [
+        `const a = await tools.getHits({ query: "x" }); const b = await tools.getHits({}); a.hits.length + b.hits.length`,
+      ],
+      { ptc: ["get_hits"] },
+      [getHits],
+    );
     expect(state.calls).toBe(2);
     expect(section(evals[0]!, "result")).toBe("4");
     const status = section(evals[0]!, "status")!;
@@ -72,7 +109,9 @@ describe("outcome metadata on every eval ToolMessage", () => {
 describe("subagent calls in the outcome", () => {
   it("three task() calls count as three subagent calls, in the status line and the artifact", async () => {
     const model = new ScriptedChatModel([
-      callTool("eval", { code: `(await Promise.all([1, 2, 3].map((n) => task({ description: "echo " + n, subagentType: "echo" })))).length` }),
+      callTool("eval", {
+        code: `(await Promise.all([1, 2, 3].map((n) => task({ description: "echo " + n, subagentType: "echo" })))).length`,
+      }),
       reply("done"),
     ]);
     const echo = new FakeSubagentModel({ answer: (t) => t });
@@ -81,7 +120,10 @@ describe("subagent calls in the outcome", () => {
       middleware: [interpreter()],
       subagents: [{ name: "echo", description: "Echoes.", systemPrompt: "Echo.", model: echo, tools: [] }],
     });
-    const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: `sa-${Math.random()}` } });
+    const result = await agent.invoke(
+      { messages: [new HumanMessage("go")] },
+      { configurable: { thread_id: `sa-${Math.random()}` } },
+    );
     const [evalMessage] = toolMessages(result.messages as BaseMessage[]);
     expect(section(evalMessage!, "result")).toBe("3");
     expect(artifactOf(evalMessage!).subagentCalls).toBe(3);
@@ -99,15 +141,21 @@ describe("nothing is lost to truncation", () => {
         PRINT_100KB,
         (messages) => {
           const path = PATH.exec(contentText(toolMessages(messages)[0]!))![0];
-          return callTool("eval", { code: `const full = readOutput(${JSON.stringify(path)}); [full.length, full === ${JSON.stringify(expected)}]` });
+          return callTool("eval", {
+            code: `const full = readOutput(${JSON.stringify(path)}); [full.length, full === ${JSON.stringify(expected)}]`,
+          });
         },
       ],
       { maxResultChars: 3000 },
     );
     const first = contentText(evals[0]!);
     expect(first.length).toBeLessThanOrEqual(3000);
-    expect(first).toMatch(/characters omitted; full text \(100,999 characters\) kept as "\/eval_outputs\/[\w-]+\/console\.txt"/);
-    expect(artifactOf(evals[0]!).kept).toEqual([expect.objectContaining({ section: "console", store: "store", chars: 100_999, complete: true })]);
+    expect(first).toMatch(
+      /characters omitted; full text \(100,999 characters\) kept as "\/eval_outputs\/[\w-]+\/console\.txt"/,
+    );
+    expect(artifactOf(evals[0]!).kept).toEqual([
+      expect.objectContaining({ section: "console", store: "store", chars: 100_999, complete: true }),
+    ]);
     expect(section(evals[1]!, "result")).toBe("[ 100999, true ]");
   });
 
@@ -123,19 +171,37 @@ describe("nothing is lost to truncation", () => {
   it("a deep agent gets the full text in its files: read_file on the named path returns every line", async () => {
     const model = new ScriptedChatModel([
       callTool("eval", { code: PRINT_100KB }),
-      (messages) => callTool("read_file", { file_path: PATH.exec(contentText(toolMessages(messages)[0]!))![0], offset: 0, limit: 500 }),
-      (messages) => callTool("read_file", { file_path: PATH.exec(contentText(toolMessages(messages)[0]!))![0], offset: 500, limit: 500 }),
+      (messages) =>
+        callTool("read_file", {
+          file_path: PATH.exec(contentText(toolMessages(messages)[0]!))![0],
+          offset: 0,
+          limit: 500,
+        }),
+      (messages) =>
+        callTool("read_file", {
+          file_path: PATH.exec(contentText(toolMessages(messages)[0]!))![0],
+          offset: 500,
+          limit: 500,
+        }),
       reply("done"),
     ]);
     const agent = createDeepAgent({ model, middleware: [interpreter({ maxResultChars: 3000 })] });
-    const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: `d-${Math.random()}` } });
+    const result = await agent.invoke(
+      { messages: [new HumanMessage("go")] },
+      { configurable: { thread_id: `d-${Math.random()}` } },
+    );
     const [evalMessage, page1, page2] = toolMessages(result.messages as BaseMessage[]);
     expect(contentText(evalMessage!).length).toBeLessThanOrEqual(3000);
-    expect(contentText(evalMessage!)).toMatch(/saved to \/eval_outputs\/[\w-]+\/console\.txt; page through it with read_file/);
+    expect(contentText(evalMessage!)).toMatch(
+      /saved to \/eval_outputs\/[\w-]+\/console\.txt; page through it with read_file/,
+    );
     // Each page is text blocks starting with a "@@ lines a-b of n ... @@" header line.
     const pageText = (page: BaseMessage): string => {
       const blocks = page.content as { type: string; text: string }[];
-      return blocks.map((b) => b.text).join("").replace(/^@@ [^\n]* @@\n/, "");
+      return blocks
+        .map((b) => b.text)
+        .join("")
+        .replace(/^@@ [^\n]* @@\n/, "");
     };
     expect(`${pageText(page1!)}\n${pageText(page2!)}`).toBe(expected);
   });
@@ -152,10 +218,18 @@ describe("live progress on the custom stream", () => {
       },
       { name: "slow_tool", description: "Waits.", schema: z.object({}) },
     );
-    const model = new ScriptedChatModel([callTool("eval", { code: `console.log("before"); const r = await tools.slowTool({}); console.log("after", r); r` }), reply("done")]);
+    const model = new ScriptedChatModel([
+      callTool("eval", {
+        code: `console.log("before"); const r = await tools.slowTool({}); console.log("after", r); r`,
+      }),
+      reply("done"),
+    ]);
     const agent = createAgent({ model, tools: [slow], middleware: [interpreter({ ptc: ["slow_tool"] })] });
     const seen: string[] = [];
-    const stream = await agent.stream({ messages: [new HumanMessage("go")] }, { streamMode: ["custom", "updates"], configurable: { thread_id: `s-${Math.random()}` } });
+    const stream = await agent.stream(
+      { messages: [new HumanMessage("go")] },
+      { streamMode: ["custom", "updates"], configurable: { thread_id: `s-${Math.random()}` } },
+    );
     for await (const [mode, chunk] of stream as AsyncIterable<[string, Record<string, unknown>]>) {
       if (mode === "custom") {
         const detail = chunk.tool ?? chunk.text ?? (chunk.outcome as { status?: string } | undefined)?.status ?? "";
@@ -168,7 +242,15 @@ describe("live progress on the custom stream", () => {
       }
     }
     // Console lines are live too: each arrives in the order the guest wrote it, between the tool events.
-    expect(seen).toEqual(["eval_start:", "console:before", "tool_start:slow_tool", "tool_end:slow_tool", "console:after slow done", "eval_end:ok", "toolmessage"]);
+    expect(seen).toEqual([
+      "eval_start:",
+      "console:before",
+      "tool_start:slow_tool",
+      "tool_end:slow_tool",
+      "console:after slow done",
+      "eval_end:ok",
+      "toolmessage",
+    ]);
   });
 });
 
@@ -205,7 +287,9 @@ describe("hints for known mistakes", () => {
 
   it("tools.x called with a string says to pass one object with its fields", async () => {
     const { hint } = await evalWithHits(`await tools.getHits("cats")`);
-    expect(hint).toBe("Call `tools.getHits` with one object holding its input fields: `tools.getHits({ query: ... })`.");
+    expect(hint).toBe(
+      "Call `tools.getHits` with one object holding its input fields: `tools.getHits({ query: ... })`.",
+    );
   });
 
   it("a ReferenceError for a tool's snake_case name points to tools.<camelName>", async () => {
@@ -226,9 +310,15 @@ describe("hints for known mistakes", () => {
   it("a wall-clock timeout while only a tool was running says the program was waiting, not computing", async () => {
     // The wall budget must find the guest inside the tool call: with 300 ms, a loaded machine could
     // still be compiling or starting the guest when it ran out. The tool answers only after a minute.
-    const { hint, message } = await evalWithHits(`await tools.getHits({})`, { executionTimeoutMs: 100, wallTimeoutMs: 3000 }, 60_000);
+    const { hint, message } = await evalWithHits(
+      `await tools.getHits({})`,
+      { executionTimeoutMs: 100, wallTimeoutMs: 3000 },
+      60_000,
+    );
     expect(artifactOf(message).status).toBe("timeout");
-    expect(hint).toMatch(/^The 3 s time limit ran out while the program was waiting for `tools\.getHits`, not computing\./);
+    expect(hint).toMatch(
+      /^The 3 s time limit ran out while the program was waiting for `tools\.getHits`, not computing\./,
+    );
   });
 
   it("a CPU timeout gets no tool hint", async () => {
@@ -249,7 +339,10 @@ describe("per-turn tools", () => {
       name: "DropGetHitsForThreadB",
       wrapModelCall: async (request, handler) => {
         if (request.runtime.configurable?.thread_id === "b") {
-          const response = await handler({ ...request, tools: request.tools.filter((t) => (t as { name?: string }).name !== "get_hits") });
+          const response = await handler({
+            ...request,
+            tools: request.tools.filter((t) => (t as { name?: string }).name !== "get_hits"),
+          });
           bModelCalled();
           return response;
         }
@@ -263,7 +356,11 @@ describe("per-turn tools", () => {
         return response;
       },
     });
-    const model = new ScriptedChatModel([callTool("eval", { code: "typeof tools.getHits" }), reply("b done"), reply("a done")]);
+    const model = new ScriptedChatModel([
+      callTool("eval", { code: "typeof tools.getHits" }),
+      reply("b done"),
+      reply("a done"),
+    ]);
     const agent = createAgent({ model, tools: [getHits], middleware: [dropForB, interpreter({ ptc: ["get_hits"] })] });
     const a = agent.invoke({ messages: [new HumanMessage("a")] }, { configurable: { thread_id: "a" } });
     await aCalled;
@@ -279,10 +376,19 @@ describe("per-turn tools", () => {
       name: "DropGetHitsOnSecondCall",
       wrapModelCall: (request, handler) => {
         modelCalls++;
-        return handler(modelCalls >= 2 ? { ...request, tools: request.tools.filter((t) => (t as { name?: string }).name !== "get_hits") } : request);
+        return handler(
+          modelCalls >= 2
+            ? { ...request, tools: request.tools.filter((t) => (t as { name?: string }).name !== "get_hits") }
+            : request,
+        );
       },
     });
-    const { evals, model } = await runAgent([`typeof tools.getHits`, `typeof tools.getHits`], { ptc: ["get_hits"] }, [getHits], [dropOnSecond]);
+    const { evals, model } = await runAgent(
+      [`typeof tools.getHits`, `typeof tools.getHits`],
+      { ptc: ["get_hits"] },
+      [getHits],
+      [dropOnSecond],
+    );
     expect(section(evals[0]!, "result")).toBe("function");
     expect(section(evals[1]!, "result")).toBe("undefined");
     expect(model.calls[0]!.systemPrompt).toContain("getHits(");

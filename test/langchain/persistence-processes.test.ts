@@ -23,7 +23,14 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 type Backend = "sqlite" | "sqlite-inline" | "postgres" | "postgres-inline";
 const postgresUrl = process.env.QJSN_POSTGRES_URL;
 
-function runProcess(backend: Backend, location: string, threadId: string, runId: string, code: string, key: string): string {
+function runProcess(
+  backend: Backend,
+  location: string,
+  threadId: string,
+  runId: string,
+  code: string,
+  key: string,
+): string {
   const r = spawnSync(process.execPath, [script, backend, location, threadId, runId, code], {
     cwd: root,
     env: { ...process.env, SNAPSHOT_KEY: key },
@@ -49,37 +56,64 @@ let cases = 0;
 function location(backend: Backend): { where: string; thread: string } {
   const n = ++cases;
   const thread = `orders-${process.pid}-${Date.now()}-${n}`;
-  return backend.startsWith("postgres") ? { where: postgresUrl!, thread } : { where: join(dir, `checkpoints-${n}.sqlite`), thread };
+  return backend.startsWith("postgres")
+    ? { where: postgresUrl!, thread }
+    : { where: join(dir, `checkpoints-${n}.sqlite`), thread };
 }
 
 const backends: { backend: Backend; title: string; skip: boolean }[] = [
   { backend: "sqlite", title: "SQLite checkpointer and SqliteStore (no server)", skip: false },
-  { backend: "sqlite-inline", title: "SQLite checkpointer without a store (state chunks in the checkpointer)", skip: false },
-  { backend: "postgres", title: postgresUrl === undefined ? "PostgreSQL (skipped: set QJSN_POSTGRES_URL, or run under scripts/with-postgres.sh)" : "PostgreSQL checkpointer and PostgresStore", skip: postgresUrl === undefined },
-  { backend: "postgres-inline", title: postgresUrl === undefined ? "PostgreSQL without a store (skipped: set QJSN_POSTGRES_URL)" : "PostgreSQL checkpointer without a store (state chunks in the checkpointer)", skip: postgresUrl === undefined },
+  {
+    backend: "sqlite-inline",
+    title: "SQLite checkpointer without a store (state chunks in the checkpointer)",
+    skip: false,
+  },
+  {
+    backend: "postgres",
+    title:
+      postgresUrl === undefined
+        ? "PostgreSQL (skipped: set QJSN_POSTGRES_URL, or run under scripts/with-postgres.sh)"
+        : "PostgreSQL checkpointer and PostgresStore",
+    skip: postgresUrl === undefined,
+  },
+  {
+    backend: "postgres-inline",
+    title:
+      postgresUrl === undefined
+        ? "PostgreSQL without a store (skipped: set QJSN_POSTGRES_URL)"
+        : "PostgreSQL checkpointer without a store (state chunks in the checkpointer)",
+    skip: postgresUrl === undefined,
+  },
 ];
 
-for (const { backend, title, skip } of backends) describe(`two processes on one ${title}`, () => {
-  it.skipIf(skip)("process B continues process A's thread: data, a function, a class instance and a Map work after A exited", () => {
-    if (!existsSync(join(root, "dist/langchain/index.js"))) throw new Error("dist/ is missing: run `npm run build:ts` (npm test does)");
-    const { where, thread } = location(backend);
-    const key = "a-signing-key-of-at-least-16-bytes";
-    const first = runProcess(backend, where, thread, "a", TURN_ONE, key);
-    expect(first).toMatch(/<result>\n1\n<\/result>/);
-    const second = runProcess(backend, where, thread, "b", TURN_TWO, key);
-    expect(second).not.toMatch(/<notice>/);
-    expect(second).toMatch(/regions: 'north,south,east'/);
-    expect(second).toMatch(/total: 52/);
-    expect(second).toMatch(/count: 4/);
-    expect(second).toMatch(/east: 200/);
-    expect(second).toMatch(/isAcc: true/);
-  });
+for (const { backend, title, skip } of backends)
+  describe(`two processes on one ${title}`, () => {
+    it.skipIf(skip)(
+      "process B continues process A's thread: data, a function, a class instance and a Map work after A exited",
+      () => {
+        if (!existsSync(join(root, "dist/langchain/index.js")))
+          throw new Error("dist/ is missing: run `npm run build:ts` (npm test does)");
+        const { where, thread } = location(backend);
+        const key = "a-signing-key-of-at-least-16-bytes";
+        const first = runProcess(backend, where, thread, "a", TURN_ONE, key);
+        expect(first).toMatch(/<result>\n1\n<\/result>/);
+        const second = runProcess(backend, where, thread, "b", TURN_TWO, key);
+        expect(second).not.toMatch(/<notice>/);
+        expect(second).toMatch(/regions: 'north,south,east'/);
+        expect(second).toMatch(/total: 52/);
+        expect(second).toMatch(/count: 4/);
+        expect(second).toMatch(/east: 200/);
+        expect(second).toMatch(/isAcc: true/);
+      },
+    );
 
-  it.skipIf(skip)("a third process with another signing key refuses the stored state and says so", () => {
-    const { where, thread } = location(backend);
-    runProcess(backend, where, thread, "a", "const secret = 42", "first-signing-key-0123456789");
-    const other = runProcess(backend, where, thread, "b", "typeof secret", "other-signing-key-0123456789");
-    expect(other).toMatch(/<notice>\nThe saved interpreter state from earlier turns could not be restored \(INVALID_SNAPSHOT/);
-    expect(other).toMatch(/<result>\nundefined\n<\/result>/);
+    it.skipIf(skip)("a third process with another signing key refuses the stored state and says so", () => {
+      const { where, thread } = location(backend);
+      runProcess(backend, where, thread, "a", "const secret = 42", "first-signing-key-0123456789");
+      const other = runProcess(backend, where, thread, "b", "typeof secret", "other-signing-key-0123456789");
+      expect(other).toMatch(
+        /<notice>\nThe saved interpreter state from earlier turns could not be restored \(INVALID_SNAPSHOT/,
+      );
+      expect(other).toMatch(/<result>\nundefined\n<\/result>/);
+    });
   });
-});

@@ -22,10 +22,18 @@ const middleware = trackedMiddleware;
 let runs = 0;
 
 /** One agent run on `threadId` whose model makes the given evals, one per model call. */
-async function turn(interpreter: CodeInterpreterMiddleware, checkpointer: MemorySaver, threadId: string, codes: readonly (string | { code: string; reset: boolean })[]) {
+async function turn(
+  interpreter: CodeInterpreterMiddleware,
+  checkpointer: MemorySaver,
+  threadId: string,
+  codes: readonly (string | { code: string; reset: boolean })[],
+) {
   // Fresh message ids per run: the scripted model's own ids restart at 1 and would replace history.
   const run = ++runs;
-  const steps = [...codes.map((code, i) => callTool("eval", typeof code === "string" ? { code } : code, `call-${run}-${i}`)), reply("done")];
+  const steps = [
+    ...codes.map((code, i) => callTool("eval", typeof code === "string" ? { code } : code, `call-${run}-${i}`)),
+    reply("done"),
+  ];
   steps.forEach((step, i) => {
     step.id = `run-${run}-${i}`;
   });
@@ -86,9 +94,13 @@ describe('mode "thread": state in graph state', () => {
   it("a snapshot signed with another key is refused: the interpreter starts fresh and the model is told why in one line", async () => {
     const saver = new MemorySaver();
     await turn(middleware({ snapshotSigningKey: KEY }), saver, "t3", ["const lost = 1"]);
-    const second = await turn(middleware({ snapshotSigningKey: "another-key-of-16-bytes-or-more" }), saver, "t3", ["typeof lost"]);
+    const second = await turn(middleware({ snapshotSigningKey: "another-key-of-16-bytes-or-more" }), saver, "t3", [
+      "typeof lost",
+    ]);
     expect(section(second.evals[0]!, "result")).toBe("undefined");
-    expect(notice(second.evals[0]!)).toMatch(/^The saved interpreter state from earlier turns could not be restored \(INVALID_SNAPSHOT: .*\): the interpreter started fresh/);
+    expect(notice(second.evals[0]!)).toMatch(
+      /^The saved interpreter state from earlier turns could not be restored \(INVALID_SNAPSHOT: .*\): the interpreter started fresh/,
+    );
     expect(notice(second.evals[0]!).split("\n")).toHaveLength(1);
   });
 
@@ -98,19 +110,25 @@ describe('mode "thread": state in graph state', () => {
     const second = await turn(middleware(), saver, "t4", ["ok", "counter()"]);
     expect(notice(second.evals[0]!)).toMatch(/could not be saved and now throw when read: counter \(closure\)/);
     expect(section(second.evals[0]!, "result")).toBe("5");
-    expect(section(second.evals[1]!, "error")).toMatch(/Value for 'counter' was not restored because it is not serializable \(type: closure\)\./);
+    expect(section(second.evals[1]!, "error")).toMatch(
+      /Value for 'counter' was not restored because it is not serializable \(type: closure\)\./,
+    );
   });
 
   it("a value that could not be saved is named once, and keeps its type after a second process hop", async () => {
     const saver = new MemorySaver();
-    await turn(middleware(), saver, "t4b", ["const counter = (() => { let n = 0; return () => ++n; })(); var step = 1"]);
+    await turn(middleware(), saver, "t4b", [
+      "const counter = (() => { let n = 0; return () => ++n; })(); var step = 1",
+    ]);
     const second = await turn(middleware(), saver, "t4b", ["step = 2"]);
     expect(notice(second.evals[0]!)).toMatch(/could not be saved and now throw when read: counter \(closure\)/);
     const third = await turn(middleware(), saver, "t4b", ["step", "counter()"]);
     expect(third.stored?.turn).toBe(second.stored!.turn);
     expect(section(third.evals[0]!, "result")).toBe("2");
     expect(notice(third.evals[0]!)).toBe("");
-    expect(section(third.evals[1]!, "error")).toMatch(/Value for 'counter' was not restored because it is not serializable \(type: closure\)\./);
+    expect(section(third.evals[1]!, "error")).toMatch(
+      /Value for 'counter' was not restored because it is not serializable \(type: closure\)\./,
+    );
   });
 
   it("a state over maxSnapshotBytes is not stored, the old one is cleared, and the model sees one line on its next eval", async () => {
@@ -121,7 +139,9 @@ describe('mode "thread": state in graph state', () => {
     const big = await turn(m, saver, "t5", ["var big = 'x'.repeat(20000); big.length"]);
     expect(big.stored?.ref).toBeUndefined();
     const next = await turn(m, saver, "t5", ["small"]);
-    expect(notice(next.evals[0]!)).toMatch(/^The interpreter state was not saved at the end of the last turn \(INVALID_SNAPSHOT: .*\)/);
+    expect(notice(next.evals[0]!)).toMatch(
+      /^The interpreter state was not saved at the end of the last turn \(INVALID_SNAPSHOT: .*\)/,
+    );
     // Another process sees no stale snapshot and is told the same line.
     const elsewhere = await turn(middleware({ maxSnapshotBytes: 4096 }), saver, "t5", ["typeof small"]);
     expect(section(elsewhere.evals[0]!, "result")).toBe("undefined");
@@ -143,17 +163,21 @@ describe("a session evicted in the middle of a run", () => {
       { name: "other_thread", description: "Runs another conversation.", schema: z.object({}) },
     );
     const run = ++runs;
-    const model = new ScriptedChatModel([
-      callTool("eval", { code: "var unsaved = 2" }, `c-${run}-0`),
-      callTool("other_thread", {}, `c-${run}-1`),
-      callTool("eval", { code: "[saved, typeof unsaved]" }, `c-${run}-2`),
-      reply("done"),
-    ].map((step, i) => Object.assign(step, { id: `run-${run}-${i}` })));
+    const model = new ScriptedChatModel(
+      [
+        callTool("eval", { code: "var unsaved = 2" }, `c-${run}-0`),
+        callTool("other_thread", {}, `c-${run}-1`),
+        callTool("eval", { code: "[saved, typeof unsaved]" }, `c-${run}-2`),
+        reply("done"),
+      ].map((step, i) => Object.assign(step, { id: `run-${run}-${i}` })),
+    );
     const agent = createAgent({ model, tools: [other], middleware: [m], checkpointer: saver });
     const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "e1" } });
     const last = toolMessages(result.messages as BaseMessage[]).at(-1)!;
     expect(section(last, "result")).toBe("[ 1, 'undefined' ]");
-    expect(notice(last)).toMatch(/^The interpreter was closed between calls \(too many conversations at once\) and restored from the state saved at the end of the last turn/);
+    expect(notice(last)).toMatch(
+      /^The interpreter was closed between calls \(too many conversations at once\) and restored from the state saved at the end of the last turn/,
+    );
   });
 });
 
@@ -161,9 +185,15 @@ describe("rollback after a stopped eval", () => {
   it("a timed-out eval leaves the globals of the last completed eval, and the model is told", async () => {
     const saver = new MemorySaver();
     const m = middleware({ executionTimeoutMs: 200 });
-    const run = await turn(m, saver, "r1", ["var n = 1; var list = [1]", "n = 2; list.push(2); while (true) {}", "[n, list]"]);
+    const run = await turn(m, saver, "r1", [
+      "var n = 1; var list = [1]",
+      "n = 2; list.push(2); while (true) {}",
+      "[n, list]",
+    ]);
     expect(section(run.evals[1]!, "error")).toMatch(/time/i);
-    expect(notice(run.evals[1]!)).toMatch(/^Because this call was stopped \(TIMEOUT\), the interpreter was rolled back/);
+    expect(notice(run.evals[1]!)).toMatch(
+      /^Because this call was stopped \(TIMEOUT\), the interpreter was rolled back/,
+    );
     expect(section(run.evals[2]!, "result")).toBe("[ 1, [ 1 ] ]");
     // The rolled-back state is what the thread stores.
     const later = await turn(middleware({ executionTimeoutMs: 200 }), saver, "r1", ["n"]);
@@ -181,23 +211,37 @@ describe("rollback after a stopped eval", () => {
 
   it("an eval that runs out of memory is rolled back too", async () => {
     const m = middleware({ memoryLimitBytes: 16 * 1024 * 1024 });
-    const run = await turn(m, new MemorySaver(), "r3", ["var rows = [1]", "rows.push(2); const hog = []; while (true) hog.push(new Array(100000).fill(7))", "rows"]);
-    expect(notice(run.evals[1]!)).toMatch(/^Because this call was stopped \(OUT_OF_MEMORY\), the interpreter was rolled back/);
+    const run = await turn(m, new MemorySaver(), "r3", [
+      "var rows = [1]",
+      "rows.push(2); const hog = []; while (true) hog.push(new Array(100000).fill(7))",
+      "rows",
+    ]);
+    expect(notice(run.evals[1]!)).toMatch(
+      /^Because this call was stopped \(OUT_OF_MEMORY\), the interpreter was rolled back/,
+    );
     expect(section(run.evals[2]!, "result")).toBe("[ 1 ]");
   });
 
   it("a stopped first eval after a restore in a new process goes back to the restored state, not to a fresh interpreter", async () => {
     const saver = new MemorySaver();
     await turn(middleware({ executionTimeoutMs: 200, snapshotSigningKey: KEY }), saver, "r4", ["var kept = 41"]);
-    const run = await turn(middleware({ executionTimeoutMs: 200, snapshotSigningKey: KEY }), saver, "r4", ["kept = 0; while (true) {}", "kept + 1"]);
-    expect(notice(run.evals[0]!)).toMatch(/^Because this call was stopped \(TIMEOUT\), the interpreter was rolled back/);
+    const run = await turn(middleware({ executionTimeoutMs: 200, snapshotSigningKey: KEY }), saver, "r4", [
+      "kept = 0; while (true) {}",
+      "kept + 1",
+    ]);
+    expect(notice(run.evals[0]!)).toMatch(
+      /^Because this call was stopped \(TIMEOUT\), the interpreter was rolled back/,
+    );
     expect(section(run.evals[1]!, "result")).toBe("42");
     const later = await turn(middleware({ executionTimeoutMs: 200, snapshotSigningKey: KEY }), saver, "r4", ["kept"]);
     expect(section(later.evals[0]!, "result")).toBe("41");
   });
 
   it("a stop with no earlier completed eval starts fresh and says so", async () => {
-    const run = await turn(middleware({ executionTimeoutMs: 200 }), new MemorySaver(), "r2", ["var early = 1; while (true) {}", "typeof early"]);
+    const run = await turn(middleware({ executionTimeoutMs: 200 }), new MemorySaver(), "r2", [
+      "var early = 1; while (true) {}",
+      "typeof early",
+    ]);
     expect(notice(run.evals[0]!)).toMatch(/no earlier call completed, the interpreter starts fresh/);
     expect(section(run.evals[1]!, "result")).toBe("undefined");
   });
@@ -245,25 +289,43 @@ describe("a stored snapshot that does not match its thread or turn", () => {
   }
 
   it("restores on its own thread and turn", async () => {
-    expect(await openFrom(await storedFrom("var kept = 1", "thread:a"), "thread:a")).toEqual({ found: "number", notices: [] });
+    expect(await openFrom(await storedFrom("var kept = 1", "thread:a"), "thread:a")).toEqual({
+      found: "number",
+      notices: [],
+    });
   });
 
   it.each([
     ["another thread's snapshot", (s: { turn: number; data?: string }) => s, "thread:b"],
-    ["an older turn's snapshot replayed under a newer counter", (s: { turn: number; data?: string }) => ({ ...s, turn: s.turn + 1 }), "thread:a"],
-    ["a truncated snapshot", (s: { turn: number; data?: string }) => ({ ...s, data: Buffer.from(s.data!, "base64").subarray(0, 40).toString("base64") }), "thread:a"],
+    [
+      "an older turn's snapshot replayed under a newer counter",
+      (s: { turn: number; data?: string }) => ({ ...s, turn: s.turn + 1 }),
+      "thread:a",
+    ],
+    [
+      "a truncated snapshot",
+      (s: { turn: number; data?: string }) => ({
+        ...s,
+        data: Buffer.from(s.data!, "base64").subarray(0, 40).toString("base64"),
+      }),
+      "thread:a",
+    ],
   ])("refuses %s: fresh interpreter, one line saying why", async (_what, tamper, threadId) => {
     const { found, notices } = await openFrom(tamper(await storedFrom("var kept = 1", "thread:a")), threadId);
     expect(found).toBe("undefined");
     expect(notices).toHaveLength(1);
-    expect(notices[0]).toMatch(/^The saved interpreter state from earlier turns could not be restored \(INVALID_SNAPSHOT: [^\n]+\): the interpreter started fresh/);
+    expect(notices[0]).toMatch(
+      /^The saved interpreter state from earlier turns could not be restored \(INVALID_SNAPSHOT: [^\n]+\): the interpreter started fresh/,
+    );
   });
 });
 
 describe("stored size", () => {
   it("records of one shape are stored deflated: far smaller than their JSON", async () => {
     const saver = new MemorySaver();
-    const run = await turn(middleware(), saver, "s1", [`var rows = Array.from({ length: 2000 }, (_, i) => ({ id: i, name: "row" + i, region: ["north", "south"][i % 2] })); JSON.stringify(rows).length`]);
+    const run = await turn(middleware(), saver, "s1", [
+      `var rows = Array.from({ length: 2000 }, (_, i) => ({ id: i, name: "row" + i, region: ["north", "south"][i % 2] })); JSON.stringify(rows).length`,
+    ]);
     const jsonChars = Number(section(run.evals[0]!, "result"));
     // Kept in the checkpointer as chunks deflated one by one (private checkpoints, value in metadata).
     const kept = Object.entries(saver.storage["s1"] ?? {})

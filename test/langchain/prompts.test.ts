@@ -25,7 +25,8 @@ function expectGolden(name: string, actual: string): void {
     writeFileSync(path, `${actual}\n`);
     return;
   }
-  if (!existsSync(path)) throw new Error(`missing golden file ${name}: run UPDATE_GOLDEN=1 npx vitest run test/langchain/prompts.test.ts`);
+  if (!existsSync(path))
+    throw new Error(`missing golden file ${name}: run UPDATE_GOLDEN=1 npx vitest run test/langchain/prompts.test.ts`);
   expect(`${actual}\n`).toBe(readFileSync(path, "utf8"));
 }
 
@@ -64,13 +65,24 @@ function input(mode: PromptMode, options: { ptc?: boolean; task?: boolean } = {}
   return {
     mode,
     toolName: "eval",
-    limits: { memoryLimitBytes: 64 * 1024 * 1024, executionTimeoutMs: 5000, wallTimeoutMs: 60_000, maxResultChars: 4000, maxPtcCalls: 256 },
+    limits: {
+      memoryLimitBytes: 64 * 1024 * 1024,
+      executionTimeoutMs: 5000,
+      wallTimeoutMs: 60_000,
+      maxResultChars: 4000,
+      maxPtcCalls: 256,
+    },
     captureConsole: true,
     ptcTools: options.ptc ? [webSearch, readFile] : [],
     taskAvailable: options.task ?? false,
     clock: "real",
     randomSeeded: false,
-    subagents: options.task ? [{ name: "researcher", description: "Researches one question in depth." }, { name: "reviewer", description: "Reviews one file." }] : [],
+    subagents: options.task
+      ? [
+          { name: "researcher", description: "Researches one question in depth." },
+          { name: "reviewer", description: "Reviews one file." },
+        ]
+      : [],
     ...(options.task ? { subagentTimeoutMs: 600_000 } : {}),
   };
 }
@@ -80,16 +92,23 @@ const MODES: PromptMode[] = ["thread", "turn", "call"];
 describe("system prompt golden files", () => {
   for (const mode of MODES) {
     it(`mode ${mode}, PTC off`, () => expectGolden(`prompt-${mode}.md`, renderSystemPrompt(input(mode))));
-    it(`mode ${mode}, PTC on`, () => expectGolden(`prompt-${mode}-ptc.md`, renderSystemPrompt(input(mode, { ptc: true }))));
-    it(`mode ${mode}, PTC and task on`, () => expectGolden(`prompt-${mode}-ptc-task.md`, renderSystemPrompt(input(mode, { ptc: true, task: true }))));
-    it(`tool description, mode ${mode}`, () => expectGolden(`tool-description-${mode}.txt`, renderToolDescription(input(mode, { ptc: true, task: true }))));
+    it(`mode ${mode}, PTC on`, () =>
+      expectGolden(`prompt-${mode}-ptc.md`, renderSystemPrompt(input(mode, { ptc: true }))));
+    it(`mode ${mode}, PTC and task on`, () =>
+      expectGolden(`prompt-${mode}-ptc-task.md`, renderSystemPrompt(input(mode, { ptc: true, task: true }))));
+    it(`tool description, mode ${mode}`, () =>
+      expectGolden(`tool-description-${mode}.txt`, renderToolDescription(input(mode, { ptc: true, task: true }))));
   }
 });
 
 describe("system prompt golden files: reviewed calls (interruptOn)", () => {
   it("mode thread, PTC and task on, one tool and task() reviewed", () => {
     const base = input("thread", { ptc: true, task: true });
-    const reviewed = { ...base, ptcTools: base.ptcTools.map((t) => (t.name === "web_search" ? { ...t, reviewed: true } : t)), taskReviewed: true };
+    const reviewed = {
+      ...base,
+      ptcTools: base.ptcTools.map((t) => (t.name === "web_search" ? { ...t, reviewed: true } : t)),
+      taskReviewed: true,
+    };
     expectGolden("prompt-thread-ptc-task-reviewed.md", renderSystemPrompt(reviewed));
   });
 
@@ -101,7 +120,9 @@ describe("system prompt golden files: reviewed calls (interruptOn)", () => {
     expect(reviewed).toContain("`tools.webSearch`, `tools.readFile` wait for a human");
     expect(reviewed).toContain("ReplayDivergenceError");
     expect(reviewed).toContain("`Date` does not");
-    expect(renderSystemPrompt({ ...base, clock: "frozen", ptcTools: base.ptcTools.map((t) => ({ ...t, reviewed: true })) })).toContain("`Date` and `Math.random()` (both repeat exactly)");
+    expect(
+      renderSystemPrompt({ ...base, clock: "frozen", ptcTools: base.ptcTools.map((t) => ({ ...t, reviewed: true })) }),
+    ).toContain("`Date` and `Math.random()` (both repeat exactly)");
   });
 
   it("task() reviewed without PTC states the rule in the task section", () => {
@@ -123,7 +144,13 @@ describe("system prompt: every claim follows the options", () => {
   it("states the limits it was given", () => {
     const prompt = renderSystemPrompt({
       ...input("thread", { ptc: true }),
-      limits: { memoryLimitBytes: 16 * 1024 * 1024, executionTimeoutMs: 1500, wallTimeoutMs: 30_000, maxResultChars: 12_345, maxPtcCalls: 7 },
+      limits: {
+        memoryLimitBytes: 16 * 1024 * 1024,
+        executionTimeoutMs: 1500,
+        wallTimeoutMs: 30_000,
+        maxResultChars: 12_345,
+        maxPtcCalls: 7,
+      },
     });
     expect(prompt).toContain("16 MiB of memory");
     expect(prompt).toContain("1.5 s of execution time");
@@ -134,7 +161,10 @@ describe("system prompt: every claim follows the options", () => {
   });
 
   it("says there is no call limit when maxPtcCalls is null", () => {
-    const prompt = renderSystemPrompt({ ...input("thread", { ptc: true }), limits: { ...input("thread").limits, maxPtcCalls: null } });
+    const prompt = renderSystemPrompt({
+      ...input("thread", { ptc: true }),
+      limits: { ...input("thread").limits, maxPtcCalls: null },
+    });
     expect(prompt).toContain("no limit on the number of `tools` calls");
     expect(prompt).not.toContain("PTCCallBudgetExceededError");
   });
@@ -157,7 +187,9 @@ describe("system prompt: every claim follows the options", () => {
 
   it("states the clock and randomness in force", () => {
     expect(renderSystemPrompt(input("thread"))).toContain("`Date` reads the real clock.");
-    expect(renderSystemPrompt({ ...input("thread"), clock: "frozen" })).toContain("The clock is frozen during each call");
+    expect(renderSystemPrompt({ ...input("thread"), clock: "frozen" })).toContain(
+      "The clock is frozen during each call",
+    );
     expect(renderSystemPrompt({ ...input("thread"), clock: "host" })).toContain("supplied by the application");
     expect(renderSystemPrompt({ ...input("thread"), randomSeeded: true })).toContain("`Math.random()` is seeded");
   });
@@ -178,7 +210,16 @@ describe("system prompt: every claim follows the options", () => {
   it("adds the task section only when task is available", () => {
     expect(renderSystemPrompt(input("thread", { ptc: true }))).not.toContain("task(");
     const prompt = renderSystemPrompt(input("thread", { task: true }));
-    for (const rule of ["Explore first", "Locators, not payloads", "Always set `responseSchema`", "Batches of about 10", "Return the last expression", "Reuse variables", "workflow", "interruptOn"]) {
+    for (const rule of [
+      "Explore first",
+      "Locators, not payloads",
+      "Always set `responseSchema`",
+      "Batches of about 10",
+      "Return the last expression",
+      "Reuse variables",
+      "workflow",
+      "interruptOn",
+    ]) {
       expect(prompt).toContain(rule);
     }
     expect(prompt).toContain("`researcher`: Researches one question in depth.");
@@ -215,12 +256,22 @@ describe("renderToolSignatures", () => {
         id: { type: "string", description: "Row id." },
         tags: { type: "array", items: { type: "string" } },
         mode: { enum: ["fast", "slow", 3, null] },
-        target: { anyOf: [{ type: "string" }, { type: "object", properties: { x: { type: "number" } }, required: ["x"] }] },
+        target: {
+          anyOf: [{ type: "string" }, { type: "object", properties: { x: { type: "number" } }, required: ["x"] }],
+        },
         choice: { oneOf: [{ const: "a" }, { const: "b" }] },
-        both: { allOf: [{ type: "object", properties: { a: { type: "string" } } }, { type: "object", properties: { b: { type: "string" } } }] },
+        both: {
+          allOf: [
+            { type: "object", properties: { a: { type: "string" } } },
+            { type: "object", properties: { b: { type: "string" } } },
+          ],
+        },
         maybe: { type: ["string", "null"] },
         pair: { type: "array", prefixItems: [{ type: "string" }, { type: "number" }] },
-        nested: { type: "object", properties: { deeper: { type: "object", properties: { leaf: { type: "boolean" } }, required: ["leaf"] } } },
+        nested: {
+          type: "object",
+          properties: { deeper: { type: "object", properties: { leaf: { type: "boolean" } }, required: ["leaf"] } },
+        },
         counts: { type: "object", additionalProperties: { type: "integer" } },
         "odd-key": { type: "string" },
       },
@@ -241,7 +292,10 @@ describe("renderToolSignatures", () => {
   });
 
   it("keeps a description containing */ inside its doc comment", () => {
-    const rendered = signatureOf({ type: "object", properties: { glob: { type: "string", description: "Like src/**/*.ts" } } }, "Ends */ here");
+    const rendered = signatureOf(
+      { type: "object", properties: { glob: { type: "string", description: "Like src/**/*.ts" } } },
+      "Ends */ here",
+    );
     expect(syntaxErrors(rendered)).toEqual([]);
     expect(rendered).toContain("Like src/**\\/*.ts");
   });
@@ -250,7 +304,12 @@ describe("renderToolSignatures", () => {
     const rendered = signatureOf({
       type: "object",
       properties: { tree: { $ref: "#/$defs/Node" } },
-      $defs: { Node: { type: "object", properties: { value: { type: "number" }, children: { type: "array", items: { $ref: "#/$defs/Node" } } } } },
+      $defs: {
+        Node: {
+          type: "object",
+          properties: { value: { type: "number" }, children: { type: "array", items: { $ref: "#/$defs/Node" } } },
+        },
+      },
     });
     expect(syntaxErrors(rendered)).toEqual([]);
     expect(rendered).toContain("children?: unknown[];");
@@ -258,16 +317,27 @@ describe("renderToolSignatures", () => {
 
   it("makes the input optional when nothing is required", () => {
     expect(signatureOf({ type: "object", properties: { path: { type: "string" } } })).toContain("t(input?: {");
-    expect(signatureOf({ type: "object", properties: { path: { type: "string" } }, required: ["path"] })).toContain("t(input: {");
+    expect(signatureOf({ type: "object", properties: { path: { type: "string" } }, required: ["path"] })).toContain(
+      "t(input: {",
+    );
   });
 
   it("shows constraints and defaults in the doc comment", () => {
-    const rendered = signatureOf({ type: "object", properties: { n: { type: "integer", description: "How many.", minimum: 1, maximum: 50, default: 10 } } });
+    const rendered = signatureOf({
+      type: "object",
+      properties: { n: { type: "integer", description: "How many.", minimum: 1, maximum: 50, default: 10 } },
+    });
     expect(rendered).toContain("     * How many.\n     * minimum: 1, maximum: 50\n     * @default 10\n");
   });
 
   it("leaves out the ±(2^53 - 1) bounds zod gives every integer, keeping real ones", () => {
-    const rendered = signatureOf({ type: "object", properties: { n: { type: "integer", minimum: -9007199254740991, maximum: 9007199254740991 }, k: { type: "integer", minimum: 0, maximum: 9007199254740991 } } });
+    const rendered = signatureOf({
+      type: "object",
+      properties: {
+        n: { type: "integer", minimum: -9007199254740991, maximum: 9007199254740991 },
+        k: { type: "integer", minimum: 0, maximum: 9007199254740991 },
+      },
+    });
     expect(rendered).not.toContain("9007199254740991");
     expect(rendered).toContain("    /** minimum: 0 */\n    k?: number;");
     expect(rendered).toContain("\n    n?: number;");

@@ -5,7 +5,12 @@
 import { describe, expect, it } from "vitest";
 import { Approval } from "../../src/langchain/approval.js";
 import { resolveOptions } from "../../src/langchain/options.js";
-import { holdsCalls, nextReviewPhase, type ReviewEvent, type ReviewPhase } from "../../src/langchain/review-lifecycle.js";
+import {
+  holdsCalls,
+  nextReviewPhase,
+  type ReviewEvent,
+  type ReviewPhase,
+} from "../../src/langchain/review-lifecycle.js";
 
 const PHASES: readonly ReviewPhase[] = ["running", "pausing", "paused", "diverged", "refused", "ended"];
 const EVENTS: readonly ReviewEvent[] = ["pause", "keep", "takeOver", "diverge", "refuse", "end"];
@@ -33,7 +38,9 @@ describe("the review lifecycle", () => {
   });
 
   it("refuses every transition not drawn", () => {
-    const refused = PHASES.flatMap((phase) => EVENTS.map((event) => `${phase} ${event}`)).filter((step) => !(step in DRAWN));
+    const refused = PHASES.flatMap((phase) => EVENTS.map((event) => `${phase} ${event}`)).filter(
+      (step) => !(step in DRAWN),
+    );
     expect(refused).toHaveLength(PHASES.length * EVENTS.length - Object.keys(DRAWN).length);
     for (const step of refused) {
       const [phase, event] = step.split(" ") as [ReviewPhase, ReviewEvent];
@@ -59,7 +66,11 @@ describe("an EvalReview", () => {
     const review = approval.forCall({ toolCallId: "call-1" }, "1 + 1", "thread:t")!;
     expect(review.phase).toBe("running");
     const session = { state: { replayStart: undefined, pausedEval: undefined }, discard: () => {} };
-    const outcome = await review.drive(session, async () => ({ ok: true, text: "2" }), (text) => ({ ok: false, text }));
+    const outcome = await review.drive(
+      session,
+      async () => ({ ok: true, text: "2" }),
+      (text) => ({ ok: false, text }),
+    );
     expect(outcome).toEqual({ ok: true, text: "2" });
     expect(review.phase).toBe("ended");
     let ran = false;
@@ -67,7 +78,10 @@ describe("an EvalReview", () => {
       ran = true;
       return { value: "x", updates: [] };
     });
-    const settled = await Promise.race([late.then(() => "settled"), new Promise((resolve) => setImmediate(() => resolve("held")))]);
+    const settled = await Promise.race([
+      late.then(() => "settled"),
+      new Promise((resolve) => setImmediate(() => resolve("held"))),
+    ]);
     expect(settled).toBe("held");
     expect(ran).toBe(false);
     expect(review.phase).toBe("ended");

@@ -1,7 +1,11 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createDeepAgent } from "deepagents";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
-import { createCodeInterpreterMiddleware, type CodeInterpreterMiddleware, type CodeInterpreterMiddlewareOptions } from "../../src/langchain/index.js";
+import {
+  createCodeInterpreterMiddleware,
+  type CodeInterpreterMiddleware,
+  type CodeInterpreterMiddlewareOptions,
+} from "../../src/langchain/index.js";
 import { ScriptedChatModel, callTool, contentText, reply, section, toolMessages } from "./support/agent.js";
 import { FakeSubagentModel, type FakeSubagentOptions } from "./support/fake-subagent.js";
 
@@ -33,14 +37,29 @@ function startDeep(run: DeepRun) {
   const interpreter = createCodeInterpreterMiddleware(run.options ?? {});
   live.push(interpreter);
   const classifierModel = new FakeSubagentModel({ answer: classifier, ...run.classifier });
-  const verifierModel = new FakeSubagentModel({ answer: (t) => ({ confirmed: !t.includes("file-3 "), detail: `VERIFIER-DETAIL ${t}` }), ...run.verifier });
+  const verifierModel = new FakeSubagentModel({
+    answer: (t) => ({ confirmed: !t.includes("file-3 "), detail: `VERIFIER-DETAIL ${t}` }),
+    ...run.verifier,
+  });
   const model = new ScriptedChatModel([...run.codes.map((code) => callTool("eval", { code })), reply("final summary")]);
   const agent = createDeepAgent({
     model,
     middleware: [interpreter],
     subagents: [
-      { name: "classifier", description: "Classifies one file.", systemPrompt: "Classify.", model: classifierModel, tools: [] },
-      { name: "verifier", description: "Verifies one finding.", systemPrompt: "Verify.", model: verifierModel, tools: [] },
+      {
+        name: "classifier",
+        description: "Classifies one file.",
+        systemPrompt: "Classify.",
+        model: classifierModel,
+        tools: [],
+      },
+      {
+        name: "verifier",
+        description: "Verifies one finding.",
+        systemPrompt: "Verify.",
+        model: verifierModel,
+        tools: [],
+      },
       ...((run.subagents ?? []) as []),
     ],
   });
@@ -50,7 +69,11 @@ function startDeep(run: DeepRun) {
 
 async function finishDeep(run: DeepRun, agent: ReturnType<typeof createDeepAgent>, model: ScriptedChatModel) {
   const input = { messages: [new HumanMessage("review every file")] };
-  const config = { configurable: { thread_id: `task-${Math.random()}` }, recursionLimit: 100, ...(run.signal ? { signal: run.signal } : {}) };
+  const config = {
+    configurable: { thread_id: `task-${Math.random()}` },
+    recursionLimit: 100,
+    ...(run.signal ? { signal: run.signal } : {}),
+  };
   let messages: BaseMessage[];
   if (run.custom !== undefined) {
     const stream = await agent.stream(input, { ...config, streamMode: ["custom", "values"] });
@@ -115,7 +138,9 @@ describe("task() in a deep agent", () => {
 
   it("a subagent taking 8 s succeeds under the default 5 s executionTimeoutMs", { timeout: 30_000 }, async () => {
     const { evals, classifier: c } = await runDeep({
-      codes: [`const r = await task({ description: "Classify file-7 ", subagentType: "classifier", responseSchema: ${FLAG_SCHEMA} }); r.flagged`],
+      codes: [
+        `const r = await task({ description: "Classify file-7 ", subagentType: "classifier", responseSchema: ${FLAG_SCHEMA} }); r.flagged`,
+      ],
       classifier: { delayMs: 8000 },
     });
     expect(section(evals[0]!, "result")).toBe("true");
@@ -124,7 +149,9 @@ describe("task() in a deep agent", () => {
 
   it("100 task() calls at once never exceed 32 in flight, and all complete", async () => {
     const { evals, classifier: c } = await runDeep({
-      codes: [`const all = await Promise.all(Array.from({ length: 100 }, (_, i) => task({ description: "Classify file-" + i + " ", subagentType: "classifier" }))); all.length`],
+      codes: [
+        `const all = await Promise.all(Array.from({ length: 100 }, (_, i) => task({ description: "Classify file-" + i + " ", subagentType: "classifier" }))); all.length`,
+      ],
       classifier: { delayMs: (t) => 5 + (Number(/file-(\d+)/.exec(t)?.[1]) % 7) * 3 },
     });
     expect(section(evals[0]!, "result")).toBe("100");
@@ -134,7 +161,9 @@ describe("task() in a deep agent", () => {
 
   it("task() calls do not count toward maxPtcCalls", async () => {
     const { evals } = await runDeep({
-      codes: [`(await Promise.all([1, 2, 3].map((i) => task({ description: "Classify file-" + i + " ", subagentType: "classifier" })))).length`],
+      codes: [
+        `(await Promise.all([1, 2, 3].map((i) => task({ description: "Classify file-" + i + " ", subagentType: "classifier" })))).length`,
+      ],
       options: { maxPtcCalls: 1 },
     });
     expect(section(evals[0]!, "result")).toBe("3");
@@ -143,7 +172,9 @@ describe("task() in a deep agent", () => {
   it("aborting the run cancels the eval's in-flight subagents: their runs receive the abort", async () => {
     const controller = new AbortController();
     const run = startDeep({
-      codes: [`await Promise.all([1, 2, 3, 4].map((i) => task({ description: "Classify file-" + i + " ", subagentType: "classifier" })))`],
+      codes: [
+        `await Promise.all([1, 2, 3, 4].map((i) => task({ description: "Classify file-" + i + " ", subagentType: "classifier" })))`,
+      ],
       classifier: { delayMs: 20_000 },
       signal: controller.signal,
     });
@@ -177,9 +208,13 @@ describe("task() in a deep agent", () => {
   it("a schema of depth 6 is rejected with a message naming the depth limit; the subagent never runs", async () => {
     const deep = `{ type: "object", properties: { a: { type: "object", properties: { b: { type: "array", items: { type: "object", properties: { c: { type: "object", properties: { d: { type: "object", properties: { e: { type: "string" } } } } } } } } } } } }`;
     const { evals, classifier: c } = await runDeep({
-      codes: [`try { await task({ description: "x", subagentType: "classifier", responseSchema: ${deep} }); "accepted" } catch (e) { e.name + ": " + e.message }`],
+      codes: [
+        `try { await task({ description: "x", subagentType: "classifier", responseSchema: ${deep} }); "accepted" } catch (e) { e.name + ": " + e.message }`,
+      ],
     });
-    expect(section(evals[0]!, "result")).toBe("RangeError: task: responseSchema nests schemas 6 levels deep; the depth limit is 5");
+    expect(section(evals[0]!, "result")).toBe(
+      "RangeError: task: responseSchema nests schemas 6 levels deep; the depth limit is 5",
+    );
     expect(c.started).toEqual([]);
   });
 
@@ -195,7 +230,9 @@ describe("task() in a deep agent", () => {
         `typeof (await task({ description: "Classify file-1 ", subagentType: "classifier" }))`,
       ],
     });
-    expect(section(evals[0]!, "result")).toBe("{\n  writable: false,\n  configurable: false,\n  frozen: true,\n  redefine: 'TypeError',\n  same: true,\n  hidden: []\n}");
+    expect(section(evals[0]!, "result")).toBe(
+      "{\n  writable: false,\n  configurable: false,\n  frozen: true,\n  redefine: 'TypeError',\n  same: true,\n  hidden: []\n}",
+    );
     expect(section(evals[1]!, "result")).toBe("string");
   });
 
@@ -214,8 +251,12 @@ describe("task() in a deep agent", () => {
       ],
     });
     const lines = section(evals[0]!, "result")!.split("\n");
-    expect(lines[0]).toBe('task: unknown subagentType "nope"; valid types: "general-purpose", "classifier", "verifier"');
-    expect(lines[1]).toBe('task: unknown key "priority"; valid keys: description, subagentType, subagent_type, label, responseSchema, response_schema');
+    expect(lines[0]).toBe(
+      'task: unknown subagentType "nope"; valid types: "general-purpose", "classifier", "verifier"',
+    );
+    expect(lines[1]).toBe(
+      'task: unknown key "priority"; valid keys: description, subagentType, subagent_type, label, responseSchema, response_schema',
+    );
     expect(lines[2]).toBe('task: description must be a non-empty string, got ""');
     expect(lines[3]).toContain("task: subagentType must be a non-empty string");
     expect(c.started).toEqual([]);
@@ -229,7 +270,9 @@ describe("task() in a deep agent", () => {
       ],
       classifier: { failWhen: (t) => (t.includes("file-2 ") ? "model overloaded" : undefined) },
     });
-    expect(section(evals[0]!, "result")).toBe('ok | SubagentError: Subagent "classifier" failed: model overloaded | ok');
+    expect(section(evals[0]!, "result")).toBe(
+      'ok | SubagentError: Subagent "classifier" failed: model overloaded | ok',
+    );
   });
 
   it("a runnable-backed subagent rejects a responseSchema clearly, and still answers without one", async () => {
@@ -248,16 +291,21 @@ describe("task() in a deep agent", () => {
     expect(result).toContain("without: 'compiled answer'");
   });
 
-  it("task() answers the subagent's last non-empty AI message, not \"Task completed\", when its final message is empty", async () => {
+  it('task() answers the subagent\'s last non-empty AI message, not "Task completed", when its final message is empty', async () => {
     const { AIMessage } = await import("@langchain/core/messages");
     // The subagent says its answer while calling a tool, then ends with an empty message.
     const subagentModel = new ScriptedChatModel([
-      new AIMessage({ content: "the real answer", tool_calls: [{ name: "write_todos", args: { todos: [] }, type: "tool_call" }] }),
+      new AIMessage({
+        content: "the real answer",
+        tool_calls: [{ name: "write_todos", args: { todos: [] }, type: "tool_call" }],
+      }),
       reply(""),
     ]);
     const { evals } = await runDeep({
       codes: [`await task({ description: "answer", subagentType: "terse" })`],
-      subagents: [{ name: "terse", description: "Answers tersely.", systemPrompt: "Answer.", model: subagentModel, tools: [] }],
+      subagents: [
+        { name: "terse", description: "Answers tersely.", systemPrompt: "Answer.", model: subagentModel, tools: [] },
+      ],
     });
     expect(subagentModel.remaining).toBe(0);
     expect(section(evals[0]!, "result")).toBe("the real answer");
@@ -265,13 +313,21 @@ describe("task() in a deep agent", () => {
 
   it("a subagent over subagentTimeoutMs is cancelled and rejects naming the option", async () => {
     const { evals, classifier: c } = await runDeep({
-      codes: [`try { await task({ description: "Classify file-1 ", subagentType: "classifier" }) } catch (e) { e.message }`],
+      codes: [
+        `try { await task({ description: "Classify file-1 ", subagentType: "classifier" }) } catch (e) { e.message }`,
+      ],
       options: { subagentTimeoutMs: 200 },
       classifier: { delayMs: 10_000 },
     });
-    expect(section(evals[0]!, "result")).toBe('Subagent "classifier" failed: did not finish within 200 ms (subagentTimeoutMs)');
+    expect(section(evals[0]!, "result")).toBe(
+      'Subagent "classifier" failed: did not finish within 200 ms (subagentTimeoutMs)',
+    );
     await new Promise((r) => setTimeout(r, 50));
-    expect({ started: c.started.length, aborted: c.aborted.length, completed: c.completed.length }).toEqual({ started: 1, aborted: 1, completed: 0 });
+    expect({ started: c.started.length, aborted: c.aborted.length, completed: c.completed.length }).toEqual({
+      started: 1,
+      aborted: 1,
+      completed: 0,
+    });
   });
 
   it("subagent start and complete/error events reach LangGraph's custom stream with label, type and duration", async () => {
@@ -297,7 +353,10 @@ describe("task() in a deep agent", () => {
   it("a request without a label is shown by its description, cut to 120 characters", async () => {
     const custom: unknown[] = [];
     const description = `Classify file-1 ${"and explain at length ".repeat(20)}`;
-    await runDeep({ codes: [`await task({ description: ${JSON.stringify(description)}, subagentType: "classifier" })`], custom });
+    await runDeep({
+      codes: [`await task({ description: ${JSON.stringify(description)}, subagentType: "classifier" })`],
+      custom,
+    });
     const start = custom.find((e) => (e as { phase?: unknown }).phase === "start") as { label?: string } | undefined;
     expect(start?.label).toBe(description.slice(0, 120));
   });
@@ -325,7 +384,9 @@ describe("task() in a deep agent", () => {
 
   it("disposing the middleware mid-eval cancels the eval's running subagents", async () => {
     const run = startDeep({
-      codes: [`await Promise.all([1, 2].map((i) => task({ description: "Classify file-" + i + " ", subagentType: "classifier" })))`],
+      codes: [
+        `await Promise.all([1, 2].map((i) => task({ description: "Classify file-" + i + " ", subagentType: "classifier" })))`,
+      ],
       classifier: { delayMs: 20_000 },
     });
     await run.classifier.whenStarted(2);

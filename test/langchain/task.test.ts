@@ -3,33 +3,53 @@ import { tool } from "@langchain/core/tools";
 import { z } from "zod";
 import { Sandbox } from "../../src/sandbox.js";
 import { EvalActivity } from "../../src/langchain/activity.js";
-import { checkResponseSchema, InFlightLimiter, parseTaskRequest, RESPONSE_SCHEMA_LIMITS, SUBAGENT_RESPONSE_FORMAT_CONFIG_KEY, subagentsOf, TaskDispatcher } from "../../src/langchain/task.js";
+import {
+  checkResponseSchema,
+  InFlightLimiter,
+  parseTaskRequest,
+  RESPONSE_SCHEMA_LIMITS,
+  SUBAGENT_RESPONSE_FORMAT_CONFIG_KEY,
+  subagentsOf,
+  TaskDispatcher,
+} from "../../src/langchain/task.js";
 import { resolveOptions } from "../../src/langchain/options.js";
 
 const TYPES = ["general-purpose", "reviewer"];
 
 describe("task() requests", () => {
   it("accepts camelCase and snake_case fields and keeps only what was given", () => {
-    expect(parseTaskRequest([{ description: "d", subagent_type: "reviewer", response_schema: { type: "object" } }], TYPES)).toEqual({
+    expect(
+      parseTaskRequest([{ description: "d", subagent_type: "reviewer", response_schema: { type: "object" } }], TYPES),
+    ).toEqual({
       description: "d",
       subagentType: "reviewer",
       responseSchema: { type: "object" },
     });
-    expect(parseTaskRequest([{ description: "d", subagentType: "reviewer", label: "file a" }], TYPES)).toEqual({ description: "d", subagentType: "reviewer", label: "file a" });
+    expect(parseTaskRequest([{ description: "d", subagentType: "reviewer", label: "file a" }], TYPES)).toEqual({
+      description: "d",
+      subagentType: "reviewer",
+      label: "file a",
+    });
   });
 
   it("rejects a field given in both spellings, non-object arguments and a non-string label", () => {
-    expect(() => parseTaskRequest([{ description: "d", subagentType: "reviewer", subagent_type: "reviewer" }], TYPES)).toThrow(/subagentType is given twice/);
+    expect(() =>
+      parseTaskRequest([{ description: "d", subagentType: "reviewer", subagent_type: "reviewer" }], TYPES),
+    ).toThrow(/subagentType is given twice/);
     expect(() => parseTaskRequest(["review a.ts"], TYPES)).toThrow(/task takes one object argument/);
     expect(() => parseTaskRequest([[]], TYPES)).toThrow(/task takes one object argument/);
-    expect(() => parseTaskRequest([{ description: "d", subagentType: "reviewer", label: 3 }], TYPES)).toThrow(/label must be a string, got 3/);
+    expect(() => parseTaskRequest([{ description: "d", subagentType: "reviewer", label: 3 }], TYPES)).toThrow(
+      /label must be a string, got 3/,
+    );
   });
 
   it("names the valid types when the type is unknown or blank", () => {
     expect(() => parseTaskRequest([{ description: "d", subagentType: "Reviewer" }], TYPES)).toThrow(
       'task: unknown subagentType "Reviewer"; valid types: "general-purpose", "reviewer"',
     );
-    expect(() => parseTaskRequest([{ description: "d", subagentType: " " }], TYPES)).toThrow(/one of "general-purpose", "reviewer"/);
+    expect(() => parseTaskRequest([{ description: "d", subagentType: " " }], TYPES)).toThrow(
+      /one of "general-purpose", "reviewer"/,
+    );
   });
 });
 
@@ -43,13 +63,16 @@ function nested(levels: number): Record<string, unknown> {
 describe("responseSchema limits", () => {
   it("accepts a string inside 5 nested properties levels and rejects 6, naming the depth limit", () => {
     expect(checkResponseSchema(nested(5))).toEqual(nested(5));
-    expect(() => checkResponseSchema(nested(6))).toThrow("task: responseSchema nests schemas 6 levels deep; the depth limit is 5");
+    expect(() => checkResponseSchema(nested(6))).toThrow(
+      "task: responseSchema nests schemas 6 levels deep; the depth limit is 5",
+    );
   });
 
   it("counts array item schemas and anyOf branches as levels, but not enum or default values", () => {
     const wrap = (key: "items" | "anyOf", levels: number): Record<string, unknown> => {
       let schema: Record<string, unknown> = { type: "string" };
-      for (let i = 0; i < levels; i++) schema = key === "items" ? { type: "array", items: schema } : { anyOf: [schema] };
+      for (let i = 0; i < levels; i++)
+        schema = key === "items" ? { type: "array", items: schema } : { anyOf: [schema] };
       return schema;
     };
     expect(checkResponseSchema(wrap("items", 5))).toEqual(wrap("items", 5));
@@ -61,10 +84,14 @@ describe("responseSchema limits", () => {
   });
 
   it("rejects more than 32 properties in total, nested ones included, naming the property limit", () => {
-    const props = (n: number, prefix: string) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}${i}`, { type: "string" }]));
-    expect(() => checkResponseSchema({ type: "object", properties: { ...props(20, "a"), inner: { type: "object", properties: props(12, "b") } } })).toThrow(
-      "task: responseSchema declares 33 properties in total; the limit is 32",
-    );
+    const props = (n: number, prefix: string) =>
+      Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}${i}`, { type: "string" }]));
+    expect(() =>
+      checkResponseSchema({
+        type: "object",
+        properties: { ...props(20, "a"), inner: { type: "object", properties: props(12, "b") } },
+      }),
+    ).toThrow("task: responseSchema declares 33 properties in total; the limit is 32");
     expect(checkResponseSchema({ type: "object", properties: props(32, "a") })).toBeTruthy();
   });
 
@@ -104,7 +131,9 @@ describe("InFlightLimiter", () => {
     const never = new AbortController().signal;
     await limiter.acquire(never);
     const queued = [limiter.acquire(never), limiter.acquire(never)];
-    await expect(limiter.acquire(never)).rejects.toThrow("task: 2 subagent calls are already waiting, the limit; await some before starting more");
+    await expect(limiter.acquire(never)).rejects.toThrow(
+      "task: 2 subagent calls are already waiting, the limit; await some before starting more",
+    );
     limiter.release();
     limiter.release();
     await Promise.all(queued);
@@ -128,8 +157,12 @@ describe("subagent catalog", () => {
   it("reads names from deepagents' subagent_type field and descriptions from the tool description", () => {
     const task = tool(async () => "", {
       name: "task",
-      description: "Launch a subagent.\n\nAvailable agent types:\n- general-purpose: Does anything.\n- reviewer: Reviews one file.\n\nUsage notes: …",
-      schema: z.object({ description: z.string(), subagent_type: z.string().describe("Name of the agent to use. Available: general-purpose, reviewer") }),
+      description:
+        "Launch a subagent.\n\nAvailable agent types:\n- general-purpose: Does anything.\n- reviewer: Reviews one file.\n\nUsage notes: …",
+      schema: z.object({
+        description: z.string(),
+        subagent_type: z.string().describe("Name of the agent to use. Available: general-purpose, reviewer"),
+      }),
     });
     expect(subagentsOf(task)).toEqual([
       { name: "general-purpose", description: "Does anything." },
@@ -153,11 +186,14 @@ describe("subagent options", () => {
 
 describe("installing task()", () => {
   const activity = new EvalActivity("eval", undefined);
-  const taskTool = tool(async ({ description }: { description: string; subagent_type: string }) => `done: ${description}`, {
-    name: "task",
-    description: "- reviewer: Reviews one file.",
-    schema: z.object({ description: z.string(), subagent_type: z.string().describe("Available: reviewer") }),
-  });
+  const taskTool = tool(
+    async ({ description }: { description: string; subagent_type: string }) => `done: ${description}`,
+    {
+      name: "task",
+      description: "- reviewer: Reviews one file.",
+      schema: z.object({ description: z.string(), subagent_type: z.string().describe("Available: reviewer") }),
+    },
+  );
 
   it("routes calls to the eval that is running, and refuses them once it has ended", async () => {
     using sandbox = new Sandbox();
@@ -169,7 +205,9 @@ describe("installing task()", () => {
     expect(await sandbox.eval(`await task({ description: "a.ts", subagentType: "reviewer" })`)).toBe("done: a.ts");
     expect(activity.subagentCalls).toBe(1);
     scope!.end();
-    await expect(sandbox.eval(`await task({ description: "a.ts", subagentType: "reviewer" })`)).rejects.toThrow(/task\(\) is not available in this eval/);
+    await expect(sandbox.eval(`await task({ description: "a.ts", subagentType: "reviewer" })`)).rejects.toThrow(
+      /task\(\) is not available in this eval/,
+    );
   });
 
   it("a subagent that interrupts for human input rejects saying code cannot wait for it", async () => {
@@ -178,7 +216,11 @@ describe("installing task()", () => {
       async () => {
         throw new GraphInterrupt([{ id: "i1", value: "approve?" }]);
       },
-      { name: "task", description: "- reviewer: Reviews one file.", schema: z.object({ description: z.string(), subagent_type: z.string().describe("Available: reviewer") }) },
+      {
+        name: "task",
+        description: "- reviewer: Reviews one file.",
+        schema: z.object({ description: z.string(), subagent_type: z.string().describe("Available: reviewer") }),
+      },
     );
     using sandbox = new Sandbox();
     const dispatcher = new TaskDispatcher({ subagents: true, subagentTimeoutMs: 1000 });

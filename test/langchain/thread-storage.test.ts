@@ -39,13 +39,25 @@ function middleware(): CodeInterpreterMiddleware {
 let runs = 0;
 
 /** One agent run on `threadId` making one eval; returns the eval's text and the stored graph-state value. */
-async function turn(interpreter: CodeInterpreterMiddleware, checkpointer: BaseCheckpointSaver, store: BaseStore | undefined, threadId: string, code: string) {
+async function turn(
+  interpreter: CodeInterpreterMiddleware,
+  checkpointer: BaseCheckpointSaver,
+  store: BaseStore | undefined,
+  threadId: string,
+  code: string,
+) {
   const run = ++runs;
   const steps = [callTool("eval", { code }, `call-${run}`), reply("done")];
   steps.forEach((step, i) => {
     step.id = `run-${run}-${i}`;
   });
-  const agent = createAgent({ model: new ScriptedChatModel(steps), tools: [], middleware: [interpreter], checkpointer, store });
+  const agent = createAgent({
+    model: new ScriptedChatModel(steps),
+    tools: [],
+    middleware: [interpreter],
+    checkpointer,
+    store,
+  });
   const config = { configurable: { thread_id: threadId } };
   const result = await agent.invoke({ messages: [new HumanMessage("go")] }, config);
   const text = contentText(toolMessages(result.messages as BaseMessage[]).at(-1)!);
@@ -75,11 +87,23 @@ describe("state kept in the agent's store", () => {
   it("graph state holds only a turn and a reference, and a new middleware instance continues the thread from the store", async () => {
     const saver = new MemorySaver();
     const store = new InMemoryStore();
-    const first = await turn(middleware(), saver, store, "t", `const data = [1, 2, 3]; function twice(x) { return 2 * x; } class Box { constructor(v) { this.v = v; } get() { return this.v; } } var box = new Box(7); var seen = new Map([["a", 1]]);`);
+    const first = await turn(
+      middleware(),
+      saver,
+      store,
+      "t",
+      `const data = [1, 2, 3]; function twice(x) { return 2 * x; } class Box { constructor(v) { this.v = v; } get() { return this.v; } } var box = new Box(7); var seen = new Map([["a", 1]]);`,
+    );
     expect(notice(first.text)).toBe("");
     expect(first.stored).toEqual({ turn: 1, ref: expect.stringMatching(/^[0-9a-f]{32}$/) });
     expect(JSON.stringify(first.stored).length).toBeLessThan(100);
-    const second = await turn(middleware(), saver, store, "t", `[data.map(twice).join(","), box.get(), box instanceof Box, seen.get("a")]`);
+    const second = await turn(
+      middleware(),
+      saver,
+      store,
+      "t",
+      `[data.map(twice).join(","), box.get(), box instanceof Box, seen.get("a")]`,
+    );
     expect(notice(second.text)).toBe("");
     expect(result(second.text)).toBe(`[ '2,4,6', 7, true, 1 ]`);
   });
@@ -92,7 +116,13 @@ describe("state kept in the agent's store", () => {
     const run = ++runs;
     const chat = reply("no code this time");
     chat.id = `run-${run}-0`;
-    const agent = createAgent({ model: new ScriptedChatModel([chat]), tools: [], middleware: [fresh], checkpointer: saver, store });
+    const agent = createAgent({
+      model: new ScriptedChatModel([chat]),
+      tools: [],
+      middleware: [fresh],
+      checkpointer: saver,
+      store,
+    });
     await agent.invoke({ messages: [new HumanMessage("hi")] }, { configurable: { thread_id: "t" } });
     const back = await turn(fresh, saver, store, "t", "kept.length");
     expect(notice(back.text)).toBe("");
@@ -120,7 +150,13 @@ describe("state kept in the agent's store", () => {
     const interpreter = middleware();
     await turn(interpreter, saver, store, "t", ROWS);
     const first = await storedBytes(store);
-    const changed = await turn(interpreter, saver, store, "t", `rows[5000] = { id: 5000, name: "renamed row", v: -1 }; rows[5000].name`);
+    const changed = await turn(
+      interpreter,
+      saver,
+      store,
+      "t",
+      `rows[5000] = { id: 5000, name: "renamed row", v: -1 }; rows[5000].name`,
+    );
     expect(result(changed.text)).toBe("renamed row");
     const added = (await storedBytes(store)) - first;
     expect(first).toBeGreaterThan(50_000);
@@ -152,7 +188,8 @@ describe("state kept in the agent's store", () => {
     const store = new InMemoryStore();
     const interpreter = middleware();
     await turn(interpreter, saver, store, "a", "var kept = 'a'");
-    for (let i = 0; i < KEPT_SNAPSHOTS_PER_THREAD + 2; i++) await turn(interpreter, saver, store, "b", `var kept = ${i} + Math.random()`);
+    for (let i = 0; i < KEPT_SNAPSHOTS_PER_THREAD + 2; i++)
+      await turn(interpreter, saver, store, "b", `var kept = ${i} + Math.random()`);
     const back = await turn(middleware(), saver, store, "a", "kept");
     expect(notice(back.text)).toBe("");
     expect(result(back.text)).toBe("a");
@@ -172,7 +209,9 @@ describe("a stored state that is missing, altered or foreign", () => {
     const back = await turn(middleware(), saver, store, "t", "typeof kept");
     const line = notice(back.text);
     expect(line.split("\n")).toHaveLength(1);
-    expect(line).toMatch(/^The saved interpreter state from earlier turns could not be restored \(INVALID_SNAPSHOT: [^\n]+\): the interpreter started fresh/);
+    expect(line).toMatch(
+      /^The saved interpreter state from earlier turns could not be restored \(INVALID_SNAPSHOT: [^\n]+\): the interpreter started fresh/,
+    );
     expect(line).toMatch(reason);
     expect(result(back.text)).toBe("undefined");
   }
@@ -194,7 +233,13 @@ describe("a stored state that is missing, altered or foreign", () => {
     const { saver, store } = await storedThread();
     // Another thread, same key, stores its own state; its manifest and chunks are copied over this thread's.
     const foreign = new InMemoryStore();
-    await turn(middleware(), new MemorySaver(), foreign, "intruder", `var kept = "secret".repeat(2000) + "end"; kept.length`);
+    await turn(
+      middleware(),
+      new MemorySaver(),
+      foreign,
+      "intruder",
+      `var kept = "secret".repeat(2000) + "end"; kept.length`,
+    );
     const ours = (await store.search([], { limit: 1000 }))[0]!.namespace;
     for (const item of await foreign.search([], { limit: 1000 })) await store.put(ours, item.key, item.value);
     const blob = (await foreign.search([], { limit: 1000 })).find((item) => item.key.startsWith("blob:"))!;
@@ -212,10 +257,17 @@ describe("a stored state that is missing, altered or foreign", () => {
     steps.forEach((step, i) => {
       step.id = `run-${run}-${i}`;
     });
-    const agent = createAgent({ model: new ScriptedChatModel(steps), tools: [], middleware: [middleware()], checkpointer: saver });
+    const agent = createAgent({
+      model: new ScriptedChatModel(steps),
+      tools: [],
+      middleware: [middleware()],
+      checkpointer: saver,
+    });
     const out = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "t" } });
     const text = contentText(toolMessages(out.messages as BaseMessage[]).at(-1)!);
-    expect(notice(text)).toMatch(/^The saved interpreter state from earlier turns could not be restored \(INVALID_SNAPSHOT: the state is kept in a store, and this agent was given none\)/);
+    expect(notice(text)).toMatch(
+      /^The saved interpreter state from earlier turns could not be restored \(INVALID_SNAPSHOT: the state is kept in a store, and this agent was given none\)/,
+    );
     expect(result(text)).toBe("undefined");
   });
 
@@ -230,13 +282,22 @@ describe("state kept in the checkpointer (no store)", () => {
   function interpreterBytes(file: string, thread: string): number {
     const db = new Database(file, { readonly: true });
     try {
-      let bytes = Number((db.prepare("SELECT sum(length(value)) AS n FROM writes WHERE thread_id = ? AND channel = ?").get(thread, SNAPSHOT_STATE_KEY) as { n: number | null }).n ?? 0);
-      for (const row of db.prepare("SELECT checkpoint_ns, checkpoint, metadata FROM checkpoints WHERE thread_id = ?").iterate(thread) as Iterable<{ checkpoint_ns: string; checkpoint: Buffer; metadata: Buffer }>) {
+      let bytes = Number(
+        (
+          db
+            .prepare("SELECT sum(length(value)) AS n FROM writes WHERE thread_id = ? AND channel = ?")
+            .get(thread, SNAPSHOT_STATE_KEY) as { n: number | null }
+        ).n ?? 0,
+      );
+      for (const row of db
+        .prepare("SELECT checkpoint_ns, checkpoint, metadata FROM checkpoints WHERE thread_id = ?")
+        .iterate(thread) as Iterable<{ checkpoint_ns: string; checkpoint: Buffer; metadata: Buffer }>) {
         if (row.checkpoint_ns.startsWith("__quickjs_native_blobs__")) {
           bytes += row.checkpoint.length + row.metadata.length;
           continue;
         }
-        const value = (JSON.parse(row.checkpoint.toString("utf8")) as { channel_values?: Record<string, unknown> }).channel_values?.[SNAPSHOT_STATE_KEY];
+        const value = (JSON.parse(row.checkpoint.toString("utf8")) as { channel_values?: Record<string, unknown> })
+          .channel_values?.[SNAPSHOT_STATE_KEY];
         if (value !== undefined) bytes += Buffer.byteLength(JSON.stringify(value));
       }
       return bytes;
@@ -251,7 +312,15 @@ describe("state kept in the checkpointer (no store)", () => {
     const m = middleware();
     const added: number[] = [];
     let before = 0;
-    const codes = [ROWS, "rows.length", "rows[10].v = -1; rows[10].v", "rows.length + 1", "rows[20].v = -2; rows[20].v", "rows.length + 2", "rows[30].v = -3; rows[30].v"];
+    const codes = [
+      ROWS,
+      "rows.length",
+      "rows[10].v = -1; rows[10].v",
+      "rows.length + 1",
+      "rows[20].v = -2; rows[20].v",
+      "rows.length + 2",
+      "rows[30].v = -3; rows[30].v",
+    ];
     for (const code of codes) {
       const { text, stored } = await turn(m, saver, undefined, "t", code);
       expect(notice(text)).toBe("");
@@ -271,14 +340,29 @@ describe("state kept in the checkpointer (no store)", () => {
   it("a chunk altered in the checkpointer is refused in one line and the interpreter starts fresh", async () => {
     const saver = new MemorySaver();
     await turn(middleware(), saver, undefined, "t", ROWS);
-    const chunks = Object.entries(saver.storage["t"] ?? {}).filter(([ns]) => ns.startsWith("__quickjs_native_blobs__")).flatMap(([ns, checkpoints]) => Object.keys(checkpoints).filter((id) => id.startsWith("chunk:")).map((id) => ({ ns, id })));
+    const chunks = Object.entries(saver.storage["t"] ?? {})
+      .filter(([ns]) => ns.startsWith("__quickjs_native_blobs__"))
+      .flatMap(([ns, checkpoints]) =>
+        Object.keys(checkpoints)
+          .filter((id) => id.startsWith("chunk:"))
+          .map((id) => ({ ns, id })),
+      );
     expect(chunks.length).toBeGreaterThan(1);
     const { ns, id } = chunks[0]!;
     const tuple = await saver.getTuple({ configurable: { thread_id: "t", checkpoint_ns: ns, checkpoint_id: id } });
-    const other = (await saver.getTuple({ configurable: { thread_id: "t", checkpoint_ns: ns, checkpoint_id: chunks[1]!.id } }))!.metadata as Record<string, unknown>;
-    await saver.put({ configurable: { thread_id: "t", checkpoint_ns: ns } }, tuple!.checkpoint, { ...tuple!.metadata!, quickjs_native_blob: other["quickjs_native_blob"] } as typeof tuple.metadata & object, {});
+    const other = (await saver.getTuple({
+      configurable: { thread_id: "t", checkpoint_ns: ns, checkpoint_id: chunks[1]!.id },
+    }))!.metadata as Record<string, unknown>;
+    await saver.put(
+      { configurable: { thread_id: "t", checkpoint_ns: ns } },
+      tuple!.checkpoint,
+      { ...tuple!.metadata!, quickjs_native_blob: other["quickjs_native_blob"] } as typeof tuple.metadata & object,
+      {},
+    );
     const back = await turn(middleware(), saver, undefined, "t", "typeof rows");
-    expect(notice(back.text)).toMatch(/^The saved interpreter state from earlier turns could not be restored \(INVALID_SNAPSHOT: a chunk of the stored state does not match its digest/);
+    expect(notice(back.text)).toMatch(
+      /^The saved interpreter state from earlier turns could not be restored \(INVALID_SNAPSHOT: a chunk of the stored state does not match its digest/,
+    );
     expect(result(back.text)).toBe("undefined");
   });
 });
@@ -286,7 +370,9 @@ describe("state kept in the checkpointer (no store)", () => {
 describe("content-defined chunks", () => {
   it("inserting bytes in the middle moves the boundaries around the insertion only", () => {
     // Deterministic pseudo-random bytes: SHA-256 in counter mode.
-    const bytes = Buffer.concat(Array.from({ length: 300_000 / 32 }, (_, i) => createHash("sha256").update(String(i)).digest()));
+    const bytes = Buffer.concat(
+      Array.from({ length: 300_000 / 32 }, (_, i) => createHash("sha256").update(String(i)).digest()),
+    );
     const edited = Buffer.concat([bytes.subarray(0, 150_000), Buffer.from("an inserted row"), bytes.subarray(150_000)]);
     const chunksOf = (b: Buffer) => {
       const ends = chunkBoundaries(b);
@@ -303,7 +389,9 @@ describe("collection of chunks shared between states", () => {
   it("every kept state reads back byte for byte after older ones sharing its chunks were collected; collected ones are refused", async () => {
     const store = new InMemoryStore();
     const blobs = new ThreadBlobs(store, "thread:t", "snapshot", 3);
-    const base = Buffer.concat(Array.from({ length: 200_000 / 32 }, (_, i) => createHash("sha256").update(`b${i}`).digest()));
+    const base = Buffer.concat(
+      Array.from({ length: 200_000 / 32 }, (_, i) => createHash("sha256").update(`b${i}`).digest()),
+    );
     const versions: Buffer[] = [];
     const refs: string[] = [];
     for (let v = 0; v < 7; v++) {
@@ -333,7 +421,10 @@ describe("SqliteStore", () => {
     expect((await store.get(["a", "b"], "k1"))?.value).toEqual({ n: 2, tag: "x" });
     expect((await store.search(["a"], { limit: 10 })).map((i) => i.key).sort()).toEqual(["k1", "k2", "k3"]);
     expect((await store.search(["a"], { filter: { tag: "x", n: { $gt: 2 } } })).map((i) => i.key)).toEqual(["k3"]);
-    expect(await store.listNamespaces({ prefix: ["a"] })).toEqual([["a", "b"], ["a", "c"]]);
+    expect(await store.listNamespaces({ prefix: ["a"] })).toEqual([
+      ["a", "b"],
+      ["a", "c"],
+    ]);
     expect(await store.listNamespaces({ maxDepth: 1 })).toEqual([["a"], ["ab"]]);
     await store.delete(["a", "b"], "k2");
     store.close();

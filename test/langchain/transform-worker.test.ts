@@ -9,11 +9,15 @@ import { Worker } from "node:worker_threads";
 import { describe, expect, it } from "vitest";
 
 const dist = fileURLToPath(new URL("../../dist/langchain/", import.meta.url));
-if (!existsSync(`${dist}transform-worker.js`)) throw new Error("dist/ is missing: run `npm run build:ts` (npm test does)");
-const { transformOffThread, INLINE_TRANSFORM_CHARS } = (await import(`${dist}transform-off-thread.js`)) as typeof import("../../src/langchain/transform-off-thread.js");
+if (!existsSync(`${dist}transform-worker.js`))
+  throw new Error("dist/ is missing: run `npm run build:ts` (npm test does)");
+const { transformOffThread, INLINE_TRANSFORM_CHARS } = (await import(
+  `${dist}transform-off-thread.js`
+)) as typeof import("../../src/langchain/transform-off-thread.js");
 const { transformCode } = (await import(`${dist}transform.js`)) as typeof import("../../src/langchain/transform.js");
 
-const lines = (count: number, line: (i: number) => string): string => Array.from({ length: count }, (_, i) => line(i)).join("\n");
+const lines = (count: number, line: (i: number) => string): string =>
+  Array.from({ length: count }, (_, i) => line(i)).join("\n");
 
 describe("transformOffThread", () => {
   it("gives large TypeScript the same result as the inline transform, line map included", async () => {
@@ -55,7 +59,10 @@ describe("transformOffThread", () => {
     // 3,000 nested `if`s (no nested brackets for the depth check to see) overflow swc's WebAssembly stack.
     const broken = await transformOffThread(`const a: boolean = true\n${"if (a) ".repeat(3000)}1`, 60_000);
     expect(broken.syntaxError?.message).toMatch(/nested too deeply/);
-    const next = await transformOffThread(`enum Color { Red, Green }\n${lines(500, (i) => `const v${i}: number = ${i};`)}\nColor.Green`, 60_000);
+    const next = await transformOffThread(
+      `enum Color { Red, Green }\n${lines(500, (i) => `const v${i}: number = ${i};`)}\nColor.Green`,
+      60_000,
+    );
     expect(next.syntaxError).toBeUndefined();
     expect(next.stripping).toBe("transpiled");
   });

@@ -15,10 +15,14 @@ interface Session {
 const FILENAME = "<eval>";
 // The engine is used as soon as both its addon and its TypeScript layer exist.
 const addonBuilt =
-  existsSync("src/sandbox.ts") && existsSync("build/Release") && readdirSync("build/Release").some((file) => file.endsWith(".node"));
+  existsSync("src/sandbox.ts") &&
+  existsSync("build/Release") &&
+  readdirSync("build/Release").some((file) => file.endsWith(".node"));
 
 interface EngineModule {
-  Sandbox: new (options: Record<string, unknown>) => {
+  Sandbox: new (
+    options: Record<string, unknown>,
+  ) => {
     eval(code: string, options: { filename: string }): Promise<unknown>;
     dispose(): void;
   };
@@ -90,7 +94,9 @@ describe("transformCode: plain JavaScript takes the fast path", () => {
 
   it("reads type arguments as TypeScript where JavaScript cannot parse them", async () => {
     expect(transformCode("new Set<string>()").language).toBe("typescript");
-    expect(await (await session()).run('const items = ["a", "b", "a"]\nnew Set<string>([...items]).size as number')).toBe(2);
+    expect(
+      await (await session()).run('const items = ["a", "b", "a"]\nnew Set<string>([...items]).size as number'),
+    ).toBe(2);
   });
 
   it("reads type arguments on calls as TypeScript where JavaScript would compare against a type name", async () => {
@@ -146,7 +152,11 @@ describe("transformCode: top-level declarations persist and may be re-declared",
   it("accepts a re-declaration of every kind in a later eval", async () => {
     const s = await session();
     await s.run("const x = 1; let y = 1; class K { v() { return 1 } } function f() { return 1 }");
-    expect(await s.run("const x = 2; let y = 3; class K { v() { return 4 } } function f() { return 5 }\nx + y + new K().v() + f()")).toBe(14);
+    expect(
+      await s.run(
+        "const x = 2; let y = 3; class K { v() { return 4 } } function f() { return 5 }\nx + y + new K().v() + f()",
+      ),
+    ).toBe(14);
   });
 
   it("hoists a function declaration above its first use", async () => {
@@ -167,7 +177,9 @@ describe("transformCode: top-level declarations persist and may be re-declared",
   });
 
   it("reports the names of declared variables, functions and classes", () => {
-    const result = transformCode("var v = 1; const c = 2; function f(a) { return a }\nclass K extends Object { m() {} }");
+    const result = transformCode(
+      "var v = 1; const c = 2; function f(a) { return a }\nclass K extends Object { m() {} }",
+    );
     expect(result.declaredNames).toEqual(["v", "c", "f", "K"]);
   });
 });
@@ -176,8 +188,14 @@ describe("transformCode: TypeScript", () => {
   it.each([
     ["enum Color { Red, Green }; Color.Green", 1],
     ["namespace N { export const x = 1 }; N.x", 1],
-    ["class P { constructor(private readonly x: number, public y = 2) {} sum() { return this.x + this.y } }\nnew P(1).sum()", 3],
-    ["abstract class Shape { abstract area(): number; twice() { return 2 * this.area() } }\nclass Sq extends Shape { area() { return 4 } }\nnew Sq().twice()", 8],
+    [
+      "class P { constructor(private readonly x: number, public y = 2) {} sum() { return this.x + this.y } }\nnew P(1).sum()",
+      3,
+    ],
+    [
+      "abstract class Shape { abstract area(): number; twice() { return 2 * this.area() } }\nclass Sq extends Shape { area() { return 4 } }\nnew Sq().twice()",
+      8,
+    ],
     ["const cfg = { port: 80 } satisfies Record<string, number>; cfg.port", 80],
     ["const v = ({ y: 5 } as any)!.y as number; v", 5],
     ["function id<T>(x: T): T { return x }\nid<number>(3)", 3],
@@ -190,9 +208,14 @@ describe("transformCode: TypeScript", () => {
 
   it("persists TypeScript declarations, enums and namespaces across evals", async () => {
     const s = await session();
-    await s.run("enum Level { Low = 1, High = 5 }\nconst base: number = 10\nfunction bump(n: number): number { return n + base }");
+    await s.run(
+      "enum Level { Low = 1, High = 5 }\nconst base: number = 10\nfunction bump(n: number): number { return n + base }",
+    );
     expect(await s.run("const base: number = 20\nbump(Level.High)")).toBe(25);
-    expect(transformCode("enum Level { Low }\nnamespace Ns {}\nconst n: number = 1").declaredNames).toEqual(["Level", "n"]);
+    expect(transformCode("enum Level { Low }\nnamespace Ns {}\nconst n: number = 1").declaredNames).toEqual([
+      "Level",
+      "n",
+    ]);
   });
 
   it("reports a syntax error with the parser's message on the model's line", async () => {
@@ -215,12 +238,14 @@ describe("transformCode: TypeScript annotations are erased in place", () => {
     expect(result.code.split("\n").map((line) => line.length)).toEqual(source.split("\n").map((line) => line.length));
   });
 
-  it.each(["enum E { A }", "namespace N { export const x = 1 }", "class P { constructor(public x: number) {} }", "const n = <number>(1 as unknown)"])(
-    "transpiles what is not pure annotation: %s",
-    (source) => {
-      expect(transformCode(source).stripping).toBe("transpiled");
-    },
-  );
+  it.each([
+    "enum E { A }",
+    "namespace N { export const x = 1 }",
+    "class P { constructor(public x: number) {} }",
+    "const n = <number>(1 as unknown)",
+  ])("transpiles what is not pure annotation: %s", (source) => {
+    expect(transformCode(source).stripping).toBe("transpiled");
+  });
 
   // Each snippet must give the same value erased as transpiled: the erasing path is an optimisation only.
   it.each([
@@ -242,7 +267,9 @@ describe("transformCode: TypeScript annotations are erased in place", () => {
     expect(transformCode(source).stripping).toBe("erased");
     const erased = await (await session()).run(source);
     const context = vm.createContext({});
-    const transpiled: unknown = new vm.Script(transformCode(source, { exactTypeScript: true }).code).runInContext(context);
+    const transpiled: unknown = new vm.Script(transformCode(source, { exactTypeScript: true }).code).runInContext(
+      context,
+    );
     expect(erased).toEqual(transpiled);
   });
 
@@ -253,12 +280,14 @@ describe("transformCode: TypeScript annotations are erased in place", () => {
   });
 
   it("does not let a line after `as T` continue the expression once the type is erased", async () => {
-    const source = "const seen: number[] = []\nconst list = [1, 2] as number[]\n[3, 4].forEach((n) => seen.push(n))\nseen.length + list.length";
+    const source =
+      "const seen: number[] = []\nconst list = [1, 2] as number[]\n[3, 4].forEach((n) => seen.push(n))\nseen.length + list.length";
     expect(await (await session()).run(source)).toBe(4);
   });
 
   it("does not let an erased member modifier join a computed member to the field above", async () => {
-    const source = "const k = 'key'\nclass F {\n  a = 1\n  private [k] = 2\n  protected readonly b: number = 3\n}\nconst f: any = new F()\n;[f.a, f.key, f.b]";
+    const source =
+      "const k = 'key'\nclass F {\n  a = 1\n  private [k] = 2\n  protected readonly b: number = 3\n}\nconst f: any = new F()\n;[f.a, f.key, f.b]";
     expect(transformCode(source).stripping).toBe("erased");
     expect(await (await session()).run(source)).toEqual([1, 2, 3]);
   });
@@ -303,7 +332,9 @@ describe("transformCode: the nesting bound on TypeScript counts only code", () =
     const source = `const n: number = ${"(".repeat(depth)}7${")".repeat(depth)}\nn`;
     expect(transformCode(source).syntaxError).toBeUndefined();
     expect(await (await session()).run(source)).toBe(7);
-    expect(transformCode(`const n: number = ${"(".repeat(depth + 1)}7${")".repeat(depth + 1)}`).syntaxError?.message).toMatch(/nested too deeply/);
+    expect(
+      transformCode(`const n: number = ${"(".repeat(depth + 1)}7${")".repeat(depth + 1)}`).syntaxError?.message,
+    ).toMatch(/nested too deeply/);
   });
 });
 
@@ -329,7 +360,8 @@ describe("transformCode: error line numbers refer to the model's code", () => {
   });
 
   it("maps a line of a transpiled constructor past the lines its parameter properties add", () => {
-    const source = "class P {\n  constructor(private x: number, public y: number) {\n    if (x > 0) throw new Error('positive')\n  }\n}\nnew P(1, 2)";
+    const source =
+      "class P {\n  constructor(private x: number, public y: number) {\n    if (x > 0) throw new Error('positive')\n  }\n}\nnew P(1, 2)";
     const result = transformCode(source);
     expect(result.stripping).toBe("transpiled");
     // The emitted field declarations and `this.x = x` lines push the throw down...

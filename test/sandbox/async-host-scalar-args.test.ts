@@ -34,7 +34,9 @@ describe("async host calls with scalar arguments agree with the codec path", () 
         received.push(args);
         return args[0];
       });
-      const back = await sb.eval(`const v = ${expr}; const r = await ${callOf(path, "echo", "v")}; [Object.is(r, v), r]`);
+      const back = await sb.eval(
+        `const v = ${expr}; const r = await ${callOf(path, "echo", "v")}; [Object.is(r, v), r]`,
+      );
       expect(received.length, path).toBe(1);
       expect(Object.is(received[0]![0], expected), `${path}: the host got ${expr}`).toBe(true);
       expect((back as unknown[])[0], `${path}: the guest got ${expr} back`).toBe(true);
@@ -44,7 +46,16 @@ describe("async host calls with scalar arguments agree with the codec path", () 
   });
 
   it.each([0, 1, 2, 3, 15, 16, 17, 40])("passes %i mixed scalar arguments in order", async (count) => {
-    const kinds = [(i: number) => `${i}`, () => "-0", (i: number) => `${i} / 3`, (i: number) => `'s${i}'`, () => "null", () => "undefined", (i: number) => `${i % 4 === 0}`, (i: number) => `'\\u00e9${i}'`];
+    const kinds = [
+      (i: number) => `${i}`,
+      () => "-0",
+      (i: number) => `${i} / 3`,
+      (i: number) => `'s${i}'`,
+      () => "null",
+      () => "undefined",
+      (i: number) => `${i % 4 === 0}`,
+      (i: number) => `'\\u00e9${i}'`,
+    ];
     const guestArgs = `[${Array.from({ length: count }, (_, i) => kinds[i % kinds.length]!(i)).join(", ")}]`;
     const rows = [];
     for (const path of PATHS) {
@@ -64,36 +75,43 @@ describe("async host calls with scalar arguments agree with the codec path", () 
     expect(Object.is(rows[0]![1], -0) || count < 2).toBe(true);
   });
 
-  it.each(RESULTS.map((value, i) => [i, value] as const))("returns host result #%i, plain or as a promise, as the codec does", async (i, value) => {
-    const rows = [];
-    for (const path of PATHS) {
-      const sb = sandbox();
-      sb.defineAsyncFunction("give", () => RESULTS[i]);
-      sb.defineAsyncFunction("later", async () => RESULTS[i]);
-      rows.push(
-        await sb.eval(`const a = await ${callOf(path, "give", "1")}; const b = await ${callOf(path, "later", "1")};
+  it.each(RESULTS.map((value, i) => [i, value] as const))(
+    "returns host result #%i, plain or as a promise, as the codec does",
+    async (i, value) => {
+      const rows = [];
+      for (const path of PATHS) {
+        const sb = sandbox();
+        sb.defineAsyncFunction("give", () => RESULTS[i]);
+        sb.defineAsyncFunction("later", async () => RESULTS[i]);
+        rows.push(
+          await sb.eval(`const a = await ${callOf(path, "give", "1")}; const b = await ${callOf(path, "later", "1")};
           [typeof a, Object.is(a, -0), a, typeof b, Object.is(b, -0), b]`),
-      );
-    }
-    expect((rows[0] as unknown[])[2]).toStrictEqual(value);
-    expect(rows[0]).toStrictEqual(rows[1]);
-  });
+        );
+      }
+      expect((rows[0] as unknown[])[2]).toStrictEqual(value);
+      expect(rows[0]).toStrictEqual(rows[1]);
+    },
+  );
 
-  it.each(THROWN.map((thrown, i) => [i, thrown] as const))("turns host throw or rejection #%i into the same guest exception", async (_i, thrown) => {
-    const rows = [];
-    for (const path of PATHS) {
-      const sb = sandbox();
-      sb.defineAsyncFunction("fail", () => {
-        throw thrown();
-      });
-      sb.defineAsyncFunction("reject", () => Promise.reject(thrown()));
-      const caught = (fn: string): string => `await ${callOf(path, fn, "1")}.then(() => 'no throw', (e) => [typeof e, e instanceof Error, e.name, e.message])`;
-      rows.push(await sb.eval(`[${caught("fail")}, ${caught("reject")}]`));
-    }
-    expect((rows[0] as unknown[][])[0]![1]).toBe(true);
-    expect((rows[0] as unknown[])[0]).toStrictEqual((rows[0] as unknown[])[1]);
-    expect(rows[0]).toStrictEqual(rows[1]);
-  });
+  it.each(THROWN.map((thrown, i) => [i, thrown] as const))(
+    "turns host throw or rejection #%i into the same guest exception",
+    async (_i, thrown) => {
+      const rows = [];
+      for (const path of PATHS) {
+        const sb = sandbox();
+        sb.defineAsyncFunction("fail", () => {
+          throw thrown();
+        });
+        sb.defineAsyncFunction("reject", () => Promise.reject(thrown()));
+        const caught = (fn: string): string =>
+          `await ${callOf(path, fn, "1")}.then(() => 'no throw', (e) => [typeof e, e instanceof Error, e.name, e.message])`;
+        rows.push(await sb.eval(`[${caught("fail")}, ${caught("reject")}]`));
+      }
+      expect((rows[0] as unknown[][])[0]![1]).toBe(true);
+      expect((rows[0] as unknown[])[0]).toStrictEqual((rows[0] as unknown[])[1]);
+      expect(rows[0]).toStrictEqual(rows[1]);
+    },
+  );
 });
 
 describe("decodeScalarArguments", () => {
@@ -105,7 +123,16 @@ describe("decodeScalarArguments", () => {
         const bytes = encodeValue(array);
         const scalar = decodeScalarArguments(bytes, bytes.length);
         if (scalar) expect(scalar).toStrictEqual(decodeValue(bytes));
-        else expect(n > 16 || array.some((v) => (v !== null && typeof v === "object") || typeof v === "bigint" || (typeof v === "string" && v.length > 256))).toBe(true);
+        else
+          expect(
+            n > 16 ||
+              array.some(
+                (v) =>
+                  (v !== null && typeof v === "object") ||
+                  typeof v === "bigint" ||
+                  (typeof v === "string" && v.length > 256),
+              ),
+          ).toBe(true);
         // Cut short anywhere, the bytes go to the general decoder (which reports them malformed).
         for (let end = 0; end < bytes.length; end += 3) expect(decodeScalarArguments(bytes, end)).toBeUndefined();
       }
@@ -126,7 +153,9 @@ describe("async host calls with scalar arguments in flight", () => {
     const onConsole = (entry: ConsoleEntry): void => {
       order.push(`console ${entry.text.length > 0}`);
     };
-    await sb.eval("const o = {}; for (let i = 0; i < 30000; i++) o['k' + i] = i; console.log(o); await mark(1)", { onConsole });
+    await sb.eval("const o = {}; for (let i = 0; i < 30000; i++) o['k' + i] = i; console.log(o); await mark(1)", {
+      onConsole,
+    });
     expect(order).toEqual(["console true", "call 1"]);
   });
 
@@ -137,7 +166,9 @@ describe("async host calls with scalar arguments in flight", () => {
       order.push(typeof args[0] === "object" ? Object.keys(args[0] as object).length : args[0]);
       return null;
     });
-    await sb.eval("const o = {}; for (let i = 0; i < 30000; i++) o['k' + i] = i; const first = mark(o); await mark(2); await first");
+    await sb.eval(
+      "const o = {}; for (let i = 0; i < 30000; i++) o['k' + i] = i; const first = mark(o); await mark(2); await first",
+    );
     expect(order).toEqual([30000, 2]);
   });
 
@@ -188,7 +219,9 @@ describe("async host calls with scalar arguments in flight", () => {
       return new Promise((resolve) => answers.push(resolve));
     });
     sb.defineAsyncFunction("now", (args) => args[0]);
-    await expect(sb.eval("globalThis.got = []; later(1).then((v) => got.push(v)); later(2).then((v) => got.push(v)); 'done'")).resolves.toBe("done");
+    await expect(
+      sb.eval("globalThis.got = []; later(1).then((v) => got.push(v)); later(2).then((v) => got.push(v)); 'done'"),
+    ).resolves.toBe("done");
     expect(answers).toHaveLength(2);
     // The next eval makes a call of its own while the cut-off ones are answered.
     const next = sb.eval("const r = await now(3); [r, got.length]");

@@ -2,7 +2,6 @@ import { describe, expect, it } from "vitest";
 import { Sandbox, WallHold, type SandboxError, type HostCallContext } from "../../src/index.js";
 import { sandbox, rejected } from "../hostile/harness.js";
 
-
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** An async host function that resolves `value` after `ms`, honouring its abort signal. */
@@ -30,7 +29,10 @@ describe("top-level await", () => {
   it("gives the guest a promise at once from an async host function", async () => {
     const sb = sandbox();
     delayed(sb, "later");
-    expect(await sb.eval("const p = later(1, 20); const kind = p instanceof Promise; [kind, await p]")).toEqual([true, 1]);
+    expect(await sb.eval("const p = later(1, 20); const kind = p instanceof Promise; [kind, await p]")).toEqual([
+      true,
+      1,
+    ]);
   });
 
   it("rejects the guest promise with the host error's message only", async () => {
@@ -38,7 +40,10 @@ describe("top-level await", () => {
     sb.defineAsyncFunction("broken", async () => {
       throw new TypeError("tool failed");
     });
-    expect(await sb.eval("try { await broken(); 'no' } catch (e) { [e instanceof Error, e.message] }")).toEqual([true, "tool failed"]);
+    expect(await sb.eval("try { await broken(); 'no' } catch (e) { [e instanceof Error, e.message] }")).toEqual([
+      true,
+      "tool failed",
+    ]);
   });
 
   it("rejects the guest promise with a readable message when the host rejects with a non-Error", async () => {
@@ -46,7 +51,10 @@ describe("top-level await", () => {
     sb.defineAsyncFunction("odd", async () => {
       throw { code: 7 };
     });
-    const seen = (await sb.eval("try { await odd(); 'no' } catch (e) { [e instanceof Error, e.message] }")) as [boolean, string];
+    const seen = (await sb.eval("try { await odd(); 'no' } catch (e) { [e instanceof Error, e.message] }")) as [
+      boolean,
+      string,
+    ];
     expect(seen[0]).toBe(true);
     expect(seen[1]).toContain("7");
   });
@@ -54,7 +62,10 @@ describe("top-level await", () => {
   it("rejects the guest promise when the host result cannot be copied", async () => {
     const sb = sandbox();
     sb.defineAsyncFunction("giveFn", async () => () => 1);
-    const seen = (await sb.eval("try { await giveFn(); 'no' } catch (e) { [e instanceof Error, e.message] }")) as [boolean, string];
+    const seen = (await sb.eval("try { await giveFn(); 'no' } catch (e) { [e instanceof Error, e.message] }")) as [
+      boolean,
+      string,
+    ];
     expect(seen[0]).toBe(true);
     expect(seen[1]).toMatch(/function/);
   });
@@ -103,7 +114,9 @@ describe("a promise as the completion value is awaited", () => {
     const sb = sandbox();
     const log: Array<{ args: unknown[]; signal: AbortSignal }> = [];
     delayed(sb, "mark", log);
-    const report = await sb.run("(async () => { await mark(1, 20); globalThis.done = true; return (await mark(2, 5)) + 1 })()");
+    const report = await sb.run(
+      "(async () => { await mark(1, 20); globalThis.done = true; return (await mark(2, 5)) + 1 })()",
+    );
     expect(report.ok && report.value).toBe(3);
     expect(report.stats.hostCalls).toBe(2);
     expect(sb.evalSync("globalThis.done")).toBe(true);
@@ -135,7 +148,9 @@ describe("a promise as the completion value is awaited", () => {
 
   it("never runs a `then` getter of the completion value, and keeps a thenable as a value", async () => {
     const sb = sandbox();
-    const value = await sb.eval("globalThis.thenRead = 0; const p = Promise.resolve(4); Object.defineProperty(p, 'then', { get() { thenRead++; return Promise.prototype.then; } }); p");
+    const value = await sb.eval(
+      "globalThis.thenRead = 0; const p = Promise.resolve(4); Object.defineProperty(p, 'then', { get() { thenRead++; return Promise.prototype.then; } }); p",
+    );
     expect(value).toBe(4);
     expect(sb.evalSync("thenRead")).toBe(0);
     expect(await sb.eval("({ kind: 'thenable', then: 1 })")).toEqual({ kind: "thenable", then: 1 });
@@ -194,7 +209,9 @@ describe("two budgets: execution and wall", () => {
     delayed(sb, "pause");
     // No slice alone spins past 100 ms, so only the sum of slices can reach the budget. The budget
     // is CPU time, which a loaded machine hands out slower than wall time: loop until it runs out.
-    const err = await rejected(sb.eval("for (;;) { const end = Date.now() + 100; while (Date.now() < end) {} await pause(0, 10); }"));
+    const err = await rejected(
+      sb.eval("for (;;) { const end = Date.now() + 100; while (Date.now() < end) {} await pause(0, 10); }"),
+    );
     expect(err.code).toBe("TIMEOUT");
     expect(err.budget).toBe("execution");
   });
@@ -219,7 +236,9 @@ describe("two budgets: execution and wall", () => {
   it("keeps running guest code while host calls are pending", async () => {
     const sb = sandbox();
     delayed(sb, "slowHost");
-    const value = await sb.eval("const p = slowHost('host', 100); let n = 0; for (let i = 0; i < 1e5; i++) n += i; [n, await p]");
+    const value = await sb.eval(
+      "const p = slowHost('host', 100); let n = 0; for (let i = 0; i < 1e5; i++) n += i; [n, await p]",
+    );
     expect(value).toEqual([4999950000, "host"]);
   });
 });
@@ -245,9 +264,13 @@ describe("abort", () => {
     const calls: Array<{ args: unknown[]; signal: AbortSignal }> = [];
     delayed(sb, "slowHost", calls);
     const controller = new AbortController();
-    const pending = sb.eval("await Promise.all([slowHost(1, 20000), slowHost(2, 20000)])", { signal: controller.signal });
+    const pending = sb.eval("await Promise.all([slowHost(1, 20000), slowHost(2, 20000)])", {
+      signal: controller.signal,
+    });
     while (calls.length < 2) await sleep(5);
-    const fired = calls.map((c) => new Promise<boolean>((resolve) => c.signal.addEventListener("abort", () => resolve(true), { once: true })));
+    const fired = calls.map(
+      (c) => new Promise<boolean>((resolve) => c.signal.addEventListener("abort", () => resolve(true), { once: true })),
+    );
     const abortedAt = performance.now();
     controller.abort();
     const err = await rejected(pending);
@@ -280,7 +303,11 @@ describe("nothing leaks forward after a timeout or abort", () => {
   it("never delivers a late host result of a timed-out eval into a later eval", async () => {
     const sb = sandbox();
     delayed(sb, "echoLater");
-    await rejected(sb.eval("globalThis.got = []; echoLater('STALE', 200).then((v) => got.push(v)); while (true) {}", { timeoutMs: 100 }));
+    await rejected(
+      sb.eval("globalThis.got = []; echoLater('STALE', 200).then((v) => got.push(v)); while (true) {}", {
+        timeoutMs: 100,
+      }),
+    );
     // The stale result arrives (~200 ms) while this eval waits for its own call (~400 ms).
     const value = await sb.eval("const mine = await echoLater('FRESH', 400); [mine, got]");
     expect(value).toEqual(["FRESH", []]);
@@ -293,7 +320,9 @@ describe("nothing leaks forward after a timeout or abort", () => {
     const calls: Array<{ args: unknown[]; signal: AbortSignal }> = [];
     delayed(sb, "echoLater", calls);
     const controller = new AbortController();
-    const first = sb.eval("globalThis.got2 = []; got2.push(await echoLater('STALE', 200))", { signal: controller.signal });
+    const first = sb.eval("globalThis.got2 = []; got2.push(await echoLater('STALE', 200))", {
+      signal: controller.signal,
+    });
     // Aborted once the call reached the host (a fixed 50 ms could abort before the guest ran).
     while (calls.length < 1) await sleep(5);
     controller.abort();
@@ -318,7 +347,9 @@ describe("nothing leaks forward after a timeout or abort", () => {
         }),
     );
     const controller = new AbortController();
-    const first = sb.eval("globalThis.got3 = []; echoLater().then((v) => got3.push(v)); await new Promise(() => {})", { signal: controller.signal });
+    const first = sb.eval("globalThis.got3 = []; echoLater().then((v) => got3.push(v)); await new Promise(() => {})", {
+      signal: controller.signal,
+    });
     await calledOnce;
     controller.abort();
     expect((await rejected(first)).code).toBe("ABORTED");
@@ -329,7 +360,12 @@ describe("nothing leaks forward after a timeout or abort", () => {
 
   it("never runs leftover jobs of a timed-out eval later", async () => {
     const sb = sandbox();
-    await rejected(sb.eval("globalThis.leftoverRuns = 0; Promise.resolve().then(() => { leftoverRuns++; }); (async () => { await null; leftoverRuns++; })(); while (true) {}", { timeoutMs: 100 }));
+    await rejected(
+      sb.eval(
+        "globalThis.leftoverRuns = 0; Promise.resolve().then(() => { leftoverRuns++; }); (async () => { await null; leftoverRuns++; })(); while (true) {}",
+        { timeoutMs: 100 },
+      ),
+    );
     expect(await sb.eval("await null; await null; leftoverRuns")).toBe(0);
     expect(sb.evalSync("leftoverRuns")).toBe(0);
   });
@@ -344,7 +380,9 @@ describe("nothing leaks forward after a timeout or abort", () => {
 
   it("stops a job flood with the eval's budget and leaves no flood behind", async () => {
     const sb = sandbox();
-    const report = await sb.run("globalThis.floods = 0; (function f() { floods++; Promise.resolve().then(f); })()", { timeoutMs: 200 });
+    const report = await sb.run("globalThis.floods = 0; (function f() { floods++; Promise.resolve().then(f); })()", {
+      timeoutMs: 200,
+    });
     expect(report.ok || report.error.code).toBe("TIMEOUT");
     // The budget is the guest's CPU time: a loaded machine stretches the wall time, not this.
     expect(report.stats.executionMs).toBeLessThan(1000);
@@ -375,7 +413,9 @@ describe("queueing and concurrency", () => {
     });
     delayed(sb, "pause");
     // Earlier evals wait longer: if they overlapped, later ones would finish first.
-    const results = await Promise.all([0, 1, 2, 3, 4].map((i) => sb.eval(`await pause(0, ${60 - i * 12}); record(${i}); ${i}`)));
+    const results = await Promise.all(
+      [0, 1, 2, 3, 4].map((i) => sb.eval(`await pause(0, ${60 - i * 12}); record(${i}); ${i}`)),
+    );
     expect(results).toEqual([0, 1, 2, 3, 4]);
     expect(order).toEqual([0, 1, 2, 3, 4]);
   });
@@ -399,7 +439,11 @@ describe("queueing and concurrency", () => {
 
   it("keeps a failed eval from blocking the queue", async () => {
     const sb = sandbox();
-    const settled = await Promise.allSettled([sb.eval("throw new Error('first')"), sb.eval("while (true) {}", { timeoutMs: 50 }), sb.eval("'third'")]);
+    const settled = await Promise.allSettled([
+      sb.eval("throw new Error('first')"),
+      sb.eval("while (true) {}", { timeoutMs: 50 }),
+      sb.eval("'third'"),
+    ]);
     expect(settled.map((s) => s.status)).toEqual(["rejected", "rejected", "fulfilled"]);
     expect((settled[2] as PromiseFulfilledResult<unknown>).value).toBe("third");
   });
@@ -414,7 +458,9 @@ describe("queueing and concurrency", () => {
       });
       return sb;
     });
-    const values = await Promise.all(boxes.map((sb) => sb.eval("let s = 0; for (let i = 0; i < 20000; i++) s += i % (k + 1); s + await offset(k)")));
+    const values = await Promise.all(
+      boxes.map((sb) => sb.eval("let s = 0; for (let i = 0; i < 20000; i++) s += i % (k + 1); s + await offset(k)")),
+    );
     const expected = Array.from({ length: 100 }, (_, k) => {
       let s = 0;
       for (let i = 0; i < 20000; i++) s += i % (k + 1);
@@ -447,7 +493,11 @@ describe("queueing and concurrency", () => {
   it("settles 10,000 concurrent host calls of one eval correctly", async () => {
     const sb = sandbox();
     sb.defineAsyncFunction("id", async ([x]) => x);
-    expect(await sb.eval("const all = await Promise.all(Array.from({ length: 10000 }, (_, i) => id(i))); all.reduce((a, b) => a + b, 0)")).toBe((9999 * 10000) / 2);
+    expect(
+      await sb.eval(
+        "const all = await Promise.all(Array.from({ length: 10000 }, (_, i) => id(i))); all.reduce((a, b) => a + b, 0)",
+      ),
+    ).toBe((9999 * 10000) / 2);
   });
 
   it("runs evals of different sandboxes in parallel on the executor", async () => {
@@ -471,13 +521,21 @@ describe("deep recursion on the executor thread", () => {
   });
 
   it("gives a catchable RangeError inside the guest", async () => {
-    expect(await sandbox().eval("await null; function f() { return f() + 1; } let r; try { f(); } catch (e) { r = e instanceof RangeError; } r")).toBe(true);
+    expect(
+      await sandbox().eval(
+        "await null; function f() { return f() + 1; } let r; try { f(); } catch (e) { r = e instanceof RangeError; } r",
+      ),
+    ).toBe(true);
   });
 
   it("gives STACK_OVERFLOW for recursion resumed after a host call", async () => {
     const sb = sandbox();
     delayed(sb, "pause");
-    const err = await rejected(sb.eval("async function dive(n) { if (n === 0) await pause(0, 1); return 1 + (await dive(n - 1)); } await dive(1e6)"));
+    const err = await rejected(
+      sb.eval(
+        "async function dive(n) { if (n === 0) await pause(0, 1); return 1 + (await dive(n - 1)); } await dive(1e6)",
+      ),
+    );
     expect(["STACK_OVERFLOW", "OUT_OF_MEMORY"]).toContain(err.code);
     expect(await sb.eval("1+1")).toBe(2);
   });
@@ -589,7 +647,10 @@ describe("the Node event loop keeps running while guests spin", () => {
     clearInterval(timer);
     const elapsed = performance.now() - started;
     console.info(`event loop: max interval gap ${maxGap.toFixed(1)} ms over ${elapsed.toFixed(0)} ms (${ticks} ticks)`);
-    expect(settled.map((s) => (s.status === "rejected" ? (s.reason as SandboxError).code : "fulfilled"))).toEqual(["TIMEOUT", "TIMEOUT"]);
+    expect(settled.map((s) => (s.status === "rejected" ? (s.reason as SandboxError).code : "fulfilled"))).toEqual([
+      "TIMEOUT",
+      "TIMEOUT",
+    ]);
     expect(elapsed).toBeGreaterThanOrEqual(950);
     // Guests blocking the loop would leave one gap spanning the whole run (and a tick or two); a
     // loaded machine delays single ticks, not half of the run.

@@ -4,10 +4,30 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { Sandbox, type SandboxError } from "../../src/index.js";
 import { decodeValue, encodeValue } from "../../src/marshal.js";
-import { COPY_LIMITS, JobKind, type NativeDispatcher, type NativeHandle, type NativeOutcomeSlots, type NativePrimitiveDispatcher, NativeSnapshotStatus, NativeStatus, NativeStop, StatsSlot, native, outcomeOf } from "../../src/native.js";
+import {
+  COPY_LIMITS,
+  JobKind,
+  type NativeDispatcher,
+  type NativeHandle,
+  type NativeOutcomeSlots,
+  type NativePrimitiveDispatcher,
+  NativeSnapshotStatus,
+  NativeStatus,
+  NativeStop,
+  StatsSlot,
+  native,
+  outcomeOf,
+} from "../../src/native.js";
 import { createHandle, requestEval, requestSnapshot, type HandleOptions } from "../../src/request.js";
 
-const HANDLE_OPTIONS: HandleOptions = { memoryLimitBytes: 64 << 20, maxStackSizeBytes: 1 << 20, captureConsole: false, maxConsoleBytes: 0, copyLimitBytes: 64 << 20, maxHostCallsInFlight: 10_000 };
+const HANDLE_OPTIONS: HandleOptions = {
+  memoryLimitBytes: 64 << 20,
+  maxStackSizeBytes: 1 << 20,
+  captureConsole: false,
+  maxConsoleBytes: 0,
+  copyLimitBytes: 64 << 20,
+  maxHostCallsInFlight: 10_000,
+};
 
 const gc = (globalThis as { gc?: () => void }).gc;
 
@@ -50,9 +70,16 @@ describe("a setGlobal over the part cap", () => {
 
   it("is refused by the native decoder with a typed code when bytes get past the encoder", () => {
     const bytes = encodeValue(new Array(tooMany).fill(1), { ...COPY_LIMITS, maxNodes: tooMany + 1 });
-    const handle = createHandle(HANDLE_OPTIONS, () => undefined, () => undefined);
+    const handle = createHandle(
+      HANDLE_OPTIONS,
+      () => undefined,
+      () => undefined,
+    );
     try {
-      expect(handle.setGlobal("big", bytes)).toEqual({ code: "UNSERIALIZABLE", message: "the value has too many parts" });
+      expect(handle.setGlobal("big", bytes)).toEqual({
+        code: "UNSERIALIZABLE",
+        message: "the value has too many parts",
+      });
       expect(handle.setGlobal("small", encodeValue([1, 2, 3]))).toBeUndefined();
     } finally {
       handle.dispose();
@@ -94,8 +121,16 @@ describe("a stop names one async eval", () => {
 
 describe("a job's outcome", () => {
   it("is read by slot name, a snapshot job's result typed by the job's kind", async () => {
-    const writer = createHandle(HANDLE_OPTIONS, () => undefined, () => undefined);
-    const reader = createHandle(HANDLE_OPTIONS, () => undefined, () => undefined);
+    const writer = createHandle(
+      HANDLE_OPTIONS,
+      () => undefined,
+      () => undefined,
+    );
+    const reader = createHandle(
+      HANDLE_OPTIONS,
+      () => undefined,
+      () => undefined,
+    );
     try {
       requestEval(JobKind.Eval, writer.id, 1, 1000, {}, false);
       const evaluated = outcomeOf((await writer.start("var kept = [1, 2]; 'done'", "<eval>")) as NativeOutcomeSlots);

@@ -2,7 +2,6 @@ import { describe, expect, it } from "vitest";
 import type { ConsoleEntry } from "../../src/index.js";
 import { sandbox } from "../hostile/harness.js"; // a sandbox disposed after the current test
 
-
 const utf8Bytes = (entries: ConsoleEntry[]): number => entries.reduce((n, e) => n + Buffer.byteLength(e.text), 0);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -23,7 +22,9 @@ describe("console capture", () => {
   });
 
   it("keeps every level, in call order", () => {
-    const report = sandbox().runSync("console.info('i'); console.log('l'); console.error('e'); console.debug('d'); console.warn('w'); console.log('l2')");
+    const report = sandbox().runSync(
+      "console.info('i'); console.log('l'); console.error('e'); console.debug('d'); console.warn('w'); console.log('l2')",
+    );
     expect(report.console).toEqual([
       { level: "info", text: "i" },
       { level: "log", text: "l" },
@@ -49,7 +50,9 @@ describe("console capture", () => {
 
   it("does not run getters of logged objects", () => {
     const sb = sandbox();
-    const report = sb.runSync("globalThis.getterRuns = 0; console.log({ get x() { getterRuns++; return 1; } }); getterRuns");
+    const report = sb.runSync(
+      "globalThis.getterRuns = 0; console.log({ get x() { getterRuns++; return 1; } }); getterRuns",
+    );
     expect(report.ok && report.value).toBe(0);
     expect(report.console).toHaveLength(1);
   });
@@ -105,7 +108,9 @@ describe("console byte cap", () => {
   });
 
   it("counts multi-byte text in UTF-8 bytes against the cap", () => {
-    const report = sandbox({ maxConsoleBytes: 1000 }).runSync("for (let i = 0; i < 10; i++) console.log('中'.repeat(100));");
+    const report = sandbox({ maxConsoleBytes: 1000 }).runSync(
+      "for (let i = 0; i < 10; i++) console.log('中'.repeat(100));",
+    );
     expect(report.consoleTruncated).toBe(true);
     expect(utf8Bytes(report.console)).toBeLessThanOrEqual(1000);
   });
@@ -125,7 +130,10 @@ describe("console byte cap", () => {
 
   it("keeps a console flood from exhausting host memory", () => {
     const sb = sandbox({ maxConsoleBytes: 64 * 1024 });
-    const report = sb.runSync("const big = 'y'.repeat(1 << 20); for (let i = 0; i < 2000; i++) console.log(big); 'ok'", { timeoutMs: 20_000 });
+    const report = sb.runSync(
+      "const big = 'y'.repeat(1 << 20); for (let i = 0; i < 2000; i++) console.log(big); 'ok'",
+      { timeoutMs: 20_000 },
+    );
     expect(report.ok && report.value).toBe("ok");
     expect(report.consoleTruncated).toBe(true);
     expect(utf8Bytes(report.console)).toBeLessThanOrEqual(64 * 1024);
@@ -135,7 +143,9 @@ describe("console byte cap", () => {
 describe("captureConsole: false", () => {
   it("keeps a working console object and discards its output", () => {
     const sb = sandbox({ captureConsole: false });
-    const report = sb.runSync("console.log('hidden'); console.error('hidden too'); [typeof console.log, typeof console.warn]");
+    const report = sb.runSync(
+      "console.log('hidden'); console.error('hidden too'); [typeof console.log, typeof console.warn]",
+    );
     expect(report.ok && report.value).toEqual(["function", "function"]);
     expect(report.console).toEqual([]);
     expect(report.consoleTruncated).toBe(false);
@@ -149,7 +159,10 @@ describe("console of an ended eval never reaches the next one", () => {
       await sleep(200);
       return 1;
     });
-    const timedOut = await sb.run("(async () => { await slow(); console.log('LATE'); })(); Promise.resolve().then(() => console.log('LEFTOVER JOB')); while (true) {}", { timeoutMs: 100 });
+    const timedOut = await sb.run(
+      "(async () => { await slow(); console.log('LATE'); })(); Promise.resolve().then(() => console.log('LEFTOVER JOB')); while (true) {}",
+      { timeoutMs: 100 },
+    );
     expect(timedOut.ok).toBe(false);
     await sleep(400); // the host result arrives while no eval runs
     const next = await sb.run("console.log('next'); await slow(); console.log('next done'); 5");
@@ -168,7 +181,10 @@ describe("console of an ended eval never reaches the next one", () => {
     let calls = 0;
     sb.defineAsyncFunction("counted", () => ++calls);
     const controller = new AbortController();
-    const pending = sb.run("(async () => { await wait(150); console.log('ABORTED LEAK'); })(); await counted(); await wait(10000)", { signal: controller.signal });
+    const pending = sb.run(
+      "(async () => { await wait(150); console.log('ABORTED LEAK'); })(); await counted(); await wait(10000)",
+      { signal: controller.signal },
+    );
     // Aborted once the guest has started both waits (a fixed 50 ms could abort before it ran).
     while (calls < 1) await sleep(5);
     controller.abort();

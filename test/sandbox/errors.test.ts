@@ -2,7 +2,6 @@ import { describe, expect, it } from "vitest";
 import { Sandbox, type SandboxError, isSandboxError, type SandboxErrorCode } from "../../src/index.js";
 import { sandbox, caught, rejected } from "../hostile/harness.js";
 
-
 describe("SYNTAX_ERROR", () => {
   it("reports a parse error with the guest SyntaxError's message", () => {
     const err = caught(() => sandbox().evalSync("let x = ;", { filename: "bad.js" }));
@@ -34,18 +33,24 @@ describe("GUEST_ERROR", () => {
   });
 
   it("carries the guest stack with function names and the filename", () => {
-    const err = caught(() => sandbox().evalSync("function deepFrame() { throw new Error('boom'); }\ndeepFrame();", { filename: "agent.js" }));
+    const err = caught(() =>
+      sandbox().evalSync("function deepFrame() { throw new Error('boom'); }\ndeepFrame();", { filename: "agent.js" }),
+    );
     expect(err.code).toBe("GUEST_ERROR");
     expect(err.guest?.stack).toContain("deepFrame");
     expect(err.guest?.stack).toContain("agent.js");
   });
 
   it("carries a guest Error subclass's own name", () => {
-    const err = caught(() => sandbox().evalSync("class ToolError extends Error { constructor(m) { super(m); this.name = 'ToolError'; } }; throw new ToolError('nope')"));
+    const err = caught(() =>
+      sandbox().evalSync(
+        "class ToolError extends Error { constructor(m) { super(m); this.name = 'ToolError'; } }; throw new ToolError('nope')",
+      ),
+    );
     expect(err.guest).toMatchObject({ name: "ToolError", message: "nope" });
   });
 
-  it("keeps a thrown string as the message (`throw \"x\"` shows x)", () => {
+  it('keeps a thrown string as the message (`throw "x"` shows x)', () => {
     const err = caught(() => sandbox().evalSync('throw "x"'));
     expect(err.code).toBe("GUEST_ERROR");
     expect(err.guest).toMatchObject({ message: "x", nonError: true });
@@ -73,20 +78,29 @@ describe("GUEST_ERROR", () => {
     const sb = sandbox();
     sb.evalSync("globalThis.getterHits = 0");
     const err = caught(() =>
-      sb.evalSync("const e = new Error('m'); Object.defineProperty(e, 'name', { get() { getterHits++; while (true) {} } }); Object.defineProperty(e, 'message', { get() { getterHits++; while (true) {} } }); throw e", { timeoutMs: 2000 }),
+      sb.evalSync(
+        "const e = new Error('m'); Object.defineProperty(e, 'name', { get() { getterHits++; while (true) {} } }); Object.defineProperty(e, 'message', { get() { getterHits++; while (true) {} } }); throw e",
+        { timeoutMs: 2000 },
+      ),
     );
     expect(err.code).toBe("GUEST_ERROR");
     expect(sb.evalSync("getterHits")).toBe(0);
   });
 
   it("does not follow a thrown Proxy while reporting it", () => {
-    const err = caught(() => sandbox().evalSync("throw new Proxy({}, { get() { while (true) {} }, ownKeys() { while (true) {} } })", { timeoutMs: 2000 }));
+    const err = caught(() =>
+      sandbox().evalSync("throw new Proxy({}, { get() { while (true) {} }, ownKeys() { while (true) {} } })", {
+        timeoutMs: 2000,
+      }),
+    );
     expect(err.code).toBe("GUEST_ERROR");
   });
 
   it("does not let a guest fake OUT_OF_MEMORY or STACK_OVERFLOW with a look-alike error", () => {
     const sb = sandbox();
-    const oom = caught(() => sb.evalSync("const fake = new Error('out of memory'); fake.name = 'InternalError'; throw fake"));
+    const oom = caught(() =>
+      sb.evalSync("const fake = new Error('out of memory'); fake.name = 'InternalError'; throw fake"),
+    );
     expect(oom.code).toBe("GUEST_ERROR");
     const so = caught(() => sb.evalSync("throw new RangeError('Maximum call stack size exceeded')"));
     expect(so.code).toBe("GUEST_ERROR");
@@ -97,7 +111,9 @@ describe("GUEST_ERROR", () => {
     sb.defineFunction("failing", () => {
       throw new Error("host secret path /etc/x");
     });
-    const seen = sb.evalSync("try { failing(); } catch (e) { [e instanceof Error, e.message, String(e.stack).includes('node:'), String(e.stack).includes('.ts')] }");
+    const seen = sb.evalSync(
+      "try { failing(); } catch (e) { [e instanceof Error, e.message, String(e.stack).includes('node:'), String(e.stack).includes('.ts')] }",
+    );
     expect(seen).toEqual([true, "host secret path /etc/x", false, false]);
   });
 });
@@ -105,13 +121,21 @@ describe("GUEST_ERROR", () => {
 describe("calling something that is not a function (deps/patches/0008)", () => {
   it.each([
     ["a method", "var o = {}; o.method(1, 2)", "o.method is not a function"],
-    ["a missing tool", "var tools = { getStock() {} }; tools.get_stock({ symbol: 'X' })", "tools.get_stock is not a function"],
+    [
+      "a missing tool",
+      "var tools = { getStock() {} }; tools.get_stock({ symbol: 'X' })",
+      "tools.get_stock is not a function",
+    ],
     ["a nested property", "var a = { b: { c: {} } }; a.b.c.d()", "a.b.c.d is not a function"],
     ["a method of this", "(function () { this.missing() }).call({})", "this.missing is not a function"],
     ["a global", "var f = 1; f(f)", "f is not a function"],
     ["a local", "(function () { let g = 3; g(g, g) })()", "g is not a function"],
     ["a parameter", "(function (x) { x() })(5)", "x is not a function"],
-    ["a method, with method calls among the arguments", "var o = { n() { return 1 } }; o.m(o.n(), o.n())", "o.m is not a function"],
+    [
+      "a method, with method calls among the arguments",
+      "var o = { n() { return 1 } }; o.m(o.n(), o.n())",
+      "o.m is not a function",
+    ],
     // A conditional argument puts a branch between the callee and the call: no name then.
     ["a method with a conditional argument", "var o = {}; o.m(o.x ? 1 : 2)", "not a function"],
   ])("names the callee of %s, as Node does", (_label, code, message) => {
@@ -160,18 +184,27 @@ describe("OUT_OF_MEMORY", () => {
 
   it("refuses many small ArrayBuffers adding up past the limit", () => {
     const sb = sandbox({ memoryLimitBytes: 16 * 1024 * 1024 });
-    const err = caught(() => sb.evalSync("const bufs = []; for (let i = 0; i < 1000; i++) bufs.push(new ArrayBuffer(1 << 20)); bufs.length"));
+    const err = caught(() =>
+      sb.evalSync("const bufs = []; for (let i = 0; i < 1000; i++) bufs.push(new ArrayBuffer(1 << 20)); bufs.length"),
+    );
     expect(err.code).toBe("OUT_OF_MEMORY");
   });
 
   it("reports a runaway object graph as OUT_OF_MEMORY", () => {
-    const err = caught(() => sandbox({ memoryLimitBytes: 16 * 1024 * 1024 }).evalSync("const grow = []; while (true) grow.push({ n: grow.length });", { timeoutMs: 20_000 }));
+    const err = caught(() =>
+      sandbox({ memoryLimitBytes: 16 * 1024 * 1024 }).evalSync(
+        "const grow = []; while (true) grow.push({ n: grow.length });",
+        { timeoutMs: 20_000 },
+      ),
+    );
     expect(err.code).toBe("OUT_OF_MEMORY");
   });
 
   it("lets the guest catch a failed allocation and carry on", () => {
     const sb = sandbox({ memoryLimitBytes: 64 * 1024 * 1024 });
-    const seen = sb.evalSync("let r; try { new Uint8Array(200e6); r = 'allocated'; } catch (e) { r = [e instanceof Error, String(e.message)]; } r");
+    const seen = sb.evalSync(
+      "let r; try { new Uint8Array(200e6); r = 'allocated'; } catch (e) { r = [e instanceof Error, String(e.message)]; } r",
+    );
     expect(seen).toEqual([true, expect.stringMatching(/memory/)]);
     expect(sb.evalSync("new Uint8Array(1e6).length")).toBe(1e6);
   });
@@ -180,7 +213,10 @@ describe("OUT_OF_MEMORY", () => {
     const sb = sandbox({ memoryLimitBytes: 16 * 1024 * 1024 });
     let outcome: unknown;
     try {
-      outcome = sb.evalSync("const hold = []; let fails = 0; while (fails < 100000) { try { hold.push(new Uint8Array(1 << 20)); } catch { fails++; } } fails", { timeoutMs: 5000 });
+      outcome = sb.evalSync(
+        "const hold = []; let fails = 0; while (fails < 100000) { try { hold.push(new Uint8Array(1 << 20)); } catch { fails++; } } fails",
+        { timeoutMs: 5000 },
+      );
     } catch (err) {
       outcome = (err as SandboxError).code;
     }
@@ -196,13 +232,17 @@ describe("STACK_OVERFLOW", () => {
   });
 
   it("lets the guest catch deep recursion as a RangeError", () => {
-    const seen = sandbox().evalSync("function f() { return f() + 1; } let r; try { f(); } catch (e) { r = [e instanceof RangeError, e.name]; } r");
+    const seen = sandbox().evalSync(
+      "function f() { return f() + 1; } let r; try { f(); } catch (e) { r = [e instanceof RangeError, e.name]; } r",
+    );
     expect(seen).toEqual([true, "RangeError"]);
   });
 
   it("enforces a small maxStackSizeBytes", () => {
     const depthOf = (maxStackSizeBytes: number): number =>
-      sandbox({ maxStackSizeBytes }).evalSync("let d = 0; function g() { d++; g(); } try { g(); } catch {} d") as number;
+      sandbox({ maxStackSizeBytes }).evalSync(
+        "let d = 0; function g() { d++; g(); } try { g(); } catch {} d",
+      ) as number;
     const small = depthOf(128 * 1024);
     const large = depthOf(2 * 1024 * 1024);
     expect(small).toBeGreaterThan(10);
@@ -318,7 +358,11 @@ describe("BUSY", () => {
     const sb = sandbox();
     const codes: SandboxErrorCode[] = [];
     sb.defineFunction("poke", () => {
-      for (const use of [() => sb.setGlobal("g", 1), () => sb.getGlobal("g"), () => sb.defineFunction("late", () => 1)]) {
+      for (const use of [
+        () => sb.setGlobal("g", 1),
+        () => sb.getGlobal("g"),
+        () => sb.defineFunction("late", () => 1),
+      ]) {
         try {
           use();
         } catch (err) {
@@ -363,7 +407,12 @@ describe("BUSY", () => {
     const running = sb.eval("while (true) {}", { timeoutMs: 300 }).catch((e: SandboxError) => e.code);
     await new Promise((r) => setTimeout(r, 20));
     const codes: string[] = [];
-    for (const use of [() => sb.evalSync("1"), () => sb.setGlobal("g", 1), () => sb.getGlobal("g"), () => sb.defineFunction("late", () => 1)]) {
+    for (const use of [
+      () => sb.evalSync("1"),
+      () => sb.setGlobal("g", 1),
+      () => sb.getGlobal("g"),
+      () => sb.defineFunction("late", () => 1),
+    ]) {
       try {
         use();
         codes.push("ran");

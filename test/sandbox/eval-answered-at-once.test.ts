@@ -7,10 +7,11 @@ import { describe, expect, it } from "vitest";
 import { Sandbox, type SandboxError } from "../../src/index.js";
 import { sandbox } from "../hostile/harness.js"; // a sandbox disposed after the current test
 
-const outcome = (p: Promise<unknown>): Promise<unknown> => p.then(
-  (value) => value,
-  (err: SandboxError) => err.code,
-);
+const outcome = (p: Promise<unknown>): Promise<unknown> =>
+  p.then(
+    (value) => value,
+    (err: SandboxError) => err.code,
+  );
 
 describe("an eval answered before eval() returns", () => {
   it("keeps call order across short evals started together, with evalSync calls among them", async () => {
@@ -46,7 +47,9 @@ describe("an eval answered before eval() returns", () => {
       expect(await sb.eval(`console.log("a${i}"); console.log("b${i}"); ${i}`, { onConsole })).toBe(i);
       events.push(`done ${i}`);
     }
-    const started = Array.from({ length: 100 }, (_, i) => sb.eval(`console.log("c${i}"); ${i}`, { onConsole }).then(() => events.push(`done c${i}`)));
+    const started = Array.from({ length: 100 }, (_, i) =>
+      sb.eval(`console.log("c${i}"); ${i}`, { onConsole }).then(() => events.push(`done c${i}`)),
+    );
     await Promise.all(started);
     const expected = Array.from({ length: 100 }, (_, i) => [`a${i}`, `b${i}`, `done ${i}`]).flat();
     expected.push(...Array.from({ length: 100 }, (_, i) => [`c${i}`, `done c${i}`]).flat());
@@ -85,7 +88,11 @@ describe("an eval answered before eval() returns", () => {
       sb.dispose();
       const both = JSON.stringify([await first, await second]);
       // A later eval cannot have run if an earlier one was cut off by the dispose.
-      expect([JSON.stringify([2, 4]), JSON.stringify([2, "DISPOSED"]), JSON.stringify(["DISPOSED", "DISPOSED"])]).toContain(both);
+      expect([
+        JSON.stringify([2, 4]),
+        JSON.stringify([2, "DISPOSED"]),
+        JSON.stringify(["DISPOSED", "DISPOSED"]),
+      ]).toContain(both);
       expect(await outcome(sb.eval("3"))).toBe("DISPOSED");
     }
   });

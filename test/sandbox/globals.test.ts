@@ -12,7 +12,11 @@ const MiB = 1024 * 1024;
 describe("host functions at dotted paths", () => {
   it("creates the namespace objects of a dotted path", () => {
     sb.defineFunction("tools.search.web", (q) => `results for ${String(q)}`);
-    expect(sb.evalSync("[typeof tools, typeof tools.search, tools.search.web('cats')]")).toEqual(["object", "object", "results for cats"]);
+    expect(sb.evalSync("[typeof tools, typeof tools.search, tools.search.web('cats')]")).toEqual([
+      "object",
+      "object",
+      "results for cats",
+    ]);
   });
 
   it("keeps sibling functions in one namespace", () => {

@@ -23,7 +23,9 @@ describe("defineFrozenAsyncFunction", () => {
       }),
     ).toBe(true);
     expect(await frozenServiceShape(sb)).toEqual(FROZEN_SERVICE_SHAPE);
-    expect(sb.evalSync(`try { Object.defineProperty(globalThis, "service", { value: 1 }); "allowed" } catch (e) { e.name }`)).toBe("TypeError");
+    expect(
+      sb.evalSync(`try { Object.defineProperty(globalThis, "service", { value: 1 }); "allowed" } catch (e) { e.name }`),
+    ).toBe("TypeError");
     expect(seen).toEqual([[{ q: 1 }]]);
   });
 

@@ -42,7 +42,11 @@ describe("the sync host-call fast path agrees with the codec path", () => {
         received.push(args[0]);
         return args[0];
       });
-      const back = await run(sb, path, `(() => { const v = ${expr}; const r = ${callOf(path, "echo", "v")}; return [Object.is(r, v), r]; })()`);
+      const back = await run(
+        sb,
+        path,
+        `(() => { const v = ${expr}; const r = ${callOf(path, "echo", "v")}; return [Object.is(r, v), r]; })()`,
+      );
       expect(received.length, path).toBe(1);
       expect(Object.is(received[0], expected), `${path}: the host got ${expr}`).toBe(true);
       expect((back as unknown[])[0], `${path}: the guest got ${expr} back`).toBe(true);
@@ -52,32 +56,48 @@ describe("the sync host-call fast path agrees with the codec path", () => {
     expect(rows[0]).toStrictEqual(rows[2]);
   });
 
-  it.each(RESULTS.map((value, i) => [i, value] as const))("returns host result #%i to the guest as the codec does", async (i, value) => {
-    const rows = [];
-    for (const path of PATHS) {
-      const sb = sandbox();
-      sb.defineFunction("give", () => RESULTS[i]);
-      const got = await run(sb, path, `(() => { const r = ${callOf(path, "give", String(i))}; return [typeof r, Object.is(r, -0), r]; })()`);
-      rows.push(got);
-    }
-    expect((rows[0] as unknown[])[2]).toStrictEqual(value);
-    expect(rows[0]).toStrictEqual(rows[1]);
-    expect(rows[0]).toStrictEqual(rows[2]);
-  });
+  it.each(RESULTS.map((value, i) => [i, value] as const))(
+    "returns host result #%i to the guest as the codec does",
+    async (i, value) => {
+      const rows = [];
+      for (const path of PATHS) {
+        const sb = sandbox();
+        sb.defineFunction("give", () => RESULTS[i]);
+        const got = await run(
+          sb,
+          path,
+          `(() => { const r = ${callOf(path, "give", String(i))}; return [typeof r, Object.is(r, -0), r]; })()`,
+        );
+        rows.push(got);
+      }
+      expect((rows[0] as unknown[])[2]).toStrictEqual(value);
+      expect(rows[0]).toStrictEqual(rows[1]);
+      expect(rows[0]).toStrictEqual(rows[2]);
+    },
+  );
 
-  it.each(THROWN.map((thrown, i) => [i, thrown] as const))("turns host throw #%i into the same guest exception", async (_i, thrown) => {
-    const rows = [];
-    for (const path of PATHS) {
-      const sb = sandbox();
-      sb.defineFunction("fail", () => {
-        throw thrown();
-      });
-      rows.push(await run(sb, path, `try { ${callOf(path, "fail", "1")}; 'no throw' } catch (e) { [typeof e, e instanceof Error, e.name, e.message] }`));
-    }
-    expect((rows[0] as unknown[])[1]).toBe(true);
-    expect(rows[0]).toStrictEqual(rows[1]);
-    expect(rows[0]).toStrictEqual(rows[2]);
-  });
+  it.each(THROWN.map((thrown, i) => [i, thrown] as const))(
+    "turns host throw #%i into the same guest exception",
+    async (_i, thrown) => {
+      const rows = [];
+      for (const path of PATHS) {
+        const sb = sandbox();
+        sb.defineFunction("fail", () => {
+          throw thrown();
+        });
+        rows.push(
+          await run(
+            sb,
+            path,
+            `try { ${callOf(path, "fail", "1")}; 'no throw' } catch (e) { [typeof e, e instanceof Error, e.name, e.message] }`,
+          ),
+        );
+      }
+      expect((rows[0] as unknown[])[1]).toBe(true);
+      expect(rows[0]).toStrictEqual(rows[1]);
+      expect(rows[0]).toStrictEqual(rows[2]);
+    },
+  );
 
   it("runs a host function that evaluates in another sandbox, whose host calls take either path", async () => {
     const rows = [];
@@ -85,8 +105,12 @@ describe("the sync host-call fast path agrees with the codec path", () => {
       const sb = sandbox();
       const other = sandbox();
       other.defineFunction("twice", (x: unknown) => Number(x) * 2);
-      sb.defineFunction("viaOther", (x: unknown) => other.evalSync(`${callOf(path === "codec" ? "codec" : "fast", "twice", String(x))} + twice('1')`));
-      rows.push(await outcome(sb, path, `let s = 0; for (let i = 0; i < 100; i++) s += ${callOf(path, "viaOther", "i")}; s`));
+      sb.defineFunction("viaOther", (x: unknown) =>
+        other.evalSync(`${callOf(path === "codec" ? "codec" : "fast", "twice", String(x))} + twice('1')`),
+      );
+      rows.push(
+        await outcome(sb, path, `let s = 0; for (let i = 0; i < 100; i++) s += ${callOf(path, "viaOther", "i")}; s`),
+      );
     }
     expect(rows[0]).toStrictEqual({ value: 9900 + 100 * 2 });
     expect(rows[0]).toStrictEqual(rows[1]);
@@ -130,7 +154,15 @@ describe("the sync host-call fast path agrees with the codec path", () => {
   it("keeps working past many calls in one eval, with calls of other kinds in between", () => {
     // Crosses the addon's per-run handle scopes (64 calls each) with codec calls and throws between.
     const sb = sandbox();
-    sb.defineFunction("inc", (x: unknown) => (x === "throw" ? (() => { throw new Error("t"); })() : typeof x === "number" ? x + 1 : x));
+    sb.defineFunction("inc", (x: unknown) =>
+      x === "throw"
+        ? (() => {
+            throw new Error("t");
+          })()
+        : typeof x === "number"
+          ? x + 1
+          : x,
+    );
     const total = sb.evalSync(`
       let s = 0;
       for (let i = 0; i < 1000; i++) {

@@ -11,7 +11,23 @@ describe("sync host calls with primitive arguments and results", () => {
       seen.push(args);
       return args[0];
     });
-    const cases = ["-0", "NaN", "Infinity", "2 ** 31", "-(2 ** 31)", "0.1", "2 ** 53 + 2", "true", "false", "null", "undefined", "''", "'\\u00e9t\\u00e9 \\ud83d\\ude00'", "'\\ud800 lone'", "'a\\0b'"];
+    const cases = [
+      "-0",
+      "NaN",
+      "Infinity",
+      "2 ** 31",
+      "-(2 ** 31)",
+      "0.1",
+      "2 ** 53 + 2",
+      "true",
+      "false",
+      "null",
+      "undefined",
+      "''",
+      "'\\u00e9t\\u00e9 \\ud83d\\ude00'",
+      "'\\ud800 lone'",
+      "'a\\0b'",
+    ];
     for (const c of cases) {
       expect(sb.evalSync(`Object.is(echo(${c}), ${c})`), c).toBe(true);
     }
@@ -25,7 +41,9 @@ describe("sync host calls with primitive arguments and results", () => {
   it("falls back to the codec for long strings, more arguments and objects, with the same results", () => {
     const sb = sandbox();
     sb.defineFunction("echo", (...args: unknown[]) => (args.length > 1 ? args : args[0]));
-    sb.defineFunction("make", (kind: unknown) => (kind === "object" ? { a: [1, 2n] } : kind === "long" ? "y".repeat(300) : new Map([[1, 2]])));
+    sb.defineFunction("make", (kind: unknown) =>
+      kind === "object" ? { a: [1, 2n] } : kind === "long" ? "y".repeat(300) : new Map([[1, 2]]),
+    );
     expect(sb.evalSync("echo('x'.repeat(1000)).length")).toBe(1000);
     expect(sb.evalSync("echo(1, 2, 3, 4)")).toEqual([1, 2, 3, 4]);
     expect(sb.evalSync("echo({ k: 1 })")).toEqual({ k: 1 });
@@ -57,7 +75,11 @@ describe("sync host calls with primitive arguments and results", () => {
       seen.push([a, b, c, nested]);
       return typeof c === "string" ? c : Number(a) + Number(b) + Number(nested);
     });
-    expect(outer.evalSync("[mix(1, 2.5, 3), mix(-0, 2 ** 53, 'text'), mix(0.25, true, null)]")).toEqual([6.75, "text", 4.5]);
+    expect(outer.evalSync("[mix(1, 2.5, 3), mix(-0, 2 ** 53, 'text'), mix(0.25, true, null)]")).toEqual([
+      6.75,
+      "text",
+      4.5,
+    ]);
     expect(seen).toEqual([
       [1, 2.5, 3, 3.25],
       [-0, 2 ** 53, "text", 3.25],

@@ -14,7 +14,9 @@ describe("inline async evals", () => {
       await sleep(5);
       return `late ${String(x)}`;
     });
-    const report = await sb.run("let s = 0; for (let i = 0; i < 100; i++) s = await now(s); [s, await later(s)]", { inline: true });
+    const report = await sb.run("let s = 0; for (let i = 0; i < 100; i++) s = await now(s); [s, await later(s)]", {
+      inline: true,
+    });
     expect(report.ok && report.value).toEqual([100, "late 100"]);
     expect(report.stats.hostCalls).toBe(101);
   });
@@ -23,7 +25,9 @@ describe("inline async evals", () => {
     const sb = sandbox();
     sb.defineAsyncFunction("echo", ([v]) => v);
     sb.evalSync("globalThis.order = []");
-    const evals = Array.from({ length: 8 }, (_, i) => sb.eval(`order.push(await echo(${i})); ${i}`, { inline: i % 2 === 0 }));
+    const evals = Array.from({ length: 8 }, (_, i) =>
+      sb.eval(`order.push(await echo(${i})); ${i}`, { inline: i % 2 === 0 }),
+    );
     expect(await Promise.all(evals)).toEqual([...Array(8).keys()]);
     expect(sb.getGlobal("order")).toEqual([...Array(8).keys()]);
   });
@@ -59,6 +63,8 @@ describe("inline async evals", () => {
 
   it("refuses a non-boolean inline option", async () => {
     const sb = sandbox();
-    await expect(sb.eval("1", { inline: "yes" as unknown as boolean })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    await expect(sb.eval("1", { inline: "yes" as unknown as boolean })).rejects.toMatchObject({
+      code: "INVALID_ARGUMENT",
+    });
   });
 });

@@ -52,10 +52,13 @@ async function growthOver(requestedRounds: number, make: (i: number) => Promise<
   const middle = await settledMemory();
   await pass();
   const end = await settledMemory();
-  const nativeOf = (a: NodeJS.MemoryUsage, b: NodeJS.MemoryUsage): number => b.rss - a.rss - (b.heapTotal - a.heapTotal);
+  const nativeOf = (a: NodeJS.MemoryUsage, b: NodeJS.MemoryUsage): number =>
+    b.rss - a.rss - (b.heapTotal - a.heapTotal);
   const growth = { rss: middle.rss - start.rss, native: Math.min(nativeOf(start, middle), nativeOf(middle, end)) };
   const mib = (n: number): string => (n / MiB).toFixed(2);
-  console.info(`growth over ${rounds} rounds: RSS ${mib(growth.rss)} MiB; outside the V8 heap ${mib(nativeOf(start, middle))} then ${mib(nativeOf(middle, end))} MiB`);
+  console.info(
+    `growth over ${rounds} rounds: RSS ${mib(growth.rss)} MiB; outside the V8 heap ${mib(nativeOf(start, middle))} then ${mib(nativeOf(middle, end))} MiB`,
+  );
   return growth;
 }
 
@@ -64,65 +67,93 @@ describe("sandbox lifecycle leaks nothing", () => {
     expect(typeof gc).toBe("function");
   });
 
-  it("leaves RSS within 10 MiB after 10,000 sandboxes created and disposed", async () => {
-    const growth = await growthOver(10_000, () => {
+  it(
+    "leaves RSS within 10 MiB after 10,000 sandboxes created and disposed",
+    async () => {
+      const growth = await growthOver(10_000, () => {
+        const sb = new Sandbox();
+        sb.dispose();
+      });
+      expect(growth.rss).toBeLessThan(RSS_LIMIT);
+    },
+    LIFECYCLE_TIMEOUT_MS,
+  );
+
+  it(
+    "keeps native memory within 10 MiB after 10,000 sandboxes that defined functions and evaluated",
+    async () => {
+      const growth = await growthOver(10_000, (i) => {
+        using sb = new Sandbox();
+        sb.defineFunction("tools.id", (x) => x);
+        sb.setGlobal("input", { i, list: [1, 2, 3] });
+        expect(sb.evalSync("console.log(input.i); tools.id(input).list.length")).toBe(3);
+      });
+      expect(growth.native).toBeLessThan(RSS_LIMIT);
+    },
+    LIFECYCLE_TIMEOUT_MS,
+  );
+
+  it(
+    "keeps native memory within 10 MiB after 2,000 async evals with host calls on fresh sandboxes",
+    async () => {
+      const growth = await growthOver(2_000, async () => {
+        const sb = new Sandbox();
+        sb.defineAsyncFunction("fetchIt", async ([x]) => ({ x }));
+        expect(await sb.eval("(await fetchIt(4)).x")).toBe(4);
+        sb.dispose();
+      });
+      expect(growth.native).toBeLessThan(RSS_LIMIT);
+    },
+    LIFECYCLE_TIMEOUT_MS,
+  );
+
+  it(
+    "keeps native memory within 10 MiB after 1,000 sandboxes disposed mid-eval",
+    async () => {
+      const growth = await growthOver(1_000, async (i) => {
+        const sb = new Sandbox();
+        sb.defineAsyncFunction("never", () => new Promise(() => {}));
+        const pending = sb
+          .eval(i % 2 ? "const big = new Uint8Array(1 << 20); while (true) {}" : "await never()")
+          .catch(() => undefined);
+        await new Promise((r) => setImmediate(r));
+        sb.dispose();
+        await pending;
+      });
+      expect(growth.native).toBeLessThan(RSS_LIMIT);
+    },
+    LIFECYCLE_TIMEOUT_MS,
+  );
+
+  it(
+    "frees sandboxes that were dropped without dispose once they are collected",
+    async () => {
+      const growth = await growthOver(1_000, () => {
+        const sb = new Sandbox();
+        sb.evalSync("globalThis.blob = new Uint8Array(64 * 1024).fill(1); 0");
+      });
+      // 1,000 forgotten runtimes holding 64 KiB each would be over 60 MiB if never freed.
+      expect(growth.native).toBeLessThan(RSS_LIMIT);
+    },
+    LIFECYCLE_TIMEOUT_MS,
+  );
+
+  it(
+    "keeps one long-lived sandbox's memory flat across many evals",
+    async () => {
       const sb = new Sandbox();
-      sb.dispose();
-    });
-    expect(growth.rss).toBeLessThan(RSS_LIMIT);
-  }, LIFECYCLE_TIMEOUT_MS);
-
-  it("keeps native memory within 10 MiB after 10,000 sandboxes that defined functions and evaluated", async () => {
-    const growth = await growthOver(10_000, (i) => {
-      using sb = new Sandbox();
-      sb.defineFunction("tools.id", (x) => x);
-      sb.setGlobal("input", { i, list: [1, 2, 3] });
-      expect(sb.evalSync("console.log(input.i); tools.id(input).list.length")).toBe(3);
-    });
-    expect(growth.native).toBeLessThan(RSS_LIMIT);
-  }, LIFECYCLE_TIMEOUT_MS);
-
-  it("keeps native memory within 10 MiB after 2,000 async evals with host calls on fresh sandboxes", async () => {
-    const growth = await growthOver(2_000, async () => {
-      const sb = new Sandbox();
-      sb.defineAsyncFunction("fetchIt", async ([x]) => ({ x }));
-      expect(await sb.eval("(await fetchIt(4)).x")).toBe(4);
-      sb.dispose();
-    });
-    expect(growth.native).toBeLessThan(RSS_LIMIT);
-  }, LIFECYCLE_TIMEOUT_MS);
-
-  it("keeps native memory within 10 MiB after 1,000 sandboxes disposed mid-eval", async () => {
-    const growth = await growthOver(1_000, async (i) => {
-      const sb = new Sandbox();
-      sb.defineAsyncFunction("never", () => new Promise(() => {}));
-      const pending = sb.eval(i % 2 ? "const big = new Uint8Array(1 << 20); while (true) {}" : "await never()").catch(() => undefined);
-      await new Promise((r) => setImmediate(r));
-      sb.dispose();
-      await pending;
-    });
-    expect(growth.native).toBeLessThan(RSS_LIMIT);
-  }, LIFECYCLE_TIMEOUT_MS);
-
-  it("frees sandboxes that were dropped without dispose once they are collected", async () => {
-    const growth = await growthOver(1_000, () => {
-      const sb = new Sandbox();
-      sb.evalSync("globalThis.blob = new Uint8Array(64 * 1024).fill(1); 0");
-    });
-    // 1,000 forgotten runtimes holding 64 KiB each would be over 60 MiB if never freed.
-    expect(growth.native).toBeLessThan(RSS_LIMIT);
-  }, LIFECYCLE_TIMEOUT_MS);
-
-  it("keeps one long-lived sandbox's memory flat across many evals", async () => {
-    const sb = new Sandbox();
-    try {
-      for (let i = 0; i < 200; i++) sb.evalSync(`{ const tmp = Array.from({ length: 1000 }, (_, j) => ({ j })); tmp.length }`);
-      const before = sb.memoryUsage().usedBytes;
-      for (let i = 0; i < 5000; i++) sb.evalSync(`{ const tmp = Array.from({ length: 1000 }, (_, j) => ({ j })); tmp.length }`);
-      const after = sb.memoryUsage().usedBytes;
-      expect(after - before).toBeLessThan(1 * MiB);
-    } finally {
-      sb.dispose();
-    }
-  }, LIFECYCLE_TIMEOUT_MS);
+      try {
+        for (let i = 0; i < 200; i++)
+          sb.evalSync(`{ const tmp = Array.from({ length: 1000 }, (_, j) => ({ j })); tmp.length }`);
+        const before = sb.memoryUsage().usedBytes;
+        for (let i = 0; i < 5000; i++)
+          sb.evalSync(`{ const tmp = Array.from({ length: 1000 }, (_, j) => ({ j })); tmp.length }`);
+        const after = sb.memoryUsage().usedBytes;
+        expect(after - before).toBeLessThan(1 * MiB);
+      } finally {
+        sb.dispose();
+      }
+    },
+    LIFECYCLE_TIMEOUT_MS,
+  );
 });

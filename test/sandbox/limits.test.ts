@@ -2,7 +2,6 @@ import { describe, expect, it } from "vitest";
 import type { Sandbox } from "../../src/index.js";
 import { sandbox, syncCodeOf } from "../hostile/harness.js";
 
-
 /**
  * Runs `code` synchronously and returns [error code, the guest's CPU ms]. The CPU time, not the
  * wall time, shows where the budget stopped the guest: a loaded machine stretches only the latter.
@@ -36,9 +35,18 @@ describe("the execution budget interrupts guest loops", () => {
     ["finally that continues", "for (;;) { try { for (;;) {} } finally { continue; } }"],
     ["finally that spins", "try { while (true) {} } finally { while (true) {} }"],
     ["catch that spins", "try { while (true) {} } catch { while (true) {} }"],
-    ["nested try in a recursive function", "function spin() { try { spin(); } catch { } finally { while (true) {} } } spin()"],
-    ["a generator that swallows", "function* g() { while (true) { try { yield; } catch {} } } const it = g(); while (true) { try { it.next(); it.throw(1); } catch {} }"],
-    ["an async function catching", "(async () => { while (true) { try { await null; } catch {} } })(); while (true) {}"],
+    [
+      "nested try in a recursive function",
+      "function spin() { try { spin(); } catch { } finally { while (true) {} } } spin()",
+    ],
+    [
+      "a generator that swallows",
+      "function* g() { while (true) { try { yield; } catch {} } } const it = g(); while (true) { try { it.next(); it.throw(1); } catch {} }",
+    ],
+    [
+      "an async function catching",
+      "(async () => { while (true) { try { await null; } catch {} } })(); while (true) {}",
+    ],
   ])("cannot be swallowed by %s", (_label, code) => {
     const sb = sandbox();
     const [result, ms] = stopped(sb, code, 150);
@@ -81,14 +89,18 @@ describe("the sandbox keeps evaluating after a limit was hit", () => {
   it("keeps evaluating after OUT_OF_MEMORY, with memory given back", () => {
     const sb = sandbox({ memoryLimitBytes: 32 * 1024 * 1024 });
     // The hog lives in a block: once the eval ends nothing references it.
-    expect(syncCodeOf(() => sb.evalSync("{ const hog = []; while (true) hog.push(new Array(1000).fill(1)); }"))).toBe("OUT_OF_MEMORY");
+    expect(syncCodeOf(() => sb.evalSync("{ const hog = []; while (true) hog.push(new Array(1000).fill(1)); }"))).toBe(
+      "OUT_OF_MEMORY",
+    );
     expect(sb.evalSync("1+1")).toBe(2);
     expect(sb.evalSync("new Uint8Array(16 << 20).length")).toBe(16 << 20);
   });
 
   it("keeps answering when a global holds memory at the limit, and recovers once the guest lets go", () => {
     const sb = sandbox({ memoryLimitBytes: 32 * 1024 * 1024 });
-    expect(syncCodeOf(() => sb.evalSync("globalThis.hog = []; while (true) hog.push(new Array(1000).fill(1));"))).toBe("OUT_OF_MEMORY");
+    expect(syncCodeOf(() => sb.evalSync("globalThis.hog = []; while (true) hog.push(new Array(1000).fill(1));"))).toBe(
+      "OUT_OF_MEMORY",
+    );
     expect(sb.evalSync("hog.length > 0")).toBe(true);
     expect(syncCodeOf(() => sb.evalSync("new Uint8Array(16 << 20)"))).toBe("OUT_OF_MEMORY");
     sb.evalSync("hog = null");
@@ -103,7 +115,8 @@ describe("the sandbox keeps evaluating after a limit was hit", () => {
 
   it("keeps evaluating after STACK_OVERFLOW, with full recursion depth again", () => {
     const sb = sandbox();
-    const depth = (): number => sb.evalSync("(() => { let d = 0; function g() { d++; g(); } try { g(); } catch {} return d; })()") as number;
+    const depth = (): number =>
+      sb.evalSync("(() => { let d = 0; function g() { d++; g(); } try { g(); } catch {} return d; })()") as number;
     const before = depth();
     expect(syncCodeOf(() => sb.evalSync("function f() { return f() + 1; } f()"))).toBe("STACK_OVERFLOW");
     expect(sb.evalSync("1+1")).toBe(2);

@@ -149,7 +149,12 @@ describe("containers cross exactly", () => {
   });
 
   it("keeps Map entries, order and non-string keys", () => {
-    const m = new Map<unknown, unknown>([[1, "one"], ["1", "string one"], [null, undefined], [2n, { x: 1 }]]);
+    const m = new Map<unknown, unknown>([
+      [1, "one"],
+      ["1", "string one"],
+      [null, undefined],
+      [2n, { x: 1 }],
+    ]);
     const back = roundTrip(m);
     expect(back).toBeInstanceOf(Map);
     expect([...back.entries()]).toStrictEqual([...m.entries()]);
@@ -197,7 +202,11 @@ describe("containers cross exactly", () => {
     const back = roundTrip(ta);
     expect(back.constructor.name).toBe(name);
     expect(back.length).toBe(ta.length);
-    expect(Array.from(back as unknown as ArrayLike<unknown>).every((x, i) => Object.is(x, (ta as unknown as ArrayLike<unknown>)[i]))).toBe(true);
+    expect(
+      Array.from(back as unknown as ArrayLike<unknown>).every((x, i) =>
+        Object.is(x, (ta as unknown as ArrayLike<unknown>)[i]),
+      ),
+    ).toBe(true);
     sb.setGlobal("t", ta);
     expect(sb.evalSync("t.constructor.name")).toBe(name);
   });
@@ -253,14 +262,18 @@ describe("errors cross as Error objects", () => {
   });
 
   it("copies a guest Error subclass out with its name and base class", () => {
-    const back = sb.evalSync("class E extends TypeError { constructor(m) { super(m); this.name = 'E'; } }; new E('m')") as Error;
+    const back = sb.evalSync(
+      "class E extends TypeError { constructor(m) { super(m); this.name = 'E'; } }; new E('m')",
+    ) as Error;
     expect(back).toBeInstanceOf(Error);
     expect(back.name).toBe("E");
     expect(back.message).toBe("m");
   });
 
   it("copies a guest Error's stack out", () => {
-    const back = sb.evalSync("function makeIt() { return new RangeError('r'); }\nmakeIt()", { filename: "made.js" }) as Error;
+    const back = sb.evalSync("function makeIt() { return new RangeError('r'); }\nmakeIt()", {
+      filename: "made.js",
+    }) as Error;
     expect(back).toBeInstanceOf(RangeError);
     expect(back.stack).toContain("makeIt");
     expect(back.stack).toContain("made.js");
@@ -384,8 +397,12 @@ describe("functions and symbols cannot cross", () => {
   });
 
   it("keeps a symbol's description, without running a replaced description getter", () => {
-    sb.evalSync("globalThis.getterRan = false; Object.defineProperty(Symbol.prototype, 'description', { get() { getterRan = true; return 'forged'; } })");
-    const back = sb.evalSync("[Symbol('my key'), Symbol(), Symbol.for('café ☕'), Symbol.iterator]", { unserializable: "describe" }) as GuestOpaque[];
+    sb.evalSync(
+      "globalThis.getterRan = false; Object.defineProperty(Symbol.prototype, 'description', { get() { getterRan = true; return 'forged'; } })",
+    );
+    const back = sb.evalSync("[Symbol('my key'), Symbol(), Symbol.for('café ☕'), Symbol.iterator]", {
+      unserializable: "describe",
+    }) as GuestOpaque[];
     expect(back.map(String)).toEqual(["Symbol(my key)", "Symbol()", "Symbol(café ☕)", "Symbol(Symbol.iterator)"]);
     expect(sb.evalSync("getterRan")).toBe(false);
     expect(() => sb.evalSync("Symbol('named')")).toThrow(/symbol 'named'/);
@@ -397,22 +414,31 @@ describe("functions and symbols cannot cross", () => {
 
   it("turns a host function returning a function into a guest error, not a crash", () => {
     sb.defineFunction("makeFn", () => () => 1);
-    expect(sb.evalSync("try { makeFn(); 'no error' } catch (e) { e instanceof Error && /function/.test(e.message) }")).toBe(true);
+    expect(
+      sb.evalSync("try { makeFn(); 'no error' } catch (e) { e instanceof Error && /function/.test(e.message) }"),
+    ).toBe(true);
   });
 });
 
 describe("reading a guest value never runs guest code", () => {
   it("does not run a getter that loops forever on a returned object", () => {
     sb.evalSync("globalThis.getterHits = 0");
-    expect(syncCodeOf(() => sb.evalSync("({ a: 1, get x() { getterHits++; while (true) {} } })", { timeoutMs: 2000 }))).toBe("UNSERIALIZABLE");
-    const described = sb.evalSync("({ a: 1, get x() { getterHits++; while (true) {} } })", { timeoutMs: 2000, unserializable: "describe" }) as Record<string, unknown>;
+    expect(
+      syncCodeOf(() => sb.evalSync("({ a: 1, get x() { getterHits++; while (true) {} } })", { timeoutMs: 2000 })),
+    ).toBe("UNSERIALIZABLE");
+    const described = sb.evalSync("({ a: 1, get x() { getterHits++; while (true) {} } })", {
+      timeoutMs: 2000,
+      unserializable: "describe",
+    }) as Record<string, unknown>;
     expect(sb.evalSync("getterHits")).toBe(0);
     expect(described.a).toBe(1);
     expect((described.x as GuestOpaque).kind).toBe("accessor");
   });
 
   it("does not run an inherited getter of a returned class instance", () => {
-    const back = sb.evalSync("globalThis.hits = 0; class A { constructor() { this.a = 1; } get x() { hits++; return 2; } }; new A()");
+    const back = sb.evalSync(
+      "globalThis.hits = 0; class A { constructor() { this.a = 1; } get x() { hits++; return 2; } }; new A()",
+    );
     expect(back).toEqual({ a: 1 });
     expect(sb.evalSync("hits")).toBe(0);
   });
@@ -443,16 +469,23 @@ describe("reading a guest value never runs guest code", () => {
 
   it("does not follow a Proxy nested in a result", () => {
     sb.evalSync("globalThis.trapHits = 0");
-    const traps = "{ get() { trapHits++; while (true) {} }, ownKeys() { trapHits++; while (true) {} }, getOwnPropertyDescriptor() { trapHits++; while (true) {} }, getPrototypeOf() { trapHits++; while (true) {} } }";
-    expect(syncCodeOf(() => sb.evalSync(`({ p: new Proxy({ secret: 1 }, ${traps}) })`, { timeoutMs: 2000 }))).toBe("UNSERIALIZABLE");
-    const back = sb.evalSync(`({ p: new Proxy({ secret: 1 }, ${traps}) })`, { timeoutMs: 2000, unserializable: "describe" }) as Record<string, unknown>;
+    const traps =
+      "{ get() { trapHits++; while (true) {} }, ownKeys() { trapHits++; while (true) {} }, getOwnPropertyDescriptor() { trapHits++; while (true) {} }, getPrototypeOf() { trapHits++; while (true) {} } }";
+    expect(syncCodeOf(() => sb.evalSync(`({ p: new Proxy({ secret: 1 }, ${traps}) })`, { timeoutMs: 2000 }))).toBe(
+      "UNSERIALIZABLE",
+    );
+    const back = sb.evalSync(`({ p: new Proxy({ secret: 1 }, ${traps}) })`, {
+      timeoutMs: 2000,
+      unserializable: "describe",
+    }) as Record<string, unknown>;
     expect((back.p as GuestOpaque).kind).toBe("proxy");
     expect(sb.evalSync("trapHits")).toBe(0);
   });
 
   it("does not follow a Proxy returned as the completion value", () => {
     sb.evalSync("globalThis.trapHits = 0");
-    const traps = "{ get() { trapHits++; while (true) {} }, ownKeys() { trapHits++; while (true) {} }, getOwnPropertyDescriptor() { trapHits++; while (true) {} } }";
+    const traps =
+      "{ get() { trapHits++; while (true) {} }, ownKeys() { trapHits++; while (true) {} }, getOwnPropertyDescriptor() { trapHits++; while (true) {} } }";
     let code: string | undefined;
     try {
       sb.evalSync(`new Proxy({ secret: 1 }, ${traps})`, { timeoutMs: 2000 });
@@ -476,7 +509,9 @@ describe("reading a guest value never runs guest code", () => {
 
 describe("prototype pollution through copied keys", () => {
   it("keeps guest `__proto__` and `constructor` keys as plain own data on the host", () => {
-    const back = sb.evalSync(`JSON.parse('{"__proto__": {"polluted": true}, "constructor": {"prototype": {"polluted2": true}}}')`) as Record<string, unknown>;
+    const back = sb.evalSync(
+      `JSON.parse('{"__proto__": {"polluted": true}, "constructor": {"prototype": {"polluted2": true}}}')`,
+    ) as Record<string, unknown>;
     expect(Object.keys(back)).toEqual(["__proto__", "constructor"]);
     expect(Object.getOwnPropertyDescriptor(back, "__proto__")?.value).toEqual({ polluted: true });
     expect(Object.getPrototypeOf(back) === Object.prototype || Object.getPrototypeOf(back) === null).toBe(true);
@@ -487,14 +522,20 @@ describe("prototype pollution through copied keys", () => {
   });
 
   it("keeps a nested guest `__proto__` key from changing the host object's prototype", () => {
-    const back = sb.evalSync(`({ inner: JSON.parse('{"__proto__": {"isAdmin": true}}') })`) as { inner: { isAdmin?: unknown } };
+    const back = sb.evalSync(`({ inner: JSON.parse('{"__proto__": {"isAdmin": true}}') })`) as {
+      inner: { isAdmin?: unknown };
+    };
     expect(back.inner.isAdmin).toBeUndefined();
     expect(Object.hasOwn(back.inner, "__proto__")).toBe(true);
   });
 
   it("keeps a host `__proto__` key from changing the guest object's prototype", () => {
     sb.setGlobal("payload", JSON.parse('{"__proto__": {"isAdmin": true}, "a": 1}'));
-    expect(sb.evalSync("[payload.isAdmin, Object.hasOwn(payload, '__proto__'), ({}).isAdmin, Object.getPrototypeOf(payload) === Object.prototype]")).toEqual([undefined, true, undefined, true]);
+    expect(
+      sb.evalSync(
+        "[payload.isAdmin, Object.hasOwn(payload, '__proto__'), ({}).isAdmin, Object.getPrototypeOf(payload) === Object.prototype]",
+      ),
+    ).toEqual([undefined, true, undefined, true]);
   });
 
   it("rejects prototype paths as global names", () => {
@@ -506,7 +547,9 @@ describe("prototype pollution through copied keys", () => {
 
 describe("size caps give typed errors", () => {
   it("refuses a guest result nested deeper than the cap with UNSERIALIZABLE", () => {
-    expect(syncCodeOf(() => sb.evalSync("let o = {}; for (let i = 0; i < 10000; i++) o = { o }; o"))).toBe("UNSERIALIZABLE");
+    expect(syncCodeOf(() => sb.evalSync("let o = {}; for (let i = 0; i < 10000; i++) o = { o }; o"))).toBe(
+      "UNSERIALIZABLE",
+    );
     expect(sb.evalSync("1+1")).toBe(2);
   });
 
@@ -524,7 +567,10 @@ describe("size caps give typed errors", () => {
   });
 
   it("copies a value just under the depth cap", () => {
-    const back = sb.evalSync("let o = { end: true }; for (let i = 0; i < 400; i++) o = { o }; o") as Record<string, unknown>;
+    const back = sb.evalSync("let o = { end: true }; for (let i = 0; i < 400; i++) o = { o }; o") as Record<
+      string,
+      unknown
+    >;
     let cur = back;
     for (let i = 0; i < 400; i++) cur = cur.o as Record<string, unknown>;
     expect(cur.end).toBe(true);

@@ -3,11 +3,24 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { Sandbox, SandboxError } from "../../src/index.js";
 import { encodeValue } from "../../src/marshal.js";
-import { isNativeError, JobKind, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher } from "../../src/native.js";
+import {
+  isNativeError,
+  JobKind,
+  type NativeDispatcher,
+  type NativeHandle,
+  type NativePrimitiveDispatcher,
+} from "../../src/native.js";
 import { refusal } from "../../src/outcomes.js";
 import { createHandle, type HandleOptions, requestEval } from "../../src/request.js";
 
-const OPTIONS: HandleOptions = { memoryLimitBytes: 64 << 20, maxStackSizeBytes: 1 << 20, captureConsole: false, maxConsoleBytes: 0, copyLimitBytes: 64 << 20, maxHostCallsInFlight: 10_000 };
+const OPTIONS: HandleOptions = {
+  memoryLimitBytes: 64 << 20,
+  maxStackSizeBytes: 1 << 20,
+  captureConsole: false,
+  maxConsoleBytes: 0,
+  copyLimitBytes: 64 << 20,
+  maxHostCallsInFlight: 10_000,
+};
 // Held here: the addon holds a handle's dispatchers weakly.
 const answerUndefined: NativeDispatcher = () => Buffer.from(encodeValue(undefined));
 const noPrimitives: NativePrimitiveDispatcher = () => undefined;
@@ -41,13 +54,17 @@ describe("the native constructor", () => {
   });
 
   it("names the memory limit when the realm does not fit in it, as OUT_OF_MEMORY", () => {
-    const err = thrownBy(() => createHandle({ ...OPTIONS, memoryLimitBytes: 64 * 1024 }, answerUndefined, noPrimitives));
+    const err = thrownBy(() =>
+      createHandle({ ...OPTIONS, memoryLimitBytes: 64 * 1024 }, answerUndefined, noPrimitives),
+    );
     expect(err).toMatchObject({ code: "OUT_OF_MEMORY" });
     expect((err as Error).message).toContain("65536 bytes");
   });
 
   it("hands its NativeError to the one place that makes a SandboxError of it, code and cause kept", () => {
-    const thrown = Object.assign(new Error("the calling thread has too little stack left to create a sandbox"), { code: "STACK_OVERFLOW" });
+    const thrown = Object.assign(new Error("the calling thread has too little stack left to create a sandbox"), {
+      code: "STACK_OVERFLOW",
+    });
     const made = refusal(thrown, "create the sandbox", "could not create the sandbox");
     expect(made).toBeInstanceOf(SandboxError);
     expect(made).toMatchObject({ code: "STACK_OVERFLOW", message: thrown.message });
@@ -77,7 +94,10 @@ describe("a direct call", () => {
     sb.evalSync("Object.defineProperty(globalThis, 'acc', { get() { return 1; } })");
     const err = thrownBy(() => sb.getGlobal("acc"));
     expect(err).toBeInstanceOf(SandboxError);
-    expect(err).toMatchObject({ code: "UNSERIALIZABLE", message: "global 'acc' is an accessor; getters are never run" });
+    expect(err).toMatchObject({
+      code: "UNSERIALIZABLE",
+      message: "global 'acc' is an accessor; getters are never run",
+    });
   });
 
   it("answers BUSY, the one busy code, from start, getGlobal and setClock while a job is active", async () => {

@@ -33,7 +33,9 @@ describe("a returned Error keeps its name and message", () => {
   });
 
   it("keeps a custom error name as the guest set it, without Node's `Error [Name]` form", () => {
-    const value = sandbox().evalSync("class ValidationError extends Error { constructor(m) { super(m); this.name = 'ValidationError'; } }; new ValidationError('no')");
+    const value = sandbox().evalSync(
+      "class ValidationError extends Error { constructor(m) { super(m); this.name = 'ValidationError'; } }; new ValidationError('no')",
+    );
     expect(renderValue(value)).toMatch(/^ValidationError: no\n {4}at /);
   });
 
@@ -86,7 +88,9 @@ describe("an instance of a guest class renders with its class name", () => {
   });
 
   it("a class name longer than 256 characters is left out", () => {
-    const value = sandbox().evalSync("const C = class {}; Object.defineProperty(C, 'name', { value: 'N'.repeat(300) }); new C()");
+    const value = sandbox().evalSync(
+      "const C = class {}; Object.defineProperty(C, 'name', { value: 'N'.repeat(300) }); new C()",
+    );
     expect(renderValue(value)).toBe("{}");
   });
 });

@@ -22,7 +22,12 @@ function decodeSliced(bytes: Buffer, budget: number): { value: unknown; slices: 
  * and the same sharing (two references to one object in `a` are two references to one object in
  * `b`, and distinct objects stay distinct).
  */
-function expectSameGraph(a: unknown, b: unknown, forward = new Map<object, unknown>(), backward = new Map<unknown, object>()): void {
+function expectSameGraph(
+  a: unknown,
+  b: unknown,
+  forward = new Map<object, unknown>(),
+  backward = new Map<unknown, object>(),
+): void {
   if (typeof a !== "object" || a === null) {
     if (typeof a === "function") throw new Error("functions do not cross");
     expect(Object.is(a, b), `${String(a)} vs ${String(b)}`).toBe(true);
@@ -40,7 +45,8 @@ function expectSameGraph(a: unknown, b: unknown, forward = new Map<object, unkno
   expect(Object.getPrototypeOf(o)).toBe(Object.getPrototypeOf(a));
   if (a instanceof Date) expect((o as Date).getTime()).toBe(a.getTime());
   if (a instanceof RegExp) expect([(o as RegExp).source, (o as RegExp).flags]).toEqual([a.source, a.flags]);
-  if (a instanceof Error) expect([(o as Error).name, (o as Error).message, (o as Error).stack]).toEqual([a.name, a.message, a.stack]);
+  if (a instanceof Error)
+    expect([(o as Error).name, (o as Error).message, (o as Error).stack]).toEqual([a.name, a.message, a.stack]);
   if (a instanceof ArrayBuffer) expect(Buffer.from(o as ArrayBuffer).equals(Buffer.from(a))).toBe(true);
   if (ArrayBuffer.isView(a)) {
     const v = o as ArrayBufferView;
@@ -87,7 +93,23 @@ function shapes(): Record<string, unknown> {
   // `name: message`, so the shapes carry exactly that.
   const stackless = <E extends Error>(e: E): E => Object.assign(e, { stack: `${e.name}: ${e.message}` });
   return {
-    scalars: [undefined, null, true, false, 0, -0, 1.5, NaN, -Infinity, 2 ** 31, -(2 ** 31), "", "latin1 é", "utf16 € \ud83d\ude00", "lone \ud800"],
+    scalars: [
+      undefined,
+      null,
+      true,
+      false,
+      0,
+      -0,
+      1.5,
+      NaN,
+      -Infinity,
+      2 ** 31,
+      -(2 ** 31),
+      "",
+      "latin1 é",
+      "utf16 € \ud83d\ude00",
+      "lone \ud800",
+    ],
     bigints: [0n, 1n, -1n, 2n ** 200n, -(3n ** 500n)],
     shared: [shared, shared, { shared }],
     cycle,
@@ -96,11 +118,26 @@ function shapes(): Record<string, unknown> {
     sparse,
     dates: [new Date(0), new Date(8.64e15), new Date(NaN)],
     regexps: [/a+b/gi, /\u{1F600}/u, /x/y],
-    maps: new Map<unknown, unknown>([[shared, 1], ["k", shared], [2n, new Map([[1, 2]])], [NaN, -0]]),
+    maps: new Map<unknown, unknown>([
+      [shared, 1],
+      ["k", shared],
+      [2n, new Map([[1, 2]])],
+      [NaN, -0],
+    ]),
     sets: new Set<unknown>([shared, 1, "a", new Set([cycle])]),
-    buffers: [buffer, new Uint8Array(buffer, 4, 8), new Float64Array(buffer, 8, 2), new DataView(buffer, 1, 3), new BigInt64Array(buffer, 16, 2)],
+    buffers: [
+      buffer,
+      new Uint8Array(buffer, 4, 8),
+      new Float64Array(buffer, 8, 2),
+      new DataView(buffer, 1, 3),
+      new BigInt64Array(buffer, 16, 2),
+    ],
     ownBuffers: [new Int16Array([1, -2, 3]), new Uint8ClampedArray([300 % 256, 7])],
-    errors: [stackless(new RangeError("out of range")), stackless(new TypeError("bad type")), stackless(Object.assign(new Error("with name"), { name: "CustomError" }))],
+    errors: [
+      stackless(new RangeError("out of range")),
+      stackless(new TypeError("bad type")),
+      stackless(Object.assign(new Error("with name"), { name: "CustomError" })),
+    ],
     longText: "z".repeat(600_000), // copied over several steps
     longUtf16: "\ud83d\ude00é".repeat(100_000),
     longBuffer: new Uint8Array(700_000).map((_, i) => i % 251),
@@ -149,7 +186,12 @@ describe("a value decoded a slice at a time", () => {
     // A RegExp valid in QuickJS but not in V8, as the guest encodes it.
     const regexp = encodeValue(/a/);
     const source = Buffer.from("(?i:a)b", "latin1");
-    const bad = Buffer.concat([regexp.subarray(0, 1), Buffer.from([0x14, source.length, 0, 0, 0]), source, regexp.subarray(regexp.length - 5)]);
+    const bad = Buffer.concat([
+      regexp.subarray(0, 1),
+      Buffer.from([0x14, source.length, 0, 0, 0]),
+      source,
+      regexp.subarray(regexp.length - 5),
+    ]);
     expect(() => decodeValue(bad)).toThrow("valid in the sandbox but not in this Node.js version");
     expect(() => decodeSliced(bad, 1)).toThrow("valid in the sandbox but not in this Node.js version");
   });
@@ -162,7 +204,14 @@ describe("a value decoded a slice at a time", () => {
       head.writeUInt32LE(body.length, 1);
       return Buffer.concat([head, body]);
     };
-    const bytes = Buffer.concat([record(0, ["a", 1]), record(2, [shapes().cycle]), record(4, Array.from({ length: 500 }, (_, i) => ({ i })))]);
+    const bytes = Buffer.concat([
+      record(0, ["a", 1]),
+      record(2, [shapes().cycle]),
+      record(
+        4,
+        Array.from({ length: 500 }, (_, i) => ({ i })),
+      ),
+    ]);
     const once = decodeConsole(bytes);
     const decoder = new ConsoleDecoder(bytes);
     while (!decoder.advance(3));
@@ -172,14 +221,35 @@ describe("a value decoded a slice at a time", () => {
 });
 
 describe("the decode queue", () => {
-  const bigBytes = encodeValue(Array.from({ length: 20_000 }, (_, i) => ({ i })), LIMITS);
+  const bigBytes = encodeValue(
+    Array.from({ length: 20_000 }, (_, i) => ({ i })),
+    LIMITS,
+  );
 
   it("hands values on in the order they were pushed, a small one at once when nothing waits", async () => {
     const queue = new DecodeQueue();
     const order: string[] = [];
-    expect(queue.push(new ValueDecoder(encodeValue("first")), (v) => order.push(v as string), () => {})).toBe(true);
-    expect(queue.push(new ValueDecoder(bigBytes), () => order.push("big"), () => {})).toBe(false);
-    expect(queue.push(new ValueDecoder(encodeValue("after")), (v) => order.push(v as string), () => {})).toBe(false);
+    expect(
+      queue.push(
+        new ValueDecoder(encodeValue("first")),
+        (v) => order.push(v as string),
+        () => {},
+      ),
+    ).toBe(true);
+    expect(
+      queue.push(
+        new ValueDecoder(bigBytes),
+        () => order.push("big"),
+        () => {},
+      ),
+    ).toBe(false);
+    expect(
+      queue.push(
+        new ValueDecoder(encodeValue("after")),
+        (v) => order.push(v as string),
+        () => {},
+      ),
+    ).toBe(false);
     expect(order).toEqual(["first"]);
     await queue.drained();
     expect(order).toEqual(["first", "big", "after"]);
@@ -189,8 +259,16 @@ describe("the decode queue", () => {
   it("finishes everything queued at once on flush", () => {
     const queue = new DecodeQueue();
     const order: string[] = [];
-    queue.push(new ValueDecoder(bigBytes), () => order.push("big"), () => {});
-    queue.push(new ValueDecoder(encodeValue("after")), (v) => order.push(v as string), () => {});
+    queue.push(
+      new ValueDecoder(bigBytes),
+      () => order.push("big"),
+      () => {},
+    );
+    queue.push(
+      new ValueDecoder(encodeValue("after")),
+      (v) => order.push(v as string),
+      () => {},
+    );
     queue.flush();
     expect(order).toEqual(["big", "after"]);
   });
@@ -199,9 +277,19 @@ describe("the decode queue", () => {
     const queue = new DecodeQueue();
     const failures: string[] = [];
     const disposed = new SandboxError("DISPOSED", "the sandbox was disposed");
-    queue.push(new ValueDecoder(bigBytes), () => failures.push("used"), (err) => failures.push(err.code));
+    queue.push(
+      new ValueDecoder(bigBytes),
+      () => failures.push("used"),
+      (err) => failures.push(err.code),
+    );
     queue.cancel(() => disposed);
-    expect(queue.push(new ValueDecoder(encodeValue(1)), () => failures.push("used"), (err) => failures.push(err.code))).toBe(true);
+    expect(
+      queue.push(
+        new ValueDecoder(encodeValue(1)),
+        () => failures.push("used"),
+        (err) => failures.push(err.code),
+      ),
+    ).toBe(true);
     await expect(queue.decode(new ValueDecoder(encodeValue(2)))).rejects.toBe(disposed);
     expect(failures).toEqual(["DISPOSED", "DISPOSED"]);
   });

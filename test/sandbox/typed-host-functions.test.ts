@@ -18,7 +18,10 @@ describe("defineFunction with an arguments schema", () => {
       calls++;
       return a + b;
     });
-    expect(sb.evalSync("try { add(2, '3') } catch (e) { [e.name, e.message] }")).toEqual(["TypeError", "invalid arguments to add(): 1: Invalid input: expected number, received string"]);
+    expect(sb.evalSync("try { add(2, '3') } catch (e) { [e.name, e.message] }")).toEqual([
+      "TypeError",
+      "invalid arguments to add(): 1: Invalid input: expected number, received string",
+    ]);
     expect(calls).toBe(0);
   });
 
@@ -34,6 +37,8 @@ describe("defineAsyncFunction with an arguments schema", () => {
     const sb = sandbox();
     sb.defineAsyncFunction("lookup", z.tuple([z.object({ id: z.number() })]), async ([{ id }]) => `user ${id}`);
     expect(await sb.eval("await lookup({ id: 7 })")).toBe("user 7");
-    expect(await sb.eval("await lookup({ id: 'x' }).catch((e) => e.message)")).toBe("invalid arguments to lookup(): 0.id: Invalid input: expected number, received string");
+    expect(await sb.eval("await lookup({ id: 'x' }).catch((e) => e.message)")).toBe(
+      "invalid arguments to lookup(): 0.id: Invalid input: expected number, received string",
+    );
   });
 });

@@ -87,7 +87,12 @@ describe("quickjs-native eval", () => {
     const exact = await run(["eval", "--json", "({ a: [1, 'two', null], b: { c: true } })"]);
     expect(exact.code).toBe(0);
     const parsed = JSON.parse(exact.stdout) as Record<string, unknown>;
-    expect(parsed).toMatchObject({ ok: true, value: { a: [1, "two", null], b: { c: true } }, console: [], consoleTruncated: false });
+    expect(parsed).toMatchObject({
+      ok: true,
+      value: { a: [1, "two", null], b: { c: true } },
+      console: [],
+      consoleTruncated: false,
+    });
     expect(parsed.stats).toMatchObject({ hostCalls: 0 });
 
     const lossy = JSON.parse((await run(["eval", "--json", "[1n, undefined, NaN]"])).stdout) as Record<string, unknown>;
@@ -140,15 +145,25 @@ describe("quickjs-native eval", () => {
   });
 
   it("exits 2 with a usage error, not a stack trace, on limit flags out of the engine's range", async () => {
-    for (const args of [["eval", "--memory-limit", "100", "1"], ["eval", "--timeout", "99999999999", "1"], ["eval", "--stack-size", "1k", "1"], ["eval", "--wall-timeout", "99999999999", "1"], ["repl", "--memory-limit", "64GiB"]]) {
+    for (const args of [
+      ["eval", "--memory-limit", "100", "1"],
+      ["eval", "--timeout", "99999999999", "1"],
+      ["eval", "--stack-size", "1k", "1"],
+      ["eval", "--wall-timeout", "99999999999", "1"],
+      ["repl", "--memory-limit", "64GiB"],
+    ]) {
       const r = await run(args);
       expect(r.code, args.join(" ")).toBe(2);
-      expect(r.stderr, args.join(" ")).toMatch(/^quickjs-native: --[a-z-]+: \S+ is out of range \(.*\)\nRun `quickjs-native --help` for usage\.\n$/);
+      expect(r.stderr, args.join(" ")).toMatch(
+        /^quickjs-native: --[a-z-]+: \S+ is out of range \(.*\)\nRun `quickjs-native --help` for usage\.\n$/,
+      );
     }
   });
 
   it("--json rounds the measured times to the microsecond", async () => {
-    const parsed = JSON.parse((await run(["eval", "--json", "1"])).stdout) as { stats: { wallMs: number; executionMs: number } };
+    const parsed = JSON.parse((await run(["eval", "--json", "1"])).stdout) as {
+      stats: { wallMs: number; executionMs: number };
+    };
     for (const ms of [parsed.stats.wallMs, parsed.stats.executionMs]) expect(Math.round(ms * 1000) / 1000).toBe(ms);
   });
 
@@ -163,7 +178,12 @@ describe("quickjs-native eval", () => {
 
 describe("quickjs-native repl with piped stdin", () => {
   it("keeps variables and functions between lines, including multi-line input", async () => {
-    const r = await run(["repl"], ["let xs = [1, 2, 3]", "function scale(v, k) {", "  return v.map((x) => x * k)", "}", "scale(xs, 10)", ""].join("\n"));
+    const r = await run(
+      ["repl"],
+      ["let xs = [1, 2, 3]", "function scale(v, k) {", "  return v.map((x) => x * k)", "}", "scale(xs, 10)", ""].join(
+        "\n",
+      ),
+    );
     expect(r.code).toBe(0);
     const lines = r.stdout.split("\n");
     expect(lines).toContain("[ 10, 20, 30 ]");
@@ -172,11 +192,16 @@ describe("quickjs-native repl with piped stdin", () => {
 
   it("prints duration and memory after each eval", async () => {
     const r = await run(["repl"], "1 + 1\n");
-    expect(r.stdout).toMatch(/\n2\n\d+(\.\d+)? (µs|ms) exec · \d+(\.\d+)? (µs|ms) wall · \d+(\.\d+)? (B|KiB|MiB) used \(peak /);
+    expect(r.stdout).toMatch(
+      /\n2\n\d+(\.\d+)? (µs|ms) exec · \d+(\.\d+)? (µs|ms) wall · \d+(\.\d+)? (B|KiB|MiB) used \(peak /,
+    );
   });
 
   it(".reset drops every variable; errors do not end the session", async () => {
-    const r = await run(["repl"], ["const secret = 'kept'", "secret", "nope()", "secret.length", ".reset", "typeof secret", ""].join("\n"));
+    const r = await run(
+      ["repl"],
+      ["const secret = 'kept'", "secret", "nope()", "secret.length", ".reset", "typeof secret", ""].join("\n"),
+    );
     const values = r.stdout.split("\n").filter((l) => !/ exec · /.test(l));
     expect(values).toEqual([
       expect.stringMatching(/^quickjs-native REPL/),
@@ -242,7 +267,13 @@ describe("quickjs-native bench", () => {
   it("runs npm run bench:quick in the package root once the dependencies are there", async () => {
     mkdirSync(join(dir, "bench/node_modules"), { recursive: true });
     const marker = join(dir, "ran.txt");
-    writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "stand-in", scripts: { "bench:quick": `node -e "require('fs').writeFileSync('ran.txt','quick')"` } }));
+    writeFileSync(
+      join(dir, "package.json"),
+      JSON.stringify({
+        name: "stand-in",
+        scripts: { "bench:quick": `node -e "require('fs').writeFileSync('ran.txt','quick')"` },
+      }),
+    );
     const spawned = await benchIn(dir);
     expect(spawned.code).toBe(0);
     expect(readFileSync(marker, "utf8")).toBe("quick");

@@ -18,7 +18,13 @@ describe("npm run demo", () => {
   beforeAll(() => {
     if (!existsSync(demo)) throw new Error(`${demo} is missing: run \`npm run build:ts\` (npm test does)`);
     // No provider keys and a dead proxy: the demo must not need either.
-    const env = { ...process.env, OPENAI_API_KEY: "", ANTHROPIC_API_KEY: "", HTTPS_PROXY: "http://127.0.0.1:9", HTTP_PROXY: "http://127.0.0.1:9" };
+    const env = {
+      ...process.env,
+      OPENAI_API_KEY: "",
+      ANTHROPIC_API_KEY: "",
+      HTTPS_PROXY: "http://127.0.0.1:9",
+      HTTP_PROXY: "http://127.0.0.1:9",
+    };
     const r = spawnSync(process.execPath, [demo], { cwd: root, env, encoding: "utf8", timeout: 60_000 });
     run = { status: r.status, stdout: r.stdout, stderr: r.stderr };
   }, 70_000);

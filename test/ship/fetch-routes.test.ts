@@ -5,7 +5,18 @@
  * present after `npm ci`), reached through QUICKJS_NG_GIT_URL: no network is used.
  */
 import { spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -20,7 +31,10 @@ let work: string;
 let pathWithoutApt: string;
 
 function git(cwd: string, ...args: string[]): void {
-  const r = spawnSync("git", ["-c", "user.name=test", "-c", "user.email=test@invalid", ...args], { cwd, encoding: "utf8" });
+  const r = spawnSync("git", ["-c", "user.name=test", "-c", "user.email=test@invalid", ...args], {
+    cwd,
+    encoding: "utf8",
+  });
   if (r.status !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr}`);
 }
 
@@ -51,7 +65,8 @@ function fetchWithoutApt(name: string, gitUrl: string): { status: number | null;
 }
 
 beforeAll(() => {
-  if (!existsSync(join(pristine, "quickjs.c"))) throw new Error("deps/quickjs-ng-src is missing: run `bash deps/fetch-quickjs.sh`");
+  if (!existsSync(join(pristine, "quickjs.c")))
+    throw new Error("deps/quickjs-ng-src is missing: run `bash deps/fetch-quickjs.sh`");
   work = mkdtempSync(join(tmpdir(), "qjsn-fetch-"));
   // Every executable on PATH except apt and apt-get, as on a machine that is not Debian.
   pathWithoutApt = join(work, "bin");
@@ -70,33 +85,48 @@ afterAll(() => {
 });
 
 describe("fetch-quickjs.sh without apt", () => {
-  it("builds its tree from the upstream tag when every pinned file matches", () => {
-    const url = upstreamRepo("upstream-good", () => {});
-    const r = fetchWithoutApt("good", url);
-    expect(r.stderr).toContain(`cloning ${lock.upstream.tag}`);
-    expect(r.status).toBe(0);
-    // The patched tree is there, and the pristine copy holds exactly the pinned files.
-    expect(existsSync(join(r.deps, "quickjs-ng/.stamp"))).toBe(true);
-    expect(readdirSync(join(r.deps, "quickjs-ng-src")).sort()).toEqual(readdirSync(pristine).sort());
-    expect(readFileSync(join(r.deps, "quickjs-ng-src/quickjs.c"))).toEqual(readFileSync(join(pristine, "quickjs.c")));
-  }, slowCase);
+  it(
+    "builds its tree from the upstream tag when every pinned file matches",
+    () => {
+      const url = upstreamRepo("upstream-good", () => {});
+      const r = fetchWithoutApt("good", url);
+      expect(r.stderr).toContain(`cloning ${lock.upstream.tag}`);
+      expect(r.status).toBe(0);
+      // The patched tree is there, and the pristine copy holds exactly the pinned files.
+      expect(existsSync(join(r.deps, "quickjs-ng/.stamp"))).toBe(true);
+      expect(readdirSync(join(r.deps, "quickjs-ng-src")).sort()).toEqual(readdirSync(pristine).sort());
+      expect(readFileSync(join(r.deps, "quickjs-ng-src/quickjs.c"))).toEqual(readFileSync(join(pristine, "quickjs.c")));
+    },
+    slowCase,
+  );
 
-  it("refuses a tag whose engine source differs from the pinned sha256, naming the file", () => {
-    const url = upstreamRepo("upstream-tampered", (dir) => {
-      writeFileSync(join(dir, "quickjs.c"), readFileSync(join(dir, "quickjs.c"), "utf8").replace("JS_NewRuntime", "JS_NewRuntimX"));
-    });
-    const r = fetchWithoutApt("tampered", url);
-    expect(r.status).not.toBe(0);
-    expect(r.stderr).toMatch(/differs from the pinned QuickJS-ng .*refusing to build/s);
-    expect(r.stderr).toContain("quickjs.c: FAILED");
-    expect(existsSync(join(r.deps, "quickjs-ng"))).toBe(false);
-  }, slowCase);
+  it(
+    "refuses a tag whose engine source differs from the pinned sha256, naming the file",
+    () => {
+      const url = upstreamRepo("upstream-tampered", (dir) => {
+        writeFileSync(
+          join(dir, "quickjs.c"),
+          readFileSync(join(dir, "quickjs.c"), "utf8").replace("JS_NewRuntime", "JS_NewRuntimX"),
+        );
+      });
+      const r = fetchWithoutApt("tampered", url);
+      expect(r.status).not.toBe(0);
+      expect(r.stderr).toMatch(/differs from the pinned QuickJS-ng .*refusing to build/s);
+      expect(r.stderr).toContain("quickjs.c: FAILED");
+      expect(existsSync(join(r.deps, "quickjs-ng"))).toBe(false);
+    },
+    slowCase,
+  );
 
-  it("refuses a tag that lacks a pinned file", () => {
-    const url = upstreamRepo("upstream-missing", (dir) => rmSync(join(dir, "libregexp.c")));
-    const r = fetchWithoutApt("missing", url);
-    expect(r.status).not.toBe(0);
-    expect(r.stderr).toContain("libregexp.c");
-    expect(existsSync(join(r.deps, "quickjs-ng"))).toBe(false);
-  }, slowCase);
+  it(
+    "refuses a tag that lacks a pinned file",
+    () => {
+      const url = upstreamRepo("upstream-missing", (dir) => rmSync(join(dir, "libregexp.c")));
+      const r = fetchWithoutApt("missing", url);
+      expect(r.status).not.toBe(0);
+      expect(r.stderr).toContain("libregexp.c");
+      expect(existsSync(join(r.deps, "quickjs-ng"))).toBe(false);
+    },
+    slowCase,
+  );
 });

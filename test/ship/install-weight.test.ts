@@ -49,7 +49,8 @@ function productionClosure(dir: string): Set<string> {
 /** Bytes of every file under `dir`. */
 function bytesUnder(dir: string): number {
   let total = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) if (entry.isFile()) total += statSync(join(entry.parentPath, entry.name)).size;
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true }))
+    if (entry.isFile()) total += statSync(join(entry.parentPath, entry.name)).size;
   return total;
 }
 
@@ -64,7 +65,9 @@ describe("npm install quickjs-native without LangChain", () => {
 
   it("pulls no zod: only the LangChain layer uses it, and langchain brings it", () => {
     expect(closure.has("zod")).toBe(false);
-    const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { peerDependenciesMeta: Record<string, { optional?: boolean }> };
+    const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
+      peerDependenciesMeta: Record<string, { optional?: boolean }>;
+    };
     expect(manifest.peerDependenciesMeta.zod?.optional).toBe(true);
   });
 
@@ -72,7 +75,8 @@ describe("npm install quickjs-native without LangChain", () => {
     const install = readFileSync(join(root, "scripts/install.js"), "utf8");
     expect(install).toMatch(/require\("node-api-headers"\)/);
     expect(install).toMatch(/require\("node-addon-api"\)\.include_dir/);
-    for (const name of ["node-api-headers", "node-addon-api", "node-gyp-build"]) expect(closure.has(name), name).toBe(true);
+    for (const name of ["node-api-headers", "node-addon-api", "node-gyp-build"])
+      expect(closure.has(name), name).toBe(true);
   });
 
   it("pulls no TypeScript compiler: run-time type stripping is @swc/wasm-typescript, pinned", () => {
@@ -89,7 +93,10 @@ describe("npm install quickjs-native without LangChain", () => {
 
   it("the README quotes the measured figure, at most 15 MB, and the script that measures it", () => {
     const readme = readFileSync(join(root, "README.md"), "utf8");
-    const figure = /\*\*Install size\.\*\* The Sandbox alone installs \d+ packages, ([\d.]+) MiB on disk \(`bash scripts\/install-size\.sh`/.exec(readme);
+    const figure =
+      /\*\*Install size\.\*\* The Sandbox alone installs \d+ packages, ([\d.]+) MiB on disk \(`bash scripts\/install-size\.sh`/.exec(
+        readme,
+      );
     expect(figure).not.toBeNull();
     expect(Number(figure?.[1]) * 1024 * 1024).toBeLessThanOrEqual(15 * MB);
     expect(existsSync(join(root, "scripts/install-size.sh"))).toBe(true);

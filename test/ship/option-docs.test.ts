@@ -26,11 +26,20 @@ let service: ts.LanguageService;
 beforeAll(() => {
   if (!existsSync(entry)) throw new Error("dist/ is missing: run `npm run build:ts` (npm test does)");
   writeFileSync(file, source);
-  const options: ts.CompilerOptions = { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, strict: true, exactOptionalPropertyTypes: true, target: ts.ScriptTarget.ES2022, noEmit: true, skipLibCheck: true };
+  const options: ts.CompilerOptions = {
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    strict: true,
+    exactOptionalPropertyTypes: true,
+    target: ts.ScriptTarget.ES2022,
+    noEmit: true,
+    skipLibCheck: true,
+  };
   service = ts.createLanguageService({
     getScriptFileNames: () => [file],
     getScriptVersion: () => "1",
-    getScriptSnapshot: (name) => (ts.sys.fileExists(name) ? ts.ScriptSnapshot.fromString(ts.sys.readFile(name) ?? "") : undefined),
+    getScriptSnapshot: (name) =>
+      ts.sys.fileExists(name) ? ts.ScriptSnapshot.fromString(ts.sys.readFile(name) ?? "") : undefined,
     getCurrentDirectory: () => root,
     getCompilationSettings: () => options,
     getDefaultLibFileName: (o) => ts.getDefaultLibFilePath(o),
@@ -52,7 +61,9 @@ function hover(at: string): { type: string; doc: string } {
 describe("CodeInterpreterMiddlewareOptions in the built declarations", () => {
   // Type-checking against langchain's declarations takes seconds, more on a loaded machine.
   it("compiles in a strict consumer", { timeout: 180_000 }, () => {
-    expect(service.getSemanticDiagnostics(file).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"))).toEqual([]);
+    expect(
+      service.getSemanticDiagnostics(file).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n")),
+    ).toEqual([]);
   });
 
   it("shows a plain object type, without zod's types", () => {

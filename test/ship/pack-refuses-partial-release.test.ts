@@ -20,13 +20,25 @@ function prepack(env: Record<string, string> = {}): { status: number | null; std
   expect(command).toBe("node");
   const clean = { ...process.env };
   delete clean.QJSN_HOST_ONLY_TARBALL;
-  const r = spawnSync(process.execPath, args, { cwd: copy, env: { ...clean, ...env }, encoding: "utf8", timeout: 60_000 });
+  const r = spawnSync(process.execPath, args, {
+    cwd: copy,
+    env: { ...clean, ...env },
+    encoding: "utf8",
+    timeout: 60_000,
+  });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 beforeAll(() => {
   copy = mkdtempSync(join(tmpdir(), "qjsn-prepack-"));
-  for (const part of ["scripts/prebuild.js", "package.json", "CMakeLists.txt", "native", "deps/patches", "deps/quickjs-ng.lock.json"]) {
+  for (const part of [
+    "scripts/prebuild.js",
+    "package.json",
+    "CMakeLists.txt",
+    "native",
+    "deps/patches",
+    "deps/quickjs-ng.lock.json",
+  ]) {
     mkdirSync(dirname(join(copy, part)), { recursive: true });
     cpSync(join(root, part), join(copy, part), { recursive: true });
   }
@@ -50,9 +62,16 @@ describe("prepack", () => {
     // The stamps --release writes, with the digest of the current sources.
     const stamps = join(copy, "build-prebuild/stamps");
     mkdirSync(stamps, { recursive: true });
-    const digest = spawnSync(process.execPath, ["scripts/prebuild.js", "--digest"], { cwd: copy, encoding: "utf8" }).stdout.trim();
+    const digest = spawnSync(process.execPath, ["scripts/prebuild.js", "--digest"], {
+      cwd: copy,
+      encoding: "utf8",
+    }).stdout.trim();
     expect(digest).toMatch(/^[0-9a-f]{64}$/);
-    for (const [dir, file] of [["linux-x64", "quickjs-native.napi.glibc.node"], ["linux-arm64", "quickjs-native.napi.glibc.node"], ["win32-x64", "quickjs-native.napi.node"]] as const) {
+    for (const [dir, file] of [
+      ["linux-x64", "quickjs-native.napi.glibc.node"],
+      ["linux-arm64", "quickjs-native.napi.glibc.node"],
+      ["win32-x64", "quickjs-native.napi.node"],
+    ] as const) {
       mkdirSync(join(copy, "prebuilds", dir), { recursive: true });
       writeFileSync(join(copy, "prebuilds", dir, file), "release build");
       writeFileSync(join(stamps, dir), digest);

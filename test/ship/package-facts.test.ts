@@ -26,8 +26,10 @@ function satisfies(version: string, range: string): boolean {
 
 describe("engines names only Node versions whose require() loads the package", () => {
   it("admits 20.19+, 22.12+ and 24, and no release where require() of an ES module throws", () => {
-    for (const ok of ["20.19.0", "20.20.2", "22.12.0", "24.0.0"]) expect(satisfies(ok, pkg.engines.node), ok).toBe(true);
-    for (const bad of ["18.20.0", "20.0.0", "20.18.3", "21.7.0", "22.11.0"]) expect(satisfies(bad, pkg.engines.node), bad).toBe(false);
+    for (const ok of ["20.19.0", "20.20.2", "22.12.0", "24.0.0"])
+      expect(satisfies(ok, pkg.engines.node), ok).toBe(true);
+    for (const bad of ["18.20.0", "20.0.0", "20.18.3", "21.7.0", "22.11.0"])
+      expect(satisfies(bad, pkg.engines.node), bad).toBe(false);
   });
 
   it("require() loads every entry point on this Node", () => {
@@ -54,9 +56,15 @@ describe("published source maps", () => {
     const maps = (readdirSync(join(root, "dist"), { recursive: true }) as string[]).filter((f) => f.endsWith(".map"));
     expect(maps.length).toBeGreaterThan(0);
     for (const file of maps) {
-      const map = JSON.parse(readFileSync(join(root, "dist", file), "utf8")) as { sources: string[]; sourcesContent?: unknown[] };
+      const map = JSON.parse(readFileSync(join(root, "dist", file), "utf8")) as {
+        sources: string[];
+        sourcesContent?: unknown[];
+      };
       expect(map.sourcesContent?.length, file).toBe(map.sources.length);
-      expect(map.sourcesContent!.every((c) => typeof c === "string"), file).toBe(true);
+      expect(
+        map.sourcesContent!.every((c) => typeof c === "string"),
+        file,
+      ).toBe(true);
     }
   });
 });

@@ -65,12 +65,19 @@ function extractBlocks(markdown: string): Block[] {
 
 /** A parse of one block, with every statement and every string-like literal range. */
 function parse(block: Block): { source: ts.SourceFile; statements: ts.Statement[]; literals: Array<[number, number]> } {
-  const source = ts.createSourceFile(`block.${block.lang}`, block.code, ts.ScriptTarget.ES2022, true, block.lang === "ts" ? ts.ScriptKind.TS : ts.ScriptKind.JS);
+  const source = ts.createSourceFile(
+    `block.${block.lang}`,
+    block.code,
+    ts.ScriptTarget.ES2022,
+    true,
+    block.lang === "ts" ? ts.ScriptKind.TS : ts.ScriptKind.JS,
+  );
   const statements: ts.Statement[] = [];
   const literals: Array<[number, number]> = [];
   const visit = (node: ts.Node): void => {
     if (ts.isStatement(node) || ts.isVariableStatement(node)) statements.push(node as ts.Statement);
-    if (ts.isStringLiteral(node) || ts.isTemplateLiteralToken(node) || ts.isRegularExpressionLiteral(node)) literals.push([node.getStart(source), node.end]);
+    if (ts.isStringLiteral(node) || ts.isTemplateLiteralToken(node) || ts.isRegularExpressionLiteral(node))
+      literals.push([node.getStart(source), node.end]);
     ts.forEachChild(node, visit);
   };
   visit(source);
@@ -81,7 +88,10 @@ function parse(block: Block): { source: ts.SourceFile; statements: ts.Statement[
 function syntaxErrors(block: Block): string[] {
   const { source } = parse(block);
   const diagnostics = (source as unknown as { parseDiagnostics?: ts.Diagnostic[] }).parseDiagnostics ?? [];
-  return diagnostics.map((d) => `${ts.flattenDiagnosticMessageText(d.messageText, "\n")} (README line ${block.line + source.getLineAndCharacterOfPosition(d.start ?? 0).line})`);
+  return diagnostics.map(
+    (d) =>
+      `${ts.flattenDiagnosticMessageText(d.messageText, "\n")} (README line ${block.line + source.getLineAndCharacterOfPosition(d.start ?? 0).line})`,
+  );
 }
 
 /** An expected value: README line, and the text after `// =>`. */
@@ -126,15 +136,22 @@ function instrument(block: Block): { module: string; expectations: Expectation[]
       const expr = target.expression;
       const text = code.slice(expr.getStart(source), expr.end);
       edits.push({ at: expr.getStart(source), end: expr.end, text: check(`(${text})`) });
-    } else if (ts.isVariableStatement(target) && target.declarationList.declarations.length === 1 && ts.isIdentifier(target.declarationList.declarations[0]!.name)) {
+    } else if (
+      ts.isVariableStatement(target) &&
+      target.declarationList.declarations.length === 1 &&
+      ts.isIdentifier(target.declarationList.declarations[0]!.name)
+    ) {
       const name = target.declarationList.declarations[0]!.name.text;
       edits.push({ at: target.end, end: target.end, text: ` ${check(name)};` });
     } else {
-      throw new Error(`${where}: \`// =>\` must follow an expression statement or a single-variable declaration, not a ${ts.SyntaxKind[target.kind]}`);
+      throw new Error(
+        `${where}: \`// =>\` must follow an expression statement or a single-variable declaration, not a ${ts.SyntaxKind[target.kind]}`,
+      );
     }
   }
   let instrumented = code;
-  for (const e of edits.sort((a, b) => b.at - a.at)) instrumented = instrumented.slice(0, e.at) + e.text + instrumented.slice(e.end);
+  for (const e of edits.sort((a, b) => b.at - a.at))
+    instrumented = instrumented.slice(0, e.at) + e.text + instrumented.slice(e.end);
   const js = ts.transpileModule(instrumented, {
     compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, sourceMap: false },
     fileName: `block.${block.lang}`,
@@ -178,7 +195,8 @@ function runModule(dir: string, name: string, module: string): Promise<RunResult
     child.on("close", (code) => {
       clearTimeout(timer);
       const mark = stdout.lastIndexOf(CHECKED_MARK);
-      const reached = mark >= 0 ? (JSON.parse(stdout.slice(mark + CHECKED_MARK.length).split("\n")[0]!) as number[]) : [];
+      const reached =
+        mark >= 0 ? (JSON.parse(stdout.slice(mark + CHECKED_MARK.length).split("\n")[0]!) as number[]) : [];
       resolve({ code, stdout: mark >= 0 ? stdout.slice(0, mark) : stdout, stderr, reached });
     });
   });
@@ -195,7 +213,8 @@ async function failureOf(dir: string, name: string, block: Block): Promise<strin
   const r = await runModule(dir, name, instrumented.module);
   if (r.code !== 0) return `exit code ${r.code}\n${r.stderr}`;
   const missed = instrumented.expectations.filter((_, id) => !r.reached.includes(id));
-  if (missed.length) return `never reached: ${missed.map((e) => `README line ${e.line} (// => ${e.expected})`).join(", ")}`;
+  if (missed.length)
+    return `never reached: ${missed.map((e) => `README line ${e.line} (// => ${e.expected})`).join(", ")}`;
   return undefined;
 }
 
@@ -204,7 +223,8 @@ const blocks = extractBlocks(readme);
 let dir: string;
 
 beforeAll(() => {
-  if (!existsSync(join(root, "dist/index.js"))) throw new Error("dist/ is missing: run `npm run build:ts` (npm test does)");
+  if (!existsSync(join(root, "dist/index.js")))
+    throw new Error("dist/ is missing: run `npm run build:ts` (npm test does)");
   dir = mkdtempSync(join(root, ".readme-examples-"));
 });
 afterAll(() => {
@@ -278,7 +298,10 @@ function typeErrors(files: string[], inFile: (path: string) => boolean, extra: t
     .getPreEmitDiagnostics(program)
     .filter((d) => d.file === undefined || inFile(d.file.fileName))
     .map((d) => {
-      const where = d.file && d.start !== undefined ? `${d.file.fileName}:${d.file.getLineAndCharacterOfPosition(d.start).line + 1}: ` : "";
+      const where =
+        d.file && d.start !== undefined
+          ? `${d.file.fileName}:${d.file.getLineAndCharacterOfPosition(d.start).line + 1}: `
+          : "";
       return `${where}${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`;
     });
 }
@@ -300,15 +323,22 @@ describe("README.md TypeScript examples type-check in a strict project (tsc --in
         writeFileSync(context, FRAGMENT_CONTEXT);
         files.push(context);
       }
-      const errors = typeErrors(files, (path) => path === file).map((e) => e.replace(/^[^:]*typed-\d+\.ts:(\d+)/, (_m, l: string) => `README line ${block.line + Number(l) - 1}`));
+      const errors = typeErrors(files, (path) => path === file).map((e) =>
+        e.replace(/^[^:]*typed-\d+\.ts:(\d+)/, (_m, l: string) => `README line ${block.line + Number(l) - 1}`),
+      );
       expect(errors).toEqual([]);
     }, 120_000);
   }
 
   it("the published declarations of every entry point need no @types/node", () => {
     const file = join(dir, "entry-points.ts");
-    const entries = Object.keys((JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { exports: Record<string, unknown> }).exports).filter((e) => e !== "./package.json");
-    writeFileSync(file, entries.map((e, i) => `export * as e${i} from "${e.replace(/^\./, "quickjs-native")}";`).join("\n"));
+    const entries = Object.keys(
+      (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { exports: Record<string, unknown> }).exports,
+    ).filter((e) => e !== "./package.json");
+    writeFileSync(
+      file,
+      entries.map((e, i) => `export * as e${i} from "${e.replace(/^\./, "quickjs-native")}";`).join("\n"),
+    );
     const ours = join(root, "dist");
     expect(typeErrors([file], (path) => path === file || path.startsWith(ours), { skipLibCheck: false })).toEqual([]);
   }, 120_000);
@@ -328,17 +358,29 @@ describe("the README examples check itself", () => {
   }, 70_000);
 
   it("fails when the code is changed and the comment is not", async () => {
-    const failure = await failureOf(dir, "mutated-code", { lang: "js", line: 1, code: "const n = [1, 2, 3].length + 1;\nn // => 3" });
+    const failure = await failureOf(dir, "mutated-code", {
+      lang: "js",
+      line: 1,
+      code: "const n = [1, 2, 3].length + 1;\nn // => 3",
+    });
     expect(failure).toContain("README line 2: expected 3");
   }, 70_000);
 
   it("fails on a // => that cannot be checked or is never reached", async () => {
-    expect(await failureOf(dir, "unattached", { lang: "js", line: 1, code: "if (true) {\n}\n// => 1" })).toContain("README line 3: `// =>` must follow");
-    expect(await failureOf(dir, "unreached", { lang: "js", line: 1, code: "function f() {\n  1 + 1; // => 2\n}" })).toContain("never reached: README line 2");
+    expect(await failureOf(dir, "unattached", { lang: "js", line: 1, code: "if (true) {\n}\n// => 1" })).toContain(
+      "README line 3: `// =>` must follow",
+    );
+    expect(
+      await failureOf(dir, "unreached", { lang: "js", line: 1, code: "function f() {\n  1 + 1; // => 2\n}" }),
+    ).toContain("never reached: README line 2");
   }, 70_000);
 
   it("fails when a block throws", async () => {
-    const failure = await failureOf(dir, "throws", { lang: "ts", line: 1, code: 'import { Sandbox } from "quickjs-native";\nconst s: Sandbox = new Sandbox();\ns.evalSync("throw new Error(\'nope\')");' });
+    const failure = await failureOf(dir, "throws", {
+      lang: "ts",
+      line: 1,
+      code: 'import { Sandbox } from "quickjs-native";\nconst s: Sandbox = new Sandbox();\ns.evalSync("throw new Error(\'nope\')");',
+    });
     expect(failure).toMatch(/exit code 1[\s\S]*nope/);
   }, 70_000);
 });

@@ -24,7 +24,10 @@ function median(xs) {
 function measure(label, rows, runs) {
   const sb = new Sandbox({ memoryLimitBytes: 256 * 1024 * 1024 });
   sb.evalSync(stateScript(rows));
-  const snapMs = [], restoreMs = [], signedSnapMs = [], signedRestoreMs = [];
+  const snapMs = [],
+    restoreMs = [],
+    signedSnapMs = [],
+    signedRestoreMs = [];
   let bytes, signedBytes;
   for (let i = 0; i < runs; i++) {
     let t = performance.now();
@@ -33,7 +36,8 @@ function measure(label, rows, runs) {
     t = performance.now();
     const { sandbox } = Sandbox.restore(bytes, { memoryLimitBytes: 256 * 1024 * 1024 });
     restoreMs.push(performance.now() - t);
-    if (sandbox.evalSync("acc.mean() > 0 && byId.get(3) === data[3]") !== true) throw new Error("restored state is wrong");
+    if (sandbox.evalSync("acc.mean() > 0 && byId.get(3) === data[3]") !== true)
+      throw new Error("restored state is wrong");
     sandbox.dispose();
     t = performance.now();
     signedBytes = sb.snapshot({ signing });
@@ -49,7 +53,8 @@ function measure(label, rows, runs) {
     sb.evalSync("JSON.parse(JSON.stringify(data)).length");
     jsonMs.push(performance.now() - t);
   }
-  const zipMs = [], unzipMs = [];
+  const zipMs = [],
+    unzipMs = [];
   let zipped;
   for (let i = 0; i < Math.min(runs, 20); i++) {
     let t = performance.now();
@@ -66,7 +71,9 @@ function measure(label, rows, runs) {
       `snapshot ${f(median(snapMs))} ms  restore ${f(median(restoreMs))} ms  turn ${f(median(snapMs) + median(restoreMs))} ms  ` +
       `| signed: snapshot ${f(median(signedSnapMs))} ms  restore ${f(median(signedRestoreMs))} ms  | guest JSON round trip of data ${f(median(jsonMs))} ms`,
   );
-  console.log(`${"".padEnd(8)} signed+deflated: bytes=${zipped.length}  snapshot ${f(median(zipMs))} ms  restore ${f(median(unzipMs))} ms`);
+  console.log(
+    `${"".padEnd(8)} signed+deflated: bytes=${zipped.length}  snapshot ${f(median(zipMs))} ms  restore ${f(median(unzipMs))} ms`,
+  );
 }
 
 // Warm up the baseline global list and the code paths.

@@ -14,12 +14,22 @@ import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { decodeValue, encodeValue } from "../../src/marshal.js";
-import { isNativeError, JobKind, native, NativeStatus, type NativeDispatcher, type NativeHandle, type NativePrimitiveDispatcher } from "../../src/native.js";
+import {
+  isNativeError,
+  JobKind,
+  native,
+  NativeStatus,
+  type NativeDispatcher,
+  type NativeHandle,
+  type NativePrimitiveDispatcher,
+} from "../../src/native.js";
 import { createHandle, requestEval, requestSnapshot } from "../../src/request.js";
 
 const FIXTURE = new URL("./fixtures/format-stability.json", import.meta.url);
 const UPDATE = process.env.UPDATE_FORMAT_DIGESTS === "1";
-const expected: Record<string, string> = UPDATE ? {} : (JSON.parse(readFileSync(FIXTURE, "utf8")) as Record<string, string>);
+const expected: Record<string, string> = UPDATE
+  ? {}
+  : (JSON.parse(readFileSync(FIXTURE, "utf8")) as Record<string, string>);
 const actual: Record<string, string> = {};
 
 const BUDGET_MS = 60_000; // a budget, never a timing assertion: these evals are tiny
@@ -43,7 +53,18 @@ const recordArgs: NativeDispatcher = (kind, _fnId, _callId, argLength, args) => 
 const noPrimitiveCalls: NativePrimitiveDispatcher = () => undefined;
 
 function handle(): NativeHandle {
-  const h = createHandle({ memoryLimitBytes: 64 << 20, maxStackSizeBytes: 1 << 20, captureConsole: false, maxConsoleBytes: 0, copyLimitBytes: 256 << 20, maxHostCallsInFlight: 10_000 }, recordArgs, noPrimitiveCalls);
+  const h = createHandle(
+    {
+      memoryLimitBytes: 64 << 20,
+      maxStackSizeBytes: 1 << 20,
+      captureConsole: false,
+      maxConsoleBytes: 0,
+      copyLimitBytes: 256 << 20,
+      maxHostCallsInFlight: 10_000,
+    },
+    recordArgs,
+    noPrimitiveCalls,
+  );
   live.push(h);
   return h;
 }
@@ -58,7 +79,8 @@ function evalBytes(h: NativeHandle, code: string, describe: boolean): Buffer | s
   const extras = native.evalSync(code, "<stability>");
   const s = native.syncStats;
   // A guest error's value is the thrown value: its text says what failed.
-  if (s[0] !== 0) return `status ${s[0]}: ${extras?.[1] ?? ""} ${s[0] === 1 ? String((decodeValue(valueBytes(extras)) as Error).message) : ""}`;
+  if (s[0] !== 0)
+    return `status ${s[0]}: ${extras?.[1] ?? ""} ${s[0] === 1 ? String((decodeValue(valueBytes(extras)) as Error).message) : ""}`;
   return valueBytes(extras);
 }
 
@@ -163,12 +185,27 @@ describe("the boundary codec writes the same bytes for every shape", () => {
       scalars: [undefined, null, true, false, 7, -0, 0.5, "s", "日本", 2n ** 70n, -(2n ** 70n)],
       shared: [shared, shared, { shared }],
       cyclic,
-      collections: [new Map<unknown, unknown>([[1, shared], [shared, "v"]]), new Set([1, "x", shared])],
-      views: [new Uint8Array(buf, 1, 4), new Int16Array(buf, 2, 3), new Float64Array(buf, 8, 2), new DataView(buf, 3, 5), buf],
+      collections: [
+        new Map<unknown, unknown>([
+          [1, shared],
+          [shared, "v"],
+        ]),
+        new Set([1, "x", shared]),
+      ],
+      views: [
+        new Uint8Array(buf, 1, 4),
+        new Int16Array(buf, 2, 3),
+        new Float64Array(buf, 8, 2),
+        new DataView(buf, 3, 5),
+        buf,
+      ],
       dates: [new Date(0), new Date(NaN)],
       regexps: [/a+b/gi, /x/y],
       // Fixed stacks: a host error's own stack names this file's path, which differs per checkout.
-      errors: [Object.assign(new TypeError("host"), { stack: "TypeError: host\n    at test" }), Object.assign(new RangeError("r"), { stack: "RangeError: r" })],
+      errors: [
+        Object.assign(new TypeError("host"), { stack: "TypeError: host\n    at test" }),
+        Object.assign(new RangeError("r"), { stack: "RangeError: r" }),
+      ],
       sparse: [1, , 3],
       nullProto: Object.assign(Object.create(null) as object, { a: 1 }),
     };

@@ -39,7 +39,10 @@ function sealed(body: Uint8Array, flags = 0): Uint8Array {
   out.writeUInt32LE(body.length, 12);
   out.write("0.17.0", 24, "latin1");
   out.set(body, 32);
-  createHash("sha256").update(out.subarray(0, 32 + body.length)).digest().copy(out, 32 + body.length);
+  createHash("sha256")
+    .update(out.subarray(0, 32 + body.length))
+    .digest()
+    .copy(out, 32 + body.length);
   return out;
 }
 
@@ -57,7 +60,14 @@ describe("a signed snapshot is refused when anything changed", () => {
     live.push(sandbox);
     expect(notRestored).toEqual([]);
     expect(sandbox.evalSync("a.self === a && list[1] === a && f(1)")).toBe(2);
-    expect(inspectSnapshot(bytes)).toEqual({ formatVersion: 2, signed: true, compressed: false, turn: 4, engineVersion: "0.17.0", bodyBytes: bytes.length - SNAPSHOT_OVERHEAD_BYTES });
+    expect(inspectSnapshot(bytes)).toEqual({
+      formatVersion: 2,
+      signed: true,
+      compressed: false,
+      turn: 4,
+      engineVersion: "0.17.0",
+      bodyBytes: bytes.length - SNAPSHOT_OVERHEAD_BYTES,
+    });
   });
 
   it("refuses it truncated at every length", () => {
@@ -132,7 +142,9 @@ describe("the body reader is hardened against data that passes the checksum", ()
         codes.set(code, (codes.get(code) ?? 0) + 1);
       }
     }
-    expect([...codes.keys()].every((c) => ["ok", "INVALID_SNAPSHOT", "TIMEOUT", "OUT_OF_MEMORY"].includes(c))).toBe(true);
+    expect([...codes.keys()].every((c) => ["ok", "INVALID_SNAPSHOT", "TIMEOUT", "OUT_OF_MEMORY"].includes(c))).toBe(
+      true,
+    );
     expect(codes.get("INVALID_SNAPSHOT")).toBeGreaterThan(body.length);
   }, 300_000);
 
@@ -141,7 +153,9 @@ describe("the body reader is hardened against data that passes the checksum", ()
     entries.writeUInt32LE(0xffffffff);
     expect(attempt(sealed(entries))).toBe("INVALID_SNAPSHOT");
     // One global whose value is an array claiming 4 billion entries.
-    const hugeArray = Buffer.from([1, 0, 0, 0, 0, 0, 0x14, 1, 0, 0, 0, 0x61, 0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
+    const hugeArray = Buffer.from([
+      1, 0, 0, 0, 0, 0, 0x14, 1, 0, 0, 0, 0x61, 0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    ]);
     expect(attempt(sealed(hugeArray))).toBe("INVALID_SNAPSHOT");
     // A function whose source length runs past the end.
     const longSource = Buffer.from([1, 0, 0, 0, 0, 0, 0x14, 1, 0, 0, 0, 0x61, 0x15, 0xff, 0xff, 0xff, 0x7f, 0x41]);
@@ -152,10 +166,14 @@ describe("the body reader is hardened against data that passes the checksum", ()
     const header = (n: number): number[] => [n, 0, 0, 0];
     const entry = (name: string): number[] => [0, 7, 0x14, name.length, 0, 0, 0, ...Buffer.from(name, "latin1")];
     const placeholderInSet = [0x0d, 1, 0, 0, 0, 0x18, 0x14, 1, 0, 0, 0, 0x78, 0x14, 1, 0, 0, 0, 0x78];
-    expect(attempt(sealed(Uint8Array.from([...header(1), ...entry("a"), ...placeholderInSet])))).toBe("INVALID_SNAPSHOT");
+    expect(attempt(sealed(Uint8Array.from([...header(1), ...entry("a"), ...placeholderInSet])))).toBe(
+      "INVALID_SNAPSHOT",
+    );
     const forward = [0x11, 5, 0, 0, 0];
     expect(attempt(sealed(Uint8Array.from([...header(1), ...entry("a"), ...forward])))).toBe("INVALID_SNAPSHOT");
-    expect(attempt(sealed(Uint8Array.from([...header(2), ...entry("a"), ...entry("a"), 0x00, 0x00])))).toBe("INVALID_SNAPSHOT");
+    expect(attempt(sealed(Uint8Array.from([...header(2), ...entry("a"), ...entry("a"), 0x00, 0x00])))).toBe(
+      "INVALID_SNAPSHOT",
+    );
     expect(attempt(sealed(Uint8Array.from([...header(1), ...entry("a"), 0x01])))).toBe("ok");
   });
 });
@@ -192,7 +210,9 @@ describe("maxSnapshotBytes", () => {
 
 describe("nesting", () => {
   it("state nested 500 deep round-trips; deeper than the 512-level cap is refused with INVALID_SNAPSHOT", () => {
-    const sb = sandboxWith("var deep = []; for (let i = 0; i < 500; i++) deep = [deep]; var m = new Map(); for (let i = 0; i < 40; i++) m = new Map([[1, m]])");
+    const sb = sandboxWith(
+      "var deep = []; for (let i = 0; i < 500; i++) deep = [deep]; var m = new Map(); for (let i = 0; i < 40; i++) m = new Map([[1, m]])",
+    );
     const { sandbox } = Sandbox.restore(sb.snapshot());
     live.push(sandbox);
     expect(sandbox.evalSync("let n = 0, d = deep; while (d.length) { d = d[0]; n++ } n")).toBe(500);
@@ -209,14 +229,20 @@ describe("nesting", () => {
 
 describe("compressed snapshots", () => {
   it("a deflated snapshot restores the same state, smaller, and is still refused when altered", () => {
-    const sb = sandboxWith("var rows = Array.from({ length: 500 }, (_, i) => ({ id: i, name: 'row ' + i, tags: ['a', 'b'] })); var box = { rows }; box.self = box");
+    const sb = sandboxWith(
+      "var rows = Array.from({ length: 500 }, (_, i) => ({ id: i, name: 'row ' + i, tags: ['a', 'b'] })); var box = { rows }; box.self = box",
+    );
     const plain = sb.snapshot({ signing });
     const small = sb.snapshot({ signing, compress: true });
     expect(small.length * 3).toBeLessThan(plain.length);
     expect(inspectSnapshot(small).compressed).toBe(true);
     const { sandbox } = Sandbox.restore(small, { signing });
     live.push(sandbox);
-    expect(sandbox.evalSync("[rows.length, rows[499].name, box.self === box && box.rows === rows]")).toEqual([500, "row 499", true]);
+    expect(sandbox.evalSync("[rows.length, rows[499].name, box.self === box && box.rows === rows]")).toEqual([
+      500,
+      "row 499",
+      true,
+    ]);
     for (const i of [0, 10, 20, 40, small.length - 40, small.length - 1]) {
       const copy = Uint8Array.from(small);
       copy[i]! ^= 0x04;

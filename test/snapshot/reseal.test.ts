@@ -40,7 +40,9 @@ describe("snapshotBody", () => {
   });
 
   it("refuses bytes that are not a snapshot with INVALID_SNAPSHOT", () => {
-    expect(() => snapshotBody(new Uint8Array(100))).toThrow(expect.objectContaining({ code: "INVALID_SNAPSHOT" }) as Error);
+    expect(() => snapshotBody(new Uint8Array(100))).toThrow(
+      expect.objectContaining({ code: "INVALID_SNAPSHOT" }) as Error,
+    );
   });
 });
 
@@ -53,8 +55,18 @@ describe("resealSnapshot", () => {
     const { sandbox } = Sandbox.restore(sealed, { signing });
     live.push(sandbox);
     expect(sandbox.evalSync("total() + ':' + rows[49].name + ':' + String(big)")).toBe(`50:row-49:${2n ** 80n}`);
-    expect(await codeOf(Promise.resolve().then(() => Sandbox.restore(sealed, { signing: { ...signing, turn: 8 } }).sandbox.dispose()))).toBe("INVALID_SNAPSHOT");
-    expect(await codeOf(Promise.resolve().then(() => Sandbox.restore(sealed, { signing: { ...signing, threadId: "thread-b" } }).sandbox.dispose()))).toBe("INVALID_SNAPSHOT");
+    expect(
+      await codeOf(
+        Promise.resolve().then(() => Sandbox.restore(sealed, { signing: { ...signing, turn: 8 } }).sandbox.dispose()),
+      ),
+    ).toBe("INVALID_SNAPSHOT");
+    expect(
+      await codeOf(
+        Promise.resolve().then(() =>
+          Sandbox.restore(sealed, { signing: { ...signing, threadId: "thread-b" } }).sandbox.dispose(),
+        ),
+      ),
+    ).toBe("INVALID_SNAPSHOT");
   });
 
   it("deflates and inflates the body on request, the state unchanged either way", async () => {
@@ -75,14 +87,20 @@ describe("resealSnapshot", () => {
     const to = { ...from, turn: 4 };
     expect(inspectSnapshot(await resealSnapshot(signed, { maxSnapshotBytes: MAX, from, signing: to })).turn).toBe(4);
     expect(await codeOf(resealSnapshot(signed, { maxSnapshotBytes: MAX, signing: to }))).toBe("INVALID_SNAPSHOT");
-    expect(await codeOf(resealSnapshot(signed, { maxSnapshotBytes: MAX, from: { ...from, key: "wrong-key-0123456789" }, signing: to }))).toBe("INVALID_SNAPSHOT");
+    expect(
+      await codeOf(
+        resealSnapshot(signed, { maxSnapshotBytes: MAX, from: { ...from, key: "wrong-key-0123456789" }, signing: to }),
+      ),
+    ).toBe("INVALID_SNAPSHOT");
   });
 
   it("never signs an altered snapshot: one flipped body byte is refused before sealing", async () => {
     const plain = sandboxWith(STATE).snapshot();
     const altered = Uint8Array.from(plain);
     altered[40] = altered[40]! ^ 1;
-    expect(await codeOf(resealSnapshot(altered, { maxSnapshotBytes: MAX, signing: { key: KEY, threadId: "t", turn: 1 } }))).toBe("INVALID_SNAPSHOT");
+    expect(
+      await codeOf(resealSnapshot(altered, { maxSnapshotBytes: MAX, signing: { key: KEY, threadId: "t", turn: 1 } })),
+    ).toBe("INVALID_SNAPSHOT");
   });
 
   it("refuses a snapshot over maxSnapshotBytes, and a body that would inflate past it", async () => {

@@ -42,7 +42,15 @@ describe("every value class survives a snapshot", () => {
     expect(restored.evalSync("big")).toBe(-(10n ** 40n));
     expect(Object.is(restored.evalSync("negZero"), -0)).toBe(true);
     expect(restored.evalSync("nan")).toBeNaN();
-    expect(restored.evalSync("[inf, int, frac, t, f, n, u]")).toEqual([-Infinity, 2147483647, 0.1, true, false, null, undefined]);
+    expect(restored.evalSync("[inf, int, frac, t, f, n, u]")).toEqual([
+      -Infinity,
+      2147483647,
+      0.1,
+      true,
+      false,
+      null,
+      undefined,
+    ]);
     expect(restored.evalSync("lone")).toBe("a\uD800b\uDFFF");
     expect(restored.evalSync("[nul, wide, latin]")).toEqual(["x\u0000y", "日本語 ✓", "café"]);
     expect(restored.evalSync("long.length")).toBe(100000);
@@ -52,7 +60,9 @@ describe("every value class survives a snapshot", () => {
   // The writer used to read " 1", "+2" and "-0" as indices 1, 2 and 0 (strtoull), so the restored
   // array's elements were overwritten by the values of those named properties.
   it("keeps array elements when the array has named properties that read as numbers (-0, ' 1', '+2')", () => {
-    const { restored } = carry(`var arr = [1, 2, 3]; arr["-0"] = "minus zero"; arr[" 1"] = "space"; arr["+2"] = "plus";`);
+    const { restored } = carry(
+      `var arr = [1, 2, 3]; arr["-0"] = "minus zero"; arr[" 1"] = "space"; arr["+2"] = "plus";`,
+    );
     expect(restored.evalSync("arr")).toEqual([1, 2, 3]);
     expect(restored.evalSync("Object.keys(arr)")).toEqual(["0", "1", "2"]);
   });
@@ -71,8 +81,19 @@ describe("every value class survives a snapshot", () => {
     expect(restored.evalSync("[sparse.length, 1 in sparse, sparse[0], sparse[9]]")).toEqual([10, false, 1, "end"]);
     expect(restored.evalSync("Object.getPrototypeOf(bare) === null && bare.k === 1")).toBe(true);
     expect(restored.evalSync("[when.toISOString(), isNaN(bad.getTime())]")).toEqual(["2024-02-29T00:00:00.000Z", true]);
-    expect(restored.evalSync("[re.source, re.flags, re.test('xabbc'), sticky.flags]")).toEqual(["a(b+)c", "gimsu", true, "y"]);
-    expect(restored.evalSync("[m instanceof Map, m.get(1), m.get('k').deep[0], m.get(2n), m.size]")).toEqual([true, "one", 1, null, 3]);
+    expect(restored.evalSync("[re.source, re.flags, re.test('xabbc'), sticky.flags]")).toEqual([
+      "a(b+)c",
+      "gimsu",
+      true,
+      "y",
+    ]);
+    expect(restored.evalSync("[m instanceof Map, m.get(1), m.get('k').deep[0], m.get(2n), m.size]")).toEqual([
+      true,
+      "one",
+      1,
+      null,
+      3,
+    ]);
     expect(restored.evalSync("[s instanceof Set, s.has('1'), s.has(1n), s.size]")).toEqual([true, true, true, 3]);
     expect(restored.evalSync("errs.map(e => [e instanceof Error, e.name, e.message])")).toEqual([
       [true, "Error", "e"],
@@ -81,7 +102,12 @@ describe("every value class survives a snapshot", () => {
     ]);
     expect(restored.evalSync("errs[1] instanceof TypeError")).toBe(true);
     expect(restored.evalSync("[...new Uint8Array(buf)].slice(0, 5)")).toEqual([1, 2, 3, 4, 0]);
-    expect(restored.evalSync("[[...i16], [...f64], [...big64], [...clamped]]")).toEqual([[-1, 2], [0.5, -0], [-5n], [255, 0]]);
+    expect(restored.evalSync("[[...i16], [...f64], [...big64], [...clamped]]")).toEqual([
+      [-1, 2],
+      [0.5, -0],
+      [-5n],
+      [255, 0],
+    ]);
   });
 });
 
@@ -100,7 +126,9 @@ describe("identity and cycles", () => {
   });
 
   it("keeps two views over one buffer on one buffer", () => {
-    const { restored } = carry("var buf = new ArrayBuffer(8); var bytes = new Uint8Array(buf), words = new Uint32Array(buf, 4, 1);");
+    const { restored } = carry(
+      "var buf = new ArrayBuffer(8); var bytes = new Uint8Array(buf), words = new Uint32Array(buf, 4, 1);",
+    );
     expect(restored.evalSync("bytes.buffer === words.buffer && words.buffer === buf")).toBe(true);
     expect(restored.evalSync("words[0] = 0x01020304; bytes[4]")).toBe(4);
   });
@@ -113,7 +141,9 @@ describe("bindings keep their kind", () => {
     expect(restored.evalSync("l = 10; f()")).toBe(15);
     expect(thrown(() => restored.evalSync("c = 5")).message).toContain("read-only");
     expect(thrown(() => restored.evalSync("let c = 1")).guest?.message).toBe("redeclaration of 'c'");
-    expect(restored.evalSync("[Object.getOwnPropertyDescriptor(globalThis, 'v').configurable, 'l' in globalThis]")).toEqual([false, false]);
+    expect(
+      restored.evalSync("[Object.getOwnPropertyDescriptor(globalThis, 'v').configurable, 'l' in globalThis]"),
+    ).toEqual([false, false]);
     expect(restored.evalSync("var v = 4; v")).toBe(4);
   });
 
@@ -126,9 +156,9 @@ describe("bindings keep their kind", () => {
     const { sandbox: restored, notRestored } = Sandbox.restore(sb.snapshot());
     live.push(restored);
     expect(notRestored).toEqual([]);
-    expect(restored.evalSync("[typeof tools, typeof ask, mine, config.depth, typeof JSON.parse, typeof console.log]")).toEqual([
-      "undefined", "undefined", "x!", 2, "function", "function",
-    ]);
+    expect(
+      restored.evalSync("[typeof tools, typeof ask, mine, config.depth, typeof JSON.parse, typeof console.log]"),
+    ).toEqual(["undefined", "undefined", "x!", 2, "function", "function"]);
     restored.defineFunction("tools.search", (q: unknown) => `${String(q)}?`);
     expect(restored.evalSync("tools.search('y')")).toBe("y?");
   });
@@ -169,7 +199,13 @@ describe("functions, classes and instances", () => {
     expect(restored.evalSync("double(4)")).toBe(8);
     expect(restored.evalSync("[...count(3)]")).toEqual([0, 1, 2]);
     expect(await restored.eval("await later(1)")).toBe(2);
-    expect(restored.evalSync("[api.get('a'), [...api.ids()][0], score.calls, score.name, score.length]")).toEqual(["a!", 7, 3, "score", 1]);
+    expect(restored.evalSync("[api.get('a'), [...api.ids()][0], score.calls, score.name, score.length]")).toEqual([
+      "a!",
+      7,
+      3,
+      "score",
+      1,
+    ]);
   });
 
   it("re-creates classes and keeps instances' prototypes, methods, statics and subclasses", () => {
@@ -207,7 +243,9 @@ describe("functions, classes and instances", () => {
   });
 
   it("a class whose static initializer reads a later global still re-creates", () => {
-    const { restored, notRestored } = carry("var settings = { size: 3 }; class Box { static defaults = settings; size() { return Box.defaults.size } }");
+    const { restored, notRestored } = carry(
+      "var settings = { size: 3 }; class Box { static defaults = settings; size() { return Box.defaults.size } }",
+    );
     expect(notRestored).toEqual([]);
     expect(restored.evalSync("new Box().size()")).toBe(3);
     expect(restored.evalSync("Box.defaults === settings")).toBe(true);
@@ -216,11 +254,15 @@ describe("functions, classes and instances", () => {
 
 describe("what cannot be stored becomes a placeholder that says so", () => {
   it("a closure over a local variable throws the documented error and is reported", () => {
-    const { restored, notRestored } = carry("function makeCounter() { let n = 0; return () => ++n } var counter = makeCounter(); counter();");
+    const { restored, notRestored } = carry(
+      "function makeCounter() { let n = 0; return () => ++n } var counter = makeCounter(); counter();",
+    );
     expect(notRestored).toEqual([{ name: "counter", type: "closure" }]);
     const err = thrown(() => restored.evalSync("counter()"));
     expect(err.code).toBe("GUEST_ERROR");
-    expect(err.guest?.message).toBe("Value for 'counter' was not restored because it is not serializable (type: closure).");
+    expect(err.guest?.message).toBe(
+      "Value for 'counter' was not restored because it is not serializable (type: closure).",
+    );
     expect(restored.evalSync("makeCounter()()")).toBe(1);
   });
 
@@ -230,7 +272,9 @@ describe("what cannot be stored becomes a placeholder that says so", () => {
     const again = Sandbox.restore(restored.snapshot());
     live.push(again.sandbox);
     expect(again.notRestored).toEqual([]);
-    expect(thrown(() => again.sandbox.evalSync("counter")).guest?.message).toBe("Value for 'counter' was not restored because it is not serializable (type: closure).");
+    expect(thrown(() => again.sandbox.evalSync("counter")).guest?.message).toBe(
+      "Value for 'counter' was not restored because it is not serializable (type: closure).",
+    );
     expect(again.sandbox.evalSync("later")).toBe(1);
     // Assigning still replaces the placeholder with an ordinary value, which is then stored.
     again.sandbox.evalSync("counter = 5");
@@ -239,7 +283,9 @@ describe("what cannot be stored becomes a placeholder that says so", () => {
 
   it("a guest accessor cannot pass itself off as a carried placeholder", () => {
     const { restored } = carry("var lost = new WeakMap();");
-    restored.evalSync("Object.defineProperty(globalThis, 'forged', { get: Object.getOwnPropertyDescriptor(globalThis, 'lost').get.bind(null), configurable: true, enumerable: true }); 0");
+    restored.evalSync(
+      "Object.defineProperty(globalThis, 'forged', { get: Object.getOwnPropertyDescriptor(globalThis, 'lost').get.bind(null), configurable: true, enumerable: true }); 0",
+    );
     const again = Sandbox.restore(restored.snapshot());
     live.push(again.sandbox);
     expect(again.notRestored.map((n) => n.name)).toEqual(["forged"]);
@@ -252,18 +298,22 @@ describe("what cannot be stored becomes a placeholder that says so", () => {
       Object.defineProperty(globalThis, "computed", { get: (() => { let n = 1; return () => n })(), configurable: true, enumerable: true });
     `);
     const byName = (a: { name: string }, b: { name: string }): number => a.name.localeCompare(b.name);
-    expect([...notRestored].sort(byName)).toEqual([
-      { name: "proxy", type: "Proxy" },
-      { name: "weak", type: "WeakMap" },
-      { name: "weakSet", type: "WeakSet" },
-      { name: "pending", type: "Promise" },
-      { name: "gen", type: "Generator" },
-      { name: "sym", type: "symbol" },
-      { name: "log", type: "native function" },
-      { name: "computed", type: "accessor (closure)" },
-    ].sort(byName));
+    expect([...notRestored].sort(byName)).toEqual(
+      [
+        { name: "proxy", type: "Proxy" },
+        { name: "weak", type: "WeakMap" },
+        { name: "weakSet", type: "WeakSet" },
+        { name: "pending", type: "Promise" },
+        { name: "gen", type: "Generator" },
+        { name: "sym", type: "symbol" },
+        { name: "log", type: "native function" },
+        { name: "computed", type: "accessor (closure)" },
+      ].sort(byName),
+    );
     for (const { name, type } of notRestored) {
-      expect(thrown(() => restored.evalSync(name)).guest?.message).toBe(`Value for '${name}' was not restored because it is not serializable (type: ${type}).`);
+      expect(thrown(() => restored.evalSync(name)).guest?.message).toBe(
+        `Value for '${name}' was not restored because it is not serializable (type: ${type}).`,
+      );
     }
   });
 
@@ -290,13 +340,17 @@ describe("what cannot be stored becomes a placeholder that says so", () => {
   });
 
   it("an instance of a class with private fields is a placeholder, not a broken object", () => {
-    const { restored, notRestored } = carry("class Vault { #secret = 1; open() { return this.#secret } } var v = new Vault();");
+    const { restored, notRestored } = carry(
+      "class Vault { #secret = 1; open() { return this.#secret } } var v = new Vault();",
+    );
     expect(notRestored).toEqual([{ name: "v", type: "instance with private fields" }]);
     expect(restored.evalSync("new Vault().open()")).toBe(1);
   });
 
   it("a class whose method closes over a local is a closure", () => {
-    const { notRestored } = carry("function make() { const secret = 1; return class Inner { get() { return secret } } } var Made = make();");
+    const { notRestored } = carry(
+      "function make() { const secret = 1; return class Inner { get() { return secret } } } var Made = make();",
+    );
     expect(notRestored).toEqual([{ name: "Made", type: "closure" }]);
   });
 });
@@ -325,7 +379,11 @@ describe("taking a snapshot runs no guest code", () => {
       { name: "inherits", type: "Proxy" },
     ]);
     // Built-ins are the restored sandbox's own; the guest's getter comes back as the same function as `touch`.
-    expect(restored.evalSync("[data.list[1], 0 in data.list, item.v, item instanceof Item, Object.getOwnPropertyDescriptor(globalThis, 'lazy').get === touch]")).toEqual([2, false, 1, true, true]);
+    expect(
+      restored.evalSync(
+        "[data.list[1], 0 in data.list, item.v, item instanceof Item, Object.getOwnPropertyDescriptor(globalThis, 'lazy').get === touch]",
+      ),
+    ).toEqual([2, false, 1, true, true]);
   });
 });
 
@@ -352,11 +410,16 @@ describe("snapshot and restore refuse at the right times", () => {
   it("restore applies the new sandbox's options", () => {
     const sb = sandbox();
     sb.evalSync("var data = [1, 2, 3]");
-    const { sandbox: restored } = Sandbox.restore(sb.snapshot(), { memoryLimitBytes: 8 * 1024 * 1024, executionTimeoutMs: 50 });
+    const { sandbox: restored } = Sandbox.restore(sb.snapshot(), {
+      memoryLimitBytes: 8 * 1024 * 1024,
+      executionTimeoutMs: 50,
+    });
     live.push(restored);
     expect(restored.options.memoryLimitBytes).toBe(8 * 1024 * 1024);
     expect(thrown(() => restored.evalSync("while (true) {}")).code).toBe("TIMEOUT");
-    expect(thrown(() => Sandbox.restore(sb.snapshot(), { memoryLimitBytes: "x" } as never)).code).toBe("INVALID_ARGUMENT");
+    expect(thrown(() => Sandbox.restore(sb.snapshot(), { memoryLimitBytes: "x" } as never)).code).toBe(
+      "INVALID_ARGUMENT",
+    );
   });
 
   it("a class static block that never ends stops at restoreTimeoutMs with TIMEOUT", () => {

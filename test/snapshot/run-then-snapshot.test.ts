@@ -8,7 +8,9 @@ import { restored, sandbox } from "../hostile/harness.js"; // sandboxes disposed
 describe("runThenSnapshot writes the state an eval left", () => {
   it("holds the same state as a snapshotAsync taken right after the eval", async () => {
     const sb = sandbox();
-    const { report, snapshot, snapshotError } = await sb.runThenSnapshot("var data = { list: [1, 2, 3], name: 'x' }; function f() { return data.list.length } f()");
+    const { report, snapshot, snapshotError } = await sb.runThenSnapshot(
+      "var data = { list: [1, 2, 3], name: 'x' }; function f() { return data.list.length } f()",
+    );
     expect(report).toMatchObject({ ok: true, value: 3 });
     expect(snapshotError).toBeUndefined();
     expect(snapshot).toBeInstanceOf(Uint8Array);
@@ -46,7 +48,9 @@ describe("runThenSnapshot writes the state an eval left", () => {
     const signing = { key: "k".repeat(32), threadId: "t", turn: 3 };
     const { snapshot } = await sb.runThenSnapshot("var kept = 'signed'", undefined, { signing, compress: true });
     expect(restored(snapshot!, { signing }).evalSync("kept")).toBe("signed");
-    expect(() => Sandbox.restore(snapshot!, { signing: { ...signing, turn: 4 } })).toThrow(expect.objectContaining({ code: "INVALID_SNAPSHOT" }));
+    expect(() => Sandbox.restore(snapshot!, { signing: { ...signing, turn: 4 } })).toThrow(
+      expect.objectContaining({ code: "INVALID_SNAPSHOT" }),
+    );
   });
 });
 
@@ -83,7 +87,11 @@ describe("a stop that comes after the eval ended leaves the snapshot write alone
     // About half a second of CPU to write (within the snapshot's 2,000,000-value cap): past the
     // watchdog's grace once the wall budget is over.
     sb.evalSync("var big = Array.from({ length: 1900000 }, (_, i) => i + 0.5); undefined");
-    const result = await sb.runThenSnapshot("big.length", { wallTimeoutMs: 100 }, { maxSnapshotBytes: 128 * 1024 * 1024 });
+    const result = await sb.runThenSnapshot(
+      "big.length",
+      { wallTimeoutMs: 100 },
+      { maxSnapshotBytes: 128 * 1024 * 1024 },
+    );
     // On a loaded machine the eval itself may run out of its wall budget: then nothing is written.
     if (result.report.ok) expect(result.snapshot).toBeInstanceOf(Uint8Array);
     else expect(result.report.error.code).toBe("TIMEOUT");
@@ -94,7 +102,9 @@ describe("a stop that comes after the eval ended leaves the snapshot write alone
 describe("runThenSnapshot reports a snapshot it could not take", () => {
   it("gives the eval's report and INVALID_SNAPSHOT over maxSnapshotBytes", async () => {
     const sb = sandbox();
-    const result = await sb.runThenSnapshot("var big = 'y'.repeat(100000); big.length", undefined, { maxSnapshotBytes: 4096 });
+    const result = await sb.runThenSnapshot("var big = 'y'.repeat(100000); big.length", undefined, {
+      maxSnapshotBytes: 4096,
+    });
     expect(result.report).toMatchObject({ ok: true, value: 100000 });
     expect(result.snapshot).toBeUndefined();
     expect(result.snapshotError).toMatchObject({ code: "INVALID_SNAPSHOT" });
@@ -109,7 +119,9 @@ describe("runThenSnapshot reports a snapshot it could not take", () => {
 
   it("refuses bad snapshot options before running anything", async () => {
     const sb = sandbox();
-    await expect(sb.runThenSnapshot("var ran = true", undefined, { maxSnapshotBytes: -1 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    await expect(sb.runThenSnapshot("var ran = true", undefined, { maxSnapshotBytes: -1 })).rejects.toMatchObject({
+      code: "INVALID_ARGUMENT",
+    });
     expect(sb.evalSync("typeof ran")).toBe("undefined");
   });
 });

@@ -21,10 +21,12 @@ function sandbox(): Sandbox {
   const sb = new Sandbox();
   sandboxes.push(sb);
   sb.defineFunction("plain", (x: unknown) => (x as number) + 1);
-  sb.defineFunction("traced", () => trace.getTracer("test").startActiveSpan("inner", (span) => {
-    span.end();
-    return 1;
-  }));
+  sb.defineFunction("traced", () =>
+    trace.getTracer("test").startActiveSpan("inner", (span) => {
+      span.end();
+      return 1;
+    }),
+  );
   sb.defineFunction("annotate", () => {
     trace.getActiveSpan()!.setAttribute("test.note", "set inside the call");
     return 2;
@@ -59,7 +61,9 @@ function checkTree(name: string, from: number, to: number): void {
   const evalSpan = spans.find((s) => s.name === name)!;
   within(evalSpan, from, to);
   const calls = spans.filter((s) => s.attributes["gen_ai.operation.name"] === "execute_tool");
-  expect(calls.map((s) => s.attributes["gen_ai.tool.name"]).sort()).toEqual(name === "quickjs_native.eval" ? ["annotate", "later", "plain", "traced"] : ["annotate", "plain", "traced"]);
+  expect(calls.map((s) => s.attributes["gen_ai.tool.name"]).sort()).toEqual(
+    name === "quickjs_native.eval" ? ["annotate", "later", "plain", "traced"] : ["annotate", "plain", "traced"],
+  );
   for (const call of calls) {
     expect(parentOf(call)).toBe(evalSpan.spanContext().spanId);
     expect(call.spanContext().traceId).toBe(evalSpan.spanContext().traceId);
@@ -71,7 +75,10 @@ function checkTree(name: string, from: number, to: number): void {
   expect(parentOf(inner)).toBe(byName("traced").spanContext().spanId);
   within(inner, ms(byName("traced").startTime), ms(byName("traced").endTime));
   expect(byName("annotate").attributes["test.note"]).toBe("set inside the call");
-  expect(byName("plain").attributes).toMatchObject({ "gen_ai.tool.type": "function", "gen_ai.tool.call.id": expect.stringMatching(/^\d+\.\d+$/) });
+  expect(byName("plain").attributes).toMatchObject({
+    "gen_ai.tool.type": "function",
+    "gen_ai.tool.call.id": expect.stringMatching(/^\d+\.\d+$/),
+  });
 }
 
 describe("spans handed to the SDK after the eval", () => {
@@ -92,7 +99,12 @@ describe("spans handed to the SDK after the eval", () => {
     expect(sb.evalSync("plain(1)")).toBe(2);
     expect(otel.spans()).toEqual([]); // nothing made or ended on the caller's time
     await null;
-    expect(otel.spans().map((s) => s.name).sort()).toEqual(["execute_tool plain", "quickjs_native.evalSync"]);
+    expect(
+      otel
+        .spans()
+        .map((s) => s.name)
+        .sort(),
+    ).toEqual(["execute_tool plain", "quickjs_native.evalSync"]);
   });
 
   it("an async eval's spans likewise, under the caller's active span", async () => {
@@ -108,7 +120,9 @@ describe("spans handed to the SDK after the eval", () => {
     expect(value).toBe(8);
     checkTree("quickjs_native.eval", from, to);
     const spans = otel.spans();
-    expect(parentOf(spans.find((s) => s.name === "quickjs_native.eval")!)).toBe(spans.find((s) => s.name === "caller")!.spanContext().spanId);
+    expect(parentOf(spans.find((s) => s.name === "quickjs_native.eval")!)).toBe(
+      spans.find((s) => s.name === "caller")!.spanContext().spanId,
+    );
   });
 
   it("an eval making more host calls than one batch holds hands every span over, each under the eval", async () => {

@@ -25,16 +25,23 @@ describe("OpenTelemetry spans and metrics of the engine", () => {
     otel = registerOtel();
     const sb = sandbox();
     sb.defineFunction("add", (a: unknown, b: unknown) => (a as number) + (b as number));
-    sb.defineAsyncFunction("lookup", async ([id]) => trace.getTracer("test").startActiveSpan("lookup-db", (span) => {
-      span.end();
-      return `row ${String(id)}`;
-    }));
+    sb.defineAsyncFunction("lookup", async ([id]) =>
+      trace.getTracer("test").startActiveSpan("lookup-db", (span) => {
+        span.end();
+        return `row ${String(id)}`;
+      }),
+    );
     const secret = "const secretValue = 'hunter2';";
     const code = `${secret} add(1, 2) + (await lookup(7)).length`;
     expect(await sb.eval(code, { tenant: "acme" })).toBe(8);
     const spans = otel.spans();
     const evalSpan = spans.find((s) => s.name === "quickjs_native.eval")!;
-    expect(evalSpan.attributes).toMatchObject({ "quickjs_native.outcome": "OK", "quickjs_native.tier": "in-process", "quickjs_native.host_calls": 2, "quickjs_native.code.length": code.length });
+    expect(evalSpan.attributes).toMatchObject({
+      "quickjs_native.outcome": "OK",
+      "quickjs_native.tier": "in-process",
+      "quickjs_native.host_calls": 2,
+      "quickjs_native.code.length": code.length,
+    });
     expect(evalSpan.attributes["quickjs_native.memory.peak_bytes"]).toBeGreaterThan(0);
     expect(typeof evalSpan.attributes["quickjs_native.execution_ms"]).toBe("number");
     expect(typeof evalSpan.attributes["quickjs_native.wall_ms"]).toBe("number");
@@ -48,7 +55,9 @@ describe("OpenTelemetry spans and metrics of the engine", () => {
       expect(call.attributes["gen_ai.tool.call.id"]).toMatch(/^\d+\.\d+$/);
     }
     const inner = spans.find((s) => s.name === "lookup-db")!;
-    expect(parentOf(inner)).toBe(calls.find((s) => s.attributes["gen_ai.tool.name"] === "lookup")!.spanContext().spanId);
+    expect(parentOf(inner)).toBe(
+      calls.find((s) => s.attributes["gen_ai.tool.name"] === "lookup")!.spanContext().spanId,
+    );
   });
 
   it("evalSync gets a span too, and a failed eval's span carries its error code", async () => {
@@ -68,7 +77,10 @@ describe("OpenTelemetry spans and metrics of the engine", () => {
     await expect(sb.eval("while (true) {}", { timeoutMs: 50 })).rejects.toMatchObject({ code: "TIMEOUT" });
     expect(await sb.eval("40 + 2")).toBe(42);
     const counts = await otel.metric("quickjs_native.evals");
-    expect(counts.map(([a, v]) => [a["quickjs_native.outcome"], v]).sort()).toEqual([["OK", 1], ["TIMEOUT", 1]]);
+    expect(counts.map(([a, v]) => [a["quickjs_native.outcome"], v]).sort()).toEqual([
+      ["OK", 1],
+      ["TIMEOUT", 1],
+    ]);
     const durations = await otel.metric("quickjs_native.eval.duration");
     expect(durations.reduce((n, [, count]) => n + count, 0)).toBe(2);
     expect((await otel.metric("quickjs_native.eval.queue.duration"))[0]![1]).toBe(2);
@@ -83,7 +95,10 @@ describe("OpenTelemetry spans and metrics of the engine", () => {
     for (let i = 0; i < 3; i++) expect(sb.evalSync("1 + 1")).toBe(2);
     expect(() => sb.evalSync("throw new Error('no')")).toThrow();
     const counts = await otel.metric("quickjs_native.evals");
-    expect(counts.map(([a, v]) => [a["quickjs_native.outcome"], a["quickjs_native.tier"], v]).sort()).toEqual([["GUEST_ERROR", "in-process", 1], ["OK", "in-process", 3]]);
+    expect(counts.map(([a, v]) => [a["quickjs_native.outcome"], a["quickjs_native.tier"], v]).sort()).toEqual([
+      ["GUEST_ERROR", "in-process", 1],
+      ["OK", "in-process", 3],
+    ]);
     const durations = await otel.metric("quickjs_native.eval.duration");
     expect(durations.reduce((n, [, count]) => n + count, 0)).toBe(4);
     expect(await otel.metric("quickjs_native.eval.queue.duration")).toEqual([]);
@@ -121,7 +136,9 @@ describe("OpenTelemetry spans and metrics of the engine", () => {
 describe("diagnostics_channel events", () => {
   it("publishes eval start/end and host-call start/end, without code or values", async () => {
     const seen: [string, Record<string, unknown>][] = [];
-    const listeners = Object.values(TELEMETRY_CHANNELS).map((name) => [name, (message: unknown) => seen.push([name, message as Record<string, unknown>])] as const);
+    const listeners = Object.values(TELEMETRY_CHANNELS).map(
+      (name) => [name, (message: unknown) => seen.push([name, message as Record<string, unknown>])] as const,
+    );
     for (const [name, fn] of listeners) subscribe(name, fn);
     try {
       const sb = sandbox();
@@ -130,7 +147,12 @@ describe("diagnostics_channel events", () => {
     } finally {
       for (const [name, fn] of listeners) unsubscribe(name, fn);
     }
-    expect(seen.map(([name]) => name)).toEqual([TELEMETRY_CHANNELS.evalStart, TELEMETRY_CHANNELS.hostCallStart, TELEMETRY_CHANNELS.hostCallEnd, TELEMETRY_CHANNELS.evalEnd]);
+    expect(seen.map(([name]) => name)).toEqual([
+      TELEMETRY_CHANNELS.evalStart,
+      TELEMETRY_CHANNELS.hostCallStart,
+      TELEMETRY_CHANNELS.hostCallEnd,
+      TELEMETRY_CHANNELS.evalEnd,
+    ]);
     expect(seen[1]![1]).toMatchObject({ name: "twice" });
     expect(seen[2]![1]).toMatchObject({ name: "twice", ok: true });
     expect(seen[3]![1]).toMatchObject({ kind: "evalSync", outcome: "OK", hostCalls: 1, codeLength: 9 });
@@ -148,7 +170,10 @@ describe("usage records (onUsage)", () => {
     let hostCalls = 0;
     for (let i = 0; i < 100; i++) {
       const code = `var s = 0; for (let j = 0; j < ${i % 7}; j++) s = add(s, j); ${i % 3 === 0 ? "(await fetchRow(1)).row + s" : "s"}`;
-      const report = i % 2 === 0 ? await sb.run(code, { tenant: `t${i % 2}` }) : sb.runSync(code.replace(/\(await fetchRow\(1\)\)\.row/, "1"), { tenant: `t${i % 2}` });
+      const report =
+        i % 2 === 0
+          ? await sb.run(code, { tenant: `t${i % 2}` })
+          : sb.runSync(code.replace(/\(await fetchRow\(1\)\)\.row/, "1"), { tenant: `t${i % 2}` });
       expect(report.ok).toBe(true);
       cpuMicros += report.stats.executionMs * 1000;
       hostCalls += report.stats.hostCalls;
@@ -176,7 +201,11 @@ describe("usage records (onUsage)", () => {
   });
 
   it("a throwing onUsage does not disturb the eval", async () => {
-    const sb = sandbox({ onUsage: () => { throw new Error("billing down"); } });
+    const sb = sandbox({
+      onUsage: () => {
+        throw new Error("billing down");
+      },
+    });
     expect(sb.evalSync("1 + 1")).toBe(2);
     await nextTurn();
     expect(sb.evalSync("2 + 2")).toBe(4);

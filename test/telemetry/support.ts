@@ -4,8 +4,18 @@
  */
 import { context, metrics, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
-import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics";
-import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import {
+  AggregationTemporality,
+  InMemoryMetricExporter,
+  MeterProvider,
+  PeriodicExportingMetricReader,
+} from "@opentelemetry/sdk-metrics";
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  type ReadableSpan,
+  SimpleSpanProcessor,
+} from "@opentelemetry/sdk-trace-base";
 
 export interface OtelHarness {
   spans(): ReadableSpan[];
@@ -34,7 +44,8 @@ export function registerOtel(): OtelHarness {
         for (const sm of rm.scopeMetrics) {
           for (const m of sm.metrics) {
             if (m.descriptor.name !== name) continue;
-            for (const p of m.dataPoints) points.push([p.attributes, typeof p.value === "number" ? p.value : (p.value as { count: number }).count]);
+            for (const p of m.dataPoints)
+              points.push([p.attributes, typeof p.value === "number" ? p.value : (p.value as { count: number }).count]);
           }
         }
       }

@@ -3,7 +3,11 @@
  * message of a script, and records what it was asked (messages, system prompt, bound tool names).
  */
 import { randomUUID } from "node:crypto";
-import { BaseChatModel, type BaseChatModelParams, type BindToolsInput } from "@langchain/core/language_models/chat_models";
+import {
+  BaseChatModel,
+  type BaseChatModelParams,
+  type BindToolsInput,
+} from "@langchain/core/language_models/chat_models";
 import { AIMessage, type BaseMessage, type ToolCall } from "@langchain/core/messages";
 import type { ChatResult } from "@langchain/core/outputs";
 
@@ -93,9 +97,16 @@ export class ScriptedChatModel extends BaseChatModel {
     const system = messages.find((m) => m.getType() === "system");
     this.calls.push({ messages: [...messages], systemPrompt: system?.text ?? "", toolNames: [...this.#boundTools] });
     const produced = typeof step === "function" ? step(messages) : step;
-    const toolCalls = (produced.tool_calls ?? []).map((c) => ({ ...c, id: c.id ?? `call_${this.#idPrefix}_${++this.#ids}` }));
+    const toolCalls = (produced.tool_calls ?? []).map((c) => ({
+      ...c,
+      id: c.id ?? `call_${this.#idPrefix}_${++this.#ids}`,
+    }));
     // A step's own id wins: runs on one thread need distinct ids, or the messages reducer replaces history.
-    const message = new AIMessage({ content: produced.content, tool_calls: toolCalls, id: produced.id ?? `scripted-${this.#idPrefix}-${this.#next}` });
+    const message = new AIMessage({
+      content: produced.content,
+      tool_calls: toolCalls,
+      id: produced.id ?? `scripted-${this.#idPrefix}-${this.#next}`,
+    });
     return { generations: [{ message, text: message.text }] };
   }
 }

@@ -65,7 +65,10 @@ export function toolMessages(messages: readonly BaseMessage[]): BaseMessage[] {
 }
 
 /** The `<result>` text of an eval ToolMessage (throws when the eval failed), or its `<error>` text. */
-export function section(message: BaseMessage, name: "result" | "error" | "console" | "hint" | "status"): string | undefined {
+export function section(
+  message: BaseMessage,
+  name: "result" | "error" | "console" | "hint" | "status",
+): string | undefined {
   const match = new RegExp(`<${name}>\\n?([\\s\\S]*?)\\n?</${name}>`).exec(contentText(message));
   return match?.[1];
 }

@@ -15,22 +15,28 @@ import { ScriptedChatModel, callTool, reply } from "../../../dist/langchain/test
 
 const [dbFile, threadId, logFile, input] = process.argv.slice(2);
 const log = (entry) => appendFileSync(logFile, `${JSON.stringify(entry)}\n`);
-const lookup = tool(async ({ name }) => {
-  log({ tool: "lookup", name });
-  return { email: `${name}@example.com` };
-}, {
-  name: "lookup",
-  description: "Finds a person's email address.",
-  schema: z.object({ name: z.string() }),
-});
-const sendEmail = tool(async ({ to, body }) => {
-  log({ tool: "send_email", to, body });
-  return `sent to ${to}`;
-}, {
-  name: "send_email",
-  description: "Sends an email.",
-  schema: z.object({ to: z.string(), body: z.string() }),
-});
+const lookup = tool(
+  async ({ name }) => {
+    log({ tool: "lookup", name });
+    return { email: `${name}@example.com` };
+  },
+  {
+    name: "lookup",
+    description: "Finds a person's email address.",
+    schema: z.object({ name: z.string() }),
+  },
+);
+const sendEmail = tool(
+  async ({ to, body }) => {
+    log({ tool: "send_email", to, body });
+    return `sent to ${to}`;
+  },
+  {
+    name: "send_email",
+    description: "Sends an email.",
+    schema: z.object({ to: z.string(), body: z.string() }),
+  },
+);
 
 const resume = input.startsWith("{") ? JSON.parse(input) : undefined;
 // The model's script is the same in every process: one eval, then a reply.
@@ -38,11 +44,25 @@ const step = callTool("eval", { code: resume === undefined ? input : "" }, "eval
 step.id = "ai-eval";
 const done = reply("done");
 done.id = "ai-done";
-const interpreter = createCodeInterpreterMiddleware({ ptc: [lookup, sendEmail], interruptOn: { send_email: true }, snapshotSigningKey: process.env.SNAPSHOT_KEY });
+const interpreter = createCodeInterpreterMiddleware({
+  ptc: [lookup, sendEmail],
+  interruptOn: { send_email: true },
+  snapshotSigningKey: process.env.SNAPSHOT_KEY,
+});
 const model = new ScriptedChatModel(resume === undefined ? [step, done] : [done]);
-const agent = createAgent({ model, tools: [lookup, sendEmail], middleware: [interpreter], checkpointer: SqliteSaver.fromConnString(dbFile) });
+const agent = createAgent({
+  model,
+  tools: [lookup, sendEmail],
+  middleware: [interpreter],
+  checkpointer: SqliteSaver.fromConnString(dbFile),
+});
 const config = { configurable: { thread_id: threadId } };
-const result = await agent.invoke(resume === undefined ? { messages: [new HumanMessage("go")] } : new Command({ resume }), config);
+const result = await agent.invoke(
+  resume === undefined ? { messages: [new HumanMessage("go")] } : new Command({ resume }),
+  config,
+);
 const tool_ = result.messages.filter((m) => m.getType() === "tool").at(-1);
-process.stdout.write(JSON.stringify({ interrupt: result.__interrupt__?.[0]?.value ?? null, text: tool_?.content ?? null }));
+process.stdout.write(
+  JSON.stringify({ interrupt: result.__interrupt__?.[0]?.value ?? null, text: tool_?.content ?? null }),
+);
 interpreter.dispose();

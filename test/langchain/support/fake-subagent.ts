@@ -101,7 +101,8 @@ export class FakeSubagentModel extends BaseChatModel {
     observer.structured.set(task, extract !== undefined);
     observer.noteStart(task);
     try {
-      const delay = typeof this.#options.delayMs === "function" ? this.#options.delayMs(task) : (this.#options.delayMs ?? 0);
+      const delay =
+        typeof this.#options.delayMs === "function" ? this.#options.delayMs(task) : (this.#options.delayMs ?? 0);
       try {
         await waitOrAbort(delay, options.signal);
       } catch (err) {
@@ -115,7 +116,17 @@ export class FakeSubagentModel extends BaseChatModel {
       const message =
         extract === undefined
           ? new AIMessage(typeof value === "string" ? value : JSON.stringify(value))
-          : new AIMessage({ content: "", tool_calls: [{ name: extract, args: value as Record<string, unknown>, id: `extract_${observer.started.length}`, type: "tool_call" }] });
+          : new AIMessage({
+              content: "",
+              tool_calls: [
+                {
+                  name: extract,
+                  args: value as Record<string, unknown>,
+                  id: `extract_${observer.started.length}`,
+                  type: "tool_call",
+                },
+              ],
+            });
       return { generations: [{ message, text: message.text }] };
     } finally {
       observer.inFlight--;

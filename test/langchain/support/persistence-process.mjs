@@ -21,7 +21,14 @@ async function open() {
     if (backend === "postgres-inline") return { checkpointer, store: undefined, close: async () => checkpointer.end() };
     const store = PostgresStore.fromConnString(location);
     await store.setup();
-    return { checkpointer, store, close: async () => { await checkpointer.end(); await store.stop(); } };
+    return {
+      checkpointer,
+      store,
+      close: async () => {
+        await checkpointer.end();
+        await store.stop();
+      },
+    };
   }
   const { SqliteSaver } = await import("@langchain/langgraph-checkpoint-sqlite");
   const checkpointer = SqliteSaver.fromConnString(location);
@@ -37,7 +44,13 @@ const done = reply("done");
 done.id = `reply-${runId}`;
 const { checkpointer, store, close } = await open();
 const interpreter = createCodeInterpreterMiddleware({ snapshotSigningKey: process.env.SNAPSHOT_KEY });
-const agent = createAgent({ model: new ScriptedChatModel([step, done]), tools: [], middleware: [interpreter], checkpointer, store });
+const agent = createAgent({
+  model: new ScriptedChatModel([step, done]),
+  tools: [],
+  middleware: [interpreter],
+  checkpointer,
+  store,
+});
 const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: threadId } });
 const tool = result.messages.filter((m) => m.getType() === "tool").at(-1);
 process.stdout.write(JSON.stringify(tool.content));

@@ -1,6 +1,10 @@
 // A middleware made by a test is disposed after that test, so no session outlives it.
 import { afterEach } from "vitest";
-import { createCodeInterpreterMiddleware, type CodeInterpreterMiddleware, type CodeInterpreterMiddlewareOptions } from "../../../src/langchain/index.js";
+import {
+  createCodeInterpreterMiddleware,
+  type CodeInterpreterMiddleware,
+  type CodeInterpreterMiddlewareOptions,
+} from "../../../src/langchain/index.js";
 
 const live: CodeInterpreterMiddleware[] = [];
 afterEach(() => {
