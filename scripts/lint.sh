@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# npm run lint: Biome over the TypeScript and JavaScript sources (biome.json), the length of every
-# source file, then clang-format's check over native/ (.clang-format) when clang-format is installed.
-# Formatting is checked, never applied.
+# npm run lint: Biome's linter and formatter check over the TypeScript and JavaScript sources
+# (biome.json), the length of every source file, then clang-format's check over native/
+# (.clang-format) when clang-format is installed. Formatting is checked, never applied: to apply it,
+# `npx biome format --write .` and `clang-format -i native/*.cc native/*.h`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-node_modules/.bin/biome lint --error-on-warnings
+node_modules/.bin/biome check --error-on-warnings
 
 # No source file over 700 lines (issue 17): a file that long holds more than one concept.
 too_long="$(wc -l native/*.cc native/*.h $(find src -name '*.ts') | awk '$2 != "total" && $1 > 700')"
