@@ -52,24 +52,29 @@ type Attributes = OtelApi.Attributes;
 /** Attribute objects kept by outcome code or tool name (a few of each), cleared past this many. */
 const KEPT_ATTRIBUTES = 256;
 
-/** `performance.timeOrigin`, read once: Node reads it from the system each time (~0.1 µs). */
-const TIME_ORIGIN_MS = performance.timeOrigin;
-const ORIGIN_S = Math.floor(TIME_ORIGIN_MS / 1000);
-const ORIGIN_NS = Math.round((TIME_ORIGIN_MS - ORIGIN_S * 1000) * 1e6);
+/**
+ * The epoch time of `performance.now()`'s zero on the clock the SDK stamps its own spans with:
+ * `Date.now()` (a span made without a start time is anchored to it). `performance.timeOrigin` is
+ * a different clock that drifts from it (2.6 ms in one CI run), and a tool's own span, stamped by
+ * the SDK, then started before the host-call span it nests under. Read again once a second, which
+ * follows the drift and costs two clock reads per second at most.
+ */
+let epochOfZeroMs = Date.now() - performance.now();
+let anchoredAt = performance.now();
+const ANCHOR_AGE_MS = 1000;
 
 /**
  * A `performance.now()` time as the SDK's [seconds, nanoseconds] since the epoch: handed over as
  * such, the SDK takes it as is instead of converting it with two more clock reads.
  */
 function hrTimeOf(nowMs: number): OtelApi.HrTime {
-  const whole = Math.floor(nowMs / 1000);
-  let ns = ORIGIN_NS + Math.round((nowMs - whole * 1000) * 1e6);
-  let s = ORIGIN_S + whole;
-  if (ns >= 1e9) {
-    s++;
-    ns -= 1e9;
+  if (nowMs - anchoredAt > ANCHOR_AGE_MS) {
+    anchoredAt = performance.now();
+    epochOfZeroMs = Date.now() - anchoredAt;
   }
-  return [s, ns];
+  const epochMs = epochOfZeroMs + nowMs;
+  const s = Math.floor(epochMs / 1000);
+  return [s, Math.min(999_999_999, Math.round((epochMs - s * 1000) * 1e6))];
 }
 
 /** Finished spans waiting to be handed to the SDK past this many are handed over at once. */

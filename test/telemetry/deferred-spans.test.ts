@@ -38,8 +38,8 @@ function sandbox(): Sandbox {
   return sb;
 }
 
-/** Epoch milliseconds now, on the clock the SDK stamps spans with. */
-const epochMs = (): number => performance.timeOrigin + performance.now();
+/** Epoch milliseconds now, on the clock the SDK stamps spans with (not `performance.timeOrigin`'s, which drifts from it). */
+const epochMs = (): number => Date.now();
 const ms = (t: [number, number]): number => t[0] * 1e3 + t[1] / 1e6;
 /** The SDK anchors each span's times to `Date.now()` when it makes the span: whole milliseconds. */
 const SLACK_MS = 1;
