@@ -7,6 +7,7 @@ import { GuestOpaque, type EvalReport } from "../index.js";
 import type { EvalActivity } from "./activity.js";
 import { HINT_TEXT } from "./prompts.js";
 import type { PtcToolView } from "./ptc.js";
+import { TYPE_NAMES } from "./transform-type-arguments.js";
 
 /** What the rules may consult besides the report. */
 export interface HintContext {
@@ -92,20 +93,7 @@ const similarName: Rule = (report, { view, globalNames }) => {
   return match === undefined ? undefined : HINT_TEXT.similarName(missing, match);
 };
 
-/** TypeScript's primitive type names: a ReferenceError for one is almost surely a type argument read as a comparison. */
-const TYPE_NAMES = new Set([
-  "string",
-  "number",
-  "boolean",
-  "bigint",
-  "symbol",
-  "object",
-  "any",
-  "unknown",
-  "never",
-  "void",
-]);
-
+// A ReferenceError for a TypeScript type keyword is almost surely a type argument read as a comparison.
 const typeArgumentsAsComparisons: Rule = (report) => {
   if (report.ok || report.error.guest?.name !== "ReferenceError") return undefined;
   const missing = NOT_DEFINED.exec(report.error.guest.message)?.[1];

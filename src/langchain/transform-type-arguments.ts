@@ -16,7 +16,7 @@ import type { Node, Program } from "acorn";
  * TypeScript's type keywords that are not JavaScript values: an identifier with one of these names
  * next to `<` or `>` is almost surely a type argument read as a comparison.
  */
-const TYPE_NAMES: ReadonlySet<string> = new Set([
+export const TYPE_NAMES: ReadonlySet<string> = new Set([
   "string",
   "number",
   "boolean",
