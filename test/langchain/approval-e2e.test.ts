@@ -4,23 +4,15 @@
  * `Command({ resume: { decisions } })`, goes on (the same eval, or a replay of its earlier calls from
  * the journal), and never runs a call twice. The two-process version is approval-processes.test.ts.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createAgent } from "langchain";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { tool } from "@langchain/core/tools";
 import { Command, MemorySaver } from "@langchain/langgraph";
 import { z } from "zod";
-import {
-  createCodeInterpreterMiddleware,
-  type CodeInterpreterMiddleware,
-  type CodeInterpreterMiddlewareOptions,
-} from "../../src/langchain/index.js";
+import type { CodeInterpreterMiddlewareOptions } from "../../src/langchain/index.js";
 import { ScriptedChatModel, callTool, contentText, reply, toolMessages } from "./support/agent.js";
-
-const live: CodeInterpreterMiddleware[] = [];
-afterEach(() => {
-  for (const m of live.splice(0)) m.dispose();
-});
+import { trackedMiddleware } from "./support/tracked-middleware.js";
 
 /** `lookup` and `send_email` tools that count their runs. */
 function mailTools() {
@@ -67,8 +59,7 @@ function agentFor(
     script: ConstructorParameters<typeof ScriptedChatModel>[0],
     ptc: CodeInterpreterMiddlewareOptions["ptc"],
   ) => {
-    const interpreter = createCodeInterpreterMiddleware({ ptc, ...options });
-    live.push(interpreter);
+    const interpreter = trackedMiddleware({ ptc, ...options });
     const agent = createAgent({
       model: new ScriptedChatModel(script),
       tools: [lookup, sendEmail, ...(extraTools ?? [])],
@@ -264,12 +255,11 @@ await tools.sendEmail({ to: "z@example.com", body: "b" });`;
     const saver = new MemorySaver();
     // The resuming process's model goes on from where the thread is: it only answers.
     const build = (key: string, first: boolean) => {
-      const interpreter = createCodeInterpreterMiddleware({
+      const interpreter = trackedMiddleware({
         ptc: [lookup, sendEmail],
         interruptOn: { send_email: true },
         snapshotSigningKey: key,
       });
-      live.push(interpreter);
       const model = new ScriptedChatModel(
         first ? [callTool("eval", { code: LOOKUP_THEN_SEND }, "eval-1"), reply("done")] : [reply("done")],
       );
@@ -336,11 +326,10 @@ try { await task({ description: "delete everything", subagentType: "general" }) 
 
   it("without a checkpointer a reviewed call rejects in the guest with ApprovalUnavailableError; nothing is sent", async () => {
     const { lookup, sendEmail, sent } = mailTools();
-    const interpreter = createCodeInterpreterMiddleware({
+    const interpreter = trackedMiddleware({
       ptc: [lookup, sendEmail],
       interruptOn: { send_email: true },
     });
-    live.push(interpreter);
     const code = `try { await tools.sendEmail({ to: "a@example.com", body: "x" }) } catch (e) { e.name + ": " + e.message }`;
     const model = new ScriptedChatModel([callTool("eval", { code }, "eval-1"), reply("done")]);
     const agent = createAgent({ model, tools: [lookup, sendEmail], middleware: [interpreter] });

@@ -4,24 +4,16 @@
  * from the start snapshot cannot give back. Another eval of the thread, the wall budget (held while
  * a human decides) and the cap on paused evals kept alive decide when the resume replays instead.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createAgent } from "langchain";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { tool } from "@langchain/core/tools";
 import { Command, MemorySaver } from "@langchain/langgraph";
 import { z } from "zod";
-import {
-  createCodeInterpreterMiddleware,
-  type CodeInterpreterMiddleware,
-  type CodeInterpreterMiddlewareOptions,
-} from "../../src/langchain/index.js";
+import type { CodeInterpreterMiddlewareOptions } from "../../src/langchain/index.js";
 import { MAX_LIVE_PAUSED_EVALS } from "../../src/langchain/approval.js";
 import { ScriptedChatModel, callTool, contentText, reply, toolMessages } from "./support/agent.js";
-
-const live: CodeInterpreterMiddleware[] = [];
-afterEach(() => {
-  for (const m of live.splice(0)) m.dispose();
-});
+import { trackedMiddleware } from "./support/tracked-middleware.js";
 
 const approve = new Command({ resume: { decisions: [{ type: "approve" }] } });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -51,12 +43,11 @@ function mailer() {
 /** An agent whose every thread runs MAKE_COUNTER, then SEND_THEN_COUNT (paused for review), `threads` times over. */
 function counterAgent(threads: number, options: CodeInterpreterMiddlewareOptions = {}) {
   const { sent, sendEmail } = mailer();
-  const interpreter = createCodeInterpreterMiddleware({
+  const interpreter = trackedMiddleware({
     ptc: ["send_email"],
     interruptOn: { send_email: true },
     ...options,
   });
-  live.push(interpreter);
   const script = Array.from({ length: threads }, (_, i) => [
     callTool("eval", { code: MAKE_COUNTER }, `make-${i}`),
     callTool("eval", { code: SEND_THEN_COUNT }, `send-${i}`),
@@ -88,8 +79,7 @@ describe("a resume in the process where the eval paused", () => {
 
   it("an eval that pauses twice goes on both times, each call getting its own decision, its closures intact", async () => {
     const { sent, sendEmail } = mailer();
-    const interpreter = createCodeInterpreterMiddleware({ ptc: ["send_email"], interruptOn: { send_email: true } });
-    live.push(interpreter);
+    const interpreter = trackedMiddleware({ ptc: ["send_email"], interruptOn: { send_email: true } });
     const code = `const a = await tools.sendEmail({ to: "a@example.com" }); const b = await tools.sendEmail({ to: "b@example.com" }); [a, b, counter()].join(" | ")`;
     const model = new ScriptedChatModel([
       callTool("eval", { code: MAKE_COUNTER }, "make"),

@@ -4,23 +4,15 @@
  * the order they settled in the run that was journaled; arguments the journal cannot copy exactly
  * (a null prototype) are not a divergence.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createAgent } from "langchain";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { tool } from "@langchain/core/tools";
 import { Command, InMemoryStore, MemorySaver } from "@langchain/langgraph";
 import { z } from "zod";
-import {
-  createCodeInterpreterMiddleware,
-  type CodeInterpreterMiddleware,
-  type CodeInterpreterMiddlewareOptions,
-} from "../../src/langchain/index.js";
+import type { CodeInterpreterMiddlewareOptions } from "../../src/langchain/index.js";
 import { ScriptedChatModel, callTool, contentText, reply, toolMessages } from "./support/agent.js";
-
-const live: CodeInterpreterMiddleware[] = [];
-afterEach(() => {
-  for (const m of live.splice(0)) m.dispose();
-});
+import { trackedMiddleware } from "./support/tracked-middleware.js";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -82,11 +74,10 @@ function ledgerTools() {
 
 function agentFor(code: string, options: CodeInterpreterMiddlewareOptions, store?: InMemoryStore) {
   const t = ledgerTools();
-  const interpreter = createCodeInterpreterMiddleware({
+  const interpreter = trackedMiddleware({
     ptc: ["send_email", "charge_card", "lookup", "slow", "fast"],
     ...options,
   });
-  live.push(interpreter);
   const model = new ScriptedChatModel([callTool("eval", { code }, "eval-1"), reply("done")]);
   const checkpointer = new MemorySaver();
   const agent = createAgent({
