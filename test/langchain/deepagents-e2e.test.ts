@@ -1,14 +1,10 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createDeepAgent } from "deepagents";
 import { HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { tool } from "@langchain/core/tools";
 import { Command } from "@langchain/langgraph";
 import { z } from "zod";
-import {
-  createCodeInterpreterMiddleware,
-  type CodeInterpreterMiddleware,
-  type CodeInterpreterMiddlewareOptions,
-} from "../../src/langchain/index.js";
+import type { CodeInterpreterMiddlewareOptions } from "../../src/langchain/index.js";
 import {
   ScriptedChatModel,
   ToolRunRecorder,
@@ -19,19 +15,14 @@ import {
   section,
   toolMessages,
 } from "./support/agent.js";
-
-const live: CodeInterpreterMiddleware[] = [];
-afterEach(() => {
-  for (const m of live.splice(0)) m.dispose();
-});
+import { trackedMiddleware } from "./support/tracked-middleware.js";
 
 async function runDeepAgent(
   codes: readonly string[],
   options: CodeInterpreterMiddlewareOptions,
   extra: { tools?: unknown[]; callbacks?: ToolRunRecorder[] } = {},
 ) {
-  const interpreter = createCodeInterpreterMiddleware(options);
-  live.push(interpreter);
+  const interpreter = trackedMiddleware(options);
   const model = new ScriptedChatModel([...codes.map((code) => callTool("eval", { code })), reply("done")]);
   const agent = createDeepAgent({ model, tools: (extra.tools ?? []) as never[], middleware: [interpreter] });
   const result = await agent.invoke(
