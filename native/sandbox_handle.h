@@ -157,7 +157,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   // setGlobal(name, bytes) -> undefined | { code, message }
   Napi::Value SetGlobal(Napi::Env env, const HandleArgs& args);
 
-  // getGlobal(name) -> [status, bytes | message]
+  // getGlobal(name) -> bytes (wire format) | { code, message }
   Napi::Value GetGlobal(Napi::Env env, const HandleArgs& args);
 
   // globalNames(limit) -> string[] | { code: "BUSY", message }
@@ -171,10 +171,10 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
 
   Napi::Value MemoryUsage(Napi::Env env, const HandleArgs& args);
 
-  // setClock(fixed, epochMs, localTimeUtc) -> false when busy or refused (native/clock.cc)
+  // setClock(fixed, epochMs, localTimeUtc) -> undefined | { code, message } (native/clock.cc)
   Napi::Value SetClock(Napi::Env env, const HandleArgs& args);
 
-  // setRandomSeed(seed: integer below 2**53) -> false when busy
+  // setRandomSeed(seed: integer below 2**53) -> undefined | { code, message }
   Napi::Value SetRandomSeed(Napi::Env env, const HandleArgs& args);
 
   Napi::Value Dispose(const Napi::CallbackInfo& info);
