@@ -11,7 +11,8 @@
 import { randomInt, createHash } from "node:crypto";
 import type { Decision, HITLRequest } from "langchain";
 import { WallHold, type ConsoleEntry, type Sandbox } from "../index.js";
-import { APPROVAL_TEXT } from "./prompts.js";
+import { APPROVAL_TEXT, DURABLE_TEXT } from "./prompts.js";
+import { CallJournal } from "./call-journal.js";
 import type { Approval, HostCallGate, ReplayStartHolder } from "./approval.js";
 import type { ResolvedOptions, ResolvedReview } from "./options.js";
 import type { EvalRunConfig, PtcToolView } from "./ptc.js";
@@ -48,6 +49,12 @@ const EVERY_DECISION: ResolvedReview = {
   argsSchema: undefined,
   when: undefined,
 };
+
+/** What a run replays: a pause's record, or the journal of a run whose process died (no `pausedAt`). */
+type Replay = Omit<ReplayRecord, "pausedAt"> & { pausedAt: PositionedCall | undefined };
+
+/** Never settles: a call held by a drain never starts in this process. */
+const NEVER = new Promise<never>(() => {});
 
 /** How an eval ended, for the eval tool: its outcome, or paused for review. */
 export type ReviewedResult<T> = T | "paused";
@@ -99,7 +106,11 @@ export class EvalReview implements HostCallGate {
   readonly #turns = new Map<number, () => void>();
   #wake: (() => void) | undefined;
   #order: Promise<unknown> = Promise.resolve();
-  #record: ReplayRecord | undefined;
+  #record: Replay | undefined;
+  /** The journal written as calls complete, when the run has a checkpointer (call-journal.ts). */
+  #calls: CallJournal | undefined;
+  /** Set by a drain: no call starts any more in this process. */
+  #draining = false;
   #startSnapshot: Uint8Array | undefined;
   #clockMs: number | undefined;
   #randomSeed = 0;
@@ -176,8 +187,9 @@ export class EvalReview implements HostCallGate {
     const given = decisionsGiven(this.#config);
     const kept = session.state.pausedEval;
     if (given > 0) {
+      let record: ReplayRecord | undefined;
       try {
-        const record = await checkpointerRecords.load(
+        record = await checkpointerRecords.load(
           this.#config,
           this.#binding.evalCallId,
           given - 1,
@@ -188,19 +200,32 @@ export class EvalReview implements HostCallGate {
         if (record.codeDigest !== codeDigestOf(this.#code))
           throw new ReplayRecordError("the journal belongs to other code");
         this.#record = record;
-        for (const [turn, entry] of record.entries.entries()) this.#journal.set(entry.position, { entry, turn });
         this.#pauses = given;
       } catch (err) {
         await kept?.stop();
         // Without the journal, running again would repeat every call made before the pause.
         return fail(APPROVAL_TEXT.noJournal(err instanceof Error ? err.message : String(err)));
       }
-      if (kept?.resumableBy(this.#binding, given, this.#record) === true)
-        return kept.#takeOver(session, this.#config, given, this.#record, fail, lg);
-      await kept?.stop();
+      if (kept?.resumableBy(this.#binding, given, record) === true)
+        return kept.#takeOver(session, this.#config, given, record, fail, lg);
+    }
+    if (this.#options.durableEvals && CallJournal.available(this.#config)) {
+      this.#calls = new CallJournal(this.#config, this.#binding, given, this.#options.maxSnapshotBytes);
+      try {
+        await this.#continueJournal(this.#calls);
+      } catch (err) {
+        await kept?.stop();
+        // Without the journal, running again would repeat every call the interrupted run made.
+        return fail(DURABLE_TEXT.noJournal(err instanceof Error ? err.message : String(err)));
+      }
+    }
+    await kept?.stop();
+    if (this.#record !== undefined) {
+      for (const [turn, entry] of this.#record.entries.entries()) this.#journal.set(entry.position, { entry, turn });
       session.discard();
       session.state.replayStart = this.#record.startSnapshot;
-    } else await kept?.stop();
+    }
+    this.#approval.running(this, true);
     const evaluation = run(this).then(
       (result) => ({ result }),
       (error: unknown) => ({ error }),
@@ -208,11 +233,29 @@ export class EvalReview implements HostCallGate {
     this.#evaluation = evaluation;
     void evaluation.then(() => {
       this.#apply("end");
+      this.#approval.running(this, false);
       this.#unforward?.();
       this.#approval.forget(this);
       if (session.state.pausedEval === this) session.state.pausedEval = undefined;
     });
     return this.#loop(session, evaluation as Promise<{ result: ReviewedResult<T> } | { error: unknown }>, fail, lg);
+  }
+
+  /**
+   * Reads what a run of this eval call whose process died journaled in this epoch: its calls are
+   * answered from it (after a pause's, whose record comes first), and the journal continues after
+   * them. Throws when it is there but unusable.
+   */
+  async #continueJournal(journal: CallJournal): Promise<void> {
+    const crashed = await journal.load();
+    if (crashed === undefined) return;
+    if (crashed.codeDigest !== codeDigestOf(this.#code)) throw new ReplayRecordError("the journal belongs to other code");
+    const base = this.#record;
+    const known = new Set(base?.entries.map((entry) => entry.position));
+    this.#record =
+      base === undefined
+        ? { ...crashed, consoleLines: 0, pausedAt: undefined }
+        : { ...base, entries: [...base.entries, ...crashed.entries.filter((e) => !known.has(e.position))] };
   }
 
   /**
@@ -296,7 +339,7 @@ export class EvalReview implements HostCallGate {
     // A replay that ended before reaching the call it paused at did not take the same path.
     const diverged =
       this.#diverged ??
-      (this.#record !== undefined && !this.#reachedPause
+      (this.#record?.pausedAt !== undefined && !this.#reachedPause
         ? new ReplayDivergenceError(APPROVAL_TEXT.endedEarly(this.#record.pausedAt.name))
         : undefined);
     if (diverged === undefined) return result;
@@ -360,7 +403,7 @@ export class EvalReview implements HostCallGate {
       const reachable =
         [...view.byCamelName.values()].some((t) => this.#approval.reviewOf(t.name) !== undefined) ||
         (taskAvailable && this.#approval.reviewOf("task") !== undefined);
-      if (!reachable) return undefined;
+      if (!reachable && this.#calls === undefined) return undefined;
       if (!checkpointerRecords.available(this.#config)) this.#cannotPause = "this agent has no checkpointer";
       else {
         try {
@@ -368,10 +411,13 @@ export class EvalReview implements HostCallGate {
           this.#startSnapshot = await sandbox.snapshotAsync({ maxSnapshotBytes: this.#options.maxSnapshotBytes });
         } catch (err) {
           this.#cannotPause = `the interpreter state cannot be saved (${err instanceof Error ? err.message : String(err)})`;
+          // Without its start state the eval cannot be replayed: it runs unjournaled.
+          this.#calls = undefined;
         }
       }
       this.#clockMs = this.#freshClock();
       this.#randomSeed = this.#freshSeed();
+      if (this.#startSnapshot !== undefined) this.#beginJournal(this.#startSnapshot);
     } else {
       this.#startSnapshot = record.startSnapshot;
       this.#clockMs = record.clockMs;
@@ -379,13 +425,15 @@ export class EvalReview implements HostCallGate {
       const known = new Set([...view.byCamelName.values()].map((t) => t.name));
       const missing = [
         ...new Set(
-          [...record.entries, record.pausedAt]
+          [...record.entries, ...(record.pausedAt === undefined ? [] : [record.pausedAt])]
             .filter((c) => c.kind === "tool" && !known.has(c.name))
             .map((c) => c.name),
         ),
       ];
       // Stopped before it starts: without those tools the replay cannot take the same path.
       if (missing.length > 0) this.#diverge(APPROVAL_TEXT.toolsUnknown(missing));
+      // A pause's replay journals in an epoch of its own; its start state is in the pause's record.
+      this.#beginJournal(record.pausedAt === undefined ? record.startSnapshot : new Uint8Array(0));
     }
     const skip = record?.consoleLines ?? 0;
     this.#forward(signal);
@@ -399,6 +447,14 @@ export class EvalReview implements HostCallGate {
         if (++this.#consoleLines > skip) onConsole?.(entry);
       },
     };
+  }
+
+  /** What the journal's head holds (written with its first batch, unless it continues a stored one). */
+  #beginJournal(snapshot: Uint8Array): void {
+    this.#calls?.begin(
+      { codeDigest: codeDigestOf(this.#code), clockMs: this.#clockMs, randomSeed: this.#randomSeed },
+      snapshot,
+    );
   }
 
   #freshClock(): number | undefined {
@@ -417,17 +473,20 @@ export class EvalReview implements HostCallGate {
   async call(
     request: HostCallRequest,
     live: (args: Record<string, unknown>) => Promise<GuestAnswer>,
+    onJournaled?: () => void,
   ): Promise<GuestAnswer> {
     const position = this.#next++;
     // Paused: held until the eval is taken over (or forever, when it is stopped or diverged).
     while (holdsCalls(this.#phase)) await this.#whileHalted();
     const record = this.#record;
     const journaled = this.#journal.get(position);
-    const expected = journaled?.entry ?? (position === record?.pausedAt.position ? record.pausedAt : undefined);
+    const atPause = position === record?.pausedAt?.position;
+    const expected = journaled?.entry ?? (atPause ? record?.pausedAt : undefined);
     if (expected === undefined) return answerOf(await this.#run(request, position, live, false));
     if (!sameCall(expected, request)) throw this.#diverge(APPROVAL_TEXT.diverged(position, expected, request));
+    // Also when journaled: a run whose process died after the decision journaled the paused call.
+    if (atPause) this.#reachedPause = true;
     if (journaled === undefined) {
-      this.#reachedPause = true;
       // The eval paused here: the next decision is this call's, whatever the configuration says now.
       return answerOf(await this.#run(request, position, live, true));
     }
@@ -435,6 +494,7 @@ export class EvalReview implements HostCallGate {
     if (journaled.entry.reviewed) await (await this.#queueReview(request, position, true))?.decision;
     await this.#turn(journaled.turn);
     this.#settled.push(journaled.entry);
+    onJournaled?.();
     return answerOf(journaled.entry.outcome);
   }
 
@@ -527,23 +587,61 @@ export class EvalReview implements HostCallGate {
         const outcome = errorOutcome(
           guestError(REJECTED_ERROR_NAME, decision.message ?? APPROVAL_TEXT.rejected(request.name)),
         );
-        this.#settled.push(heldEntry({ ...request, position, reviewed: true, outcome }));
+        this.#journalCall(heldEntry({ ...request, position, reviewed: true, outcome }));
         return outcome;
       }
       if (decision.type === "edit") args = decision.editedAction.args;
     }
     // Not started when the eval paused meanwhile: held, never run while paused, so never run twice.
-    while (holdsCalls(this.#phase)) await this.#whileHalted();
+    await this.#mayStart();
     // Tracked while it runs: a pause waits for it, so its outcome is journaled and never run again.
     const running = live(args)
       .then((answer): HostCallOutcome => ({ ok: true, value: answer.value, updates: answer.updates }), errorOutcome)
       .then((outcome) => {
-        this.#settled.push(heldEntry({ ...request, position, reviewed: queued !== undefined, outcome }));
+        this.#journalCall(heldEntry({ ...request, position, reviewed: queued !== undefined, outcome }));
         this.#inFlight.delete(running);
         return outcome;
       });
     this.#inFlight.add(running);
     return running;
+  }
+
+  /** A call settled in this run: kept for a pause's record, and appended to the journal. */
+  #journalCall(entry: JournalEntry): void {
+    this.#settled.push(entry);
+    this.#calls?.append(entry);
+  }
+
+  /**
+   * Resolves when a live call may start: the eval runs (not paused), and every call that completed
+   * before it is journaled. A journal that cannot be written stops the eval (a crash would then run
+   * its calls again); a drain holds the call forever (the next process resumes the eval there).
+   */
+  async #mayStart(): Promise<void> {
+    for (;;) {
+      while (holdsCalls(this.#phase)) await this.#whileHalted();
+      if (this.#calls === undefined || this.#calls.allStored) {
+        if (this.#draining) await NEVER;
+        return;
+      }
+      try {
+        await this.#calls.durable();
+      } catch (err) {
+        const error = guestError("DurableEvalError", DURABLE_TEXT.notJournaled(err instanceof Error ? err.message : String(err)));
+        this.#abort.abort(error);
+        throw error;
+      }
+    }
+  }
+
+  /**
+   * For a drain: no call of this eval starts any more in this process; resolves once the calls in
+   * flight settled and every completed call is journaled (or the journal failed).
+   */
+  async drainStop(): Promise<void> {
+    this.#draining = true;
+    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
+    await this.#calls?.durable().catch(() => undefined);
   }
 
   /**
@@ -631,6 +729,11 @@ export class EvalReview implements HostCallGate {
     this.#record = record;
     this.#reachedPause = true;
     this.#pauses = given;
+    if (this.#calls !== undefined) {
+      // Calls from here on belong to the epoch of this decision: a crash now resumes from there.
+      this.#calls = new CallJournal(config, this.#binding, given, this.#options.maxSnapshotBytes);
+      this.#beginJournal(new Uint8Array(0));
+    }
     this.#forward(config.signal);
     for (const resume of this.#resumers) resume(config);
     const ask = this.#pausedAsk!;

@@ -214,6 +214,16 @@ const optionsShape = {
   interruptOn: z
     .custom<InterruptOnTools | { interruptOn?: InterruptOnTools | undefined; descriptionPrefix?: string | undefined }>()
     .optional(),
+  /**
+   * Durable evals (default true): with a checkpointer, each host call an eval makes (tools, `task()`)
+   * is journaled in the checkpointer as it completes, and a new call starts only once the calls that
+   * completed before it are stored. When the process dies mid-eval, continuing the thread
+   * (`agent.invoke(null, config)`) in any process replays the eval from its start, answering
+   * journaled calls from the journal; a call in flight at the crash runs at most once more. The
+   * journal and start state are capped by `maxSnapshotBytes`; over it, the eval stops before its
+   * next call.
+   */
+  durableEvals: boolean().default(true),
   /** Most interpreter sessions kept alive at once; the least recently used idle one is closed first. Default 64. */
   maxLiveSessions: integer(1).default(64),
   /** An idle session is closed after this many ms. Default 1800000 (30 min). */
