@@ -119,9 +119,13 @@ export class Approval {
    */
   async drain(deadlineMs: number): Promise<number> {
     this.#draining = true;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.allSettled([...this.#evals]), new Promise((resolve) => (timer = setTimeout(resolve, deadlineMs)))]);
-    clearTimeout(timer);
+    // With no time left, no call starts after this one (a turn of the event loop would let one).
+    if (deadlineMs > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise((resolve) => (timer = setTimeout(resolve, deadlineMs)));
+      await Promise.race([Promise.allSettled([...this.#evals]), deadline]);
+      clearTimeout(timer);
+    }
     const left = [...this.#running];
     await Promise.all(left.map((review) => review.drainStop()));
     return left.length;

@@ -227,8 +227,9 @@ export class CallJournal {
       batch,
       this.#binding,
       slot(where, taskId, c.headDigest),
-      this.#maxBytes - c.bytes,
-      `${what} (with ${c.bytes} bytes already written)`,
+      this.#maxBytes,
+      what,
+      c.bytes,
     );
     await this.#put(where, parts, taskId);
     c.batches++;

@@ -122,6 +122,8 @@ export class EvalReview implements HostCallGate {
   /** The reviewed call the eval paused at (Pausing, Paused, and Ended after a pause). */
   #pausedAt: PositionedCall | undefined;
   #diverged: ReplayDivergenceError | undefined; // why a replay was stopped (Diverged)
+  /** Why the eval was stopped because its journal could not be written. */
+  #unjournaled: Error | undefined;
   #pauses = 0;
   /** The running eval, as `drive` awaits it; it outlives a run that paused when kept alive. */
   #evaluation: Promise<{ result: unknown } | { error: unknown }> | undefined;
@@ -227,7 +229,9 @@ export class EvalReview implements HostCallGate {
     }
     this.#approval.running(this, true);
     const evaluation = run(this).then(
-      (result) => ({ result }),
+      // Its last calls are stored before the eval tool returns: a crash before LangGraph keeps its
+      // result then replays them from the journal.
+      async (result) => ({ result: (await this.#journaled().then(() => result, () => result)) }),
       (error: unknown) => ({ error }),
     );
     this.#evaluation = evaluation;
@@ -339,6 +343,7 @@ export class EvalReview implements HostCallGate {
     // A replay that ended before reaching the call it paused at did not take the same path.
     const diverged =
       this.#diverged ??
+      this.#unjournaled ??
       (this.#record?.pausedAt !== undefined && !this.#reachedPause
         ? new ReplayDivergenceError(APPROVAL_TEXT.endedEarly(this.#record.pausedAt.name))
         : undefined);
@@ -624,13 +629,19 @@ export class EvalReview implements HostCallGate {
         if (this.#draining) await NEVER;
         return;
       }
-      try {
-        await this.#calls.durable();
-      } catch (err) {
-        const error = guestError("DurableEvalError", DURABLE_TEXT.notJournaled(err instanceof Error ? err.message : String(err)));
-        this.#abort.abort(error);
-        throw error;
-      }
+      await this.#journaled();
+    }
+  }
+
+  /** Resolves once every completed call is journaled; else stops the eval and throws why. */
+  async #journaled(): Promise<void> {
+    try {
+      await this.#calls?.durable();
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      this.#unjournaled ??= guestError("DurableEvalError", DURABLE_TEXT.notJournaled(reason));
+      this.#abort.abort(this.#unjournaled);
+      throw this.#unjournaled;
     }
   }
 

@@ -185,7 +185,8 @@ function encodeRecordParts(
 /**
  * The parts of one signed body in the record layout: `head` (v8-serialized), the raw section, then
  * one section per entry, and the digest bound to `binding` and `slot`; rejects when the whole is
- * over `maxBytes` (`what` names it in the error) or an entry is not cloneable.
+ * over `maxBytes` (`what` names it in the error; `already`: bytes written before it, counted in
+ * the whole) or an entry is not cloneable.
  */
 export async function encodeSignedParts(
   head: object,
@@ -195,12 +196,13 @@ export async function encodeSignedParts(
   slot: string,
   maxBytes: number,
   what: string,
+  already = 0,
 ): Promise<Buffer[]> {
   const parts: Buffer[] = [Buffer.alloc(HEADER_BYTES), ...lengthPrefixed(serialize(head)), ...lengthPrefixed(raw)];
   MAGIC.copy(parts[0]!, 0);
   parts[0]!.writeUInt16LE(JOURNAL_FORMAT_VERSION, 8);
   parts[0]!.writeUInt16LE(binding.key === undefined ? 0 : FLAG_SIGNED, 10);
-  let total = HEADER_BYTES + 2 * LENGTH_BYTES + parts[2]!.length + raw.length + DIGEST_BYTES;
+  let total = already + HEADER_BYTES + 2 * LENGTH_BYTES + parts[2]!.length + raw.length + DIGEST_BYTES;
   const tooLarge = (): ReplayRecordError =>
     new ReplayRecordError(`${what} take ${total} bytes, over maxSnapshotBytes (${maxBytes})`);
   if (total > maxBytes) throw tooLarge();
