@@ -123,7 +123,12 @@ export class CallJournal {
     if (headPieces === undefined) return undefined;
     let budget = this.#maxBytes;
     const read = async (pieces: unknown[], taskId: string, head: Buffer | undefined) => {
-      const bytes = await fromBase64Pieces(pieces, budget);
+      // The cap covers the whole journal: each piece is checked against what is left of it.
+      const bytes = await fromBase64Pieces(pieces, budget).catch((err: unknown) => {
+        throw err instanceof ReplayRecordError
+          ? new ReplayRecordError(`the stored call journal is over maxSnapshotBytes (${this.#maxBytes})`)
+          : err;
+      });
       const decoded = await decodeSignedBytes(bytes, this.#binding, slot(where, taskId, head));
       budget -= bytes!.length;
       return { ...decoded, digest: bytes!.subarray(bytes!.length - DIGEST_BYTES) };
