@@ -19,7 +19,10 @@
  * appended before it is stored, which is what a new call waits for before it starts.
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
+import { DURABLE_TEXT } from "./prompts.js";
+import { guestError } from "./review-answers.js";
 import {
+  codeDigestOf,
   decodeSignedBytes,
   encodeSignedParts,
   fromBase64Pieces,
@@ -30,7 +33,9 @@ import {
   slotOf,
   toBase64Pieces,
   type JournalEntry,
+  type PositionedCall,
   type RecordBinding,
+  type ReplayRecord,
 } from "./journal.js";
 
 /** What a journal's head holds besides the start snapshot. */
@@ -248,5 +253,101 @@ export class CallJournal {
       pieces.map((piece) => [RECORD_CHANNEL, piece]),
       taskId,
     );
+  }
+}
+
+/** What a run replays: a pause's record, or the journal of a run whose process died (no `pausedAt`). */
+export type Replay = Omit<ReplayRecord, "pausedAt"> & { pausedAt: PositionedCall | undefined };
+
+/** Never settles: a call held by a drain never starts in this process. */
+const NEVER = new Promise<never>(() => {});
+
+/**
+ * The durable side of one eval's host calls (eval-review.ts): its journal (one per epoch), the
+ * hold of a drain, and why journaling failed, if it did.
+ */
+export class DurableCalls {
+  #journal: CallJournal | undefined;
+  #draining = false;
+  #failure: Error | undefined;
+  readonly #stop: (error: Error) => void;
+
+  /** `stop` ends the eval with the error when its journal cannot be written. */
+  constructor(stop: (error: Error) => void) {
+    this.#stop = stop;
+  }
+
+  /** Why the eval was stopped because its journal could not be written, if it was. */
+  get failure(): Error | undefined {
+    return this.#failure;
+  }
+
+  /** True while calls are journaled. */
+  get on(): boolean {
+    return this.#journal !== undefined;
+  }
+
+  /** Journals the calls from here on in `epoch`'s journal. */
+  open(config: RunnableConfig, binding: RecordBinding, epoch: number, maxBytes: number): void {
+    this.#journal = new CallJournal(config, binding, epoch, maxBytes);
+  }
+
+  /** Calls are no longer journaled (the eval cannot be replayed: no start state). */
+  off(): void {
+    this.#journal = undefined;
+  }
+
+  /**
+   * `base` (a pause's record, if any) with what a run of the same code whose process died stored
+   * in this epoch, after it; the journal then continues after that. Throws when it is unusable.
+   */
+  async resume(code: string, base: Replay | undefined): Promise<Replay | undefined> {
+    const crashed = await this.#journal?.load();
+    if (crashed === undefined) return base;
+    if (crashed.codeDigest !== codeDigestOf(code)) throw new ReplayRecordError("the journal belongs to other code");
+    if (base === undefined) return { ...crashed, consoleLines: 0, pausedAt: undefined };
+    const known = new Set(base.entries.map((entry) => entry.position));
+    return { ...base, entries: [...base.entries, ...crashed.entries.filter((e) => !known.has(e.position))] };
+  }
+
+  /** What the journal's head holds (see {@link CallJournal.begin}). */
+  begin(head: CallJournalHead, snapshot: Uint8Array): void {
+    this.#journal?.begin(head, snapshot);
+  }
+
+  append(entry: JournalEntry): void {
+    this.#journal?.append(entry);
+  }
+
+  /**
+   * True when a call may start now: every completed call is stored. Else waits until they are and
+   * resolves false (check again). Never resolves for a drained eval; throws when the journal failed.
+   */
+  async ready(): Promise<boolean> {
+    if (this.#journal === undefined || this.#journal.allStored) {
+      if (this.#draining) await NEVER;
+      return true;
+    }
+    await this.stored();
+    return false;
+  }
+
+  /** Resolves once every completed call is journaled; else stops the eval and throws why. */
+  async stored(): Promise<void> {
+    try {
+      await this.#journal?.durable();
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      this.#failure ??= guestError("DurableEvalError", DURABLE_TEXT.notJournaled(reason));
+      this.#stop(this.#failure);
+      throw this.#failure;
+    }
+  }
+
+  /** For a drain: no call starts any more; resolves once `inFlight` settled and is journaled. */
+  async drain(inFlight: ReadonlySet<Promise<unknown>>): Promise<void> {
+    this.#draining = true;
+    while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+    await this.#journal?.durable().catch(() => undefined);
   }
 }

@@ -8,15 +8,14 @@
  * context may call it (host callbacks run in the sandbox's), so host calls queue their reviews here
  * and {@link EvalReview.drive} raises them.
  */
-import { randomInt, createHash } from "node:crypto";
 import type { Decision, HITLRequest } from "langchain";
 import { WallHold, type ConsoleEntry, type Sandbox } from "../index.js";
 import { APPROVAL_TEXT, DURABLE_TEXT } from "./prompts.js";
-import { CallJournal } from "./call-journal.js";
+import { CallJournal, DurableCalls, type Replay } from "./call-journal.js";
 import type { Approval, HostCallGate, ReplayStartHolder } from "./approval.js";
 import type { ResolvedOptions, ResolvedReview } from "./options.js";
 import type { EvalRunConfig, PtcToolView } from "./ptc.js";
-import { decisionOf, unfaithfulPartOf } from "./review-args.js";
+import { decisionOf, EVERY_DECISION, freshClock, freshSeed, hitlRequestOf, unfaithfulPartOf } from "./review-args.js";
 import {
   answerOf,
   decisionsGiven,
@@ -25,6 +24,7 @@ import {
   ReplayDivergenceError,
   REJECTED_ERROR_NAME,
   sameCall,
+  SettleOrder,
   UNAVAILABLE_ERROR_NAME,
   type GuestAnswer,
 } from "./review-answers.js";
@@ -41,20 +41,6 @@ import {
   type RecordBinding,
   type ReplayRecord,
 } from "./journal.js";
-
-/** The review of a call the journal says paused, when the configuration no longer lists its tool. */
-const EVERY_DECISION: ResolvedReview = {
-  allowedDecisions: ["approve", "edit", "reject"],
-  description: undefined,
-  argsSchema: undefined,
-  when: undefined,
-};
-
-/** What a run replays: a pause's record, or the journal of a run whose process died (no `pausedAt`). */
-type Replay = Omit<ReplayRecord, "pausedAt"> & { pausedAt: PositionedCall | undefined };
-
-/** Never settles: a call held by a drain never starts in this process. */
-const NEVER = new Promise<never>(() => {});
 
 /** How an eval ended, for the eval tool: its outcome, or paused for review. */
 export type ReviewedResult<T> = T | "paused";
@@ -101,16 +87,13 @@ export class EvalReview implements HostCallGate {
   readonly #settled: JournalEntry[] = [];
   /** The journal of a resumed eval by call position, with each entry's place in the settle order. */
   readonly #journal = new Map<number, { entry: JournalEntry; turn: number }>();
-  /** Journaled answers given so far; the next one waits for its turn, so they settle as they did. */
-  #delivered = 0;
-  readonly #turns = new Map<number, () => void>();
+  /** Journaled answers wait for their turn, so they settle as they did. */
+  readonly #turns = new SettleOrder();
   #wake: (() => void) | undefined;
   #order: Promise<unknown> = Promise.resolve();
   #record: Replay | undefined;
   /** The journal written as calls complete, when the run has a checkpointer (call-journal.ts). */
-  #calls: CallJournal | undefined;
-  /** Set by a drain: no call starts any more in this process. */
-  #draining = false;
+  readonly #durable = new DurableCalls((error) => this.#abort.abort(error));
   #startSnapshot: Uint8Array | undefined;
   #clockMs: number | undefined;
   #randomSeed = 0;
@@ -122,8 +105,6 @@ export class EvalReview implements HostCallGate {
   /** The reviewed call the eval paused at (Pausing, Paused, and Ended after a pause). */
   #pausedAt: PositionedCall | undefined;
   #diverged: ReplayDivergenceError | undefined; // why a replay was stopped (Diverged)
-  /** Why the eval was stopped because its journal could not be written. */
-  #unjournaled: Error | undefined;
   #pauses = 0;
   /** The running eval, as `drive` awaits it; it outlives a run that paused when kept alive. */
   #evaluation: Promise<{ result: unknown } | { error: unknown }> | undefined;
@@ -212,9 +193,9 @@ export class EvalReview implements HostCallGate {
         return kept.#takeOver(session, this.#config, given, record, fail, lg);
     }
     if (this.#options.durableEvals && CallJournal.available(this.#config)) {
-      this.#calls = new CallJournal(this.#config, this.#binding, given, this.#options.maxSnapshotBytes);
+      this.#durable.open(this.#config, this.#binding, given, this.#options.maxSnapshotBytes);
       try {
-        await this.#continueJournal(this.#calls);
+        this.#record = await this.#durable.resume(this.#code, this.#record);
       } catch (err) {
         await kept?.stop();
         // Without the journal, running again would repeat every call the interrupted run made.
@@ -231,7 +212,12 @@ export class EvalReview implements HostCallGate {
     const evaluation = run(this).then(
       // Its last calls are stored before the eval tool returns: a crash before LangGraph keeps its
       // result then replays them from the journal.
-      async (result) => ({ result: (await this.#journaled().then(() => result, () => result)) }),
+      async (result) => ({
+        result: await this.#durable.stored().then(
+          () => result,
+          () => result,
+        ),
+      }),
       (error: unknown) => ({ error }),
     );
     this.#evaluation = evaluation;
@@ -243,23 +229,6 @@ export class EvalReview implements HostCallGate {
       if (session.state.pausedEval === this) session.state.pausedEval = undefined;
     });
     return this.#loop(session, evaluation as Promise<{ result: ReviewedResult<T> } | { error: unknown }>, fail, lg);
-  }
-
-  /**
-   * Reads what a run of this eval call whose process died journaled in this epoch: its calls are
-   * answered from it (after a pause's, whose record comes first), and the journal continues after
-   * them. Throws when it is there but unusable.
-   */
-  async #continueJournal(journal: CallJournal): Promise<void> {
-    const crashed = await journal.load();
-    if (crashed === undefined) return;
-    if (crashed.codeDigest !== codeDigestOf(this.#code)) throw new ReplayRecordError("the journal belongs to other code");
-    const base = this.#record;
-    const known = new Set(base?.entries.map((entry) => entry.position));
-    this.#record =
-      base === undefined
-        ? { ...crashed, consoleLines: 0, pausedAt: undefined }
-        : { ...base, entries: [...base.entries, ...crashed.entries.filter((e) => !known.has(e.position))] };
   }
 
   /**
@@ -343,7 +312,7 @@ export class EvalReview implements HostCallGate {
     // A replay that ended before reaching the call it paused at did not take the same path.
     const diverged =
       this.#diverged ??
-      this.#unjournaled ??
+      this.#durable.failure ??
       (this.#record?.pausedAt !== undefined && !this.#reachedPause
         ? new ReplayDivergenceError(APPROVAL_TEXT.endedEarly(this.#record.pausedAt.name))
         : undefined);
@@ -408,7 +377,7 @@ export class EvalReview implements HostCallGate {
       const reachable =
         [...view.byCamelName.values()].some((t) => this.#approval.reviewOf(t.name) !== undefined) ||
         (taskAvailable && this.#approval.reviewOf("task") !== undefined);
-      if (!reachable && this.#calls === undefined) return undefined;
+      if (!reachable && !this.#durable.on) return undefined;
       if (!checkpointerRecords.available(this.#config)) this.#cannotPause = "this agent has no checkpointer";
       else {
         try {
@@ -417,11 +386,11 @@ export class EvalReview implements HostCallGate {
         } catch (err) {
           this.#cannotPause = `the interpreter state cannot be saved (${err instanceof Error ? err.message : String(err)})`;
           // Without its start state the eval cannot be replayed: it runs unjournaled.
-          this.#calls = undefined;
+          this.#durable.off();
         }
       }
-      this.#clockMs = this.#freshClock();
-      this.#randomSeed = this.#freshSeed();
+      this.#clockMs = freshClock(this.#options.clock);
+      this.#randomSeed = freshSeed(this.#options.randomSeed, this.#binding.evalCallId);
       if (this.#startSnapshot !== undefined) this.#beginJournal(this.#startSnapshot);
     } else {
       this.#startSnapshot = record.startSnapshot;
@@ -437,7 +406,6 @@ export class EvalReview implements HostCallGate {
       ];
       // Stopped before it starts: without those tools the replay cannot take the same path.
       if (missing.length > 0) this.#diverge(APPROVAL_TEXT.toolsUnknown(missing));
-      // A pause's replay journals in an epoch of its own; its start state is in the pause's record.
       this.#beginJournal(record.pausedAt === undefined ? record.startSnapshot : new Uint8Array(0));
     }
     const skip = record?.consoleLines ?? 0;
@@ -454,25 +422,12 @@ export class EvalReview implements HostCallGate {
     };
   }
 
-  /** What the journal's head holds (written with its first batch, unless it continues a stored one). */
+  /** The journal's head: written with its first batch unless it continues a stored one (call-journal.ts). */
   #beginJournal(snapshot: Uint8Array): void {
-    this.#calls?.begin(
+    this.#durable.begin(
       { codeDigest: codeDigestOf(this.#code), clockMs: this.#clockMs, randomSeed: this.#randomSeed },
       snapshot,
     );
-  }
-
-  #freshClock(): number | undefined {
-    const clock = this.#options.clock;
-    if (clock === "real") return undefined;
-    return clock === "frozen" ? Date.now() : clock.now();
-  }
-
-  #freshSeed(): number {
-    const seed = this.#options.randomSeed;
-    if (seed === undefined) return randomInt(2 ** 48 - 1);
-    // Reproducible runs stay reproducible: the seed of each eval follows from the configured one.
-    return createHash("sha256").update(`${seed}:${this.#binding.evalCallId}`).digest().readUIntLE(0, 6);
   }
 
   async call(
@@ -489,32 +444,17 @@ export class EvalReview implements HostCallGate {
     const expected = journaled?.entry ?? (atPause ? record?.pausedAt : undefined);
     if (expected === undefined) return answerOf(await this.#run(request, position, live, false));
     if (!sameCall(expected, request)) throw this.#diverge(APPROVAL_TEXT.diverged(position, expected, request));
-    // Also when journaled: a run whose process died after the decision journaled the paused call.
-    if (atPause) this.#reachedPause = true;
+    if (atPause) this.#reachedPause = true; // journaled too, when a process died after the decision
     if (journaled === undefined) {
       // The eval paused here: the next decision is this call's, whatever the configuration says now.
       return answerOf(await this.#run(request, position, live, true));
     }
     // Its decision is asked for again only to keep LangGraph's count of interrupts in step.
     if (journaled.entry.reviewed) await (await this.#queueReview(request, position, true))?.decision;
-    await this.#turn(journaled.turn);
+    await this.#turns.wait(journaled.turn);
     this.#settled.push(journaled.entry);
     onJournaled?.();
     return answerOf(journaled.entry.outcome);
-  }
-
-  /**
-   * Waits until every journaled answer that settled before this one (`turn`) was given, then
-   * gives the next one its turn a macrotask later: `Promise.race` over replayed calls settles as
-   * it did in the run that was journaled.
-   */
-  async #turn(turn: number): Promise<void> {
-    if (turn !== this.#delivered) await new Promise<void>((resolve) => this.#turns.set(turn, resolve));
-    const next = ++this.#delivered;
-    setImmediate(() => {
-      this.#turns.get(next)?.();
-      this.#turns.delete(next);
-    });
   }
 
   /**
@@ -549,21 +489,11 @@ export class EvalReview implements HostCallGate {
       const unfaithful = unfaithfulPartOf(request.args);
       if (unfaithful !== undefined)
         throw guestError("TypeError", APPROVAL_TEXT.unreviewableArgs(request.name, unfaithful));
-      const description =
-        typeof review.description === "function"
-          ? await review.description(toolCall as never, this.#config.state as never, this.#runtime() as never)
-          : (review.description ??
-            `${this.#options.interruptOn.descriptionPrefix}\n\nTool: ${request.name}\nArgs: ${JSON.stringify(request.args, null, 2)}`);
-      const hitl: HITLRequest = {
-        actionRequests: [{ name: request.name, args: request.args, description }],
-        reviewConfigs: [
-          {
-            actionName: request.name,
-            allowedDecisions: [...review.allowedDecisions],
-            ...(review.argsSchema === undefined ? {} : { argsSchema: review.argsSchema }),
-          },
-        ],
-      };
+      const hitl = await hitlRequestOf(request, review, toolCall, {
+        state: this.#config.state,
+        runtime: this.#runtime(),
+        descriptionPrefix: this.#options.interruptOn.descriptionPrefix,
+      });
       // Raised by `drive`; when LangGraph has no decision for it yet, the eval pauses there.
       const decision = new Promise<Decision>((resolve, reject) =>
         this.#asks.push({ hitl, request, review, position, resolve, reject }),
@@ -614,7 +544,7 @@ export class EvalReview implements HostCallGate {
   /** A call settled in this run: kept for a pause's record, and appended to the journal. */
   #journalCall(entry: JournalEntry): void {
     this.#settled.push(entry);
-    this.#calls?.append(entry);
+    this.#durable.append(entry);
   }
 
   /**
@@ -625,23 +555,7 @@ export class EvalReview implements HostCallGate {
   async #mayStart(): Promise<void> {
     for (;;) {
       while (holdsCalls(this.#phase)) await this.#whileHalted();
-      if (this.#calls === undefined || this.#calls.allStored) {
-        if (this.#draining) await NEVER;
-        return;
-      }
-      await this.#journaled();
-    }
-  }
-
-  /** Resolves once every completed call is journaled; else stops the eval and throws why. */
-  async #journaled(): Promise<void> {
-    try {
-      await this.#calls?.durable();
-    } catch (err) {
-      const reason = err instanceof Error ? err.message : String(err);
-      this.#unjournaled ??= guestError("DurableEvalError", DURABLE_TEXT.notJournaled(reason));
-      this.#abort.abort(this.#unjournaled);
-      throw this.#unjournaled;
+      if ((await this.#durable.ready()) && !holdsCalls(this.#phase)) return;
     }
   }
 
@@ -649,10 +563,8 @@ export class EvalReview implements HostCallGate {
    * For a drain: no call of this eval starts any more in this process; resolves once the calls in
    * flight settled and every completed call is journaled (or the journal failed).
    */
-  async drainStop(): Promise<void> {
-    this.#draining = true;
-    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
-    await this.#calls?.durable().catch(() => undefined);
+  drainStop(): Promise<void> {
+    return this.#durable.drain(this.#inFlight);
   }
 
   /**
@@ -740,9 +652,9 @@ export class EvalReview implements HostCallGate {
     this.#record = record;
     this.#reachedPause = true;
     this.#pauses = given;
-    if (this.#calls !== undefined) {
+    if (this.#durable.on) {
       // Calls from here on belong to the epoch of this decision: a crash now resumes from there.
-      this.#calls = new CallJournal(config, this.#binding, given, this.#options.maxSnapshotBytes);
+      this.#durable.open(config, this.#binding, given, this.#options.maxSnapshotBytes);
       this.#beginJournal(new Uint8Array(0));
     }
     this.#forward(config.signal);

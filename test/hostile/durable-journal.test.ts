@@ -11,7 +11,9 @@ const BATCH = /^code-interpreter-journal:eval-1:0:(\d+)$/;
 
 /** The stored batch rows of `thread`'s eval, by batch number. */
 function batchesOf(saver: MemorySaver, thread: string): Map<number, [string, string, unknown, string]> {
-  const rows = Object.entries((saver as unknown as { writes: Record<string, Record<string, [string, string, unknown, string]>> }).writes)
+  const rows = Object.entries(
+    (saver as unknown as { writes: Record<string, Record<string, [string, string, unknown, string]>> }).writes,
+  )
     .filter(([outer]) => outer.includes(thread))
     .flatMap(([, inner]) => Object.values(inner));
   return new Map(rows.filter(([task]) => BATCH.test(task)).map((row) => [Number(BATCH.exec(row[0])![1]), row]));

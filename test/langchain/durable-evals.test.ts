@@ -30,7 +30,10 @@ describe("a drained eval", () => {
     const made: Made[] = [];
     const { first } = await drainedRun(saver, made, "draining", 1);
     const next = durableAgent(saver, made, FIVE_STEPS, { middleware: first.interpreter });
-    const again = await next.agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "other" } });
+    const again = await next.agent.invoke(
+      { messages: [new HumanMessage("go")] },
+      { configurable: { thread_id: "other" } },
+    );
     expect(evalText(again)).toMatch(/^DurableEvalError: this server is shutting down and takes no new evals/);
     expect(made.map((m) => m.n)).toEqual([1]);
   });
@@ -46,7 +49,9 @@ await tools.step({ n: 2, size: 400000 });
 await tools.step({ n: 3 });`;
     const { agent } = durableAgent(saver, made, code, { maxSnapshotBytes: 300_000 });
     const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "cap" } });
-    expect(evalText(result)).toMatch(/^DurableEvalError: the eval's calls can no longer be journaled \(the eval's call journal and start state take \d+ bytes, over maxSnapshotBytes \(300000\)\)/);
+    expect(evalText(result)).toMatch(
+      /^DurableEvalError: the eval's calls can no longer be journaled \(the eval's call journal and start state take \d+ bytes, over maxSnapshotBytes \(300000\)\)/,
+    );
     expect(made.map((m) => m.n)).toEqual([1, 2]);
   });
 });

@@ -189,7 +189,11 @@ for (const { backend, title, skip } of backends)
         );
         expect(a.code).toBe(0);
         const firstPid = runsOf(at.log, 1)[0]!.pid;
-        expect(runs(at.log).filter((r) => r.pid === firstPid).map((r) => r.n)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+        expect(
+          runs(at.log)
+            .filter((r) => r.pid === firstPid)
+            .map((r) => r.n),
+        ).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
         const resumed = runToEnd(backend, at, "resume");
         expect(resumed).toMatch(/calls: 20/);
         for (let n = 1; n <= 20; n++) expect(runsOf(at.log, n), `call ${n}`).toHaveLength(1);

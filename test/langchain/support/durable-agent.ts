@@ -90,8 +90,9 @@ export async function drainedRun(saver: MemorySaver, made: Made[], thread: strin
       if (n === drainAt) drained = first.interpreter.drain({ deadlineMs: 0 });
     },
   });
-  void first.agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: thread } }).catch(() => {});
+  void first.agent
+    .invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: thread } })
+    .catch(() => {});
   while (drained === undefined) await new Promise((resolve) => setTimeout(resolve, 5));
   return { first, drained: await drained };
 }
-

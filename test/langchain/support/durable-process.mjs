@@ -15,7 +15,12 @@ import { createCodeInterpreterMiddleware } from "../../../dist/langchain/index.j
 import { ScriptedChatModel, callTool, reply } from "../../../dist/langchain/testing/scripted-model.js";
 
 const [backend, location, threadId, logFile, role, code] = process.argv.slice(2);
-const hold = new Set((process.env.HOLD ?? "").split(",").filter((x) => x !== "").map(Number));
+const hold = new Set(
+  (process.env.HOLD ?? "")
+    .split(",")
+    .filter((x) => x !== "")
+    .map(Number),
+);
 const drainMs = process.env.DRAIN_MS === undefined ? undefined : Number(process.env.DRAIN_MS);
 
 async function open() {
