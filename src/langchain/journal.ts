@@ -206,9 +206,10 @@ export async function encodeSignedParts(
   const tooLarge = (): ReplayRecordError =>
     new ReplayRecordError(`${what} take ${total} bytes, over maxSnapshotBytes (${maxBytes})`);
   if (total > maxBytes) throw tooLarge();
-  for (const entry of entries) {
-    // One entry at a time: the cost between two yields is one call's arguments and outcome.
-    await yieldToLoop();
+  for (const [i, entry] of entries.entries()) {
+    // One entry at a time: the cost between two yields is one call's arguments and outcome (a
+    // batch of one call, as each sequential call writes, costs no turn).
+    if (i > 0) await yieldToLoop();
     const bytes = bytesOfEntries.get(entry) ?? serialize(entry);
     total += LENGTH_BYTES + bytes.length;
     if (total > maxBytes) throw tooLarge();
