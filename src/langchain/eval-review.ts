@@ -377,6 +377,7 @@ export class EvalReview implements HostCallGate {
       const reachable =
         [...view.byCamelName.values()].some((t) => this.#approval.reviewOf(t.name) !== undefined) ||
         (taskAvailable && this.#approval.reviewOf("task") !== undefined);
+      if (view.byCamelName.size === 0 && !taskAvailable) this.#durable.off(); // no call to journal, no snapshot
       if (!reachable && !this.#durable.on) return undefined;
       if (!checkpointerRecords.available(this.#config)) this.#cannotPause = "this agent has no checkpointer";
       else {

@@ -235,7 +235,13 @@ async function concatInSlices(parts: readonly Buffer[]): Promise<Buffer> {
 /** Base64 of the concatenation of `parts`, one piece per slice (each byte copied once, into a slice). */
 export async function toBase64Pieces(parts: readonly Buffer[]): Promise<string[]> {
   const text: string[] = [];
-  const slice = Buffer.allocUnsafe(SLICE_BYTES);
+  // No larger than the parts: a journal batch of one call is a few hundred bytes.
+  const slice = Buffer.allocUnsafe(
+    Math.min(
+      SLICE_BYTES,
+      parts.reduce((n, part) => n + part.length, 0),
+    ),
+  );
   let filled = 0;
   for (const part of parts) {
     for (let at = 0; at < part.length; ) {
