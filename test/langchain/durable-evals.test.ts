@@ -6,8 +6,13 @@
  * writes no journal.
  */
 import { describe, expect, it } from "vitest";
-import { HumanMessage } from "@langchain/core/messages";
-import { MemorySaver } from "@langchain/langgraph";
+import { createAgent } from "langchain";
+import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import { tool } from "@langchain/core/tools";
+import { Command, MemorySaver } from "@langchain/langgraph";
+import { z } from "zod";
+import { ScriptedChatModel, callTool, contentText, reply, toolMessages } from "./support/agent.js";
+import { trackedMiddleware } from "./support/tracked-middleware.js";
 import { drainedRun, durableAgent, evalText, FIVE_STEPS, writesOf, type Made } from "./support/durable-agent.js";
 
 describe("a drained eval", () => {
@@ -73,5 +78,61 @@ describe("durableEvals: false", () => {
       "code-interpreter-journal:eval-1:0:head",
       ...[0, 1, 2, 3, 4].map((k) => `code-interpreter-journal:eval-1:0:${k}`),
     ]);
+  });
+});
+
+describe("a crash after a pause for review was answered", () => {
+  it("resumes from the pause's record plus the journal of the answered run: the approved email and the calls after it never run twice", async () => {
+    const saver = new MemorySaver();
+    const ran: string[] = [];
+    let drained: Promise<unknown> | undefined;
+    const code = `
+await tools.step({ n: 1 });
+await tools.sendEmail({ to: "a@example.com" });
+await tools.step({ n: 2 });
+await tools.step({ n: 3 });
+"all sent"`;
+    const agentOf = (script: BaseMessage[], drainAt?: number) => {
+      const step = tool(
+        async ({ n }: { n: number }) => {
+          ran.push(`step ${n}`);
+          if (n === drainAt) drained = interpreter.drain({ deadlineMs: 0 });
+          return `step ${n}`;
+        },
+        { name: "step", description: "One step.", schema: z.object({ n: z.number() }) },
+      );
+      const sendEmail = tool(
+        async ({ to }: { to: string }) => {
+          ran.push(`email ${to}`);
+          return "sent";
+        },
+        { name: "send_email", description: "Sends an email.", schema: z.object({ to: z.string() }) },
+      );
+      const interpreter = trackedMiddleware({
+        ptc: [step, sendEmail],
+        interruptOn: { send_email: true },
+        snapshotSigningKey: "a-signing-key-of-at-least-16-bytes",
+      });
+      const model = new ScriptedChatModel(script);
+      return createAgent({ model, tools: [step, sendEmail], middleware: [interpreter], checkpointer: saver });
+    };
+    const config = { configurable: { thread_id: "approved-then-killed" } };
+    const paused = await agentOf([callTool("eval", { code }, "eval-1"), reply("done")]).invoke(
+      { messages: [new HumanMessage("go")] },
+      config,
+    );
+    expect(paused["__interrupt__"]).toBeDefined();
+    expect(ran).toEqual(["step 1"]);
+    // Another process approves; it is drained (as a deploy would stop it) right after step 2.
+    void agentOf([reply("done")], 2)
+      .invoke(new Command({ resume: { decisions: [{ type: "approve" }] } }), config)
+      .catch(() => {});
+    while (drained === undefined) await new Promise((resolve) => setTimeout(resolve, 5));
+    await drained;
+    expect(ran).toEqual(["step 1", "email a@example.com", "step 2"]);
+    // A third process continues the thread.
+    const resumed = await agentOf([reply("done")]).invoke(null, config);
+    expect(contentText(toolMessages(resumed["messages"] as BaseMessage[]).at(-1)!)).toMatch(/all sent/);
+    expect(ran).toEqual(["step 1", "email a@example.com", "step 2", "step 3"]);
   });
 });
