@@ -9,6 +9,8 @@
 // The "thread storage" case (bench/thread-storage.js, quickjs-native only, SQLite; PostgreSQL too
 // when QJSN_POSTGRES_URL is set) runs in every run that includes quickjs-native, or alone with
 // `--modes=thread-storage`.
+// The "durable evals" case (bench/durable-evals.js, quickjs-native only, the same checkpointers) runs
+// likewise, or alone with `--modes=durable-evals`.
 // `--only=hostile` is a shorthand for the hostile case alone (see below).
 // `--baseline=PATH` also runs the quickjs-native build of another checkout at PATH (built with
 // `npm run build`, e.g. a `git worktree` of an older commit) right after this checkout's, and the
@@ -117,7 +119,7 @@ async function runEngine(engine, index) {
           "hostile",
           "scheduler",
         ]
-  ).filter((mode) => mode !== THREAD_STORAGE && ownOnly(mode));
+  ).filter((mode) => mode !== THREAD_STORAGE && mode !== DURABLE_EVALS && ownOnly(mode));
   const result = { engine, rows: [], problems: [] };
   for (const mode of modes) {
     const out = await runChild(engine, mode);
@@ -137,6 +139,7 @@ async function runEngine(engine, index) {
 }
 
 const THREAD_STORAGE = "thread-storage";
+const DURABLE_EVALS = "durable-evals";
 const BASELINE_ROUNDS = 3;
 
 /**
@@ -175,13 +178,15 @@ function withBaseline(engines, path) {
 }
 
 /**
- * The "thread storage" case: bench/thread-storage.js in a child of its own, its Markdown kept for
- * the report. Three restore processes per state (one in a quick run) keep it under half a minute.
+ * A checkpointer case of quickjs-native alone (`script` under bench/, on SQLite and on PostgreSQL
+ * when QJSN_POSTGRES_URL is set) in a child of its own, its Markdown kept for the report: "thread
+ * storage" (three restore processes per state, one in a quick run, keep it under half a minute)
+ * and "durable evals" (bench/durable-evals.js).
  */
-async function runThreadStorage() {
-  say(`\n[thread storage] quickjs-native (${elapsed()})`);
+async function runCheckpointerCase(title, script, runs) {
+  say(`\n[${title}] quickjs-native (${elapsed()})`);
   const layouts = ["sqlite", ...(process.env.QJSN_POSTGRES_URL ? ["postgres"] : [])];
-  const args = [`${bench}thread-storage.js`, "--embedded", `--runs=${quick ? 1 : 3}`, `--layouts=${layouts.join(",")}`];
+  const args = [`${bench}${script}`, "--embedded", `--runs=${runs}`, `--layouts=${layouts.join(",")}`];
   const ended = await runNode(args, (quick ? 120 : 300) * 1000, { captureStdout: true });
   return ended.code === 0 ? { markdown: ended.stdout.trim() } : { failed: ended.failure() };
 }
@@ -260,14 +265,20 @@ async function main() {
   if (floor) results.push(floor);
   const baselineRounds =
     baselineArg && !quick && (modeRuns("timed") || modeRuns("otel")) ? await runBaselineRounds(results) : undefined;
-  const threadStorage =
-    engines.includes("quickjs-native") && modeRuns(THREAD_STORAGE) ? await runThreadStorage() : undefined;
+  const own = (mode) => engines.includes("quickjs-native") && modeRuns(mode);
+  const threadStorage = own(THREAD_STORAGE)
+    ? await runCheckpointerCase("thread storage", "thread-storage.js", quick ? 1 : 3)
+    : undefined;
+  const durableEvals = own(DURABLE_EVALS)
+    ? await runCheckpointerCase("durable evals", "durable-evals.js", quick ? 1 : 5)
+    : undefined;
   const run = {
     quick,
     machine: { ...machine, loadAtEnd: currentLoad() },
     durationS: (Date.now() - started) / 1000,
     results,
     threadStorage,
+    durableEvals,
     baselineRounds,
   };
   writeFileSync(`${work}/results.json`, JSON.stringify(run, null, 2));

@@ -231,16 +231,33 @@ export function schedulerSection(run) {
   return out.join("\n").trim();
 }
 
+/** A checkpointer case's section: `intro`, then its Markdown (or why it is missing). */
+function checkpointerCaseSection(intro, measured) {
+  if (measured === undefined) return `${intro}\n\nNot measured in this run.`;
+  if (measured.failed) return `${intro}\n\nNot measured: ${measured.failed}`;
+  return `${intro}\n\n${measured.markdown}`;
+}
+
 /**
  * Case "thread storage" (bench/thread-storage.js): bytes a thread's interpreter state adds to the
  * checkpointer and store per turn, and the restore in a fresh process.
  */
 export function threadStorageSection(run) {
-  const intro =
-    'Mode `"thread"` with a signed snapshot, SQLite checkpointer plus `SqliteStore` (and PostgreSQL when `QJSN_POSTGRES_URL` is set): seven agent runs of one eval each on a 10,000-row state, the bytes each adds, then the restore of that state and of a small one in fresh processes (`bench/thread-storage.js`; alone, with more processes and layouts: `node bench/thread-storage.js --runs=5`).';
-  if (run.threadStorage === undefined) return `${intro}\n\nNot measured in this run.`;
-  if (run.threadStorage.failed) return `${intro}\n\nNot measured: ${run.threadStorage.failed}`;
-  return `${intro}\n\n${run.threadStorage.markdown}`;
+  return checkpointerCaseSection(
+    'Mode `"thread"` with a signed snapshot, SQLite checkpointer plus `SqliteStore` (and PostgreSQL when `QJSN_POSTGRES_URL` is set): seven agent runs of one eval each on a 10,000-row state, the bytes each adds, then the restore of that state and of a small one in fresh processes (`bench/thread-storage.js`; alone, with more processes and layouts: `node bench/thread-storage.js --runs=5`).',
+    run.threadStorage,
+  );
+}
+
+/**
+ * Case "durable evals" (bench/durable-evals.js): what journaling each host call as it completes
+ * costs an eval, a resume after a crash, and the checkpointer.
+ */
+export function durableEvalsSection(run) {
+  return checkpointerCaseSection(
+    "`durableEvals` (on by default with a checkpointer) on SQLite (and PostgreSQL when `QJSN_POSTGRES_URL` is set): an eval of 100 sequential calls to a 1 ms tool with and without the journal, the resume of an eval stopped after call 900 of 1,000 until call 901 starts, and the bytes journaled per call returning 200 characters (`bench/durable-evals.js`; alone: `node bench/durable-evals.js --runs=5`).",
+    run.durableEvals,
+  );
 }
 
 /** One cell of the summary: the case's headline number in its own unit. */
@@ -511,6 +528,9 @@ export function renderReport(run) {
 
   out.push("## Thread storage (quickjs-native)", "");
   out.push(threadStorageSection(run), "");
+
+  out.push("## Durable evals (quickjs-native)", "");
+  out.push(durableEvalsSection(run), "");
 
   out.push("## Fairness notes", "");
   for (const note of FAIRNESS) out.push(`- ${note}`);

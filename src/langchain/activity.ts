@@ -104,6 +104,12 @@ export class EvalActivity {
     };
   }
 
+  /** Counts a call answered from the journal of an earlier run of this eval: made, but not run again (no events). */
+  countJournaled(tool: string): void {
+    this.#calls++;
+    this.#perTool.set(tool, (this.#perTool.get(tool) ?? 0) + 1);
+  }
+
   /** Counts one subagent started from this eval. */
   countSubagentCall(): void {
     this.#subagentCalls++;

@@ -32,15 +32,21 @@ import type { ResolvedOptions, ResolvedReview } from "./options.js";
 import type { SessionPersistence } from "./persistence.js";
 import type { EvalRunConfig } from "./ptc.js";
 import { EvalReview } from "./eval-review.js";
+import { CallJournal } from "./call-journal.js";
 import type { GuestAnswer } from "./review-answers.js";
 
 /** What an eval's host calls pass through when their calls are reviewed and journaled. */
 export interface HostCallGate {
   /**
-   * Answers one call: from the journal when replaying, else by running `live` (with the
-   * reviewer's arguments when edited) or rejecting it when the reviewer rejected it.
+   * Answers one call: from the journal when replaying (then calls `journaled`: the call counts as
+   * made, without running), else by running `live` (with the reviewer's arguments when edited) or
+   * rejecting it when the reviewer rejected it.
    */
-  call(request: HostCallRequest, live: (args: Record<string, unknown>) => Promise<GuestAnswer>): Promise<GuestAnswer>;
+  call(
+    request: HostCallRequest,
+    live: (args: Record<string, unknown>) => Promise<GuestAnswer>,
+    journaled?: () => void,
+  ): Promise<GuestAnswer>;
 }
 
 /**
@@ -54,6 +60,11 @@ export class Approval {
   readonly #options: ResolvedOptions;
   /** Paused evals kept alive, oldest first. */
   readonly #live = new Set<EvalReview>();
+  /** Evals running now (a drain stops them at their next call). */
+  readonly #running = new Set<EvalReview>();
+  /** Every eval tool call running now, reviewed and journaled or not. */
+  readonly #evals = new Set<Promise<unknown>>();
+  #draining = false;
 
   constructor(options: ResolvedOptions) {
     this.#options = options;
@@ -83,10 +94,51 @@ export class Approval {
     this.#live.delete(review);
   }
 
-  /** The driver of one eval tool call, or `undefined` when `interruptOn` lists nothing or the call has no tool call id. */
+  /** `review` started (`true`) or ended running. */
+  running(review: EvalReview, yes: boolean): void {
+    if (yes) this.#running.add(review);
+    else this.#running.delete(review);
+  }
+
+  /** Counts `evaluation` (one eval tool call) as running until it settles; returns it. */
+  track<T>(evaluation: Promise<T>): Promise<T> {
+    this.#evals.add(evaluation);
+    const untrack = (): void => void this.#evals.delete(evaluation);
+    evaluation.then(untrack, untrack);
+    return evaluation;
+  }
+
+  /** True once a drain started: new evals are refused. */
+  get draining(): boolean {
+    return this.#draining;
+  }
+
+  /**
+   * Refuses new evals; lets running ones finish until `deadlineMs`, then stops each at its next
+   * host call with its journal written. Resolves with the number of evals stopped so.
+   */
+  async drain(deadlineMs: number): Promise<number> {
+    this.#draining = true;
+    // With no time left, no call starts after this one (a turn of the event loop would let one).
+    if (deadlineMs > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise((resolve) => (timer = setTimeout(resolve, deadlineMs)));
+      await Promise.race([Promise.allSettled([...this.#evals]), deadline]);
+      clearTimeout(timer);
+    }
+    const left = [...this.#running];
+    await Promise.all(left.map((review) => review.drainStop()));
+    return left.length;
+  }
+
+  /**
+   * The driver of one eval tool call: its reviews, and its journal when durable; `undefined` when
+   * neither applies (`interruptOn` lists nothing, no checkpointer) or the call has no tool call id.
+   */
   forCall(config: EvalRunConfig, code: string, threadKey: string): EvalReview | undefined {
     const evalCallId = config.toolCall?.id ?? config.toolCallId;
-    if (!this.enabled || evalCallId === undefined) return undefined;
+    const durable = this.#options.durableEvals && CallJournal.available(config);
+    if ((!this.enabled && !durable) || evalCallId === undefined) return undefined;
     return new EvalReview(this, this.#options, config, code, {
       key: this.#options.snapshotSigningKey,
       threadId: threadKey,

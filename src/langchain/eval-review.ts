@@ -8,14 +8,14 @@
  * context may call it (host callbacks run in the sandbox's), so host calls queue their reviews here
  * and {@link EvalReview.drive} raises them.
  */
-import { randomInt, createHash } from "node:crypto";
 import type { Decision, HITLRequest } from "langchain";
 import { WallHold, type ConsoleEntry, type Sandbox } from "../index.js";
-import { APPROVAL_TEXT } from "./prompts.js";
+import { APPROVAL_TEXT, DURABLE_TEXT } from "./prompts.js";
+import { CallJournal, DurableCalls, type Replay } from "./call-journal.js";
 import type { Approval, HostCallGate, ReplayStartHolder } from "./approval.js";
 import type { ResolvedOptions, ResolvedReview } from "./options.js";
 import type { EvalRunConfig, PtcToolView } from "./ptc.js";
-import { decisionOf, unfaithfulPartOf } from "./review-args.js";
+import { decisionOf, EVERY_DECISION, freshClock, freshSeed, hitlRequestOf, unfaithfulPartOf } from "./review-args.js";
 import {
   answerOf,
   decisionsGiven,
@@ -24,6 +24,7 @@ import {
   ReplayDivergenceError,
   REJECTED_ERROR_NAME,
   sameCall,
+  SettleOrder,
   UNAVAILABLE_ERROR_NAME,
   type GuestAnswer,
 } from "./review-answers.js";
@@ -40,14 +41,6 @@ import {
   type RecordBinding,
   type ReplayRecord,
 } from "./journal.js";
-
-/** The review of a call the journal says paused, when the configuration no longer lists its tool. */
-const EVERY_DECISION: ResolvedReview = {
-  allowedDecisions: ["approve", "edit", "reject"],
-  description: undefined,
-  argsSchema: undefined,
-  when: undefined,
-};
 
 /** How an eval ended, for the eval tool: its outcome, or paused for review. */
 export type ReviewedResult<T> = T | "paused";
@@ -94,12 +87,13 @@ export class EvalReview implements HostCallGate {
   readonly #settled: JournalEntry[] = [];
   /** The journal of a resumed eval by call position, with each entry's place in the settle order. */
   readonly #journal = new Map<number, { entry: JournalEntry; turn: number }>();
-  /** Journaled answers given so far; the next one waits for its turn, so they settle as they did. */
-  #delivered = 0;
-  readonly #turns = new Map<number, () => void>();
+  /** Journaled answers wait for their turn, so they settle as they did. */
+  readonly #turns = new SettleOrder();
   #wake: (() => void) | undefined;
   #order: Promise<unknown> = Promise.resolve();
-  #record: ReplayRecord | undefined;
+  #record: Replay | undefined;
+  /** The journal written as calls complete, when the run has a checkpointer (call-journal.ts). */
+  readonly #durable = new DurableCalls((error) => this.#abort.abort(error));
   #startSnapshot: Uint8Array | undefined;
   #clockMs: number | undefined;
   #randomSeed = 0;
@@ -176,8 +170,9 @@ export class EvalReview implements HostCallGate {
     const given = decisionsGiven(this.#config);
     const kept = session.state.pausedEval;
     if (given > 0) {
+      let record: ReplayRecord | undefined;
       try {
-        const record = await checkpointerRecords.load(
+        record = await checkpointerRecords.load(
           this.#config,
           this.#binding.evalCallId,
           given - 1,
@@ -188,26 +183,47 @@ export class EvalReview implements HostCallGate {
         if (record.codeDigest !== codeDigestOf(this.#code))
           throw new ReplayRecordError("the journal belongs to other code");
         this.#record = record;
-        for (const [turn, entry] of record.entries.entries()) this.#journal.set(entry.position, { entry, turn });
         this.#pauses = given;
       } catch (err) {
         await kept?.stop();
         // Without the journal, running again would repeat every call made before the pause.
         return fail(APPROVAL_TEXT.noJournal(err instanceof Error ? err.message : String(err)));
       }
-      if (kept?.resumableBy(this.#binding, given, this.#record) === true)
-        return kept.#takeOver(session, this.#config, given, this.#record, fail, lg);
-      await kept?.stop();
+      if (kept?.resumableBy(this.#binding, given, record) === true)
+        return kept.#takeOver(session, this.#config, given, record, fail, lg);
+    }
+    if (this.#options.durableEvals && CallJournal.available(this.#config)) {
+      this.#durable.open(this.#config, this.#binding, given, this.#options.maxSnapshotBytes);
+      try {
+        this.#record = await this.#durable.resume(this.#code, this.#record);
+      } catch (err) {
+        await kept?.stop();
+        // Without the journal, running again would repeat every call the interrupted run made.
+        return fail(DURABLE_TEXT.noJournal(err instanceof Error ? err.message : String(err)));
+      }
+    }
+    await kept?.stop();
+    if (this.#record !== undefined) {
+      for (const [turn, entry] of this.#record.entries.entries()) this.#journal.set(entry.position, { entry, turn });
       session.discard();
       session.state.replayStart = this.#record.startSnapshot;
-    } else await kept?.stop();
+    }
+    this.#approval.running(this, true);
     const evaluation = run(this).then(
-      (result) => ({ result }),
+      // Its last calls are stored before the eval tool returns: a crash before LangGraph keeps its
+      // result then replays them from the journal.
+      async (result) => ({
+        result: await this.#durable.stored().then(
+          () => result,
+          () => result,
+        ),
+      }),
       (error: unknown) => ({ error }),
     );
     this.#evaluation = evaluation;
     void evaluation.then(() => {
       this.#apply("end");
+      this.#approval.running(this, false);
       this.#unforward?.();
       this.#approval.forget(this);
       if (session.state.pausedEval === this) session.state.pausedEval = undefined;
@@ -296,7 +312,8 @@ export class EvalReview implements HostCallGate {
     // A replay that ended before reaching the call it paused at did not take the same path.
     const diverged =
       this.#diverged ??
-      (this.#record !== undefined && !this.#reachedPause
+      this.#durable.failure ??
+      (this.#record?.pausedAt !== undefined && !this.#reachedPause
         ? new ReplayDivergenceError(APPROVAL_TEXT.endedEarly(this.#record.pausedAt.name))
         : undefined);
     if (diverged === undefined) return result;
@@ -360,7 +377,8 @@ export class EvalReview implements HostCallGate {
       const reachable =
         [...view.byCamelName.values()].some((t) => this.#approval.reviewOf(t.name) !== undefined) ||
         (taskAvailable && this.#approval.reviewOf("task") !== undefined);
-      if (!reachable) return undefined;
+      if (view.byCamelName.size === 0 && !taskAvailable) this.#durable.off(); // no call to journal, no snapshot
+      if (!reachable && !this.#durable.on) return undefined;
       if (!checkpointerRecords.available(this.#config)) this.#cannotPause = "this agent has no checkpointer";
       else {
         try {
@@ -368,10 +386,13 @@ export class EvalReview implements HostCallGate {
           this.#startSnapshot = await sandbox.snapshotAsync({ maxSnapshotBytes: this.#options.maxSnapshotBytes });
         } catch (err) {
           this.#cannotPause = `the interpreter state cannot be saved (${err instanceof Error ? err.message : String(err)})`;
+          // Without its start state the eval cannot be replayed: it runs unjournaled.
+          this.#durable.off();
         }
       }
-      this.#clockMs = this.#freshClock();
-      this.#randomSeed = this.#freshSeed();
+      this.#clockMs = freshClock(this.#options.clock);
+      this.#randomSeed = freshSeed(this.#options.randomSeed, this.#binding.evalCallId);
+      if (this.#startSnapshot !== undefined) this.#beginJournal(this.#startSnapshot);
     } else {
       this.#startSnapshot = record.startSnapshot;
       this.#clockMs = record.clockMs;
@@ -379,13 +400,14 @@ export class EvalReview implements HostCallGate {
       const known = new Set([...view.byCamelName.values()].map((t) => t.name));
       const missing = [
         ...new Set(
-          [...record.entries, record.pausedAt]
+          [...record.entries, ...(record.pausedAt === undefined ? [] : [record.pausedAt])]
             .filter((c) => c.kind === "tool" && !known.has(c.name))
             .map((c) => c.name),
         ),
       ];
       // Stopped before it starts: without those tools the replay cannot take the same path.
       if (missing.length > 0) this.#diverge(APPROVAL_TEXT.toolsUnknown(missing));
+      this.#beginJournal(record.pausedAt === undefined ? record.startSnapshot : new Uint8Array(0));
     }
     const skip = record?.consoleLines ?? 0;
     this.#forward(signal);
@@ -401,55 +423,39 @@ export class EvalReview implements HostCallGate {
     };
   }
 
-  #freshClock(): number | undefined {
-    const clock = this.#options.clock;
-    if (clock === "real") return undefined;
-    return clock === "frozen" ? Date.now() : clock.now();
-  }
-
-  #freshSeed(): number {
-    const seed = this.#options.randomSeed;
-    if (seed === undefined) return randomInt(2 ** 48 - 1);
-    // Reproducible runs stay reproducible: the seed of each eval follows from the configured one.
-    return createHash("sha256").update(`${seed}:${this.#binding.evalCallId}`).digest().readUIntLE(0, 6);
+  /** The journal's head: written with its first batch unless it continues a stored one (call-journal.ts). */
+  #beginJournal(snapshot: Uint8Array): void {
+    this.#durable.begin(
+      { codeDigest: codeDigestOf(this.#code), clockMs: this.#clockMs, randomSeed: this.#randomSeed },
+      snapshot,
+    );
   }
 
   async call(
     request: HostCallRequest,
     live: (args: Record<string, unknown>) => Promise<GuestAnswer>,
+    onJournaled?: () => void,
   ): Promise<GuestAnswer> {
     const position = this.#next++;
     // Paused: held until the eval is taken over (or forever, when it is stopped or diverged).
     while (holdsCalls(this.#phase)) await this.#whileHalted();
     const record = this.#record;
     const journaled = this.#journal.get(position);
-    const expected = journaled?.entry ?? (position === record?.pausedAt.position ? record.pausedAt : undefined);
+    const atPause = position === record?.pausedAt?.position;
+    const expected = journaled?.entry ?? (atPause ? record?.pausedAt : undefined);
     if (expected === undefined) return answerOf(await this.#run(request, position, live, false));
     if (!sameCall(expected, request)) throw this.#diverge(APPROVAL_TEXT.diverged(position, expected, request));
+    if (atPause) this.#reachedPause = true; // journaled too, when a process died after the decision
     if (journaled === undefined) {
-      this.#reachedPause = true;
       // The eval paused here: the next decision is this call's, whatever the configuration says now.
       return answerOf(await this.#run(request, position, live, true));
     }
     // Its decision is asked for again only to keep LangGraph's count of interrupts in step.
     if (journaled.entry.reviewed) await (await this.#queueReview(request, position, true))?.decision;
-    await this.#turn(journaled.turn);
+    await this.#turns.wait(journaled.turn);
     this.#settled.push(journaled.entry);
+    onJournaled?.();
     return answerOf(journaled.entry.outcome);
-  }
-
-  /**
-   * Waits until every journaled answer that settled before this one (`turn`) was given, then
-   * gives the next one its turn a macrotask later: `Promise.race` over replayed calls settles as
-   * it did in the run that was journaled.
-   */
-  async #turn(turn: number): Promise<void> {
-    if (turn !== this.#delivered) await new Promise<void>((resolve) => this.#turns.set(turn, resolve));
-    const next = ++this.#delivered;
-    setImmediate(() => {
-      this.#turns.get(next)?.();
-      this.#turns.delete(next);
-    });
   }
 
   /**
@@ -484,21 +490,11 @@ export class EvalReview implements HostCallGate {
       const unfaithful = unfaithfulPartOf(request.args);
       if (unfaithful !== undefined)
         throw guestError("TypeError", APPROVAL_TEXT.unreviewableArgs(request.name, unfaithful));
-      const description =
-        typeof review.description === "function"
-          ? await review.description(toolCall as never, this.#config.state as never, this.#runtime() as never)
-          : (review.description ??
-            `${this.#options.interruptOn.descriptionPrefix}\n\nTool: ${request.name}\nArgs: ${JSON.stringify(request.args, null, 2)}`);
-      const hitl: HITLRequest = {
-        actionRequests: [{ name: request.name, args: request.args, description }],
-        reviewConfigs: [
-          {
-            actionName: request.name,
-            allowedDecisions: [...review.allowedDecisions],
-            ...(review.argsSchema === undefined ? {} : { argsSchema: review.argsSchema }),
-          },
-        ],
-      };
+      const hitl = await hitlRequestOf(request, review, toolCall, {
+        state: this.#config.state,
+        runtime: this.#runtime(),
+        descriptionPrefix: this.#options.interruptOn.descriptionPrefix,
+      });
       // Raised by `drive`; when LangGraph has no decision for it yet, the eval pauses there.
       const decision = new Promise<Decision>((resolve, reject) =>
         this.#asks.push({ hitl, request, review, position, resolve, reject }),
@@ -527,23 +523,49 @@ export class EvalReview implements HostCallGate {
         const outcome = errorOutcome(
           guestError(REJECTED_ERROR_NAME, decision.message ?? APPROVAL_TEXT.rejected(request.name)),
         );
-        this.#settled.push(heldEntry({ ...request, position, reviewed: true, outcome }));
+        this.#journalCall(heldEntry({ ...request, position, reviewed: true, outcome }));
         return outcome;
       }
       if (decision.type === "edit") args = decision.editedAction.args;
     }
     // Not started when the eval paused meanwhile: held, never run while paused, so never run twice.
-    while (holdsCalls(this.#phase)) await this.#whileHalted();
+    await this.#mayStart();
     // Tracked while it runs: a pause waits for it, so its outcome is journaled and never run again.
     const running = live(args)
       .then((answer): HostCallOutcome => ({ ok: true, value: answer.value, updates: answer.updates }), errorOutcome)
       .then((outcome) => {
-        this.#settled.push(heldEntry({ ...request, position, reviewed: queued !== undefined, outcome }));
+        this.#journalCall(heldEntry({ ...request, position, reviewed: queued !== undefined, outcome }));
         this.#inFlight.delete(running);
         return outcome;
       });
     this.#inFlight.add(running);
     return running;
+  }
+
+  /** A call settled in this run: kept for a pause's record, and appended to the journal. */
+  #journalCall(entry: JournalEntry): void {
+    this.#settled.push(entry);
+    this.#durable.append(entry);
+  }
+
+  /**
+   * Resolves when a live call may start: the eval runs (not paused), and every call that completed
+   * before it is journaled. A journal that cannot be written stops the eval (a crash would then run
+   * its calls again); a drain holds the call forever (the next process resumes the eval there).
+   */
+  async #mayStart(): Promise<void> {
+    for (;;) {
+      while (holdsCalls(this.#phase)) await this.#whileHalted();
+      if ((await this.#durable.ready()) && !holdsCalls(this.#phase)) return;
+    }
+  }
+
+  /**
+   * For a drain: no call of this eval starts any more in this process; resolves once the calls in
+   * flight settled and every completed call is journaled (or the journal failed).
+   */
+  drainStop(): Promise<void> {
+    return this.#durable.drain(this.#inFlight);
   }
 
   /**
@@ -631,6 +653,11 @@ export class EvalReview implements HostCallGate {
     this.#record = record;
     this.#reachedPause = true;
     this.#pauses = given;
+    if (this.#durable.on) {
+      // Calls from here on belong to the epoch of this decision: a crash now resumes from there.
+      this.#durable.open(config, this.#binding, given, this.#options.maxSnapshotBytes);
+      this.#beginJournal(new Uint8Array(0));
+    }
     this.#forward(config.signal);
     for (const resume of this.#resumers) resume(config);
     const ask = this.#pausedAsk!;

@@ -23,7 +23,7 @@ import { hintFor } from "./hints.js";
 import { keptOutputPath, OutputStore, StateFilesWriter, stateFilesOf } from "./kept-outputs.js";
 import type { ResolvedOptions } from "./options.js";
 import { outcomeOf, type EvalOutcomeMetadata, type KeptOutput } from "./outcome.js";
-import { EVAL_INPUT_DESCRIPTIONS, OUTPUT_TEXT } from "./prompts.js";
+import { DURABLE_TEXT, EVAL_INPUT_DESCRIPTIONS, OUTPUT_TEXT } from "./prompts.js";
 import { type Persistence, runStorageOf, type SessionPersistence } from "./persistence.js";
 import { PtcEvalContext, type EvalRunConfig, type PtcResolver, type PtcToolView, type StateUpdate } from "./ptc.js";
 import { restoreReplayStart, type Approval } from "./approval.js";
@@ -415,13 +415,16 @@ function buildEvalTool(deps: EvalToolDeps, description: string): DynamicStructur
       // The span of this tool call: the eval's span and its host calls' spans nest below it.
       return traceEvalTool(options.toolName, config, key, async () => {
         const review = deps.approval?.forCall(config, input.code, key);
-        const outcome = await interpreter.run(key, async (session) => {
+        const run = interpreter.run(key, async (session) => {
+          // Also an eval queued before the drain began: it has not started, so it is refused.
+          if (deps.approval?.draining === true) return failedOutcome(DURABLE_TEXT.draining);
           if (review !== undefined)
             return review.drive(session, (gate) => evaluate(session, input, config, deps, gate), failedOutcome);
           // An eval paused for review and kept alive stops before another eval of the thread runs.
           await session.state.pausedEval?.stop();
           return evaluate(session, input, config, deps) as Promise<EvalOutcome>;
         });
+        const outcome = await (deps.approval?.track(run) ?? run);
         return toToolOutput(outcome, config, options.toolName);
       });
     },

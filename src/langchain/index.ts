@@ -49,6 +49,14 @@ export type CodeInterpreterMiddleware = AgentMiddleware<
   unknown,
   readonly ClientTool[]
 > & {
+  /**
+   * For a SIGTERM handler: new evals are refused with a clear message; running evals may finish
+   * until `deadlineMs`; then each is stopped at its next host call, once its calls in flight
+   * settled and its journal is written (with a checkpointer), so the next process that continues
+   * the thread (`agent.invoke(null, config)`) resumes it there. Resolves when that is done: exit
+   * then. Evals stopped so never settle in this process.
+   */
+  drain(options: { deadlineMs: number }): Promise<{ stopped: number }>;
   /** Closes every live sandbox of this middleware; later evals fail. Idempotent. */
   dispose(): void;
   [Symbol.dispose](): void;
@@ -211,5 +219,10 @@ export function createCodeInterpreterMiddleware(
     },
   });
   const dispose = (): void => interpreter.dispose();
-  return Object.assign(middleware, { dispose, [Symbol.dispose]: dispose });
+  const drain = async ({ deadlineMs }: { deadlineMs: number }): Promise<{ stopped: number }> => {
+    if (!Number.isFinite(deadlineMs) || deadlineMs < 0)
+      throw new TypeError(`drain: deadlineMs must be a finite number >= 0, got ${String(deadlineMs)}`);
+    return { stopped: await approval.drain(deadlineMs) };
+  };
+  return Object.assign(middleware, { dispose, drain, [Symbol.dispose]: dispose });
 }

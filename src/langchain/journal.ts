@@ -163,7 +163,7 @@ export function encodeRecord(
 }
 
 /** The bytes of an encoded record, as parts to be concatenated. */
-async function encodeRecordParts(
+function encodeRecordParts(
   record: ReplayRecord,
   binding: RecordBinding,
   slot: string,
@@ -171,23 +171,45 @@ async function encodeRecordParts(
 ): Promise<Buffer[]> {
   const { entries, startSnapshot, ...rest } = record;
   const head: RecordHead = { ...rest, entryCount: entries.length };
-  const parts: Buffer[] = [
-    Buffer.alloc(HEADER_BYTES),
-    ...lengthPrefixed(serialize(head)),
-    ...lengthPrefixed(startSnapshot),
-  ];
+  return encodeSignedParts(
+    head,
+    startSnapshot,
+    entries,
+    binding,
+    slot,
+    maxBytes,
+    "the paused eval's journal and start state",
+  );
+}
+
+/**
+ * The parts of one signed body in the record layout: `head` (v8-serialized), the raw section, then
+ * one section per entry, and the digest bound to `binding` and `slot`; rejects when the whole is
+ * over `maxBytes` (`what` names it in the error; `already`: bytes written before it, counted in
+ * the whole) or an entry is not cloneable.
+ */
+export async function encodeSignedParts(
+  head: object,
+  raw: Uint8Array,
+  entries: readonly JournalEntry[],
+  binding: RecordBinding,
+  slot: string,
+  maxBytes: number,
+  what: string,
+  already = 0,
+): Promise<Buffer[]> {
+  const parts: Buffer[] = [Buffer.alloc(HEADER_BYTES), ...lengthPrefixed(serialize(head)), ...lengthPrefixed(raw)];
   MAGIC.copy(parts[0]!, 0);
   parts[0]!.writeUInt16LE(JOURNAL_FORMAT_VERSION, 8);
   parts[0]!.writeUInt16LE(binding.key === undefined ? 0 : FLAG_SIGNED, 10);
-  let total = HEADER_BYTES + 2 * LENGTH_BYTES + parts[2]!.length + startSnapshot.length + DIGEST_BYTES;
+  let total = already + HEADER_BYTES + 2 * LENGTH_BYTES + parts[2]!.length + raw.length + DIGEST_BYTES;
   const tooLarge = (): ReplayRecordError =>
-    new ReplayRecordError(
-      `the paused eval's journal and start state take ${total} bytes, over maxSnapshotBytes (${maxBytes})`,
-    );
+    new ReplayRecordError(`${what} take ${total} bytes, over maxSnapshotBytes (${maxBytes})`);
   if (total > maxBytes) throw tooLarge();
-  for (const entry of entries) {
-    // One entry at a time: the cost between two yields is one call's arguments and outcome.
-    await yieldToLoop();
+  for (const [i, entry] of entries.entries()) {
+    // One entry at a time: the cost between two yields is one call's arguments and outcome (a
+    // batch of one call, as each sequential call writes, costs no turn).
+    if (i > 0) await yieldToLoop();
     const bytes = bytesOfEntries.get(entry) ?? serialize(entry);
     total += LENGTH_BYTES + bytes.length;
     if (total > maxBytes) throw tooLarge();
@@ -211,9 +233,15 @@ async function concatInSlices(parts: readonly Buffer[]): Promise<Buffer> {
 }
 
 /** Base64 of the concatenation of `parts`, one piece per slice (each byte copied once, into a slice). */
-async function toBase64Pieces(parts: readonly Buffer[]): Promise<string[]> {
+export async function toBase64Pieces(parts: readonly Buffer[]): Promise<string[]> {
   const text: string[] = [];
-  const slice = Buffer.allocUnsafe(SLICE_BYTES);
+  // No larger than the parts: a journal batch of one call is a few hundred bytes.
+  const slice = Buffer.allocUnsafe(
+    Math.min(
+      SLICE_BYTES,
+      parts.reduce((n, part) => n + part.length, 0),
+    ),
+  );
   let filled = 0;
   for (const part of parts) {
     for (let at = 0; at < part.length; ) {
@@ -235,7 +263,7 @@ async function toBase64Pieces(parts: readonly Buffer[]): Promise<string[]> {
  * Bytes of base64 `pieces` (every piece but the last a whole slice), a piece at a time;
  * `undefined` when they are not such pieces. Sizes are checked before anything is allocated.
  */
-async function fromBase64Pieces(pieces: unknown, maxBytes: number): Promise<Buffer | undefined> {
+export async function fromBase64Pieces(pieces: unknown, maxBytes: number): Promise<Buffer | undefined> {
   if (!Array.isArray(pieces) || pieces.length === 0) return undefined;
   const overCap = (): ReplayRecordError =>
     new ReplayRecordError(`the stored journal is over maxSnapshotBytes (${maxBytes})`);
@@ -316,6 +344,32 @@ async function decodeRecordBytes(
   binding: RecordBinding,
   slot: string,
 ): Promise<ReplayRecord> {
+  const { head: decoded, raw: snapshot, entries: entryBytes } = await decodeSignedBytes(bytes, binding, slot);
+  const head = decoded as RecordHead;
+  if (
+    typeof head !== "object" ||
+    head === null ||
+    head.entryCount !== entryBytes.length ||
+    !isPositionedCall(head.pausedAt)
+  )
+    throw shapeError();
+  // One entry per position, none at the paused one: a replay answers each position once.
+  const entries = await parseEntries(entryBytes, new Set([head.pausedAt.position]));
+  const { entryCount: _count, ...rest } = head;
+  return { ...rest, entries, startSnapshot: new Uint8Array(snapshot) };
+}
+
+const shapeError = (): ReplayRecordError => new ReplayRecordError("the stored journal has an unexpected shape");
+
+/**
+ * The sections of one signed body (see {@link encodeSignedParts}): checks header, version, signing
+ * and digest before a byte is parsed, then the section lengths; the head is deserialized, unchecked.
+ */
+export async function decodeSignedBytes(
+  bytes: Buffer | undefined,
+  binding: RecordBinding,
+  slot: string,
+): Promise<{ head: unknown; raw: Buffer; entries: Buffer[] }> {
   if (bytes === undefined || bytes.length < HEADER_BYTES + DIGEST_BYTES || !bytes.subarray(0, 8).equals(MAGIC))
     throw new ReplayRecordError("the stored journal is not a replay record");
   const version = bytes.readUInt16LE(8);
@@ -337,21 +391,15 @@ async function decodeRecordBytes(
         : "the stored journal is corrupt",
     );
   }
-  const shapeError = (): ReplayRecordError => new ReplayRecordError("the stored journal has an unexpected shape");
   const sections = sectionsOf(body);
   if (sections === undefined || sections.length < 2) throw shapeError();
-  const [headBytes, snapshot, ...entryBytes] = sections as [Buffer, Buffer, ...Buffer[]];
-  const head = deserialize(headBytes) as RecordHead;
-  if (
-    typeof head !== "object" ||
-    head === null ||
-    head.entryCount !== entryBytes.length ||
-    !isPositionedCall(head.pausedAt)
-  )
-    throw shapeError();
+  const [headBytes, raw, ...entries] = sections as [Buffer, Buffer, ...Buffer[]];
+  return { head: deserialize(headBytes) as unknown, raw, entries };
+}
+
+/** The entries of checked sections; a position already in `positions` (which gets each one) is refused. */
+export async function parseEntries(entryBytes: readonly Buffer[], positions: Set<number>): Promise<JournalEntry[]> {
   const entries: JournalEntry[] = [];
-  // One entry per position, none at the paused one: a replay answers each position once.
-  const positions = new Set([head.pausedAt.position]);
   for (const one of entryBytes) {
     await yieldToLoop();
     const entry: unknown = deserialize(one);
@@ -359,8 +407,7 @@ async function decodeRecordBytes(
     positions.add(entry.position);
     entries.push(withOutcomeOnDemand(entry, one));
   }
-  const { entryCount: _count, ...rest } = head;
-  return { ...rest, entries, startSnapshot: new Uint8Array(snapshot) };
+  return entries;
 }
 
 /** The bytes an entry held serialized is written as (its outcome is read from them). */
@@ -405,7 +452,7 @@ export function codeDigestOf(code: string): string {
 // --- storage in the checkpointer ---------------------------------------------------------------
 
 /** The part of LangGraph's checkpointer interface records need. */
-interface PendingWriteSaver {
+export interface PendingWriteSaver {
   putWrites(config: RunnableConfig, writes: [string, unknown][], taskId: string): Promise<void>;
   getTuple(config: RunnableConfig): Promise<{ pendingWrites?: [string, string, unknown][] } | undefined>;
 }
@@ -414,7 +461,7 @@ interface PendingWriteSaver {
 // belongs to; CHECKPOINTER_KEY names the checkpointer `interrupt()` itself uses.
 const CHECKPOINT_MAP_KEY = "checkpoint_map";
 /** Channel of the pending write holding a record; no graph has it, so LangGraph ignores the write. */
-const RECORD_CHANNEL = "__code_interpreter_replay__";
+export const RECORD_CHANNEL = "__code_interpreter_replay__";
 const NS_SEPARATOR = "|";
 
 function isSaver(x: unknown): x is PendingWriteSaver {
@@ -430,7 +477,7 @@ function isSaver(x: unknown): x is PendingWriteSaver {
  * Where the records of one graph task go: the checkpoint it runs on, in its checkpointer. A task's
  * namespace is its graph's namespace plus `node:taskId`; the graph's checkpoint id is in the map.
  */
-function locate(
+export function locate(
   config: RunnableConfig,
 ):
   | { saver: PendingWriteSaver; checkpoint: RunnableConfig; threadId: string; graphNs: string; checkpointId: string }
@@ -470,7 +517,7 @@ function recordTaskId(evalCallId: string, pause: number): string {
 }
 
 /** Everything the storage key of a record says (besides the thread): a record is signed for it. */
-function slotOf(where: { graphNs: string; checkpointId: string }, taskId: string): string {
+export function slotOf(where: { graphNs: string; checkpointId: string }, taskId: string): string {
   return JSON.stringify([where.graphNs, where.checkpointId, taskId]);
 }
 

@@ -203,6 +203,16 @@ const optionsShape = {
   /** The tenant of a run's usage records and spans (hashed there), from its run config. Default: the thread id. */
   usageTenant: callback<(config: { configurable?: Record<string, unknown> }) => string>().optional(),
   /**
+   * Durable evals (default true): with a checkpointer, each host call an eval makes (tools, `task()`)
+   * is journaled in the checkpointer as it completes, and a new call starts only once the calls that
+   * completed before it are stored. When the process dies mid-eval, continuing the thread
+   * (`agent.invoke(null, config)`) in any process replays the eval from its start, answering
+   * journaled calls from the journal; a call in flight at the crash runs at most once more. The
+   * journal and start state are capped by `maxSnapshotBytes`; over it, the eval stops before its
+   * next call.
+   */
+  durableEvals: boolean().default(true),
+  /**
    * Human review of calls made from code, in the shape of langchain's `humanInTheLoopMiddleware`:
    * `{ send_email: true, delete_file: { allowedDecisions: ["approve", "reject"] } }`, or that
    * middleware's whole configuration (`{ interruptOn, descriptionPrefix }`) so one definition serves

@@ -362,6 +362,19 @@ export const PERSISTENCE_TEXT = Object.freeze({
     `Because this call was stopped (${code}) and no earlier call completed, the interpreter starts fresh: changes made by this call are undone.`,
 });
 
+/** What the model reads about durable evals: resumed after a crash, refused or stopped by a drain (call-journal.ts). */
+export const DURABLE_TEXT = Object.freeze({
+  /** The journal of an eval resumed after its process died is unusable. */
+  noJournal: (reason: string): string =>
+    `DurableEvalError: this eval was interrupted (its process stopped) and cannot be resumed (${reason}). Nothing ran again; call the tool again in a new eval if it is still needed.`,
+  /** The journal could not be written: the eval stops before its next call. */
+  notJournaled: (reason: string): string =>
+    `the eval's calls can no longer be journaled (${reason}); it was stopped before its next call so that no call runs twice after a crash`,
+  /** An eval started on a server that is draining. */
+  draining:
+    "DurableEvalError: this server is shutting down and takes no new evals; run the same code again (it will run on another server).",
+});
+
 /** What the model and the reviewer read about reviewed calls from code (see approval.ts). */
 export const APPROVAL_TEXT = Object.freeze({
   /** Message of the guest error when the reviewer rejected a call without a message of their own. */

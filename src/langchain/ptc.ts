@@ -224,7 +224,9 @@ export class PtcEvalContext {
     const { value, updates } =
       this.#gate === undefined
         ? await live(input)
-        : await this.#gate.call({ kind: "tool", name: target.name, args: input }, live);
+        : await this.#gate.call({ kind: "tool", name: target.name, args: input }, live, () =>
+            this.#activity?.countJournaled(target.name),
+          );
     if (updates.length > 0) {
       this.#updates.push(...updates);
       this.#state = applyToStateView(this.#state, updates);

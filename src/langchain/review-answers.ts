@@ -72,3 +72,23 @@ export function sameCall(expected: HostCallRequest, actual: HostCallRequest): bo
     return false;
   }
 }
+
+/** Gives journaled answers in the order they settled in the run that was journaled. */
+export class SettleOrder {
+  #delivered = 0;
+  readonly #turns = new Map<number, () => void>();
+
+  /**
+   * Waits until every journaled answer that settled before this one (`turn`) was given, then
+   * gives the next one its turn a macrotask later: `Promise.race` over replayed calls settles as
+   * it did in the run that was journaled.
+   */
+  async wait(turn: number): Promise<void> {
+    if (turn !== this.#delivered) await new Promise<void>((resolve) => this.#turns.set(turn, resolve));
+    const next = ++this.#delivered;
+    setImmediate(() => {
+      this.#turns.get(next)?.();
+      this.#turns.delete(next);
+    });
+  }
+}

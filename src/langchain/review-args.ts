@@ -3,12 +3,23 @@
  * runs only with arguments JSON shows exactly: plain objects and arrays of strings, booleans, null
  * and finite numbers. A `Set` shows as `{}`, `NaN` as `null`, `-0` as `0`, an `undefined` field not
  * at all, yet the tool would get them as they are: such arguments are refused before the review.
- * What the reviewer answers is checked here too.
+ * What the reviewer answers is checked here too, and the HITL request a reviewed call raises is
+ * built here; so are the clock and seed a replayable eval is pinned to.
  */
-import type { Decision } from "langchain";
+import { createHash, randomInt } from "node:crypto";
+import type { Decision, HITLRequest } from "langchain";
+import type { SandboxClock } from "../index.js";
 import type { HostCallRequest } from "./journal.js";
 import type { ResolvedReview } from "./options.js";
 import { APPROVAL_TEXT } from "./prompts.js";
+
+/** The review of a call the journal says paused, when the configuration no longer lists its tool. */
+export const EVERY_DECISION: ResolvedReview = {
+  allowedDecisions: ["approve", "edit", "reject"],
+  description: undefined,
+  argsSchema: undefined,
+  when: undefined,
+};
 
 /** Where and what the first part of `args` that JSON cannot show faithfully is, or `undefined` when there is none. */
 export function unfaithfulPartOf(args: Record<string, unknown>): string | undefined {
@@ -82,4 +93,41 @@ export function decisionOf(request: HostCallRequest, review: ResolvedReview, res
   if (decision.type === "reject" && decision.message !== undefined && typeof decision.message !== "string")
     throw new TypeError(APPROVAL_TEXT.rejectMessage(request.name));
   return decision;
+}
+
+/** The HITL request a reviewed call raises: what the reviewer is shown, and may decide. */
+export async function hitlRequestOf(
+  request: HostCallRequest,
+  review: ResolvedReview,
+  toolCall: { name: string; args: Record<string, unknown>; id: string; type: "tool_call" },
+  context: { state: unknown; runtime: unknown; descriptionPrefix: string },
+): Promise<HITLRequest> {
+  const description =
+    typeof review.description === "function"
+      ? await review.description(toolCall as never, context.state as never, context.runtime as never)
+      : (review.description ??
+        `${context.descriptionPrefix}\n\nTool: ${request.name}\nArgs: ${JSON.stringify(request.args, null, 2)}`);
+  return {
+    actionRequests: [{ name: request.name, args: request.args, description }],
+    reviewConfigs: [
+      {
+        actionName: request.name,
+        allowedDecisions: [...review.allowedDecisions],
+        ...(review.argsSchema === undefined ? {} : { argsSchema: review.argsSchema }),
+      },
+    ],
+  };
+}
+
+/** The guest clock a replayable eval is pinned to (ms since the epoch); `undefined` with the real clock. */
+export function freshClock(clock: SandboxClock): number | undefined {
+  if (clock === "real") return undefined;
+  return clock === "frozen" ? Date.now() : clock.now();
+}
+
+/** The `Math.random` seed a replayable eval is pinned to. */
+export function freshSeed(configured: number | undefined, evalCallId: string): number {
+  if (configured === undefined) return randomInt(2 ** 48 - 1);
+  // Reproducible runs stay reproducible: the seed of each eval follows from the configured one.
+  return createHash("sha256").update(`${configured}:${evalCallId}`).digest().readUIntLE(0, 6);
 }

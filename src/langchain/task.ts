@@ -330,7 +330,9 @@ class TaskEvalScope {
   async dispatch(args: readonly unknown[], signal: AbortSignal): Promise<unknown> {
     const validTypes = this.#catalog.subagents.map((s) => s.name);
     const request = parseTaskRequest(args, validTypes);
-    if (this.#gate === undefined) return this.#run(request, signal);
+    // Numbered in call order, before the gate: the same id in every replay, journaled calls included.
+    const id = ++this.#calls;
+    if (this.#gate === undefined) return this.#run(request, id, signal);
     // Reviewed and journaled like the task tool itself: its arguments are description and subagent_type.
     const reviewArgs: Record<string, unknown> = {
       description: request.description,
@@ -338,15 +340,15 @@ class TaskEvalScope {
     };
     if (request.label !== undefined) reviewArgs["label"] = request.label;
     if (request.responseSchema !== undefined) reviewArgs["response_schema"] = request.responseSchema;
-    const answer = await this.#gate.call({ kind: "task", name: TASK_TOOL_NAME, args: reviewArgs }, async (edited) => ({
-      value: await this.#run(parseTaskRequest([edited], validTypes), signal),
-      updates: [],
-    }));
+    const answer = await this.#gate.call(
+      { kind: "task", name: TASK_TOOL_NAME, args: reviewArgs },
+      async (edited) => ({ value: await this.#run(parseTaskRequest([edited], validTypes), id, signal), updates: [] }),
+      () => this.#sink.countSubagentCall(),
+    );
     return answer.value;
   }
 
-  async #run(request: TaskRequest, signal: AbortSignal): Promise<unknown> {
-    const id = ++this.#calls;
+  async #run(request: TaskRequest, id: number, signal: AbortSignal): Promise<unknown> {
     // Queued calls leave the queue when the eval ends: the host signal fires then.
     await this.#limiter.acquire(signal);
     const started = performance.now();

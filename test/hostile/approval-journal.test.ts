@@ -69,8 +69,8 @@ await tools.sendEmail({ to: "b@example.com" });`;
       Object.values(byInner),
     );
     // (Records of this size are one piece, `…:<pause>:0`.)
-    const pause0 = rows.find(([taskId]) => /:eval-1:0(:0)?$/.test(taskId));
-    const pause1 = rows.find(([taskId]) => /:eval-1:1(:0)?$/.test(taskId));
+    const pause0 = rows.find(([taskId]) => /^code-interpreter-replay:eval-1:0(:0)?$/.test(taskId));
+    const pause1 = rows.find(([taskId]) => /^code-interpreter-replay:eval-1:1(:0)?$/.test(taskId));
     expect(pause0).toBeDefined();
     expect(pause1).toBeDefined();
     pause1![2] = pause0![2];

@@ -210,6 +210,44 @@ describe("installing task()", () => {
     );
   });
 
+  it("numbers task() calls in call order, journaled ones included: a replayed eval's next live call keeps the id of its first run", async () => {
+    const ids: unknown[] = [];
+    const recording = tool(
+      async ({ description }: { description: string; subagent_type: string }, config) => {
+        ids.push((config as { toolCallId?: unknown }).toolCallId);
+        return `done: ${description}`;
+      },
+      {
+        name: "task",
+        description: "- reviewer: Reviews one file.",
+        schema: z.object({ description: z.string(), subagent_type: z.string().describe("Available: reviewer") }),
+      },
+    );
+    // A replay: the first call is answered from the journal, the second runs live.
+    const gate = {
+      call: async (
+        request: { args: Record<string, unknown> },
+        live: (args: Record<string, unknown>) => Promise<{ value: unknown; updates: [] }>,
+        journaled?: () => void,
+      ) => {
+        if (request.args["description"] !== "a.ts") return live(request.args);
+        journaled?.();
+        return { value: "done: a.ts", updates: [] };
+      },
+    };
+    using sandbox = new Sandbox();
+    const dispatcher = new TaskDispatcher({ subagents: true, subagentTimeoutMs: 1000 });
+    const session = {};
+    dispatcher.observe([recording], session);
+    const counted = new EvalActivity("eval", undefined);
+    dispatcher.begin(session, sandbox, {}, 5000, counted, gate as never);
+    await sandbox.eval(
+      `await task({ description: "a.ts", subagentType: "reviewer" }); await task({ description: "b.ts", subagentType: "reviewer" })`,
+    );
+    expect(ids).toEqual(["eval:task:2"]);
+    expect(counted.subagentCalls).toBe(2);
+  });
+
   it("a subagent that interrupts for human input rejects saying code cannot wait for it", async () => {
     const { GraphInterrupt } = await import("@langchain/langgraph");
     const interrupting = tool(
