@@ -29,7 +29,7 @@ import { fileURLToPath } from "node:url";
 import { ensureBenchDeps } from "./lib/deps.js";
 import { buildCFloor, runCFloor, C_FLOOR_FLAGS } from "./lib/c-floor.js";
 import { currentLoad, describeMachine } from "./lib/machine.js";
-import { BASELINE_ENV, ENGINE_IDS } from "./engines/index.js";
+import { BASELINE_ENV, BASELINE_ID, ENGINE_IDS, withBaselineEngine } from "./engines/index.js";
 
 const bench = fileURLToPath(new URL("./", import.meta.url));
 const work = `${bench}.work`;
@@ -148,11 +148,10 @@ const BASELINE_ROUNDS = 3;
  */
 async function runBaselineRounds(results) {
   const timedRows = (engine) => results.find((r) => r.engine === engine)?.rows ?? [];
-  const rounds = [{ native: timedRows("quickjs-native"), baseline: timedRows("quickjs-native-baseline") }];
+  const rounds = [{ native: timedRows("quickjs-native"), baseline: timedRows(BASELINE_ID) }];
   for (let round = 2; round <= BASELINE_ROUNDS; round++) {
     say(`\n[baseline round ${round}/${BASELINE_ROUNDS}] timed cases (${elapsed()})`);
-    const order =
-      round % 2 === 0 ? ["quickjs-native-baseline", "quickjs-native"] : ["quickjs-native", "quickjs-native-baseline"];
+    const order = round % 2 === 0 ? [BASELINE_ID, "quickjs-native"] : ["quickjs-native", BASELINE_ID];
     const pair = {};
     for (const engine of order) {
       const rows = [];
@@ -165,16 +164,15 @@ async function runBaselineRounds(results) {
 }
 
 /**
- * `engines` with the baseline engine right after quickjs-native (so the two run back to back) when
- * `--baseline=PATH` names a built checkout; its path reaches the children through the environment.
+ * `engines` with the baseline engine (withBaselineEngine) when `--baseline=PATH` names a built
+ * checkout; its path reaches the children through the environment.
  */
 function withBaseline(engines, path) {
   if (path === undefined) return engines;
   if (!existsSync(`${resolve(path)}/dist/index.js`))
     throw new Error(`--baseline=${path}: no built checkout there (dist/index.js missing: run \`npm run build\` in it)`);
   process.env[BASELINE_ENV] = resolve(path);
-  const at = engines.indexOf("quickjs-native");
-  return [...engines.slice(0, at + 1), "quickjs-native-baseline", ...engines.slice(at + 1)];
+  return withBaselineEngine(engines);
 }
 
 /**
@@ -263,8 +261,10 @@ async function main() {
   const results = [];
   for (const [i, engine] of engines.entries()) results.push(await runEngine(engine, i));
   if (floor) results.push(floor);
+  // The rounds compare this checkout with the baseline: only when both run.
+  const pairRuns = baselineArg && engines.includes("quickjs-native") && !quick;
   const baselineRounds =
-    baselineArg && !quick && (modeRuns("timed") || modeRuns("otel")) ? await runBaselineRounds(results) : undefined;
+    pairRuns && (modeRuns("timed") || modeRuns("otel")) ? await runBaselineRounds(results) : undefined;
   const own = (mode) => engines.includes("quickjs-native") && modeRuns(mode);
   const threadStorage = own(THREAD_STORAGE)
     ? await runCheckpointerCase("thread storage", "thread-storage.js", quick ? 1 : 3)

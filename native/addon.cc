@@ -25,6 +25,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("primitiveSlots", bridge->primitiveSlotsArray());
   exports.Set("request", bridge->requestArray());
   exports.Set("createSlots", bridge->createArray());
+  exports.Set("callSlots", bridge->callArray());
   exportProcessFacts(env, exports);
   return exports;
 }

@@ -172,6 +172,24 @@ namespace qjsn {
   X(copyLimitBytes)          \
   X(maxHostCallsInFlight)
 
+// Slots of the shared Float64Array (`callSlots`) the numbers of the handle's other calls travel in,
+// written by src/request.ts just before the call that reads them (SandboxHandle reads each by
+// name, before anything that could run JavaScript). Only payloads without ids travel as arguments:
+// paths and names, a host call's result. X(name)
+#define QJSN_CALL_SLOTS(X)                                                                             \
+  X(evalId)       /* stop: the async eval it names */                                                  \
+  X(reason)       /* stop: a StopReason, WallBudget or Abort */                                        \
+  X(callId)       /* settle: the async host call; answerSync: the token of the parked sync call */     \
+  X(ok)           /* settle: 1: the result is a value, else [name, message] */                         \
+  X(collect)      /* settle: 1: the guest's next host call may be dispatched before it returns */      \
+  X(fnId)         /* defineFunction, defineFrozenFunction: the number the dispatcher is called with */ \
+  X(async)        /* defineFunction: 1: the guest's calls return promises */                           \
+  X(limit)        /* globalNames: at most this many names */                                           \
+  X(clockFixed)   /* setClock: 1: Date.now() reads epochMs */                                          \
+  X(epochMs)      /* setClock */                                                                       \
+  X(localTimeUtc) /* setClock: 1: local time is UTC */                                                 \
+  X(seed)         /* setRandomSeed: an integer below 2**53 */
+
 // Positions in the array of what an eval answered on the spot (evalSync, start with answerNow)
 // hands back besides its stats: only what did not fit the stats and the exchange buffer. X(name)
 #define QJSN_ANSWERED_SLOTS(X)                                                    \
@@ -233,6 +251,7 @@ enum class AnsweredSlot : uint32_t { QJSN_ANSWERED_SLOTS(QJSN_ENUMERATOR) };
 enum class JobKind : int { QJSN_JOB_KINDS(QJSN_ENUMERATOR) Count };
 enum class RequestSlot : uint32_t { QJSN_REQUEST_SLOTS(QJSN_ENUMERATOR) };
 enum class CreateSlot : uint32_t { QJSN_CREATE_SLOTS(QJSN_ENUMERATOR) };
+enum class CallSlot : uint32_t { QJSN_CALL_SLOTS(QJSN_ENUMERATOR) };
 enum class PrimitiveSlot : uint32_t { QJSN_PRIMITIVE_SLOTS(QJSN_ENUMERATOR) };
 enum class DispatchKind : int { QJSN_DISPATCH_KINDS(QJSN_ENUMERATOR) };
 
@@ -247,6 +266,7 @@ constexpr uint32_t kSnapshotResultSlots = 0 QJSN_SNAPSHOT_RESULT_SLOTS(QJSN_COUN
 constexpr uint32_t kPrimitiveSlots = 0 QJSN_PRIMITIVE_SLOTS(QJSN_COUNT);
 constexpr uint32_t kRequestSlots = 0 QJSN_REQUEST_SLOTS(QJSN_COUNT);
 constexpr uint32_t kCreateSlots = 0 QJSN_CREATE_SLOTS(QJSN_COUNT);
+constexpr uint32_t kCallSlots = 0 QJSN_CALL_SLOTS(QJSN_COUNT);
 
 #define QJSN_SIZE_CONSTANT(name, value) constexpr uint32_t name = value;
 namespace boundary {

@@ -61,7 +61,7 @@ bool BudgetClock::spentByCpu(int64_t now) {
 
 void BudgetClock::resume() {
   sliceStartNs_ = monotonicNs();
-  double remainingMs = budgetMs_ - executionMs_;
+  double remainingMs = budgetMs_ - executionMs();
   int64_t remainingNs = remainingMs > 0 ? static_cast<int64_t>(remainingMs * 1e6) : 0;
   cpuMarkNs_ = -1;
   hostNs_ = 0;
@@ -87,7 +87,8 @@ void BudgetClock::pause() {
       ranNs = std::min(ranNs, cpuSinceLastRead);
     }
   }
-  executionMs_ += static_cast<double>(std::max<int64_t>(std::min(ranNs, wallNs - hostNs_), 0)) / 1e6;
+  double sliceMs = static_cast<double>(std::max<int64_t>(std::min(ranNs, wallNs - hostNs_), 0)) / 1e6;
+  executionMs_.store(executionMs() + sliceMs, std::memory_order_relaxed);
   hostNs_ = 0;
   sliceWallDeadlineNs_.store(0);
   sliceCpuDeadlineNs_.store(0);

@@ -22,9 +22,11 @@
 // guest is charged the lesser of its CPU time and its wall time without the host calls: the budget
 // runs out when both have reached it.
 //
-// Threads: everything but deadlines() is called by the thread that runs the guest (one at a time,
-// as Engine's lifecycle guarantees). deadlines() is the watchdog's, on its own thread: the three
-// values it reads are atomics. A plain store or load of them is sequentially consistent, as it was
+// Threads: everything but deadlines() and executionMs() is called by the thread that runs the guest
+// (one at a time, as Engine's lifecycle guarantees). deadlines() and executionMs() are also the
+// watchdog's, on its own thread, while the guest thread may be pausing the clock: the values they
+// read are atomics. executionMs_ is written by the guest thread alone, so relaxed loads and stores
+// (plain moves) are enough for it. A plain store or load of them is sequentially consistent, as it was
 // before the clock was a class of its own; the guest thread's reads of its own writes are relaxed.
 #pragma once
 
@@ -53,8 +55,9 @@ class BudgetClock {
     sliceWallDeadlineNs_.fetch_add(ns, std::memory_order_relaxed);
   }
   // A new eval (or snapshot read) starts with nothing used.
-  void resetExecution() { executionMs_ = 0; }
-  double executionMs() const { return executionMs_; }
+  void resetExecution() { executionMs_.store(0, std::memory_order_relaxed); }
+  // Any thread (Engine::abandon reads it from the watchdog's).
+  double executionMs() const { return executionMs_.load(std::memory_order_relaxed); }
 
   // --- the interrupt handler's questions (guest thread; every poll, so inline and cheap) --------
   // Guest code may be running: between begin()/resume() and pause().
@@ -103,7 +106,7 @@ class BudgetClock {
   int64_t nextCpuCheckNs_ = 0;                  // monotonic time before which the deadline cannot have passed
   int64_t hostNs_ = 0;                          // host calls' wall time in the slice (excludeHostTime)
   double budgetMs_ = 0;
-  double executionMs_ = 0;
+  std::atomic<double> executionMs_{0};
 };
 
 }  // namespace qjsn

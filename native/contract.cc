@@ -57,6 +57,7 @@ Napi::Object contractObject(Napi::Env env) {
   QJSN_NUMBERED("jobKind", QJSN_JOB_KINDS)
   QJSN_NUMBERED("requestSlot", QJSN_REQUEST_SLOTS)
   QJSN_NUMBERED("createSlot", QJSN_CREATE_SLOTS)
+  QJSN_NUMBERED("callSlot", QJSN_CALL_SLOTS)
   QJSN_NUMBERED("primitiveSlot", QJSN_PRIMITIVE_SLOTS)
   QJSN_NUMBERED("dispatchKind", QJSN_DISPATCH_KINDS)
 #undef QJSN_NUMBERED

@@ -46,6 +46,9 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
     Napi::Float64Array createSlots = Napi::Float64Array::New(env_, kCreateSlots);
     createData_ = createSlots.Data();
     createSlots_ = Napi::Persistent(createSlots);
+    Napi::Float64Array callSlots = Napi::Float64Array::New(env_, kCallSlots);
+    callData_ = callSlots.Data();
+    callSlots_ = Napi::Persistent(callSlots);
     Napi::Buffer<uint8_t> exchange = Napi::Buffer<uint8_t>::New(env_, kExchangeBytes);
     exchangeData_ = exchange.Data();  // stable: the persistent reference keeps the buffer alive
     exchange_ = Napi::Persistent(exchange);
@@ -138,6 +141,9 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   // The options of the sandbox being created (QJSN_CREATE_SLOTS), written just before new SandboxHandle.
   Napi::Float64Array createArray() { return createSlots_.Value(); }
   double createOption(CreateSlot slot) const { return createData_[static_cast<uint32_t>(slot)]; }
+  // The numbers of a handle call other than a job's (QJSN_CALL_SLOTS), written just before the call.
+  Napi::Float64Array callArray() { return callSlots_.Value(); }
+  double callSlot(CallSlot slot) const { return callData_[static_cast<uint32_t>(slot)]; }
   // Puts `bytes` where the dispatcher reads them: the exchange buffer when they fit (returns its
   // byte count and leaves `spill` empty), else a Buffer of their own in `spill`.
   uint32_t stage(const std::vector<uint8_t>& bytes, Napi::Value* spill) {
@@ -239,6 +245,8 @@ class EnvBridge : public HostBridge, public std::enable_shared_from_this<EnvBrid
   double* requestData_ = nullptr;
   Napi::Reference<Napi::Float64Array> createSlots_;
   double* createData_ = nullptr;
+  Napi::Reference<Napi::Float64Array> callSlots_;
+  double* callData_ = nullptr;
   std::mutex mu_;
   // Vectors, not deques: a drain swaps the outbox with the emptied batch of the drain before
   // (spareBatch_), so that a message costs no allocation of its own on either thread.

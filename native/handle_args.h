@@ -1,12 +1,11 @@
-// Typed reads of a method's positional arguments. src/ validates every argument before calling
-// in, so these only keep the process alive: a value of the wrong type reads as that type's zero
-// (NaN for doubles), a missing optional flag as false. Numbers and flags are read as they are,
-// never coerced: a coercion is a call that could run JS, and costs each eval several of them.
+// Typed reads of a method's payload arguments (code, names, bytes), and of the numbers of the
+// shared slot arrays (native/boundary.h): no method reads a number as an argument. src/ validates
+// everything before calling in, so these only keep the process alive: a value of the wrong type
+// reads as that type's empty value. Nothing is coerced: a coercion is a call that could run JS.
 #pragma once
 
 #include <napi.h>
 
-#include <cmath>
 #include <cstdint>
 #include <string>
 #include <unordered_set>
@@ -33,7 +32,6 @@ class HandleArgs {
   bool has(size_t n) const { return info_.Length() >= first_ + n; }
   bool isArray(size_t i) const { return at(i).IsArray(); }
   bool isFunction(size_t i) const { return at(i).IsFunction(); }
-  bool isNumber(size_t i) const { return at(i).IsNumber(); }
   // The argument as it is (host results, read by EnvBridge).
   Napi::Value value(size_t i) const { return at(i); }
 
@@ -48,26 +46,6 @@ class HandleArgs {
     std::string text(length, '\0');
     napi_get_value_string_utf8(info_.Env(), at(i), text.data(), length + 1, &length);
     return text;
-  }
-  double number(size_t i) const {
-    double v;
-    return napi_get_value_double(info_.Env(), at(i), &v) == napi_ok ? v : std::nan("");
-  }
-  uint32_t u32(size_t i) const {
-    uint32_t v;
-    return napi_get_value_uint32(info_.Env(), at(i), &v) == napi_ok ? v : 0;
-  }
-  int32_t i32(size_t i) const {
-    int32_t v;
-    return napi_get_value_int32(info_.Env(), at(i), &v) == napi_ok ? v : 0;
-  }
-  uint64_t u64(size_t i) const {
-    int64_t v;
-    return napi_get_value_int64(info_.Env(), at(i), &v) == napi_ok ? static_cast<uint64_t>(v) : 0;
-  }
-  bool flag(size_t i) const {
-    bool v;
-    return has(i + 1) && napi_get_value_bool(info_.Env(), at(i), &v) == napi_ok && v;
   }
   std::vector<uint8_t> bytes(size_t i) const { return bytesOf(at(i)); }
   // The strings of an array argument, as UTF-16 (lone surrogates kept).

@@ -19,21 +19,21 @@ Napi::Function SandboxHandle::Define(Napi::Env env) {
       env, "SandboxHandle",
       {
           InstanceMethod("start", &SandboxHandle::guarded<&SandboxHandle::Start, 0>),
-          InstanceMethod("stop", &SandboxHandle::guarded<&SandboxHandle::Stop, 2>),
-          InstanceMethod("settle", &SandboxHandle::guarded<&SandboxHandle::Settle, 3>),
-          InstanceMethod("answerSync", &SandboxHandle::guarded<&SandboxHandle::AnswerSync, 2>),
-          InstanceMethod("defineFunction", &SandboxHandle::guarded<&SandboxHandle::DefineFunction, 3, Needs::Idle>),
+          InstanceMethod("stop", &SandboxHandle::guarded<&SandboxHandle::Stop, 0>),
+          InstanceMethod("settle", &SandboxHandle::guarded<&SandboxHandle::Settle, 1>),
+          InstanceMethod("answerSync", &SandboxHandle::guarded<&SandboxHandle::AnswerSync, 1>),
+          InstanceMethod("defineFunction", &SandboxHandle::guarded<&SandboxHandle::DefineFunction, 1, Needs::Idle>),
           InstanceMethod("defineFrozenFunction",
-                         &SandboxHandle::guarded<&SandboxHandle::DefineFrozenFunction, 2, Needs::Idle>),
+                         &SandboxHandle::guarded<&SandboxHandle::DefineFrozenFunction, 1, Needs::Idle>),
           InstanceMethod("setGlobal", &SandboxHandle::guarded<&SandboxHandle::SetGlobal, 2, Needs::Idle>),
           InstanceMethod("getGlobal", &SandboxHandle::guarded<&SandboxHandle::GetGlobal, 1, Needs::Idle>),
-          InstanceMethod("globalNames", &SandboxHandle::guarded<&SandboxHandle::GlobalNames, 1, Needs::Idle>),
+          InstanceMethod("globalNames", &SandboxHandle::guarded<&SandboxHandle::GlobalNames, 0, Needs::Idle>),
           InstanceMethod("memoryUsage", &SandboxHandle::guarded<&SandboxHandle::MemoryUsage, 0>),
           InstanceMethod("writeSnapshot", &SandboxHandle::guarded<&SandboxHandle::WriteSnapshot, 1, Needs::Idle>),
           InstanceMethod("readSnapshot", &SandboxHandle::guarded<&SandboxHandle::ReadSnapshot, 1, Needs::Idle>),
           InstanceMethod("dispose", &SandboxHandle::Dispose),
-          InstanceMethod("setClock", &SandboxHandle::guarded<&SandboxHandle::SetClock, 3, Needs::Idle>),
-          InstanceMethod("setRandomSeed", &SandboxHandle::guarded<&SandboxHandle::SetRandomSeed, 1, Needs::Idle>),
+          InstanceMethod("setClock", &SandboxHandle::guarded<&SandboxHandle::SetClock, 0, Needs::Idle>),
+          InstanceMethod("setRandomSeed", &SandboxHandle::guarded<&SandboxHandle::SetRandomSeed, 0, Needs::Idle>),
       });
 }
 
@@ -328,28 +328,30 @@ void SandboxHandle::runInline() {
   inlineRunning_ = false;
 }
 
-Napi::Value SandboxHandle::Stop(Napi::Env env, const HandleArgs& args) {
-  auto reason = static_cast<StopReason>(args.i32(0));
-  if (reason != StopReason::WallBudget && reason != StopReason::Abort) return env.Undefined();
-  if (engine_->requestStop(reason, args.u64(1))) run();
+Napi::Value SandboxHandle::Stop(Napi::Env env, const HandleArgs&) {
+  uint32_t reason = slotU32(callSlot(CallSlot::reason));
+  auto is = [reason](StopReason r) { return reason == static_cast<uint32_t>(r); };
+  if (!is(StopReason::WallBudget) && !is(StopReason::Abort)) return env.Undefined();
+  if (engine_->requestStop(static_cast<StopReason>(reason), slotU64(callSlot(CallSlot::evalId)))) run();
   Executor::instance().stopRequested(engine_.get());
   return env.Undefined();
 }
 
 Napi::Value SandboxHandle::AnswerSync(Napi::Env env, const HandleArgs& args) {
-  if (parkedSlot_ && args.u32(0) == parkedToken_)
-    EnvBridge::finishSlot(std::exchange(parkedSlot_, nullptr), bridge_->hostResultOf(args.value(1)));
+  if (parkedSlot_ && slotU32(callSlot(CallSlot::callId)) == parkedToken_)
+    EnvBridge::finishSlot(std::exchange(parkedSlot_, nullptr), bridge_->hostResultOf(args.value(0)));
   return env.Undefined();
 }
 
 Napi::Value SandboxHandle::Settle(Napi::Env env, const HandleArgs& args) {
   HostResult r;
-  r.callId = args.u32(0);
-  r.ok = args.flag(1);
+  r.callId = slotU32(callSlot(CallSlot::callId));
+  r.ok = slotFlag(callSlot(CallSlot::ok));
+  bool collect = slotFlag(callSlot(CallSlot::collect));  // read before guest or host code runs
   if (r.ok) {
-    r.value = bridge_->resultBytes(args.value(2));
-  } else if (args.isArray(2)) {
-    Napi::Array a = args.value(2).As<Napi::Array>();
+    r.value = bridge_->resultBytes(args.value(0));
+  } else if (args.isArray(0)) {
+    Napi::Array a = args.value(0).As<Napi::Array>();
     r.errorName = a.Get(0u).ToString().Utf8Value();
     r.errorMessage = a.Get(1u).ToString().Utf8Value();
   }
@@ -361,18 +363,21 @@ Napi::Value SandboxHandle::Settle(Napi::Env env, const HandleArgs& args) {
   // The guest goes on: in the slice still waiting for this result, or in the one queued now.
   if (parked) Executor::instance().schedule(engine_);
   std::shared_ptr<EnvBridge> bridge = bridge_;  // a host function may dispose this handle
-  if (!args.flag(3)) bridge->awaitReply();
+  if (!collect) bridge->awaitReply();
   else if (bridge->collectNextCall()) bridge->drain();
   return env.Undefined();
 }
 
 Napi::Value SandboxHandle::DefineFunction(Napi::Env env, const HandleArgs& args) {
-  return errorToJs(env, engine_->defineFunction(args.utf8(0), args.u32(1), args.flag(2)));
+  uint32_t fnId = slotU32(callSlot(CallSlot::fnId));
+  bool async = slotFlag(callSlot(CallSlot::async));
+  return errorToJs(env, engine_->defineFunction(args.utf8(0), fnId, async));
 }
 
 Napi::Value SandboxHandle::DefineFrozenFunction(Napi::Env env, const HandleArgs& args) {
   bool installed = false;
-  std::optional<NativeError> error = engine_->defineFrozenFunction(args.utf8(0), args.u32(1), &installed);
+  uint32_t fnId = slotU32(callSlot(CallSlot::fnId));
+  std::optional<NativeError> error = engine_->defineFrozenFunction(args.utf8(0), fnId, &installed);
   if (error) return errorToJs(env, error);
   return Napi::Boolean::New(env, installed);
 }
@@ -389,8 +394,8 @@ Napi::Value SandboxHandle::GetGlobal(Napi::Env env, const HandleArgs& args) {
   return Napi::Buffer<uint8_t>::Copy(env, out.data(), out.size());
 }
 
-Napi::Value SandboxHandle::GlobalNames(Napi::Env env, const HandleArgs& args) {
-  std::vector<std::string> names = engine_->globalNames(args.u32(0));
+Napi::Value SandboxHandle::GlobalNames(Napi::Env env, const HandleArgs&) {
+  std::vector<std::string> names = engine_->globalNames(slotU32(callSlot(CallSlot::limit)));
   Napi::Array a = Napi::Array::New(env, names.size());
   for (size_t i = 0; i < names.size(); i++) a.Set(static_cast<uint32_t>(i), Napi::String::New(env, names[i]));
   return a;
@@ -421,13 +426,15 @@ Napi::Value SandboxHandle::MemoryUsage(Napi::Env env, const HandleArgs&) {
   return a;
 }
 
-Napi::Value SandboxHandle::SetClock(Napi::Env env, const HandleArgs& args) {
-  if (engine_->setClock(args.flag(0), args.number(1), args.flag(2))) return env.Undefined();
+Napi::Value SandboxHandle::SetClock(Napi::Env env, const HandleArgs&) {
+  bool fixed = slotFlag(callSlot(CallSlot::clockFixed));
+  if (engine_->setClock(fixed, callSlot(CallSlot::epochMs), slotFlag(callSlot(CallSlot::localTimeUtc))))
+    return env.Undefined();
   return errorToJs(env, NativeError{ErrorCode::InvalidArgument, "the clock's time is outside the Date range"});
 }
 
-Napi::Value SandboxHandle::SetRandomSeed(Napi::Env env, const HandleArgs& args) {
-  double seed = args.number(0);
+Napi::Value SandboxHandle::SetRandomSeed(Napi::Env env, const HandleArgs&) {
+  double seed = callSlot(CallSlot::seed);
   if (seed >= 0 && seed < 9007199254740992.0 && engine_->setRandomSeed(static_cast<uint64_t>(seed)))
     return env.Undefined();
   return errorToJs(env, NativeError{ErrorCode::InvalidArgument, "the seed is not an integer below 2**53"});

@@ -41,7 +41,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
 
   // A sync host call: dispatcher(0, fnId, token, ...). With a slot (the guest waits on an executor
   // thread) the token is not 0, and the dispatcher may answer undefined, then later through
-  // answerSync(token, result) (src/sandbox.ts decodes large arguments a slice at a time): the slot
+  // answerSync (src/sandbox.ts decodes large arguments a slice at a time): the slot
   // is parked here until then, or until the handle is released. Nothing, when parked.
   std::optional<HostResult> syncCall(uint32_t fnId, std::vector<uint8_t>& args, EnvBridge::SyncSlot* slot);
 
@@ -100,6 +100,10 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
 
   static int kind(DispatchKind k) { return static_cast<int>(k); }
 
+  // A number of the call this method serves, from the call slots (QJSN_CALL_SLOTS) src/request.ts
+  // wrote just before it: read before the method runs any JavaScript, which may write them again.
+  double callSlot(CallSlot s) const { return bridge_->callSlot(s); }
+
   // The job a call asks for: its numbers from the request slots (QJSN_REQUEST_SLOTS), its payloads
   // from the arguments, by kind: Eval (code, filename), EvalThenSnapshot (code, filename,
   // excludedNames), WriteSnapshot (excludedNames), ReadSnapshot (body). Nothing when they do not
@@ -138,20 +142,21 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   // the guest within the same loop, with no thread hand-over. The event loop waits meanwhile.
   void runInline();
 
-  // stop(reason, evalId)
+  // stop(), call slots reason and evalId: a wall budget or an abort for the async eval evalId.
   Napi::Value Stop(Napi::Env env, const HandleArgs& args);
 
-  // answerSync(token, bytes in the exchange buffer | Buffer | [name, message]): see syncCall.
+  // answerSync(bytes in the exchange buffer | Buffer | [name, message]), call slot callId (the
+  // token): see syncCall.
   Napi::Value AnswerSync(Napi::Env env, const HandleArgs& args);
 
-  // settle(callId, ok, bytes | [name, message], collect): with `collect`, the guest's next host
-  // call is taken and dispatched here when it comes at once (src/host-calls.ts says when it may).
+  // settle(bytes | [name, message]), call slots callId, ok and collect: with `collect`, the guest's
+  // next host call is taken and dispatched here when it comes at once (src/host-calls.ts says when it may).
   Napi::Value Settle(Napi::Env env, const HandleArgs& args);
 
-  // defineFunction(path, fnId, async) -> undefined | { code, message }
+  // defineFunction(path), call slots fnId and async -> undefined | { code, message }
   Napi::Value DefineFunction(Napi::Env env, const HandleArgs& args);
 
-  // defineFrozenFunction(name, fnId) -> true (installed) | false (the guest keeps its own) | { code, message }
+  // defineFrozenFunction(name), call slot fnId -> true (installed) | false (the guest keeps its own) | { code, message }
   Napi::Value DefineFrozenFunction(Napi::Env env, const HandleArgs& args);
 
   // setGlobal(name, bytes) -> undefined | { code, message }
@@ -160,7 +165,7 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   // getGlobal(name) -> bytes (wire format) | { code, message }
   Napi::Value GetGlobal(Napi::Env env, const HandleArgs& args);
 
-  // globalNames(limit) -> string[] | { code: "BUSY", message }
+  // globalNames(), call slot limit -> string[] | { code: "BUSY", message }
   Napi::Value GlobalNames(Napi::Env env, const HandleArgs& args);
 
   // writeSnapshot(excludedNames), request WriteSnapshot -> [status, body | message, [name, type, ...]] | { code: "BUSY", message }
@@ -171,10 +176,10 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
 
   Napi::Value MemoryUsage(Napi::Env env, const HandleArgs& args);
 
-  // setClock(fixed, epochMs, localTimeUtc) -> undefined | { code, message } (native/clock.cc)
+  // setClock(), call slots clockFixed, epochMs and localTimeUtc -> undefined | { code, message } (native/clock.cc)
   Napi::Value SetClock(Napi::Env env, const HandleArgs& args);
 
-  // setRandomSeed(seed: integer below 2**53) -> undefined | { code, message }
+  // setRandomSeed(), call slot seed (an integer below 2**53) -> undefined | { code, message }
   Napi::Value SetRandomSeed(Napi::Env env, const HandleArgs& args);
 
   Napi::Value Dispose(const Napi::CallbackInfo& info);

@@ -12,6 +12,7 @@ import { ValueDecoder, decodeScalarArguments, encodeValueInto } from "./marshal.
 import {
   BOUNDARY_SIZES,
   DispatchKind,
+  type HostCallAnswer,
   PrimitiveSlot,
   native,
   type NativeDispatcher,
@@ -19,6 +20,7 @@ import {
   type NativePrimitiveDispatcher,
 } from "./native.js";
 import { CONSOLE_LEVELS, refusal, throwIfFailed } from "./outcomes.js";
+import { answerSyncCall, defineFrozenHostFunction, defineHostFunction, settleHostCall } from "./request.js";
 import { formatConsoleArgs } from "./render.js";
 import type { EvalObservation, HostCallObservation } from "./telemetry/hub.js";
 import type { AsyncHostFunction, ConsoleEntry, HostCallContext, HostFunction } from "./types.js";
@@ -208,19 +210,23 @@ export class HostCalls {
     if (!entry) return ["Error", "unknown host function"];
     if (kind === DispatchKind.AsyncCall) {
       const refuse = (err: SandboxError): void => {
-        if (evalId === this.#currentEvalId) this.#handleOf()?.settle(callId, false, hostErrorOf(err));
+        const handle = this.#handleOf();
+        if (evalId === this.#currentEvalId && handle) settleHostCall(handle, callId, false, hostErrorOf(err), false);
       };
       decode((args) => this.#callAsync(entry, args, callId, evalId, argLength), refuse);
       return undefined;
     }
-    let answer: number | Buffer | [string, string] | undefined;
+    let answer: HostCallAnswer | undefined;
     let parked = false;
-    const reply = (result: number | Buffer | [string, string]): void => {
-      if (parked) this.#handleOf()?.answerSync(callId, result);
-      else answer = result;
+    const reply = (result: HostCallAnswer): void => {
+      if (!parked) answer = result;
+      else {
+        const handle = this.#handleOf();
+        if (handle) answerSyncCall(handle, callId, result);
+      }
     };
     decode(
-      (args) => reply(this.#callSync(entry, args, argLength) as number | Buffer | [string, string]),
+      (args) => reply(this.#callSync(entry, args, argLength) as HostCallAnswer),
       (err) => reply(hostErrorOf(err)),
     );
     if (callId === 0) this.#decodes.flush();
@@ -275,7 +281,7 @@ export class HostCalls {
     validatePath(name);
     if (typeof fn !== "function") throw invalid("fn must be a function");
     const fnId = this.#functions.length;
-    throwIfFailed(handle.defineFunction(name, fnId, async), "define a function", `cannot define '${name}'`);
+    throwIfFailed(defineHostFunction(handle, name, fnId, async), "define a function", `cannot define '${name}'`);
     this.#functions.push({ name, fn, async });
   }
 
@@ -286,7 +292,7 @@ export class HostCalls {
    * eval, `STACK_OVERFLOW` on a thread with too little stack, `OUT_OF_MEMORY`.
    */
   defineFrozen(handle: NativeHandle, name: string, fn: AsyncHostFunction): boolean {
-    const result = handle.defineFrozenFunction(name, this.#functions.length);
+    const result = defineFrozenHostFunction(handle, name, this.#functions.length);
     if (typeof result !== "boolean") throw refusal(result, "install a frozen function", `cannot install '${name}'`);
     if (result) this.#functions.push({ name, fn, async: true });
     return result;
@@ -379,7 +385,7 @@ export class HostCalls {
     callId: number,
     evalId: number,
     ok: boolean,
-    result: number | Buffer | [string, string],
+    result: HostCallAnswer,
     again: (ok: boolean, result: Buffer | [string, string]) => void,
   ): void {
     const handle = this.#handleOf();
@@ -392,14 +398,14 @@ export class HostCalls {
     }
     // The guest's next call, when it comes at once, is dispatched inside this settle: not from
     // within a host function's async context, which it would inherit (the re-entry check).
-    handle.settle(callId, ok, result, hostCallContext.getStore() === undefined);
+    settleHostCall(handle, callId, ok, result, hostCallContext.getStore() === undefined);
   }
 
   #callAsync(entry: RegisteredFunction, args: unknown[], callId: number, evalId: number, argumentBytes: number): void {
     const pendingCalls = this.#pendingCalls;
     const context = new CallContext(pendingCalls, callId, evalId);
     let call = this.#observation?.callStarted(entry.name, argumentBytes);
-    const settle = (ok: boolean, result: number | Buffer | [string, string]): void => {
+    const settle = (ok: boolean, result: HostCallAnswer): void => {
       pendingCalls.delete(callId);
       const observed = call;
       call = undefined; // a settle deferred to the next turn comes back here

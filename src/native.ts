@@ -64,7 +64,10 @@ export type NativeDispatcher = (
   argLength: number,
   args: Buffer | undefined,
   evalId: number,
-) => number | Buffer | [string, string] | undefined;
+) => HostCallAnswer | undefined;
+
+/** A host call's result as the addon reads it: its byte count in the exchange buffer, its bytes, or `[name, message]`. */
+export type HostCallAnswer = number | Buffer | [string, string];
 
 /**
  * The fast path of a synchronous host call from an inline eval whose arguments are all primitives
@@ -104,29 +107,34 @@ export interface NativeHandle {
     excludedNames?: string[],
   ): Promise<NativeOutcomeSlots> | AnsweredHere | NativeError;
   start(payload: string[] | Uint8Array): Promise<NativeOutcomeSlots> | NativeError;
-  stop(reason: number, evalId: number): void;
-  /** With `collect`, the guest's next host call may be dispatched before this returns. */
-  settle(callId: number, ok: boolean, result: number | Buffer | [string, string], collect?: boolean): void;
-  /** Answers the sync host call the dispatcher left unanswered, as the dispatcher would have. */
-  answerSync(callId: number, result: number | Buffer | [string, string]): void;
-  defineFunction(path: string, fnId: number, async: boolean): NativeError | undefined;
-  /** true: installed; false: the guest keeps its own global `name`; an error: why nothing was installed. */
-  defineFrozenFunction(name: string, fnId: number): boolean | NativeError;
+  /** Stops the async eval `evalId` of the call slots ({@link CallSlot}) for their `reason`. */
+  stop(): void;
+  /**
+   * Settles the async host call `callId` of the call slots (`ok`: `result` is a value, else
+   * `[name, message]`); with `collect`, the guest's next host call may be dispatched before this returns.
+   */
+  settle(result: HostCallAnswer): void;
+  /** Answers the sync host call the dispatcher left unanswered (its token in the `callId` slot), as the dispatcher would have. */
+  answerSync(result: HostCallAnswer): void;
+  /** Defines the host function `fnId` of the call slots (`async`: its calls return promises) at `path`. */
+  defineFunction(path: string): NativeError | undefined;
+  /** Installs the host function `fnId` of the call slots as the frozen global `name`. true: installed; false: the guest keeps its own global `name`; an error: why nothing was installed. */
+  defineFrozenFunction(name: string): boolean | NativeError;
   setGlobal(name: string, bytes: Buffer): NativeError | undefined;
   /** The global's own data property as wire bytes; `BUSY`, `STACK_OVERFLOW` or `UNSERIALIZABLE` (an accessor, a value that cannot be copied). */
   getGlobal(name: string): Buffer | NativeError;
-  /** Up to `limit` own string-keyed property names of the global object, or `BUSY`. */
-  globalNames(limit: number): string[] | NativeError;
+  /** Up to `limit` (a call slot) own string-keyed property names of the global object, or `BUSY`. */
+  globalNames(): string[] | NativeError;
   memoryUsage(): [used: number, peak: number, limit: number];
   dispose(): void;
   /** The WriteSnapshot request on this thread: [status, body | message, flat [name, type, ...] of placeholders], or `BUSY`. */
   writeSnapshot(excludedNames: string[]): NativeSnapshotSlots | NativeError;
   /** The ReadSnapshot request on this thread: [status, undefined | message, flat [name, type, ...] of placeholders], or `BUSY`. */
   readSnapshot(body: Uint8Array): NativeSnapshotSlots | NativeError;
-  /** `BUSY` during an eval, `INVALID_ARGUMENT` for a time outside the Date range. */
-  setClock(fixed: boolean, epochMs: number, localTimeUtc: boolean): NativeError | undefined;
-  /** `BUSY` during an eval, `INVALID_ARGUMENT` for a seed that is not an integer below 2**53. */
-  setRandomSeed(seed: number): NativeError | undefined;
+  /** The clock of the call slots (`clockFixed`, `epochMs`, `localTimeUtc`); `BUSY` during an eval, `INVALID_ARGUMENT` for a time outside the Date range. */
+  setClock(): NativeError | undefined;
+  /** The `seed` of the call slots; `BUSY` during an eval, `INVALID_ARGUMENT` for a seed that is not an integer below 2**53. */
+  setRandomSeed(): NativeError | undefined;
 }
 
 interface NativeModule {
@@ -167,6 +175,8 @@ interface NativeModule {
   request: Float64Array;
   /** The options of the next `new SandboxHandle` (see {@link CreateSlot}). */
   createSlots: Float64Array;
+  /** The numbers of the next handle call other than a job's (see {@link CallSlot}). */
+  callSlots: Float64Array;
   /** QuickJS-ng version compiled in. */
   engineVersion: string;
   /** The boundary table of native/boundary.h, frozen. */
@@ -199,6 +209,7 @@ type NumberedGroup =
   | "jobKind"
   | "requestSlot"
   | "createSlot"
+  | "callSlot"
   | "primitiveSlot"
   | "dispatchKind"
   | "wireTag"
@@ -238,6 +249,17 @@ function numbered<const K extends string>(group: NumberedGroup, names: readonly 
     out[name] = value;
   }
   return Object.freeze(out);
+}
+
+/**
+ * The positions of a slot list, as {@link numbered}; the addon's list must name exactly `names`
+ * too: a slot this side does not know would be read (or written) by one side only.
+ */
+function slots<const K extends string>(group: NumberedGroup, names: readonly K[]): Readonly<Record<K, number>> {
+  const positions = numbered(group, names);
+  for (const name of Object.keys(native.contract[group]))
+    if (!Object.hasOwn(positions, name)) throw contractBroken(`${group} entry this side knows ("${name}")`);
+  return positions;
 }
 
 /** The contract's `group` of names, each checked against what this side knows (`known`). */
@@ -289,7 +311,7 @@ export const NativeSnapshotStatus = numbered("snapshotStatus", [
 ]);
 
 /** Positions of an inline eval's numbers in `syncStats` (QJSN_STATS_SLOTS). */
-export const StatsSlot = numbered("statsSlot", [
+export const StatsSlot = slots("statsSlot", [
   "status",
   "stop",
   "consoleTruncated",
@@ -304,7 +326,7 @@ export const StatsSlot = numbered("statsSlot", [
 export const JobKind = numbered("jobKind", ["Eval", "EvalThenSnapshot", "WriteSnapshot", "ReadSnapshot"]);
 
 /** Positions of a job's numbers in `request` (QJSN_REQUEST_SLOTS). */
-export const RequestSlot = numbered("requestSlot", [
+export const RequestSlot = slots("requestSlot", [
   "kind",
   "sandboxId",
   "evalId",
@@ -320,7 +342,7 @@ export const RequestSlot = numbered("requestSlot", [
 ]);
 
 /** Positions of a new sandbox's options in `createSlots` (QJSN_CREATE_SLOTS). */
-export const CreateSlot = numbered("createSlot", [
+export const CreateSlot = slots("createSlot", [
   "memoryLimitBytes",
   "maxStackSizeBytes",
   "captureConsole",
@@ -329,8 +351,24 @@ export const CreateSlot = numbered("createSlot", [
   "maxHostCallsInFlight",
 ]);
 
+/** Positions of the numbers of a handle call other than a job's in `callSlots` (QJSN_CALL_SLOTS). */
+export const CallSlot = slots("callSlot", [
+  "evalId",
+  "reason",
+  "callId",
+  "ok",
+  "collect",
+  "fnId",
+  "async",
+  "limit",
+  "clockFixed",
+  "epochMs",
+  "localTimeUtc",
+  "seed",
+]);
+
 /** Positions of a primitive host call's numbers in `primitiveSlots` (QJSN_PRIMITIVE_SLOTS). */
-export const PrimitiveSlot = numbered("primitiveSlot", ["call", "arg0", "arg1", "arg2", "result", "hasResult"]);
+export const PrimitiveSlot = slots("primitiveSlot", ["call", "arg0", "arg1", "arg2", "result", "hasResult"]);
 
 /** What a {@link NativeDispatcher} call carries (QJSN_DISPATCH_KINDS). */
 export const DispatchKind = numbered("dispatchKind", ["SyncCall", "AsyncCall", "Console"]);
@@ -429,7 +467,7 @@ named<SandboxErrorCode>("errorCodes", {
 });
 
 /** Positions in the array a job resolves with (QJSN_OUTCOME_SLOTS): read by {@link outcomeOf} only. */
-const OutcomeSlot = numbered("outcomeSlot", [
+const OutcomeSlot = slots("outcomeSlot", [
   "status",
   "value",
   "message",
@@ -445,10 +483,10 @@ const OutcomeSlot = numbered("outcomeSlot", [
 ]);
 
 /** Positions in a snapshot read's or write's array (QJSN_SNAPSHOT_RESULT_SLOTS): read by {@link snapshotResultOf} only. */
-const SnapshotResultSlot = numbered("snapshotResultSlot", ["status", "result", "notRestored"]);
+const SnapshotResultSlot = slots("snapshotResultSlot", ["status", "result", "notRestored"]);
 
 /** Positions of what an eval answered on the spot hands back besides its stats (QJSN_ANSWERED_SLOTS). */
-export const AnsweredSlot = numbered("answeredSlot", ["value", "message", "console"]);
+export const AnsweredSlot = slots("answeredSlot", ["value", "message", "console"]);
 
 /** A native snapshot read's or write's result, by slot name (a read's has no body). */
 export function snapshotResultOf(raw: NativeSnapshotSlots): NativeSnapshotWrite {

@@ -2,13 +2,17 @@
  * A job's request, as it crosses into the addon: its numbers go into the shared request slots
  * (native/boundary.h QJSN_REQUEST_SLOTS) by name, just before the call that reads them, so none
  * costs a Node-API call or an allocation; only code, filename and byte payloads are arguments.
- * The options of a new sandbox cross the same way (QJSN_CREATE_SLOTS).
+ * The options of a new sandbox cross the same way (QJSN_CREATE_SLOTS), and so do the numbers of
+ * the handle's other calls (QJSN_CALL_SLOTS): every handle method is called through here.
  */
 import {
+  CallSlot,
   CreateSlot,
+  type HostCallAnswer,
   native,
   RequestSlot,
   type NativeDispatcher,
+  type NativeError,
   type NativeHandle,
   type NativePrimitiveDispatcher,
 } from "./native.js";
@@ -106,4 +110,79 @@ export function requestSnapshot(kind: number, evalId: number, budgetMs: number, 
   r[RequestSlot.evalId] = evalId;
   r[RequestSlot.budgetMs] = budgetMs;
   r[RequestSlot.snapshotMaxBytes] = maxBytes;
+}
+
+const calls = native.callSlots;
+
+/** Stops `handle`'s async eval `evalId` for `reason` (NativeStop.WallBudget or Abort); a later eval is never stopped. */
+export function stopEval(handle: NativeHandle, reason: number, evalId: number): void {
+  calls[CallSlot.reason] = reason;
+  calls[CallSlot.evalId] = evalId;
+  handle.stop();
+}
+
+/**
+ * Settles the async host call `callId` with `result` (`ok`: a value, else `[name, message]`); with
+ * `collect`, the guest's next host call may be dispatched before this returns.
+ */
+export function settleHostCall(
+  handle: NativeHandle,
+  callId: number,
+  ok: boolean,
+  result: HostCallAnswer,
+  collect: boolean,
+): void {
+  calls[CallSlot.callId] = callId;
+  calls[CallSlot.ok] = ok ? 1 : 0;
+  calls[CallSlot.collect] = collect ? 1 : 0;
+  handle.settle(result);
+}
+
+/** Answers the sync host call `token` the dispatcher left unanswered, as the dispatcher would have. */
+export function answerSyncCall(handle: NativeHandle, token: number, result: HostCallAnswer): void {
+  calls[CallSlot.callId] = token;
+  handle.answerSync(result);
+}
+
+/** Defines the host function numbered `fnId` at `path` (`async`: its guest calls return promises). */
+export function defineHostFunction(
+  handle: NativeHandle,
+  path: string,
+  fnId: number,
+  async: boolean,
+): NativeError | undefined {
+  calls[CallSlot.fnId] = fnId;
+  calls[CallSlot.async] = async ? 1 : 0;
+  return handle.defineFunction(path);
+}
+
+/** Installs the host function numbered `fnId` as the frozen global `name` (see NativeHandle.defineFrozenFunction). */
+export function defineFrozenHostFunction(handle: NativeHandle, name: string, fnId: number): boolean | NativeError {
+  calls[CallSlot.fnId] = fnId;
+  return handle.defineFrozenFunction(name);
+}
+
+/** Up to `limit` own string-keyed names of the guest's global object, or `BUSY`. */
+export function globalNamesOf(handle: NativeHandle, limit: number): string[] | NativeError {
+  calls[CallSlot.limit] = limit;
+  return handle.globalNames();
+}
+
+/** Sets the guest's clock: `epochMs` when `fixed`, else the real time; local time is UTC when `localTimeUtc`. */
+export function setGuestClock(
+  handle: NativeHandle,
+  fixed: boolean,
+  epochMs: number,
+  localTimeUtc: boolean,
+): NativeError | undefined {
+  calls[CallSlot.clockFixed] = fixed ? 1 : 0;
+  calls[CallSlot.epochMs] = epochMs;
+  calls[CallSlot.localTimeUtc] = localTimeUtc ? 1 : 0;
+  return handle.setClock();
+}
+
+/** Seeds the guest's Math.random (an integer below 2**53). */
+export function setGuestRandomSeed(handle: NativeHandle, seed: number): NativeError | undefined {
+  calls[CallSlot.seed] = seed;
+  return handle.setRandomSeed();
 }

@@ -66,7 +66,15 @@ import type {
   ResolvedSandboxOptions,
   SandboxOptions,
 } from "./types.js";
-import { createHandle, requestEval, requestSnapshot } from "./request.js";
+import {
+  createHandle,
+  globalNamesOf,
+  requestEval,
+  requestSnapshot,
+  setGuestClock,
+  setGuestRandomSeed,
+  stopEval,
+} from "./request.js";
 import { wallTimer, type WallHold } from "./wall-hold.js";
 import {
   checkFunctionName,
@@ -116,7 +124,7 @@ export class Sandbox implements Disposable {
     } catch (err) {
       throw refusal(err, "create the sandbox", "could not create the sandbox");
     }
-    this.#handle.setRandomSeed(o.randomSeed);
+    setGuestRandomSeed(this.#handle, o.randomSeed);
     this.#id = sandboxOpened();
   }
 
@@ -132,9 +140,9 @@ export class Sandbox implements Disposable {
     const last = this.#clockInForce;
     if (!last || last[0] !== fixed || last[1] !== epochMs || last[2] !== utc) {
       // A busy engine refuses it (and then the eval too): nothing is in force then.
-      this.#clockInForce = handle.setClock(fixed, epochMs, utc) === undefined ? [fixed, epochMs, utc] : undefined;
+      this.#clockInForce = setGuestClock(handle, fixed, epochMs, utc) === undefined ? [fixed, epochMs, utc] : undefined;
     }
-    if (o.randomSeed !== undefined) handle.setRandomSeed(o.randomSeed);
+    if (o.randomSeed !== undefined) setGuestRandomSeed(handle, o.randomSeed);
   }
 
   /** True once {@link Sandbox.dispose} ran. */
@@ -283,7 +291,7 @@ export class Sandbox implements Disposable {
    */
   globalNames(limit: number = SANDBOX_LIMITS.globalNames): string[] {
     checkInteger("limit", limit, 0, 2 ** 32 - 1);
-    const names = this.#live().globalNames(limit);
+    const names = globalNamesOf(this.#live(), limit);
     if (!Array.isArray(names)) throw refusal(names, "list globals", "cannot list globals");
     return names;
   }
@@ -513,8 +521,11 @@ export class Sandbox implements Disposable {
     signal?: AbortSignal,
     hold?: WallHold,
   ): Promise<NativeOutcome> {
-    const cancel = wallTimer(wallMs, () => this.#handle?.stop(NativeStop.WallBudget, evalId), hold);
-    const onAbort = (): void => this.#handle?.stop(NativeStop.Abort, evalId);
+    const stop = (reason: number): void => {
+      if (this.#handle) stopEval(this.#handle, reason, evalId);
+    };
+    const cancel = wallTimer(wallMs, () => stop(NativeStop.WallBudget), hold);
+    const onAbort = (): void => stop(NativeStop.Abort);
     signal?.addEventListener("abort", onAbort, { once: true });
     try {
       return this.#checked(outcomeOf(await pending));

@@ -16,6 +16,19 @@
 /** The environment variable through which bench/run.js hands `--baseline`'s path to its children. */
 export const BASELINE_ENV = "QJSN_BENCH_BASELINE";
 
+/** The id of the baseline engine (`--baseline=PATH`). */
+export const BASELINE_ID = "quickjs-native-baseline";
+
+/**
+ * The engines a `--baseline` run measures: `engines` with the baseline once, right after
+ * quickjs-native when that runs too (so the two run back to back), else first.
+ */
+export function withBaselineEngine(engines) {
+  const others = engines.filter((id) => id !== BASELINE_ID);
+  const at = others.indexOf("quickjs-native");
+  return [...others.slice(0, at + 1), BASELINE_ID, ...others.slice(at + 1)];
+}
+
 export const ENGINE_IDS = [
   "quickjs-native",
   "wasm-bellard-sync",
@@ -27,7 +40,7 @@ export const ENGINE_IDS = [
 
 const modules = {
   "quickjs-native": "./quickjs-native.js",
-  "quickjs-native-baseline": "./quickjs-native-baseline.js",
+  [BASELINE_ID]: "./quickjs-native-baseline.js",
   "wasm-bellard-sync": "./qjs-emscripten-bellard-sync.js",
   "wasm-ng-sync": "./qjs-emscripten-ng-sync.js",
   "wasm-ng-asyncify": "./qjs-emscripten-ng-asyncify.js",

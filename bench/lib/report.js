@@ -1,10 +1,11 @@
 // Renders bench/RESULTS.md from one run's results (every ratio comes from the same run).
+import { BASELINE_ID } from "../engines/index.js";
 import { CASES, caseById } from "../workloads/cases.js";
 import { evaluateGoals } from "./goals.js";
 import { formatOps, formatRatio, formatUs } from "./format.js";
 
 const NATIVE = "quickjs-native";
-const BASELINE = "quickjs-native-baseline";
+const BASELINE = BASELINE_ID;
 const FLOOR = "c-floor";
 const esc = (s) =>
   String(s ?? "")
@@ -468,8 +469,9 @@ export function renderReport(run) {
     "",
   );
 
+  // The table compares this checkout with the baseline: a run of the baseline alone has none.
   const baseline = run.results.find((r) => r.engine === BASELINE);
-  if (baseline) {
+  if (baseline && run.results.some((r) => r.engine === NATIVE)) {
     out.push("## Against the baseline", "");
     out.push(
       "`--baseline` ran the quickjs-native build of another checkout right after this one, with the same cases: a ratio above 1× means this checkout is slower. The two columns of numbers are the first round's. The timed cases then ran in further pairs of processes, in alternating order (AB, BA, AB), because one process's median moves between processes by more than 5% for some cases (up to 15% for the eval tool): their ratio is the median of the rounds' ratios, each round's shown beside it. The module load (a) is a single sample per process; the other cases (memory, event loop, latency) ran once.",

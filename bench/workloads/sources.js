@@ -1,5 +1,7 @@
 // The guest programs every engine runs, read from guest/ so the JS adapters and the C floor
-// execute byte-identical sources.
+// execute byte-identical sources. guest/ is kept out of the formatter (biome.json): an adapter
+// wraps a source as it is (`await (${code})`), so a semicolon added after the last expression
+// stops it parsing, and a baseline checkout is only comparable while the bytes stay the same.
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 

@@ -1,7 +1,12 @@
 // The JS <-> native boundary is declared once (native/boundary.h) and read by src/native.ts from
 // the addon's frozen `contract`: the copy limits the native decoder applies are the ones the host
 // encoder checks, and a direct call's failure crosses as { code, message } with its real cause.
-import { afterEach, describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { Sandbox, type SandboxError } from "../../src/index.js";
 import { decodeValue, encodeValue } from "../../src/marshal.js";
 import {
@@ -18,7 +23,14 @@ import {
   native,
   outcomeOf,
 } from "../../src/native.js";
-import { createHandle, requestEval, requestSnapshot, type HandleOptions } from "../../src/request.js";
+import {
+  createHandle,
+  defineHostFunction,
+  type HandleOptions,
+  requestEval,
+  requestSnapshot,
+  stopEval,
+} from "../../src/request.js";
 
 const HANDLE_OPTIONS: HandleOptions = {
   memoryLimitBytes: 64 << 20,
@@ -59,6 +71,50 @@ describe("the boundary table", () => {
   });
 });
 
+describe("a slot list out of step with the addon's", () => {
+  const require = createRequire(import.meta.url);
+  const addonPath: string =
+    process.env.QUICKJS_NATIVE_BINARY ??
+    (require("node-gyp-build") as { path(dir: string): string }).path(fileURLToPath(new URL("../..", import.meta.url)));
+
+  /** Loads src/native.ts over the real addon with its contract's call slots replaced by `callSlot`. */
+  async function loadWithCallSlots(callSlot: Record<string, number>): Promise<unknown> {
+    const dir = mkdtempSync(join(tmpdir(), "qjsn-contract-"));
+    const file = join(dir, "addon.cjs");
+    writeFileSync(
+      file,
+      `const real = require(${JSON.stringify(addonPath)});
+const contract = Object.freeze({ ...real.contract, callSlot: Object.freeze(${JSON.stringify(callSlot)}) });
+module.exports = { ...real, contract };`,
+    );
+    const before = process.env.QUICKJS_NATIVE_BINARY;
+    process.env.QUICKJS_NATIVE_BINARY = file;
+    vi.resetModules();
+    try {
+      return await import("../../src/native.js");
+    } finally {
+      if (before === undefined) delete process.env.QUICKJS_NATIVE_BINARY;
+      else process.env.QUICKJS_NATIVE_BINARY = before;
+      vi.resetModules();
+      rmSync(dir, { recursive: true });
+    }
+  }
+
+  it("loads when the addon's call slots are the ones src/ writes", async () => {
+    await expect(loadWithCallSlots({ ...native.contract.callSlot })).resolves.toHaveProperty("CallSlot");
+  });
+
+  it("fails the load check when the addon lacks a call slot src/ writes", async () => {
+    const { seed: _dropped, ...fewer } = native.contract.callSlot;
+    await expect(loadWithCallSlots(fewer)).rejects.toThrow("callSlot.seed");
+  });
+
+  it("fails the load check when the addon reads a call slot src/ never writes", async () => {
+    const extra = { ...native.contract.callSlot, timeoutMs: Object.keys(native.contract.callSlot).length };
+    await expect(loadWithCallSlots(extra)).rejects.toThrow('callSlot entry this side knows ("timeoutMs")');
+  });
+});
+
 describe("a setGlobal over the part cap", () => {
   const tooMany = COPY_LIMITS.maxNodes + 100_000; // the issue's 2.1M-element array
 
@@ -93,18 +149,18 @@ describe("a stop names one async eval", () => {
   // Out here, not inline: the handle holds its dispatchers weakly, and a GC during the await below
   // would collect closures nothing else references (poke() would then fail in the guest).
   const pokeAndAnswer: NativeDispatcher = () => {
-    h.stop(NativeStop.Abort, lastAsyncId); // late: that eval has ended
+    stopEval(h, NativeStop.Abort, lastAsyncId); // late: that eval has ended
     return Buffer.from(encodeValue(undefined));
   };
   const pokePrimitive: NativePrimitiveDispatcher = () => {
-    h.stop(NativeStop.Abort, lastAsyncId);
+    stopEval(h, NativeStop.Abort, lastAsyncId);
     return undefined;
   };
 
   it("never stops a later evalSync, even one whose host function sends a stop with the last async eval's id", async () => {
     h = createHandle(HANDLE_OPTIONS, pokeAndAnswer, pokePrimitive);
     try {
-      expect(h.defineFunction("poke", 1, false)).toBeUndefined();
+      expect(defineHostFunction(h, "poke", 1, false)).toBeUndefined();
       requestEval(JobKind.Eval, h.id, lastAsyncId, 1000, {}, false);
       const outcome = (await h.start("1", "<async>")) as NativeOutcomeSlots;
       expect(outcomeOf(outcome).status).toBe(NativeStatus.Ok);

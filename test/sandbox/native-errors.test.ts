@@ -11,7 +11,7 @@ import {
   type NativePrimitiveDispatcher,
 } from "../../src/native.js";
 import { refusal } from "../../src/outcomes.js";
-import { createHandle, type HandleOptions, requestEval } from "../../src/request.js";
+import { createHandle, type HandleOptions, requestEval, setGuestClock, setGuestRandomSeed } from "../../src/request.js";
 
 const OPTIONS: HandleOptions = {
   memoryLimitBytes: 64 << 20,
@@ -108,10 +108,10 @@ describe("a direct call", () => {
     requestEval(JobKind.Eval, h.id, 2, 5000, {}, false);
     expect(h.start("1", "<eval>")).toMatchObject({ code: "BUSY" });
     expect(h.getGlobal("n")).toMatchObject({ code: "BUSY" });
-    expect(h.setClock(true, 0, true)).toMatchObject({ code: "BUSY" });
-    expect(h.setRandomSeed(1)).toMatchObject({ code: "BUSY" });
+    expect(setGuestClock(h, true, 0, true)).toMatchObject({ code: "BUSY" });
+    expect(setGuestRandomSeed(h, 1)).toMatchObject({ code: "BUSY" });
     await first;
-    expect(h.setClock(true, 0, true)).toBeUndefined();
-    expect(h.setClock(true, 1e20, true)).toMatchObject({ code: "INVALID_ARGUMENT" });
+    expect(setGuestClock(h, true, 0, true)).toBeUndefined();
+    expect(setGuestClock(h, true, 1e20, true)).toMatchObject({ code: "INVALID_ARGUMENT" });
   });
 });

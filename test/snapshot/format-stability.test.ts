@@ -23,7 +23,7 @@ import {
   type NativeHandle,
   type NativePrimitiveDispatcher,
 } from "../../src/native.js";
-import { createHandle, requestEval, requestSnapshot } from "../../src/request.js";
+import { createHandle, defineHostFunction, requestEval, requestSnapshot } from "../../src/request.js";
 
 const FIXTURE = new URL("./fixtures/format-stability.json", import.meta.url);
 const UPDATE = process.env.UPDATE_FORMAT_DIGESTS === "1";
@@ -164,13 +164,13 @@ describe("the boundary codec writes the same bytes for every shape", () => {
     capturedArgs = [];
     for (const [name, code] of Object.entries(VALUES)) {
       const h = handle();
-      h.defineFunction("record", 0, false);
+      defineHostFunction(h, "record", 0, false);
       // Arguments that cannot be copied (functions, symbols...) make the call throw in the guest.
       const outcome = evalBytes(h, `record((0, eval)(${JSON.stringify(code)}))`, true);
       pin(`hostCall/${name}/outcome`, outcome);
     }
     const h = handle();
-    h.defineFunction("record", 0, false);
+    defineHostFunction(h, "record", 0, false);
     run(h, `record(); record(1, "two", [3], { four: 4 }); var shared = {}; record(shared, shared, [shared])`);
     for (const [i, bytes] of capturedArgs.entries()) pin(`hostCall/${i}`, bytes);
   });
@@ -223,7 +223,7 @@ describe("the handles this file drives", () => {
     const gc = (globalThis as { gc?: () => void }).gc;
     expect(gc, "vitest.config.ts runs the tests with --expose-gc").toBeTypeOf("function");
     const h = handle();
-    h.defineFunction("record", 0, false);
+    defineHostFunction(h, "record", 0, false);
     gc!();
     expect(evalBytes(h, `record(new Uint8Array(2))`, true)).toEqual(Buffer.from(undefinedBytes));
   });

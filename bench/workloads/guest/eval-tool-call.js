@@ -1,2 +1,2 @@
 const found = await tools.lookup({ id: 7 });
-(typeof found === "string" ? JSON.parse(found) : found).name;
+(typeof found === "string" ? JSON.parse(found) : found).name

@@ -1,1 +1,1 @@
-JSON.stringify(JSON.parse(input));
+JSON.stringify(JSON.parse(input))

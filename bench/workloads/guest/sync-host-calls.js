@@ -2,4 +2,4 @@
   let s = 0;
   for (let i = 0; i < 10000; i++) s += host(i);
   return s;
-})();
+})()

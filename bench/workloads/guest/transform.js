@@ -6,4 +6,4 @@
     totals[row.team] = (totals[row.team] ?? 0) + row.score;
     return totals;
   }, {});
-})();
+})()
