@@ -195,7 +195,7 @@ std::optional<EvalRequest> SandboxHandle::requestOf(const EnvBridge& b, const Ha
     case JobKind::EvalThenSnapshot: {
       bool thenSnapshot = r.kind == JobKind::EvalThenSnapshot;
       if (!args.has(thenSnapshot ? 3 : 2) || (thenSnapshot && !args.isArray(2))) return std::nullopt;
-      r.code = args.utf8(0);
+      r.code = args.source(0);
       r.filename = args.utf8(1);
       if (thenSnapshot) r.snapshotExclude = args.utf16Set(2);
       r.describeUnserializable = slotFlag(b.request(RequestSlot::describe));

@@ -8,7 +8,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { SandboxErrorCode } from "./errors.js";
-import type { ConsoleLevel, GuestOpaqueKind } from "./types.js";
+import type { ConsoleLevel, GuestOpaqueKind, SourceCode } from "./types.js";
 
 /** The array the addon resolves a job with, by the contract's `outcomeSlot`: read only by {@link outcomeOf}. */
 export type NativeOutcomeSlots = unknown[];
@@ -99,7 +99,7 @@ export interface NativeHandle {
    * `BUSY` while a job is active, `BROKEN` once the watchdog gave up on one.
    */
   start(
-    code: string,
+    code: SourceCode,
     filename: string,
     excludedNames?: string[],
   ): Promise<NativeOutcomeSlots> | AnsweredHere | NativeError;
@@ -146,7 +146,7 @@ interface NativeModule {
    * answered on the spot ({@link AnsweredHere}). A function, not a method of the handle: a method
    * call costs a tenth of a trivial eval more.
    */
-  evalSync(code: string, filename: string): AnsweredHere;
+  evalSync(code: SourceCode, filename: string): AnsweredHere;
   threadStackBytes: number;
   /** [executor threads now, their cap]: one thread per runnable async eval, created on demand. */
   executorThreads(): [threads: number, maxThreads: number];
