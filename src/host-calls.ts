@@ -8,7 +8,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { formatWithOptions } from "node:util";
 import { SandboxError } from "./errors.js";
 import type { DecodeQueue } from "./decode-queue.js";
-import { ValueDecoder, decodeScalarArguments, encodeValueInto } from "./marshal.js";
+import { ValueDecoder, decodeScalarArguments, encodeValueInSlices, encodeValueInto } from "./marshal.js";
 import {
   BOUNDARY_SIZES,
   DispatchKind,
@@ -416,18 +416,22 @@ export class HostCalls {
       settle(false, hostErrorOf(err));
       return;
     }
+    const refuse = (err: unknown): void =>
+      settle(false, [
+        "TypeError",
+        `the result of '${entry.name}' cannot be copied into the sandbox: ${(err as Error).message}`,
+      ]);
+    // A result of megabytes is encoded a slice per turn of the event loop, then settled.
     const deliver = (value: unknown): void => {
-      let bytes: number | Buffer;
+      let bytes: number | Buffer | Promise<Buffer>;
       try {
-        bytes = encodeValueInto(value, exchange);
+        bytes = encodeValueInSlices(value, exchange);
       } catch (err) {
-        settle(false, [
-          "TypeError",
-          `the result of '${entry.name}' cannot be copied into the sandbox: ${(err as Error).message}`,
-        ]);
+        refuse(err);
         return;
       }
-      settle(true, bytes);
+      if (bytes instanceof Promise) bytes.then((encoded) => settle(true, encoded), refuse);
+      else settle(true, bytes);
     };
     // Reading `then` can throw (a getter, a revoked Proxy), and so can Promise.resolve (a
     // `constructor` getter): the guest's await then rejects at once, never waits for the wall.
