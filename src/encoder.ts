@@ -31,10 +31,13 @@ const BYTES_PER_WORK_UNIT = 128;
 const STRING_PIECE_CHARS = 64 * 1024;
 const NOT_LATIN1 = /[^\u0000-\u00ff]/;
 
-/** An unfinished container (or long string): each step writes its next part. */
+/** An unfinished container (or long string): each step writes its next parts. */
 interface Frame {
-  /** Writes the next part; false, having written nothing, once there is none. */
-  step(w: ValueEncoder): boolean;
+  /**
+   * Writes its next parts, until one of them leaves a frame of its own or the work reaches
+   * `until`; false, having left no frame, once it has nothing more to write.
+   */
+  step(w: ValueEncoder, until: number): boolean;
 }
 
 class ArrayFrame implements Frame {
@@ -46,7 +49,8 @@ class ArrayFrame implements Frame {
     private readonly path: string,
     private readonly countAt: number,
   ) {}
-  step(w: ValueEncoder): boolean {
+  step(w: ValueEncoder, until: number): boolean {
+    const frames = w.frameCount;
     for (;;) {
       const next = this.indices.next();
       if (next.done === true) {
@@ -58,7 +62,7 @@ class ArrayFrame implements Frame {
       w.u32(i);
       this.#count++;
       w.value(this.v[i], this.depth + 1, `${this.path}[${i}]`);
-      return true;
+      if (w.frameCount !== frames || w.work >= until) return true;
     }
   }
 }
@@ -71,12 +75,15 @@ class ObjectFrame implements Frame {
     private readonly depth: number,
     private readonly path: string,
   ) {}
-  step(w: ValueEncoder): boolean {
-    if (this.#at >= this.keys.length) return false;
-    const key = this.keys[this.#at++]!;
-    w.string(key);
-    w.value(this.v[key], this.depth + 1, `${this.path}.${key}`);
-    return true;
+  step(w: ValueEncoder, until: number): boolean {
+    const frames = w.frameCount;
+    while (this.#at < this.keys.length) {
+      const key = this.keys[this.#at++]!;
+      w.string(key);
+      w.value(this.v[key], this.depth + 1, `${this.path}.${key}`);
+      if (w.frameCount !== frames || w.work >= until) return true;
+    }
+    return false;
   }
 }
 
@@ -188,9 +195,14 @@ export class ValueEncoder {
     const frames = this.frames;
     while (frames.length > 0) {
       if (this.work >= until) return false;
-      if (!frames[frames.length - 1]!.step(this)) frames.pop();
+      if (!frames[frames.length - 1]!.step(this, until)) frames.pop();
     }
     return true;
+  }
+
+  /** Containers (and long strings) begun and not yet finished. */
+  get frameCount(): number {
+    return this.frames.length;
   }
 
   /** The encoded bytes, once {@link ValueEncoder.advance} returned true (a view of `buf`). */
