@@ -2,10 +2,12 @@
 // function (V8's sampling heap profiler, young-generation garbage included), after 2,000 warm-up
 // evals. A count that load does not distort, unlike times. Run after `npm run build:ts`:
 //   node scripts/eval-allocations.mjs [--evals=2000] [--top=20]
-// Why it matters (issue 28, batch spread): in a fresh process, the batches of 200 evals that run
-// while V8's young generation has just grown are the slow ones (first touches of its new pages).
-// With `--max-semi-space-size=1` no batch is slow, with 32-64 MB semi-spaces every batch is:
-// the fewer bytes an eval allocates, the fewer such batches and the less each costs.
+// Why it matters (issue 28, batch spread): in a fresh process the slow batches of 200 evals follow
+// the eval count, not time or V8's tiering (same positions with 30 ms pauses between batches, and
+// with --no-opt --no-sparkplug), and they follow the young generation's size: none is slow with
+// `--max-semi-space-size=1`, every one is with 32-64 MB semi-spaces. How the size slows them is
+// not settled: the main thread takes under one page fault per eval in slow and fast batches alike.
+// What this path allocates per eval is the lever the young generation's growth depends on.
 import { Session } from "node:inspector/promises";
 import { pathToFileURL } from "node:url";
 
