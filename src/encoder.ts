@@ -89,14 +89,20 @@ class ObjectFrame implements Frame {
 
 const NO_ITEM = Symbol("no item");
 
-/** A Map's entries or a Set's items, from the collection's own live iterator. */
+/**
+ * A Map's entries or a Set's items, from the collection's own live iterator; their count, written
+ * at `countAt` once they are all written, is what was written even when host code changed the
+ * collection between two slices.
+ */
 class EntriesFrame implements Frame {
   #item: unknown = NO_ITEM; // a map entry's value, written once its key is
+  #count = 0;
   constructor(
     private readonly entries: Iterator<unknown>,
     private readonly isMap: boolean,
     private readonly depth: number,
     private readonly path: string,
+    private readonly countAt: number,
   ) {}
   step(w: ValueEncoder): boolean {
     if (this.#item !== NO_ITEM) {
@@ -106,7 +112,11 @@ class EntriesFrame implements Frame {
       return true;
     }
     const next = this.entries.next();
-    if (next.done === true) return false;
+    if (next.done === true) {
+      w.buf.writeUInt32LE(this.#count, this.countAt);
+      return false;
+    }
+    this.#count++;
     if (!this.isMap) {
       w.value(next.value, this.depth + 1, `${this.path}.<set entry>`);
       return true;
@@ -324,13 +334,13 @@ export class ValueEncoder {
     if (v instanceof Map) {
       this.u8(Tag.Map);
       this.u32(v.size);
-      this.frames.push(new EntriesFrame(v.entries(), true, depth, path));
+      this.frames.push(new EntriesFrame(v.entries(), true, depth, path, this.pos - 4));
       return;
     }
     if (v instanceof Set) {
       this.u8(Tag.Set);
       this.u32(v.size);
-      this.frames.push(new EntriesFrame(v.values(), false, depth, path));
+      this.frames.push(new EntriesFrame(v.values(), false, depth, path, this.pos - 4));
       return;
     }
     if (v instanceof ArrayBuffer) {

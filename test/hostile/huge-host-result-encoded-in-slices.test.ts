@@ -82,6 +82,23 @@ describe("an async host function's result of megabytes", () => {
     expect(report.ok && report.value).toEqual([100_000, true]);
   });
 
+  it("counts a Map's entries as written when host code adds one between two slices", async () => {
+    const long = "x".repeat(3_000_000);
+    const map = new Map([
+      ["a", long],
+      ["b", "short"],
+    ]);
+    const sb = sandbox({ memoryLimitBytes: 128 * 1024 * 1024 });
+    sb.defineAsyncFunction("grown", async () => {
+      setImmediate(() => map.set("c", "added later")); // runs before the encoding's second slice
+      return map;
+    });
+    const value = await sb.eval(
+      "const m = await grown(); [m.size, [...m.keys()].join(), m.get('a').length, m.get('c')]",
+    );
+    expect(value).toEqual([3, "a,b,c", 3_000_000, "added later"]);
+  });
+
   it("keeps long strings inside Maps, Sets, Errors and RegExps in their places", async () => {
     const long = (c: string): string => c.repeat(70_000);
     const sb = sandbox({ memoryLimitBytes: 128 * 1024 * 1024 });
