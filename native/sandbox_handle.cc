@@ -21,6 +21,7 @@ Napi::Function SandboxHandle::Define(Napi::Env env) {
           InstanceMethod("start", &SandboxHandle::guarded<&SandboxHandle::Start, 0>),
           InstanceMethod("stop", &SandboxHandle::guarded<&SandboxHandle::Stop, 2>),
           InstanceMethod("settle", &SandboxHandle::guarded<&SandboxHandle::Settle, 3>),
+          InstanceMethod("appendResult", &SandboxHandle::guarded<&SandboxHandle::AppendResult, 3>),
           InstanceMethod("answerSync", &SandboxHandle::guarded<&SandboxHandle::AnswerSync, 2>),
           InstanceMethod("defineFunction", &SandboxHandle::guarded<&SandboxHandle::DefineFunction, 3, Needs::Idle>),
           InstanceMethod("defineFrozenFunction",
@@ -286,6 +287,7 @@ Napi::Value SandboxHandle::Start(Napi::Env env, const HandleArgs& args) {
 Napi::Value SandboxHandle::startAsync(Napi::Env env, EvalRequest request, uint64_t evalId, bool runInline, bool answerNow) {
   if (deferred_ || !engine_->beginAsync(std::move(request), evalId)) return busyError(env);
   evalId_ = evalId;
+  appended_.clear();  // what earlier evals' calls gathered and never settled
   inline_ = runInline;
   if (answerNow && !runInline) {
     // No JavaScript runs until this returns, so nothing sees the eval without its promise.
@@ -346,7 +348,13 @@ Napi::Value SandboxHandle::Settle(Napi::Env env, const HandleArgs& args) {
   HostResult r;
   r.callId = args.u32(0);
   r.ok = args.flag(1);
-  if (r.ok) {
+  if (r.ok && args.value(2).IsNull()) {
+    auto appended = appended_.find(r.callId);
+    if (appended != appended_.end()) {
+      r.value = std::move(appended->second);
+      appended_.erase(appended);
+    }
+  } else if (r.ok) {
     r.value = bridge_->resultBytes(args.value(2));
   } else if (args.isArray(2)) {
     Napi::Array a = args.value(2).As<Napi::Array>();
@@ -363,6 +371,16 @@ Napi::Value SandboxHandle::Settle(Napi::Env env, const HandleArgs& args) {
   std::shared_ptr<EnvBridge> bridge = bridge_;  // a host function may dispose this handle
   if (!args.flag(3)) bridge->awaitReply();
   else if (bridge->collectNextCall()) bridge->drain();
+  return env.Undefined();
+}
+
+Napi::Value SandboxHandle::AppendResult(Napi::Env env, const HandleArgs& args) {
+  Napi::Value piece = args.value(1);
+  if (!piece.IsTypedArray()) return env.Undefined();
+  auto bytes = piece.As<Napi::Uint8Array>();
+  std::vector<uint8_t>& gathered = appended_[args.u32(0)];
+  if (gathered.empty()) gathered.reserve(args.u32(2));
+  gathered.insert(gathered.end(), bytes.Data(), bytes.Data() + bytes.ByteLength());
   return env.Undefined();
 }
 

@@ -88,8 +88,17 @@ function observedSync(call: HostCallObservation, fn: HostFunction, args: unknown
 
 /** Bytes of a host call's answer copied into the guest (an error's text is not counted). */
 function answerBytes(answer: unknown): number {
+  if (answer instanceof Appended) return answer.bytes;
   return typeof answer === "number" ? answer : Buffer.isBuffer(answer) ? answer.length : 0;
 }
+
+/** Bytes of an async call's result the addon already holds, a piece per turn (see HostCalls#handOver). */
+class Appended {
+  constructor(readonly bytes: number) {}
+}
+
+/** Bytes of a result handed to the addon per turn of the event loop: one copy of about a millisecond. */
+const HANDOVER_PIECE_BYTES = 1024 * 1024;
 
 function evalEndedError(): SandboxError {
   return new SandboxError("ABORTED", "the eval that made this call has ended");
@@ -379,8 +388,8 @@ export class HostCalls {
     callId: number,
     evalId: number,
     ok: boolean,
-    result: number | Buffer | [string, string],
-    again: (ok: boolean, result: Buffer | [string, string]) => void,
+    result: number | Buffer | [string, string] | Appended,
+    again: (ok: boolean, result: Buffer | [string, string] | Appended) => void,
   ): void {
     const handle = this.#handleOf();
     if (evalId !== this.#currentEvalId || !handle) return;
@@ -392,14 +401,31 @@ export class HostCalls {
     }
     // The guest's next call, when it comes at once, is dispatched inside this settle: not from
     // within a host function's async context, which it would inherit (the re-entry check).
-    handle.settle(callId, ok, result, hostCallContext.getStore() === undefined);
+    handle.settle(callId, ok, result instanceof Appended ? null : result, hostCallContext.getStore() === undefined);
+  }
+
+  // Hands the addon an encoded result of megabytes a piece per turn of the event loop (its settle
+  // would copy all of it in one go), then settles the call with what it gathered.
+  async #handOver(
+    callId: number,
+    evalId: number,
+    encoded: Buffer,
+    settle: (ok: boolean, result: Buffer | Appended) => void,
+  ): Promise<void> {
+    for (let at = 0; at < encoded.length; at += HANDOVER_PIECE_BYTES) {
+      const handle = this.#handleOf();
+      if (evalId !== this.#currentEvalId || !handle) return settle(true, encoded); // an ended eval's: dropped
+      handle.appendResult(callId, encoded.subarray(at, at + HANDOVER_PIECE_BYTES), encoded.length);
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    settle(true, new Appended(encoded.length));
   }
 
   #callAsync(entry: RegisteredFunction, args: unknown[], callId: number, evalId: number, argumentBytes: number): void {
     const pendingCalls = this.#pendingCalls;
     const context = new CallContext(pendingCalls, callId, evalId);
     let call = this.#observation?.callStarted(entry.name, argumentBytes);
-    const settle = (ok: boolean, result: number | Buffer | [string, string]): void => {
+    const settle = (ok: boolean, result: number | Buffer | [string, string] | Appended): void => {
       pendingCalls.delete(callId);
       const observed = call;
       call = undefined; // a settle deferred to the next turn comes back here
@@ -430,7 +456,11 @@ export class HostCalls {
         refuse(err);
         return;
       }
-      if (bytes instanceof Promise) bytes.then((encoded) => settle(true, encoded), refuse);
+      if (bytes instanceof Promise)
+        bytes.then((encoded) => {
+          if (encoded.length <= HANDOVER_PIECE_BYTES) settle(true, encoded);
+          else void this.#handOver(callId, evalId, encoded, settle);
+        }, refuse);
       else settle(true, bytes);
     };
     // Reading `then` can throw (a getter, a revoked Proxy), and so can Promise.resolve (a

@@ -105,8 +105,13 @@ export interface NativeHandle {
   ): Promise<NativeOutcomeSlots> | AnsweredHere | NativeError;
   start(payload: string[] | Uint8Array): Promise<NativeOutcomeSlots> | NativeError;
   stop(reason: number, evalId: number): void;
-  /** With `collect`, the guest's next host call may be dispatched before this returns. */
-  settle(callId: number, ok: boolean, result: number | Buffer | [string, string], collect?: boolean): void;
+  /**
+   * With `collect`, the guest's next host call may be dispatched before this returns. A `null`
+   * result is what {@link NativeHandle.appendResult} gathered for the call.
+   */
+  settle(callId: number, ok: boolean, result: number | Buffer | [string, string] | null, collect?: boolean): void;
+  /** Copies a piece of an async call's result of `totalBytes`, to be settled with a `null` result. */
+  appendResult(callId: number, piece: Uint8Array, totalBytes: number): void;
   /** Answers the sync host call the dispatcher left unanswered, as the dispatcher would have. */
   answerSync(callId: number, result: number | Buffer | [string, string]): void;
   defineFunction(path: string, fnId: number, async: boolean): NativeError | undefined;

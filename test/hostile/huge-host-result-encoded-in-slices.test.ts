@@ -5,6 +5,8 @@
 // turns of the event loop, no single write takes more than a small part of a long string, and the
 // guest gets exactly the value, long strings inside Maps, Sets, Errors and RegExps in order.
 import { afterEach, describe, expect, it, vi } from "vitest";
+import type { Sandbox } from "../../src/index.js";
+import { type NativeModule, native } from "../../src/native.js";
 import { sandbox } from "./harness.js";
 
 afterEach(() => {
@@ -37,6 +39,34 @@ function recordWrites(turn: () => number, mine: (text: string) => boolean): Arra
     return (write as (...a: unknown[]) => number).apply(this, args);
   });
   return writes;
+}
+
+/** A sandbox whose native handle reports each method call (name, arguments) to `record` first. */
+function withHandlesRecording(record: (method: string | symbol, args: unknown[]) => void): Sandbox {
+  const holder = native as { SandboxHandle: NativeModule["SandboxHandle"] };
+  const Real = holder.SandboxHandle;
+  // A class (a constructor) whose instances are the real handle behind a recording Proxy.
+  class Recording {
+    constructor(...args: ConstructorParameters<NativeModule["SandboxHandle"]>) {
+      // biome-ignore lint/correctness/noConstructorReturn: the handle the sandbox gets is the Proxy
+      return new Proxy(new Real(...args), {
+        get(target, key) {
+          const value: unknown = Reflect.get(target, key, target);
+          if (typeof value !== "function") return value;
+          return (...callArgs: unknown[]) => {
+            record(key, callArgs);
+            return (value as (...a: unknown[]) => unknown).apply(target, callArgs);
+          };
+        },
+      });
+    }
+  }
+  holder.SandboxHandle = Recording as unknown as NativeModule["SandboxHandle"];
+  try {
+    return sandbox({ memoryLimitBytes: 128 * 1024 * 1024 });
+  } finally {
+    holder.SandboxHandle = Real;
+  }
 }
 
 describe("an async host function's result of megabytes", () => {
@@ -80,6 +110,25 @@ describe("an async host function's result of megabytes", () => {
       return outcome;
     });
     expect(report.ok && report.value).toEqual([100_000, true]);
+  });
+
+  it("reaches the addon a piece per turn of the event loop, never copied there all at once by one settle", async () => {
+    const text = "<".padEnd(6_000_000, "x");
+    const handed: Array<[number, number]> = []; // [bytes copied by one call into the addon, turn]
+    const report = await countingTurns(async (turn) => {
+      // The sandbox is created inside: its handle records what settle and appendResult copy.
+      const sb = withHandlesRecording((method, args) => {
+        const bytes = method === "settle" ? args[2] : method === "appendResult" ? args[1] : undefined;
+        if (bytes instanceof Uint8Array) handed.push([bytes.length, turn()]);
+      });
+      sb.defineAsyncFunction("readFile", async () => text);
+      return sb.run("(await readFile()).length");
+    });
+    expect(report.ok && report.value).toBe(6_000_000);
+    const big = handed.filter(([bytes]) => bytes > 1000);
+    expect(big.length).toBeGreaterThan(1);
+    expect(Math.max(...big.map(([bytes]) => bytes))).toBeLessThan(text.length / 4);
+    expect(new Set(big.map(([, at]) => at)).size).toBe(big.length);
   });
 
   it("counts a Map's entries as written when host code adds one between two slices", async () => {
