@@ -48,6 +48,14 @@ class HandleArgs {
     return text;
   }
   std::vector<uint8_t> bytes(size_t i) const { return bytesOf(at(i)); }
+  // Source code passed as a string, or as its UTF-8 bytes in a Uint8Array, copied as they are (the
+  // parser refuses invalid UTF-8): bytes cost one copy, where a long string is measured and converted.
+  std::string source(size_t i) const {
+    Napi::Value v = at(i);
+    if (!v.IsTypedArray()) return utf8(i);
+    auto bytes = v.As<Napi::Uint8Array>();
+    return std::string(reinterpret_cast<const char*>(bytes.Data()), bytes.ByteLength());
+  }
   // The strings of an array argument, as UTF-16 (lone surrogates kept).
   std::unordered_set<std::u16string> utf16Set(size_t i) const {
     std::unordered_set<std::u16string> out;

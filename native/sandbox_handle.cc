@@ -21,6 +21,7 @@ Napi::Function SandboxHandle::Define(Napi::Env env) {
           InstanceMethod("start", &SandboxHandle::guarded<&SandboxHandle::Start, 0>),
           InstanceMethod("stop", &SandboxHandle::guarded<&SandboxHandle::Stop, 0>),
           InstanceMethod("settle", &SandboxHandle::guarded<&SandboxHandle::Settle, 1>),
+          InstanceMethod("appendResult", &SandboxHandle::guarded<&SandboxHandle::AppendResult, 1>),
           InstanceMethod("answerSync", &SandboxHandle::guarded<&SandboxHandle::AnswerSync, 1>),
           InstanceMethod("defineFunction", &SandboxHandle::guarded<&SandboxHandle::DefineFunction, 1, Needs::Idle>),
           InstanceMethod("defineFrozenFunction",
@@ -195,7 +196,7 @@ std::optional<EvalRequest> SandboxHandle::requestOf(const EnvBridge& b, const Ha
     case JobKind::EvalThenSnapshot: {
       bool thenSnapshot = r.kind == JobKind::EvalThenSnapshot;
       if (!args.has(thenSnapshot ? 3 : 2) || (thenSnapshot && !args.isArray(2))) return std::nullopt;
-      r.code = args.utf8(0);
+      r.code = args.source(0);
       r.filename = args.utf8(1);
       if (thenSnapshot) r.snapshotExclude = args.utf16Set(2);
       r.describeUnserializable = slotFlag(b.request(RequestSlot::describe));
@@ -286,6 +287,7 @@ Napi::Value SandboxHandle::Start(Napi::Env env, const HandleArgs& args) {
 Napi::Value SandboxHandle::startAsync(Napi::Env env, EvalRequest request, uint64_t evalId, bool runInline, bool answerNow) {
   if (deferred_ || !engine_->beginAsync(std::move(request), evalId)) return busyError(env);
   evalId_ = evalId;
+  appended_.clear();  // what earlier evals' calls gathered and never settled
   inline_ = runInline;
   if (answerNow && !runInline) {
     // No JavaScript runs until this returns, so nothing sees the eval without its promise.
@@ -348,7 +350,13 @@ Napi::Value SandboxHandle::Settle(Napi::Env env, const HandleArgs& args) {
   r.callId = slotU32(callSlot(CallSlot::callId));
   r.ok = slotFlag(callSlot(CallSlot::ok));
   bool collect = slotFlag(callSlot(CallSlot::collect));  // read before guest or host code runs
-  if (r.ok) {
+  if (r.ok && args.value(0).IsNull()) {
+    auto appended = appended_.find(r.callId);
+    if (appended != appended_.end()) {
+      r.value = std::move(appended->second);
+      appended_.erase(appended);
+    }
+  } else if (r.ok) {
     r.value = bridge_->resultBytes(args.value(0));
   } else if (args.isArray(0)) {
     Napi::Array a = args.value(0).As<Napi::Array>();
@@ -365,6 +373,16 @@ Napi::Value SandboxHandle::Settle(Napi::Env env, const HandleArgs& args) {
   std::shared_ptr<EnvBridge> bridge = bridge_;  // a host function may dispose this handle
   if (!collect) bridge->awaitReply();
   else if (bridge->collectNextCall()) bridge->drain();
+  return env.Undefined();
+}
+
+Napi::Value SandboxHandle::AppendResult(Napi::Env env, const HandleArgs& args) {
+  Napi::Value piece = args.value(0);
+  if (!piece.IsTypedArray()) return env.Undefined();
+  auto bytes = piece.As<Napi::Uint8Array>();
+  std::vector<uint8_t>& gathered = appended_[slotU32(callSlot(CallSlot::callId))];
+  if (gathered.empty()) gathered.reserve(slotU32(callSlot(CallSlot::resultBytes)));
+  gathered.insert(gathered.end(), bytes.Data(), bytes.Data() + bytes.ByteLength());
   return env.Undefined();
 }
 

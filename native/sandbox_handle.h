@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "env_bridge.h"
@@ -149,9 +150,15 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   // token): see syncCall.
   Napi::Value AnswerSync(Napi::Env env, const HandleArgs& args);
 
-  // settle(bytes | [name, message]), call slots callId, ok and collect: with `collect`, the guest's
-  // next host call is taken and dispatched here when it comes at once (src/host-calls.ts says when it may).
+  // settle(bytes | null | [name, message]), call slots callId, ok and collect: with `collect`, the
+  // guest's next host call is taken and dispatched here when it comes at once (src/host-calls.ts says
+  // when it may). null: the bytes appendResult gathered for the call.
   Napi::Value Settle(Napi::Env env, const HandleArgs& args);
+
+  // appendResult(piece), call slots callId and resultBytes: a piece of an async call's result, copied
+  // now; a result of megabytes is handed over a piece per turn of the event loop, not copied in one go
+  // by settle.
+  Napi::Value AppendResult(Napi::Env env, const HandleArgs& args);
 
   // defineFunction(path), call slots fnId and async -> undefined | { code, message }
   Napi::Value DefineFunction(Napi::Env env, const HandleArgs& args);
@@ -191,6 +198,8 @@ class SandboxHandle : public Napi::ObjectWrap<SandboxHandle> {
   uint32_t id_ = 0;
   uint64_t evalId_ = 0;
   std::optional<Napi::Promise::Deferred> deferred_;
+  // Results of the current eval's async calls gathered by appendResult until settled, by call id.
+  std::unordered_map<uint32_t, std::vector<uint8_t>> appended_;
   bool inline_ = false;         // the current eval runs on the main thread
   bool inlineRunning_ = false;  // runInline is on the stack
   bool inlineAgain_ = false;

@@ -1,7 +1,10 @@
 /**
  * The host's encoder: Node values -> the wire format (native/wire.h). Everything crosses by copy,
  * under the same caps the native decoder applies (the boundary table's copy limits), so a value
- * the sandbox would refuse is refused here first, with the real reason.
+ * the sandbox would refuse is refused here first, with the real reason. The walk keeps its own
+ * stack of unfinished containers, so an encoding can stop after a budget of work and go on later
+ * (see {@link ValueEncoder}): a host-call result of tens of megabytes is encoded a slice per turn
+ * of the event loop, not in one go on the Node main thread.
  */
 import { SandboxError } from "./errors.js";
 import { COPY_LIMITS, TypedKind } from "./native.js";
@@ -19,17 +22,202 @@ function unserializable(what: string, path: string): SandboxError {
   return new SandboxError("UNSERIALIZABLE", `${path ? `value at ${path}` : "value"}: ${what}`);
 }
 
-class Writer {
+/**
+ * Bytes of a string's characters per unit of work (as the decoder counts them): a string longer
+ * than {@link STRING_PIECE_CHARS} is scanned and written a piece per step, each piece a few units.
+ */
+const BYTES_PER_WORK_UNIT = 128;
+/** Characters of a long string scanned or written in one step (a SlicedString: no copy). */
+const STRING_PIECE_CHARS = 64 * 1024;
+const NOT_LATIN1 = /[^\u0000-\u00ff]/;
+
+/** An unfinished container (or long string): each step writes its next parts. */
+interface Frame {
+  /**
+   * Writes its next parts, until one of them leaves a frame of its own or the work reaches
+   * `until`; false, having left no frame, once it has nothing more to write.
+   */
+  step(w: ValueEncoder, until: number): boolean;
+}
+
+class ArrayFrame implements Frame {
+  #count = 0;
+  constructor(
+    private readonly v: unknown[],
+    private readonly indices: Iterator<number>,
+    private readonly depth: number,
+    private readonly path: string,
+    private readonly countAt: number,
+  ) {}
+  step(w: ValueEncoder, until: number): boolean {
+    const frames = w.frameCount;
+    for (;;) {
+      const next = this.indices.next();
+      if (next.done === true) {
+        w.buf.writeUInt32LE(this.#count, this.countAt);
+        return false;
+      }
+      const i = next.value;
+      if (!Object.hasOwn(this.v, i)) continue;
+      w.u32(i);
+      this.#count++;
+      w.value(this.v[i], this.depth + 1, `${this.path}[${i}]`);
+      if (w.frameCount !== frames || w.work >= until) return true;
+    }
+  }
+}
+
+class ObjectFrame implements Frame {
+  #at = 0;
+  constructor(
+    private readonly v: Record<string, unknown>,
+    private readonly keys: string[],
+    private readonly depth: number,
+    private readonly path: string,
+  ) {}
+  step(w: ValueEncoder, until: number): boolean {
+    const frames = w.frameCount;
+    while (this.#at < this.keys.length) {
+      const key = this.keys[this.#at++]!;
+      w.string(key);
+      w.value(this.v[key], this.depth + 1, `${this.path}.${key}`);
+      if (w.frameCount !== frames || w.work >= until) return true;
+    }
+    return false;
+  }
+}
+
+const NO_ITEM = Symbol("no item");
+
+/**
+ * A Map's entries or a Set's items, from the collection's own live iterator; their count, written
+ * at `countAt` once they are all written, is what was written even when host code changed the
+ * collection between two slices.
+ */
+class EntriesFrame implements Frame {
+  #item: unknown = NO_ITEM; // a map entry's value, written once its key is
+  #count = 0;
+  constructor(
+    private readonly entries: Iterator<unknown>,
+    private readonly isMap: boolean,
+    private readonly depth: number,
+    private readonly path: string,
+    private readonly countAt: number,
+  ) {}
+  step(w: ValueEncoder): boolean {
+    if (this.#item !== NO_ITEM) {
+      const item = this.#item;
+      this.#item = NO_ITEM;
+      w.value(item, this.depth + 1, `${this.path}.<map value>`);
+      return true;
+    }
+    const next = this.entries.next();
+    if (next.done === true) {
+      w.buf.writeUInt32LE(this.#count, this.countAt);
+      return false;
+    }
+    this.#count++;
+    if (!this.isMap) {
+      w.value(next.value, this.depth + 1, `${this.path}.<set entry>`);
+      return true;
+    }
+    const [key, item] = next.value as [unknown, unknown];
+    this.#item = item;
+    w.value(key, this.depth + 1, `${this.path}.<map key>`);
+    return true;
+  }
+}
+
+/** Strings written one after another (any of them may be long), then an optional tag. */
+class TextsFrame implements Frame {
+  #at = 0;
+  constructor(
+    private readonly texts: readonly string[],
+    private readonly endTag?: number,
+  ) {}
+  step(w: ValueEncoder): boolean {
+    if (this.#at < this.texts.length) {
+      w.string(this.texts[this.#at++]!);
+      return true;
+    }
+    if (this.#at++ > this.texts.length || this.endTag === undefined) return false;
+    w.u8(this.endTag);
+    return true;
+  }
+}
+
+/** A string past {@link STRING_PIECE_CHARS}: scanned for its width a piece per step, then written a piece per step. */
+class StringFrame implements Frame {
+  #scanned = 0;
+  #written = -1; // -1: still scanning
+  #latin1 = true;
+  constructor(private readonly s: string) {}
+  step(w: ValueEncoder): boolean {
+    const s = this.s;
+    if (this.#written < 0) {
+      if (this.#latin1 && this.#scanned < s.length) {
+        const piece = s.slice(this.#scanned, this.#scanned + STRING_PIECE_CHARS);
+        this.#latin1 = !NOT_LATIN1.test(piece);
+        this.#scanned += piece.length;
+        w.work += (piece.length / BYTES_PER_WORK_UNIT) | 0;
+        return true;
+      }
+      w.stringHeader(s.length, this.#latin1);
+      this.#written = 0;
+      return true;
+    }
+    if (this.#written >= s.length) return false;
+    const piece = s.slice(this.#written, this.#written + STRING_PIECE_CHARS);
+    w.stringPiece(piece, this.#latin1);
+    this.#written += piece.length;
+    w.work += (piece.length / BYTES_PER_WORK_UNIT) | 0;
+    return true;
+  }
+}
+
+/**
+ * One value's encoding, resumable as {@link ValueDecoder}'s decoding is: {@link ValueEncoder.advance}
+ * writes until done or until a budget of work is spent. Host code that runs between two slices (a
+ * getter, or anything on another turn of the event loop) may change what is still to be written;
+ * the result is then some consistent encoding under the same caps, never a malformed one.
+ */
+export class ValueEncoder {
   pos = 0;
+  /** Work done so far: one unit per value, and one per {@link BYTES_PER_WORK_UNIT} bytes of text. */
+  work = 0;
   private ids: Map<object, number> | undefined; // created on the first object: most host call values are scalars
   private nextId = 0; // object numbers, as the decoders count them (a view's private copy of its bytes takes one)
   private nodesLeft: number;
+  private readonly frames: Frame[] = [];
 
   constructor(
+    value: unknown,
     private readonly limits: CopyLimits,
     public buf: Buffer = Buffer.allocUnsafe(256),
   ) {
     this.nodesLeft = limits.maxNodes ?? COPY_LIMITS.maxNodes;
+    this.value(value, 0, "");
+  }
+
+  /** Encodes until done (true) or until about `budget` more units of work are spent (false). Throws `SandboxError`. */
+  advance(budget: number): boolean {
+    const until = this.work + budget;
+    const frames = this.frames;
+    while (frames.length > 0) {
+      if (this.work >= until) return false;
+      if (!frames[frames.length - 1]!.step(this, until)) frames.pop();
+    }
+    return true;
+  }
+
+  /** Containers (and long strings) begun and not yet finished. */
+  get frameCount(): number {
+    return this.frames.length;
+  }
+
+  /** The encoded bytes, once {@link ValueEncoder.advance} returned true (a view of `buf`). */
+  bytes(): Buffer {
+    return this.buf.subarray(0, this.pos);
   }
 
   private ensure(n: number): void {
@@ -52,25 +240,36 @@ class Writer {
     this.pos += 4;
   }
   string(s: string): void {
-    // One byte per unit when every unit is below 256, as native/wire.h does.
-    if (!/[^\u0000-\u00ff]/.test(s)) {
-      this.ensure(5 + s.length);
-      this.buf[this.pos] = Tag.Latin1;
-      this.buf.writeUInt32LE(s.length, this.pos + 1);
-      this.buf.write(s, this.pos + 5, s.length, "latin1");
-      this.pos += 5 + s.length;
+    if (s.length > STRING_PIECE_CHARS) {
+      this.frames.push(new StringFrame(s));
       return;
     }
-    this.ensure(5 + s.length * 2);
-    this.buf[this.pos] = Tag.String;
-    this.buf.writeUInt32LE(s.length, this.pos + 1);
-    this.buf.write(s, this.pos + 5, s.length * 2, "utf16le");
-    this.pos += 5 + s.length * 2;
+    const latin1 = !NOT_LATIN1.test(s);
+    this.stringHeader(s.length, latin1);
+    this.stringPiece(s, latin1);
+  }
+  /** A string's tag and length, with room for its characters: one byte per unit when every unit is below 256, as native/wire.h does. */
+  stringHeader(length: number, latin1: boolean): void {
+    this.ensure(5 + (latin1 ? length : length * 2));
+    this.buf[this.pos] = latin1 ? Tag.Latin1 : Tag.String;
+    this.buf.writeUInt32LE(length, this.pos + 1);
+    this.pos += 5;
+  }
+  /** Characters of the string whose header was written, in its width. */
+  stringPiece(s: string, latin1: boolean): void {
+    if (latin1) {
+      this.buf.write(s, this.pos, s.length, "latin1");
+      this.pos += s.length;
+    } else {
+      this.buf.write(s, this.pos, s.length * 2, "utf16le");
+      this.pos += s.length * 2;
+    }
   }
 
   value(v: unknown, depth: number, path: string): void {
     if (--this.nodesLeft < 0)
       throw unserializable(`the value has more than ${this.limits.maxNodes ?? COPY_LIMITS.maxNodes} parts`, path);
+    this.work++;
     switch (typeof v) {
       case "undefined":
         return this.u8(Tag.Undefined);
@@ -104,6 +303,7 @@ class Writer {
     this.object(v as object, depth, path);
   }
 
+  // Writes what comes before an object's parts and, for a container, leaves a frame to write them.
   private object(v: object, depth: number, path: string): void {
     this.ids ??= new Map();
     const seen = this.ids.get(v);
@@ -128,22 +328,19 @@ class Writer {
     }
     if (v instanceof RegExp) {
       this.u8(Tag.RegExp);
-      this.string(v.source);
-      return this.string(v.flags);
+      this.frames.push(new TextsFrame([v.source, v.flags]));
+      return;
     }
     if (v instanceof Map) {
       this.u8(Tag.Map);
       this.u32(v.size);
-      for (const [key, item] of v) {
-        this.value(key, depth + 1, `${path}.<map key>`);
-        this.value(item, depth + 1, `${path}.<map value>`);
-      }
+      this.frames.push(new EntriesFrame(v.entries(), true, depth, path, this.pos - 4));
       return;
     }
     if (v instanceof Set) {
       this.u8(Tag.Set);
       this.u32(v.size);
-      for (const item of v) this.value(item, depth + 1, `${path}.<set entry>`);
+      this.frames.push(new EntriesFrame(v.values(), false, depth, path, this.pos - 4));
       return;
     }
     if (v instanceof ArrayBuffer) {
@@ -152,25 +349,23 @@ class Writer {
       this.ensure(v.byteLength);
       this.buf.set(new Uint8Array(v), this.pos);
       this.pos += v.byteLength;
+      this.work += (v.byteLength / BYTES_PER_WORK_UNIT) | 0;
       return;
     }
     if (ArrayBuffer.isView(v)) return this.view(v, path);
     if (v instanceof Error) {
       this.u8(Tag.Error);
-      this.string(typeof v.name === "string" ? v.name : "Error");
-      this.string(typeof v.message === "string" ? v.message : "");
+      const name = typeof v.name === "string" ? v.name : "Error";
       // No stack, as for a thrown host error: the host's holds server paths; the guest makes its own.
-      return this.u8(Tag.Undefined);
+      this.frames.push(new TextsFrame([name, typeof v.message === "string" ? v.message : ""], Tag.Undefined));
+      return;
     }
     if (v instanceof SharedArrayBuffer) throw unserializable("a SharedArrayBuffer cannot be copied", path);
     const keys = Object.keys(v);
     this.u8(Tag.Object);
     this.u8(Object.getPrototypeOf(v) === null ? 1 : 0);
     this.u32(keys.length);
-    for (const key of keys) {
-      this.string(key);
-      this.value((v as Record<string, unknown>)[key], depth + 1, `${path}.${key}`);
-    }
+    this.frames.push(new ObjectFrame(v as Record<string, unknown>, keys, depth, path));
   }
 
   // A view crosses with exactly its own bytes (a small Buffer is a window on Node's shared pool:
@@ -210,6 +405,7 @@ class Writer {
     this.ensure(byteLength);
     this.buf.set(new Uint8Array(buffer, byteOffset, byteLength), this.pos);
     this.pos += byteLength;
+    this.work += (byteLength / BYTES_PER_WORK_UNIT) | 0;
     this.u32(0);
     return this.u32(length);
   }
@@ -219,26 +415,22 @@ class Writer {
     this.u32(v.length);
     const countAt = this.pos;
     this.u32(0);
-    let count = 0;
     // Walk indices for dense arrays; only the present keys for sparse ones (length up to 2^32-1).
-    const indices: Iterable<number> =
-      v.length <= 1 << 20 ? v.keys() : Object.keys(v).map(Number).filter(Number.isInteger);
-    for (const i of indices) {
-      if (!Object.hasOwn(v, i)) continue;
-      this.u32(i);
-      this.value(v[i], depth + 1, `${path}[${i}]`);
-      count++;
-    }
-    this.buf.writeUInt32LE(count, countAt);
+    const indices: Iterator<number> =
+      v.length <= 1 << 20 ? v.keys() : Object.keys(v).map(Number).filter(Number.isInteger).values();
+    this.frames.push(new ArrayFrame(v, indices, depth, path, countAt));
   }
 }
 
 /** Encodes a host value for the sandbox. Throws `UNSERIALIZABLE` for what cannot be copied. */
 export function encodeValue(value: unknown, limits: CopyLimits = COPY_LIMITS): Buffer {
-  const w = new Writer(limits);
-  w.value(value, 0, "");
-  return w.buf.subarray(0, w.pos);
+  const w = new ValueEncoder(value, limits);
+  w.advance(Number.POSITIVE_INFINITY);
+  return w.bytes();
 }
+
+/** Units of work of one slice of {@link encodeValueInSlices}: about half a millisecond here, as a decode slice. */
+export const ENCODE_SLICE_WORK = 2048;
 
 // Memory owned by one encoding at a time (see encodeValueInto): the outermost object encoding
 // takes it, one that host code starts in the middle of it gets a buffer of its own.
@@ -253,23 +445,64 @@ const SMALL_COPY_BYTES = 128;
  * call owns and copied into `target` only once nothing can run any more. Other values run no code.
  */
 export function encodeValueInto(value: unknown, target: Buffer, limits: CopyLimits = COPY_LIMITS): number | Buffer {
+  return encodeFirstSlice(value, target, limits, Number.POSITIVE_INFINITY) as number | Buffer;
+}
+
+/**
+ * Like {@link encodeValueInto} when the value takes at most `sliceWork` units of work; else a promise
+ * of its bytes (a buffer of their own, never `target`), encoded a slice of `sliceWork` units per
+ * turn of the event loop. Host code may run between slices, so what is left of the value is
+ * encoded as it is then.
+ */
+export function encodeValueInSlices(
+  value: unknown,
+  target: Buffer,
+  sliceWork: number = ENCODE_SLICE_WORK,
+  limits: CopyLimits = COPY_LIMITS,
+): number | Buffer | Promise<Buffer> {
+  const first = encodeFirstSlice(value, target, limits, sliceWork);
+  return first instanceof ValueEncoder ? finishInSlices(first, sliceWork) : first;
+}
+
+async function finishInSlices(encoder: ValueEncoder, sliceWork: number): Promise<Buffer> {
+  do await new Promise<void>((resolve) => setImmediate(resolve));
+  while (!encoder.advance(sliceWork));
+  return encoder.bytes();
+}
+
+// The bytes when the value took at most `sliceWork`, else the unfinished encoder, which writes into
+// a buffer of its own: `target` may be written by anyone between two slices.
+function encodeFirstSlice(
+  value: unknown,
+  target: Buffer,
+  limits: CopyLimits,
+  sliceWork: number,
+): number | Buffer | ValueEncoder {
   if (typeof value !== "object" || value === null) {
-    const w = new Writer(limits, target);
-    w.value(value, 0, "");
-    return w.buf === target ? w.pos : w.buf.subarray(0, w.pos);
+    // Only text can take more than one slice (a BigInt is written as hex text).
+    const mayPause =
+      sliceWork !== Number.POSITIVE_INFINITY &&
+      (typeof value === "bigint" || (typeof value === "string" && value.length > STRING_PIECE_CHARS));
+    const w = new ValueEncoder(value, limits, mayPause ? undefined : target);
+    if (!w.advance(sliceWork)) return w;
+    return w.buf === target ? w.pos : w.bytes();
   }
   const owned = spare?.length === target.length ? spare : Buffer.allocUnsafe(target.length);
   spare = undefined;
+  let finished = true;
   try {
-    const w = new Writer(limits, owned);
-    w.value(value, 0, "");
+    const w = new ValueEncoder(value, limits, owned);
+    if (!w.advance(sliceWork)) {
+      finished = false; // it keeps writing into `owned`
+      return w;
+    }
     const n = w.pos;
-    if (w.buf !== owned) return w.buf.subarray(0, n);
+    if (w.buf !== owned) return w.bytes();
     // A loop for the usual few bytes: Buffer#copy is a call into C++ that costs ~200 ns.
     if (n <= SMALL_COPY_BYTES) for (let i = 0; i < n; i++) target[i] = owned[i]!;
     else owned.copy(target, 0, 0, n);
     return n;
   } finally {
-    spare = owned;
+    if (finished) spare = owned;
   }
 }

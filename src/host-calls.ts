@@ -8,7 +8,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { formatWithOptions } from "node:util";
 import { SandboxError } from "./errors.js";
 import type { DecodeQueue } from "./decode-queue.js";
-import { ValueDecoder, decodeScalarArguments, encodeValueInto } from "./marshal.js";
+import { ValueDecoder, decodeScalarArguments, encodeValueInSlices, encodeValueInto } from "./marshal.js";
 import {
   BOUNDARY_SIZES,
   DispatchKind,
@@ -20,7 +20,7 @@ import {
   type NativePrimitiveDispatcher,
 } from "./native.js";
 import { CONSOLE_LEVELS, refusal, throwIfFailed } from "./outcomes.js";
-import { answerSyncCall, defineFrozenHostFunction, defineHostFunction, settleHostCall } from "./request.js";
+import { answerSyncCall, appendHostResult, defineFrozenHostFunction, defineHostFunction, settleHostCall } from "./request.js";
 import { formatConsoleArgs } from "./render.js";
 import type { EvalObservation, HostCallObservation } from "./telemetry/hub.js";
 import type { AsyncHostFunction, ConsoleEntry, HostCallContext, HostFunction } from "./types.js";
@@ -90,8 +90,17 @@ function observedSync(call: HostCallObservation, fn: HostFunction, args: unknown
 
 /** Bytes of a host call's answer copied into the guest (an error's text is not counted). */
 function answerBytes(answer: unknown): number {
+  if (answer instanceof Appended) return answer.bytes;
   return typeof answer === "number" ? answer : Buffer.isBuffer(answer) ? answer.length : 0;
 }
+
+/** Bytes of an async call's result the addon already holds, a piece per turn (see HostCalls#handOver). */
+class Appended {
+  constructor(readonly bytes: number) {}
+}
+
+/** Bytes of a result handed to the addon per turn of the event loop: one copy of about a millisecond. */
+const HANDOVER_PIECE_BYTES = 1024 * 1024;
 
 function evalEndedError(): SandboxError {
   return new SandboxError("ABORTED", "the eval that made this call has ended");
@@ -385,8 +394,8 @@ export class HostCalls {
     callId: number,
     evalId: number,
     ok: boolean,
-    result: HostCallAnswer,
-    again: (ok: boolean, result: Buffer | [string, string]) => void,
+    result: HostCallAnswer | Appended,
+    again: (ok: boolean, result: Buffer | [string, string] | Appended) => void,
   ): void {
     const handle = this.#handleOf();
     if (evalId !== this.#currentEvalId || !handle) return;
@@ -398,14 +407,31 @@ export class HostCalls {
     }
     // The guest's next call, when it comes at once, is dispatched inside this settle: not from
     // within a host function's async context, which it would inherit (the re-entry check).
-    settleHostCall(handle, callId, ok, result, hostCallContext.getStore() === undefined);
+    settleHostCall(handle, callId, ok, result instanceof Appended ? null : result, hostCallContext.getStore() === undefined);
+  }
+
+  // Hands the addon an encoded result of megabytes a piece per turn of the event loop (its settle
+  // would copy all of it in one go), then settles the call with what it gathered.
+  async #handOver(
+    callId: number,
+    evalId: number,
+    encoded: Buffer,
+    settle: (ok: boolean, result: Buffer | Appended) => void,
+  ): Promise<void> {
+    for (let at = 0; at < encoded.length; at += HANDOVER_PIECE_BYTES) {
+      const handle = this.#handleOf();
+      if (evalId !== this.#currentEvalId || !handle) return settle(true, encoded); // an ended eval's: dropped
+      appendHostResult(handle, callId, encoded.subarray(at, at + HANDOVER_PIECE_BYTES), encoded.length);
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    settle(true, new Appended(encoded.length));
   }
 
   #callAsync(entry: RegisteredFunction, args: unknown[], callId: number, evalId: number, argumentBytes: number): void {
     const pendingCalls = this.#pendingCalls;
     const context = new CallContext(pendingCalls, callId, evalId);
     let call = this.#observation?.callStarted(entry.name, argumentBytes);
-    const settle = (ok: boolean, result: HostCallAnswer): void => {
+    const settle = (ok: boolean, result: HostCallAnswer | Appended): void => {
       pendingCalls.delete(callId);
       const observed = call;
       call = undefined; // a settle deferred to the next turn comes back here
@@ -422,18 +448,26 @@ export class HostCalls {
       settle(false, hostErrorOf(err));
       return;
     }
+    const refuse = (err: unknown): void =>
+      settle(false, [
+        "TypeError",
+        `the result of '${entry.name}' cannot be copied into the sandbox: ${(err as Error).message}`,
+      ]);
+    // A result of megabytes is encoded a slice per turn of the event loop, then settled.
     const deliver = (value: unknown): void => {
-      let bytes: number | Buffer;
+      let bytes: number | Buffer | Promise<Buffer>;
       try {
-        bytes = encodeValueInto(value, exchange);
+        bytes = encodeValueInSlices(value, exchange);
       } catch (err) {
-        settle(false, [
-          "TypeError",
-          `the result of '${entry.name}' cannot be copied into the sandbox: ${(err as Error).message}`,
-        ]);
+        refuse(err);
         return;
       }
-      settle(true, bytes);
+      if (bytes instanceof Promise)
+        bytes.then((encoded) => {
+          if (encoded.length <= HANDOVER_PIECE_BYTES) settle(true, encoded);
+          else void this.#handOver(callId, evalId, encoded, settle);
+        }, refuse);
+      else settle(true, bytes);
     };
     // Reading `then` can throw (a getter, a revoked Proxy), and so can Promise.resolve (a
     // `constructor` getter): the guest's await then rejects at once, never waits for the wall.

@@ -16,6 +16,7 @@ export type {
   ResolvedSandboxOptions,
   SandboxClock,
   EvalOptions,
+  SourceCode,
   EvalReport,
   EvalStats,
   ConsoleEntry,

@@ -5,7 +5,7 @@
  * for scalar host-call arguments (src/scalar-arguments.ts) and what the encoder and decoder share
  * (src/wire.ts) are re-exported here as one module.
  */
-export { encodeValue, encodeValueInto, type CopyLimits } from "./encoder.js";
+export { encodeValue, encodeValueInSlices, encodeValueInto, type CopyLimits } from "./encoder.js";
 export {
   ConsoleDecoder,
   ValueDecoder,

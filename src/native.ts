@@ -8,7 +8,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { SandboxErrorCode } from "./errors.js";
-import type { ConsoleLevel, GuestOpaqueKind } from "./types.js";
+import type { ConsoleLevel, GuestOpaqueKind, SourceCode } from "./types.js";
 
 /** The array the addon resolves a job with, by the contract's `outcomeSlot`: read only by {@link outcomeOf}. */
 export type NativeOutcomeSlots = unknown[];
@@ -102,7 +102,7 @@ export interface NativeHandle {
    * `BUSY` while a job is active, `BROKEN` once the watchdog gave up on one.
    */
   start(
-    code: string,
+    code: SourceCode,
     filename: string,
     excludedNames?: string[],
   ): Promise<NativeOutcomeSlots> | AnsweredHere | NativeError;
@@ -111,9 +111,14 @@ export interface NativeHandle {
   stop(): void;
   /**
    * Settles the async host call `callId` of the call slots (`ok`: `result` is a value, else
-   * `[name, message]`); with `collect`, the guest's next host call may be dispatched before this returns.
+   * `[name, message]`, `null`: what {@link NativeHandle.appendResult} gathered); with `collect`, the guest's next host call may be dispatched before this returns.
    */
-  settle(result: HostCallAnswer): void;
+  settle(result: HostCallAnswer | null): void;
+  /**
+   * Copies a piece of the result of the async host call `callId` of the call slots, whose whole
+   * encoding is `resultBytes` long; the call is then settled with a `null` result.
+   */
+  appendResult(piece: Uint8Array): void;
   /** Answers the sync host call the dispatcher left unanswered (its token in the `callId` slot), as the dispatcher would have. */
   answerSync(result: HostCallAnswer): void;
   /** Defines the host function `fnId` of the call slots (`async`: its calls return promises) at `path`. */
@@ -154,7 +159,7 @@ interface NativeModule {
    * answered on the spot ({@link AnsweredHere}). A function, not a method of the handle: a method
    * call costs a tenth of a trivial eval more.
    */
-  evalSync(code: string, filename: string): AnsweredHere;
+  evalSync(code: SourceCode, filename: string): AnsweredHere;
   threadStackBytes: number;
   /** [executor threads now, their cap]: one thread per runnable async eval, created on demand. */
   executorThreads(): [threads: number, maxThreads: number];
@@ -358,6 +363,7 @@ export const CallSlot = slots("callSlot", [
   "callId",
   "ok",
   "collect",
+  "resultBytes",
   "fnId",
   "async",
   "limit",

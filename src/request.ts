@@ -129,13 +129,20 @@ export function settleHostCall(
   handle: NativeHandle,
   callId: number,
   ok: boolean,
-  result: HostCallAnswer,
+  result: HostCallAnswer | null,
   collect: boolean,
 ): void {
   calls[CallSlot.callId] = callId;
   calls[CallSlot.ok] = ok ? 1 : 0;
   calls[CallSlot.collect] = collect ? 1 : 0;
   handle.settle(result);
+}
+
+/** Copies a piece of the encoded result (`totalBytes` in all) of the async host call `callId`. */
+export function appendHostResult(handle: NativeHandle, callId: number, piece: Uint8Array, totalBytes: number): void {
+  calls[CallSlot.callId] = callId;
+  calls[CallSlot.resultBytes] = totalBytes;
+  handle.appendResult(piece);
 }
 
 /** Answers the sync host call `token` the dispatcher left unanswered, as the dispatcher would have. */

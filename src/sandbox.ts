@@ -58,6 +58,7 @@ import { type ArgumentsSchema, checkedAsyncFunction, checkedFunction } from "./h
 import type {
   AsyncHostFunction,
   EvalOptions,
+  SourceCode,
   EvalReport,
   HostCallContext,
   HostFunction,
@@ -311,25 +312,25 @@ export class Sandbox implements Disposable {
    * budget (`Promise.resolve(7)` gives 7; a rejection throws `GUEST_ERROR`); one that still waits
    * after that (nothing left that could settle it) is returned as the promise itself.
    */
-  evalSync(code: string, options?: EvalOptions): unknown {
+  evalSync(code: SourceCode, options?: EvalOptions): unknown {
     const report = this.runSync(code, options);
     if (!report.ok) throw report.error;
     return report.value;
   }
 
   /** Like {@link Sandbox.evalSync}, but failures are returned as data with console and stats. */
-  runSync(code: string, options?: EvalOptions): EvalReport {
+  runSync(code: SourceCode, options?: EvalOptions): EvalReport {
     const observed = observeEval(this.#id, "evalSync", code, options?.tenant, this.#options.onUsage);
     return observed === undefined ? this.#runSync(code, options) : this.#runSyncObserved(observed, code, options);
   }
 
   // A method of its own: a closure in runSync would cost every eval a heap context, observed or not.
-  #runSyncObserved(observed: EvalObservation, code: string, options: EvalOptions | undefined): EvalReport {
+  #runSyncObserved(observed: EvalObservation, code: SourceCode, options: EvalOptions | undefined): EvalReport {
     if (!this.#queue.busy) this.#observed.running(observed); // else it is refused as BUSY
     return this.#observed.run(observed, () => this.#runSync(code, options));
   }
 
-  #runSync(code: string, options: EvalOptions | undefined): EvalReport {
+  #runSync(code: SourceCode, options: EvalOptions | undefined): EvalReport {
     const o = validateEvalOptions(code, options);
     if (o.signal?.aborted) return this.#report(stubOutcome(NativeStatus.Aborted), 0, o);
     const handle = this.#live();
@@ -351,8 +352,9 @@ export class Sandbox implements Disposable {
    * read directly, so no guest `then` runs and a thenable that is not a promise stays a value. A
    * promise that can never settle (no jobs, no host call in flight) is returned as the promise.
    * Host calls the guest did not await are cut off when the eval ends (their signals fire).
+   * `code` may be its UTF-8 bytes ({@link SourceCode}), here as in every eval method.
    */
-  async eval(code: string, options?: EvalOptions): Promise<unknown> {
+  async eval(code: SourceCode, options?: EvalOptions): Promise<unknown> {
     const started = this.#start(code, options);
     const report = started instanceof Promise ? await started : started;
     if (!report.ok) throw report.error;
@@ -360,7 +362,7 @@ export class Sandbox implements Disposable {
   }
 
   /** Like {@link Sandbox.eval}, but failures are returned as data with console and stats. */
-  async run(code: string, options?: EvalOptions): Promise<EvalReport> {
+  async run(code: SourceCode, options?: EvalOptions): Promise<EvalReport> {
     return this.#start(code, options);
   }
 
@@ -374,7 +376,7 @@ export class Sandbox implements Disposable {
    * Not with `inline`: the state would be walked on the Node main thread.
    */
   async runThenSnapshot(
-    code: string,
+    code: SourceCode,
     options?: EvalOptions,
     snapshotOptions?: SnapshotOptions,
   ): Promise<SnapshotAfterRun> {
@@ -395,7 +397,11 @@ export class Sandbox implements Disposable {
 
   // Starts an eval at once when nothing is queued or running, else behind the queue: its report,
   // or a promise of it when it did not end while evalAsync waited for it.
-  #start(code: string, options: EvalOptions | undefined, after?: SnapshotAfterEval): EvalReport | Promise<EvalReport> {
+  #start(
+    code: SourceCode,
+    options: EvalOptions | undefined,
+    after?: SnapshotAfterEval,
+  ): EvalReport | Promise<EvalReport> {
     const o = validateEvalOptions(code, options);
     const observed = observeEval(this.#id, "eval", code, o.tenant, this.#options.onUsage);
     return observed === undefined ? this.#begin(code, o, after) : this.#beginObserved(observed, code, o, after);
@@ -404,7 +410,7 @@ export class Sandbox implements Disposable {
   // A method of its own, like #runSyncObserved.
   #beginObserved(
     observed: EvalObservation,
-    code: string,
+    code: SourceCode,
     o: EvalOptions,
     after: SnapshotAfterEval | undefined,
   ): EvalReport | Promise<EvalReport> {
@@ -412,7 +418,7 @@ export class Sandbox implements Disposable {
   }
 
   #begin(
-    code: string,
+    code: SourceCode,
     o: EvalOptions,
     after?: SnapshotAfterEval,
     observed?: EvalObservation,
@@ -422,7 +428,7 @@ export class Sandbox implements Disposable {
   }
 
   #runNow(
-    code: string,
+    code: SourceCode,
     o: EvalOptions,
     after?: SnapshotAfterEval,
     observed?: EvalObservation,

@@ -76,6 +76,13 @@ export type ResolvedSandboxOptions = Required<Omit<SandboxOptions, "onUsage">> &
  */
 export type SandboxClock = "real" | "frozen" | { now(): number };
 
+/**
+ * The code of one eval: a string, or its UTF-8 bytes (copied as they are; invalid UTF-8 is a
+ * `SyntaxError` of the guest's). A caller that already holds the bytes, as from a worker thread or
+ * a file, saves the calling thread measuring and converting a long string.
+ */
+export type SourceCode = string | Uint8Array;
+
 /** Options of one eval. */
 export interface EvalOptions {
   /** Overrides the sandbox's `executionTimeoutMs` for this eval. */

@@ -117,7 +117,8 @@ const EVAL_OPTION_KEYS = [
 ] as const;
 
 export function validateEvalOptions(code: unknown, options: unknown): EvalOptions {
-  if (typeof code !== "string") throw invalid(`code must be a string; got ${typeof code}`);
+  if (typeof code !== "string" && !(code instanceof Uint8Array))
+    throw invalid(`code must be a string or a Uint8Array of UTF-8; got ${typeof code}`);
   if (options === undefined) return {};
   if (typeof options !== "object" || options === null) throw invalid("eval options must be an object");
   // Read once, into plain data: a getter or Proxy trap of the caller's object runs here and never

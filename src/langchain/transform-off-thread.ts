@@ -80,7 +80,8 @@ function ensureWorker(): Worker {
  * Transforms one eval's source (see {@link transformCodeLazily}) without blocking the main thread for
  * long: inline up to {@link INLINE_TRANSFORM_CHARS}, else on the worker. A transform that takes
  * longer than `timeoutMs` is stopped (the worker is replaced) and the code fails with a
- * `SyntaxError` saying so. Never rejects.
+ * `SyntaxError` saying so. Never rejects. Code transformed on the worker comes back as its UTF-8
+ * bytes, which the sandbox takes as they are.
  */
 export function transformOffThread(source: string, timeoutMs: number): Promise<RunnableTransform> {
   if (source.length <= INLINE_TRANSFORM_CHARS || !workerAvailable) return transformCodeLazily(source);

@@ -8,8 +8,10 @@
  *   machine), which the main thread, serving every session, must not pay on a restart.
  *
  * The reply carries only what the eval runs with, since the main thread decodes every object of it:
- * the script, how it was made, and its line table as one transferred typed array. Per-declaration
- * names (tens of thousands of strings for a megabyte of declarations) stay here.
+ * the script as its UTF-8 bytes, how it was made, and its line table, the bytes and the table in
+ * transferred buffers. A script of megabytes as a string cost the main thread its decoding from the
+ * message and its conversion to UTF-8 for the engine, each milliseconds. Per-declaration names
+ * (tens of thousands of strings for a megabyte of declarations) stay here.
  */
 import { parentPort, Worker, workerData } from "node:worker_threads";
 import { type TransformResult, transformCodeLazily } from "./transform-javascript.js";
@@ -23,13 +25,18 @@ export interface TransformRequest {
 /** What the main thread sends the host: a request, or the order to replace a stuck parser. */
 export type HostRequest = TransformRequest | { restart: true };
 
-/** What an eval runs with of a transform result. */
-export type RunnableTransform = Pick<TransformResult, "code" | "language" | "stripping" | "syntaxError" | "lineMap">;
+/** What an eval runs with of a transform result: its script as a string, or as UTF-8 bytes from a worker. */
+export type RunnableTransform = Pick<TransformResult, "language" | "stripping" | "syntaxError" | "lineMap"> & {
+  code: string | Uint8Array;
+};
 
-/** The reply: the runnable part of the transform result, its line table (see `TransformResult.lineTable`) as a typed array. */
+/**
+ * The reply: the runnable part of the transform result, its script as UTF-8 bytes and its line
+ * table (see `TransformResult.lineTable`) as a typed array.
+ */
 export interface TransformReply {
   id: number;
-  result?: Omit<RunnableTransform, "lineMap"> & { lineTable?: Uint32Array };
+  result?: Omit<RunnableTransform, "lineMap" | "code"> & { code: Uint8Array; lineTable?: Uint32Array };
   error?: string;
 }
 
@@ -45,11 +52,13 @@ export interface TransformWorkerData {
 const PARSER_HEAP_MB = 512;
 
 function transferOf(reply: TransformReply): ArrayBuffer[] {
-  const table = reply.result?.lineTable;
-  return table === undefined ? [] : [table.buffer as ArrayBuffer];
+  if (reply.result === undefined) return [];
+  const { code, lineTable } = reply.result;
+  return [code.buffer as ArrayBuffer, ...(lineTable === undefined ? [] : [lineTable.buffer as ArrayBuffer])];
 }
 
 function runParser(): void {
+  const utf8 = new TextEncoder();
   parentPort?.on("message", async ({ id, source }: TransformRequest) => {
     let reply: TransformReply;
     try {
@@ -58,7 +67,8 @@ function runParser(): void {
       reply = {
         id,
         result: {
-          code,
+          // A buffer of its own (TextEncoder's), so transferring it moves nothing else.
+          code: utf8.encode(code),
           language,
           ...(stripping === undefined ? {} : { stripping }),
           ...(syntaxError === undefined ? {} : { syntaxError }),

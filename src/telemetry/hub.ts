@@ -9,7 +9,7 @@
 import { createHash } from "node:crypto";
 import { channel } from "node:diagnostics_channel";
 import { performance } from "node:perf_hooks";
-import type { EvalReport } from "../types.js";
+import type { EvalReport, SourceCode } from "../types.js";
 import { openTelemetry } from "./otel.js";
 import { deliverUsage, type UsageRecord } from "./usage.js";
 
@@ -40,7 +40,7 @@ export interface EvalStartMessage {
   tier: string;
   /** Hex SHA-256 prefix of the eval's `tenant`, when it has one. */
   tenantHash: string | undefined;
-  /** Length of the code, UTF-16 units. */
+  /** Length of the code: UTF-16 units, or bytes for code passed as UTF-8 bytes. */
   codeLength: number;
 }
 
@@ -258,7 +258,7 @@ export class EvalObservation {
   constructor(
     sandbox: number,
     kind: "eval" | "evalSync",
-    code: string,
+    code: SourceCode,
     tenant: string | undefined,
     onUsage: ((record: UsageRecord) => void) | undefined,
     otel: EvalSinks | undefined,
@@ -266,13 +266,13 @@ export class EvalObservation {
     this.#sandbox = sandbox;
     this.#onUsage = onUsage;
     this.tenant = tenant;
-    this.bytesIn = Buffer.byteLength(code);
+    this.bytesIn = typeof code === "string" ? Buffer.byteLength(code) : code.byteLength;
     this.#start = {
       evalId: this.evalId,
       kind,
       tier: TIER,
       tenantHash: tenant === undefined ? undefined : keyHash(tenant),
-      codeLength: code.length,
+      codeLength: typeof code === "string" ? code.length : code.byteLength,
     };
     this.otel = otel?.evalStarted(this.#start, this.#queuedAt);
     pendingEvals++;
@@ -360,7 +360,14 @@ export function observeEval(
     return undefined;
   // Bad arguments are refused by the eval's own checks, after this.
   const key = typeof tenant === "string" && tenant.length <= MAX_TENANT_CHARS ? tenant : undefined;
-  return new EvalObservation(sandbox, kind, typeof code === "string" ? code : "", key, onUsage, otel);
+  return new EvalObservation(
+    sandbox,
+    kind,
+    typeof code === "string" || code instanceof Uint8Array ? code : "",
+    key,
+    onUsage,
+    otel,
+  );
 }
 
 /**

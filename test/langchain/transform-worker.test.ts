@@ -25,13 +25,14 @@ describe("transformOffThread", () => {
     expect(source.length).toBeGreaterThan(INLINE_TRANSFORM_CHARS);
     const off = await transformOffThread(source, 30_000);
     const inline = transformCode(source);
-    expect(off.code).toBe(inline.code);
+    expect(off.code).toBeInstanceOf(Uint8Array);
+    expect(new TextDecoder().decode(off.code as Uint8Array)).toBe(inline.code);
     expect(off.stripping).toBe("transpiled");
     expect(inline.lineMap).toBeDefined();
     expect(off.lineMap?.(503)).toBe(inline.lineMap?.(503));
   });
 
-  it("replies with only what the eval runs: no per-declaration strings for the main thread to decode, the line table transferred", async () => {
+  it("replies with only what the eval runs: no per-declaration strings for the main thread to decode, the script's UTF-8 bytes and the line table transferred", async () => {
     // A megabyte of declarations made 35,000 names and a 35,000-number array the main thread decoded per eval.
     const source = `enum Color { Red }\n${lines(5000, (i) => `const v${i}: number = ${i};`)}`;
     const worker = new Worker(new URL(`file://${dist}transform-worker.js`));
@@ -44,6 +45,9 @@ describe("transformOffThread", () => {
       expect(reply.id).toBe(7);
       expect(Object.keys(reply.result).sort()).toEqual(["code", "language", "lineTable", "stripping"]);
       expect(reply.result["lineTable"]).toBeInstanceOf(Uint32Array);
+      // A script of megabytes as a string cost the main thread decoding it and converting it to UTF-8.
+      expect(reply.result["code"]).toBeInstanceOf(Uint8Array);
+      expect(new TextDecoder().decode(reply.result["code"] as Uint8Array)).toContain("v4999 = 4999");
       expect((reply.result["lineTable"] as Uint32Array).length).toBeGreaterThan(5000);
     } finally {
       await worker.terminate();
