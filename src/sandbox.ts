@@ -147,7 +147,15 @@ export class Sandbox implements Disposable {
    * interrupted: every later eval fails with `BROKEN`. Dispose it and create a new sandbox.
    */
   get broken(): boolean {
-    return this.#broken;
+    return this.#broken || this.#handle?.lost === true;
+  }
+
+  /**
+   * With `isolation: "process"`: the process id of the sandbox's helper process (for monitoring);
+   * undefined for an in-process sandbox or once disposed.
+   */
+  get processId(): number | undefined {
+    return this.#handle?.processId;
   }
 
   /** The options in force, defaults filled in. */
@@ -325,14 +333,18 @@ export class Sandbox implements Disposable {
     const o = validateEvalOptions(code, options);
     if (o.signal?.aborted) return this.#report(stubOutcome(NativeStatus.Aborted), 0, o);
     const handle = this.#live();
-    if (this.#broken) return this.#report(stubOutcome(NativeStatus.Broken), 0, o);
+    const broken = this.#brokenStatus();
+    if (broken !== undefined) return this.#report(stubOutcome(broken), 0, o);
     // Evals run in call order: an inline eval cannot wait for queued async ones, so it refuses.
     if (this.#queue.busy) return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
     this.#startClock(handle, o);
     const started = performance.now();
     requestEval(JobKind.Eval, handle.id, 0, o.timeoutMs ?? this.#options.executionTimeoutMs, o, false);
-    const extras = native.evalSync(code, o.filename ?? "<eval>");
-    return this.#report(syncOutcome(extras), performance.now() - started, o);
+    const filename = o.filename ?? "<eval>";
+    const raw = handle.evalSync
+      ? this.#checked(handle.evalSync(code, filename))
+      : syncOutcome(native.evalSync(code, filename));
+    return this.#report(raw, performance.now() - started, o);
   }
 
   /**
@@ -421,7 +433,8 @@ export class Sandbox implements Disposable {
   ): EvalReport | Promise<EvalReport> {
     if (observed !== undefined) this.#observed.running(observed);
     if (!this.#handle) return this.#report(stubOutcome(NativeStatus.Disposed), 0, o);
-    if (this.#broken) return this.#report(stubOutcome(NativeStatus.Broken), 0, o);
+    const broken = this.#brokenStatus();
+    if (broken !== undefined) return this.#report(stubOutcome(broken), 0, o);
     if (o.signal?.aborted) return this.#report(stubOutcome(NativeStatus.Aborted), 0, o);
     const handle = this.#handle;
     this.#startClock(handle, o);
@@ -443,7 +456,8 @@ export class Sandbox implements Disposable {
     }
     if (isNativeError(pending)) {
       this.#host.endEval();
-      return this.#report(stubOutcome(pending.code === "BROKEN" ? NativeStatus.Broken : NativeStatus.Busy), 0, o);
+      const status = { BROKEN: NativeStatus.Broken, WORKER_LOST: NativeStatus.WorkerLost }[pending.code as string];
+      return this.#report(stubOutcome(status ?? NativeStatus.Busy), 0, o);
     }
     const wallMs = o.wallTimeoutMs ?? this.#options.wallTimeoutMs;
     if (pending instanceof Promise) return this.#outcomeOf(pending, evalId, started, o, wallMs, after);
@@ -499,10 +513,17 @@ export class Sandbox implements Disposable {
     );
   }
 
-  // A job the watchdog answered for (stuck in a built-in) leaves the sandbox broken.
+  // A job the watchdog answered for (stuck in a built-in), or one whose helper process died, leaves the sandbox broken.
   #checked(raw: NativeOutcome): NativeOutcome {
-    if (raw.status === NativeStatus.Timeout && raw.message) this.#broken = true;
+    if ((raw.status === NativeStatus.Timeout && raw.message) || raw.status === NativeStatus.WorkerLost)
+      this.#broken = true;
     return raw;
+  }
+
+  // Why no eval can run any more: the helper process died, or the watchdog gave up on an eval.
+  #brokenStatus(): NativeStatus | undefined {
+    if (this.#handle?.lost) return NativeStatus.WorkerLost;
+    return this.#broken ? NativeStatus.Broken : undefined;
   }
 
   // Awaits an executor job under the wall budget `wallMs` (suspended while `hold` is held) and `signal`.
