@@ -55,6 +55,7 @@ struct HelperChannel::Shared {
   int termSignal = 0;
   int exitCode = -1;
   Napi::ThreadSafeFunction tsfn;
+  bool tsfnClosed = false;     // under mu: the environment is being torn down and freed the function
   std::weak_ptr<Shared> self;  // a queued callback keeps the state alive, not the reader
 
   void killHelper() {
@@ -113,12 +114,12 @@ struct HelperChannel::Shared {
     if (WIFEXITED(status)) exitCode = WEXITSTATUS(status);
     cv.notify_all();
     post();
-    tsfn.Release();
+    if (!tsfnClosed) tsfn.Release();
   }
 
   // Under mu: queues one callback call for what is in `events` (and the loss, once).
   void post() {
-    if (eventsPosted) return;
+    if (eventsPosted || tsfnClosed) return;
     eventsPosted = true;
     std::shared_ptr<Shared> keep = self.lock();
     if (!keep) return;
@@ -221,7 +222,14 @@ HelperChannel::HelperChannel(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
   shared_->fd = sv[0];
   shared_->pid = pid;
   shared_->self = shared_;
-  shared_->tsfn = Napi::ThreadSafeFunction::New(env, info[2].As<Napi::Function>(), "quickjs-native-helper", 0, 1);
+  // The environment's teardown frees the function even while the reader holds it: from then on
+  // the reader must not touch it (its finalizer runs on the main thread, under mu).
+  std::shared_ptr<Shared> finalizing = shared_;
+  shared_->tsfn = Napi::ThreadSafeFunction::New(env, info[2].As<Napi::Function>(), "quickjs-native-helper", 0, 1,
+                                                [finalizing](Napi::Env) {
+                                                  std::lock_guard<std::mutex> lock(finalizing->mu);
+                                                  finalizing->tsfnClosed = true;
+                                                });
   shared_->tsfn.Unref(env);
   std::thread([s = shared_] { s->readLoop(); }).detach();
 }
@@ -260,12 +268,16 @@ Napi::Value HelperChannel::Call(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value HelperChannel::Ref(const Napi::CallbackInfo& info) {
-  if (shared_) shared_->tsfn.Ref(info.Env());
+  if (!shared_) return info.Env().Undefined();
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  if (!shared_->tsfnClosed) shared_->tsfn.Ref(info.Env());
   return info.Env().Undefined();
 }
 
 Napi::Value HelperChannel::Unref(const Napi::CallbackInfo& info) {
-  if (shared_) shared_->tsfn.Unref(info.Env());
+  if (!shared_) return info.Env().Undefined();
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  if (!shared_->tsfnClosed) shared_->tsfn.Unref(info.Env());
   return info.Env().Undefined();
 }
 

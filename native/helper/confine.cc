@@ -139,8 +139,9 @@ bool confine(int channelFd, uint64_t addressSpaceBytes) {
   if (getppid() == 1) return false;  // the parent died before the line above took effect
   clearenv();
   if (!closeOtherDescriptors(channelFd)) return false;
-  // Few malloc arenas: each reserves 64 MiB of address space, which RLIMIT_AS counts.
-  mallopt(M_ARENA_MAX, 2);
+  // One malloc arena, the main one: a thread arena reserves 64 MiB of address space (which
+  // RLIMIT_AS counts), and shrinking one reads /proc/sys/vm/overcommit_memory, which the filter forbids.
+  mallopt(M_ARENA_MAX, 1);
   if (!setLimit(RLIMIT_CORE, 0) || !setLimit(RLIMIT_NOFILE, static_cast<rlim_t>(channelFd + 1))) return false;
   if (addressSpaceBytes != 0 && !setLimit(RLIMIT_AS, static_cast<rlim_t>(addressSpaceBytes))) return false;
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return false;
