@@ -167,6 +167,7 @@ Napi::Value HelperChannel::Define(Napi::Env env) {
                          InstanceMethod("unref", &HelperChannel::Unref),
                          InstanceMethod("kill", &HelperChannel::Kill),
                          InstanceAccessor("pid", &HelperChannel::Pid, nullptr),
+                         InstanceMethod("ended", &HelperChannel::Ended),
                      });
 }
 
@@ -284,6 +285,17 @@ Napi::Value HelperChannel::Unref(const Napi::CallbackInfo& info) {
 Napi::Value HelperChannel::Kill(const Napi::CallbackInfo& info) {
   if (shared_) shared_->killHelper();
   return info.Env().Undefined();
+}
+
+Napi::Value HelperChannel::Ended(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!shared_) return env.Undefined();
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  if (!shared_->lost) return env.Undefined();
+  Napi::Array a = Napi::Array::New(env, 2);
+  a.Set(0u, Napi::Number::New(env, shared_->termSignal));
+  a.Set(1u, Napi::Number::New(env, shared_->exitCode));
+  return a;
 }
 
 Napi::Value HelperChannel::Pid(const Napi::CallbackInfo& info) {

@@ -35,6 +35,8 @@ class HelperChannel : public Napi::ObjectWrap<HelperChannel> {
   // kill(): SIGKILL now (the reader reports it lost)
   Napi::Value Kill(const Napi::CallbackInfo& info);
   Napi::Value Pid(const Napi::CallbackInfo& info);
+  // ended() -> [signal, exitCode] once the helper is reaped (before the callback may have heard), else undefined
+  Napi::Value Ended(const Napi::CallbackInfo& info);
 
   std::shared_ptr<Shared> shared_;
 };

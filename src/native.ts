@@ -150,6 +150,8 @@ export interface NativeHelperChannel {
   ref(): void;
   unref(): void;
   kill(): void;
+  /** `[signal, exitCode]` once the helper was reaped (the events callback may not have heard yet). */
+  ended(): [signal: number, exitCode: number] | undefined;
   readonly pid: number;
 }
 

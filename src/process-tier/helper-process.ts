@@ -82,7 +82,7 @@ export class HelperProcess {
 
   /** How the helper ended, in words. */
   lostMessage(): string {
-    const lost = this.#lost;
+    const lost = this.#lost ?? this.#channel.ended();
     if (!lost) return "the sandbox's helper process is gone";
     const [signal, code] = lost;
     if (this.#killedForProtocol) return "the sandbox's helper process sent a malformed frame and was killed";
