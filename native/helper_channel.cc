@@ -142,19 +142,29 @@ struct HelperChannel::Shared {
       }
     }
     if (env == nullptr || callback.IsEmpty()) return;
-    Napi::HandleScope scope(env);
-    Napi::Array frames = Napi::Array::New(env, batch.size());
-    for (size_t i = 0; i < batch.size(); i++)
-      frames.Set(static_cast<uint32_t>(i), Napi::Buffer<uint8_t>::Copy(env, batch[i].data(), batch[i].size()));
-    Napi::Value loss = env.Undefined();
-    if (reportLoss) {
-      Napi::Array a = Napi::Array::New(env, 2);
-      a.Set(0u, Napi::Number::New(env, sig));
-      a.Set(1u, Napi::Number::New(env, code));
-      loss = a;
+    // The plain C API, each failure ignored: while the environment is torn down (its handles are
+    // closed, and this runs among them) no call into JavaScript succeeds, and node-addon-api
+    // would turn the failure into a fatal error.
+    napi_handle_scope scope;
+    if (napi_open_handle_scope(env, &scope) != napi_ok) return;
+    napi_value frames, loss, recv, pair[2];
+    bool built = napi_create_array_with_length(env, batch.size(), &frames) == napi_ok &&
+                 napi_get_undefined(env, &recv) == napi_ok && napi_get_undefined(env, &loss) == napi_ok;
+    for (size_t i = 0; built && i < batch.size(); i++) {
+      napi_value buffer;
+      built = napi_create_buffer_copy(env, batch[i].size(), batch[i].data(), nullptr, &buffer) == napi_ok &&
+              napi_set_element(env, frames, static_cast<uint32_t>(i), buffer) == napi_ok;
     }
-    callback.Call({frames, loss});
-    if (env.IsExceptionPending()) env.GetAndClearPendingException();
+    if (built && reportLoss)
+      built = napi_create_array_with_length(env, 2, &loss) == napi_ok &&
+              napi_create_int32(env, sig, &pair[0]) == napi_ok && napi_create_int32(env, code, &pair[1]) == napi_ok &&
+              napi_set_element(env, loss, 0, pair[0]) == napi_ok && napi_set_element(env, loss, 1, pair[1]) == napi_ok;
+    napi_value argv[2] = {frames, loss};
+    if (built && napi_call_function(env, recv, callback, 2, argv, nullptr) != napi_ok) {
+      napi_value ignored;
+      napi_get_and_clear_last_exception(env, &ignored);
+    }
+    napi_close_handle_scope(env, scope);
   }
 };
 
@@ -253,8 +263,11 @@ Napi::Value HelperChannel::Call(const Napi::CallbackInfo& info) {
   Napi::Buffer<uint8_t> frame = info[0].As<Napi::Buffer<uint8_t>>();
   double timeoutMs = info[1].As<Napi::Number>().DoubleValue();
   Shared& s = *shared_;
-  if (frame.Length() > 0 && !s.write(frame.Data(), frame.Length())) return env.Undefined();
+  bool written = frame.Length() == 0 || s.write(frame.Data(), frame.Length());
   std::unique_lock<std::mutex> lock(s.mu);
+  // A frame that could not be written got the helper killed: wait for the reader to reap it, so
+  // that the caller learns how it ended (ended()).
+  if (!written) s.cv.wait(lock, [&] { return s.lost; });
   auto ready = [&] { return !s.direct.empty() || s.lost; };
   auto wait = std::chrono::milliseconds(static_cast<int64_t>(timeoutMs > 0 ? timeoutMs : 0));
   if (!s.cv.wait_for(lock, wait, ready)) {

@@ -12,7 +12,7 @@ import {
   type NativeHandle,
   type NativePrimitiveDispatcher,
 } from "./native.js";
-import { createRemoteHandle } from "./process-tier/helper-process.js";
+import { createRemoteHandle } from "./process-tier/pool.js";
 import { RENDER_OPTIONS } from "./render.js";
 import type { EvalOptions, ResolvedSandboxOptions } from "./types.js";
 

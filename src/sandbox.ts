@@ -144,16 +144,14 @@ export class Sandbox implements Disposable {
 
   /**
    * True once an eval was stopped by the watchdog while stuck in a built-in that cannot be
-   * interrupted: every later eval fails with `BROKEN`. Dispose it and create a new sandbox.
+   * interrupted (every later eval fails with `BROKEN`), or once its helper process died
+   * (`isolation: "process"`; they fail with `WORKER_LOST`). Dispose it; restore the last snapshot.
    */
   get broken(): boolean {
-    return this.#broken || this.#handle?.lost === true;
+    return this.#brokenStatus() !== undefined;
   }
 
-  /**
-   * With `isolation: "process"`: the process id of the sandbox's helper process (for monitoring);
-   * undefined for an in-process sandbox or once disposed.
-   */
+  /** With `isolation: "process"`, its helper process's id (for monitoring); else undefined. */
   get processId(): number | undefined {
     return this.#handle?.processId;
   }
@@ -341,9 +339,7 @@ export class Sandbox implements Disposable {
     const started = performance.now();
     requestEval(JobKind.Eval, handle.id, 0, o.timeoutMs ?? this.#options.executionTimeoutMs, o, false);
     const filename = o.filename ?? "<eval>";
-    const raw = handle.evalSync
-      ? this.#checked(handle.evalSync(code, filename))
-      : syncOutcome(native.evalSync(code, filename));
+    const raw = handle.evalSync?.(code, filename) ?? syncOutcome(native.evalSync(code, filename));
     return this.#report(raw, performance.now() - started, o);
   }
 
@@ -456,8 +452,8 @@ export class Sandbox implements Disposable {
     }
     if (isNativeError(pending)) {
       this.#host.endEval();
-      const status = { BROKEN: NativeStatus.Broken, WORKER_LOST: NativeStatus.WorkerLost }[pending.code as string];
-      return this.#report(stubOutcome(status ?? NativeStatus.Busy), 0, o);
+      const refused = pending.code === "BROKEN" ? NativeStatus.Broken : NativeStatus.Busy;
+      return this.#report(stubOutcome(this.#brokenStatus() ?? refused), 0, o);
     }
     const wallMs = o.wallTimeoutMs ?? this.#options.wallTimeoutMs;
     if (pending instanceof Promise) return this.#outcomeOf(pending, evalId, started, o, wallMs, after);
@@ -513,17 +509,14 @@ export class Sandbox implements Disposable {
     );
   }
 
-  // A job the watchdog answered for (stuck in a built-in), or one whose helper process died, leaves the sandbox broken.
+  // A job the watchdog answered for (stuck in a built-in) leaves the sandbox broken.
   #checked(raw: NativeOutcome): NativeOutcome {
-    if ((raw.status === NativeStatus.Timeout && raw.message) || raw.status === NativeStatus.WorkerLost)
-      this.#broken = true;
+    if (raw.status === NativeStatus.Timeout && raw.message) this.#broken = true;
     return raw;
   }
 
-  // Why no eval can run any more: the helper process died, or the watchdog gave up on an eval.
   #brokenStatus(): NativeStatus | undefined {
-    if (this.#handle?.lost) return NativeStatus.WorkerLost;
-    return this.#broken ? NativeStatus.Broken : undefined;
+    return this.#handle?.lost ? NativeStatus.WorkerLost : this.#broken ? NativeStatus.Broken : undefined;
   }
 
   // Awaits an executor job under the wall budget `wallMs` (suspended while `hold` is held) and `signal`.

@@ -1,7 +1,7 @@
 /**
- * Helper processes of the process tier: spawning one (native/helper/, next to the addon), the
- * read loop of what it sends, its loss, and the pool that places a sandbox in a helper of its
- * partition. Policy lives here; the addon only spawns, moves frames and reaps.
+ * One helper process of the process tier (native/helper/, next to the addon): spawning it, the
+ * sandboxes it hosts, the dispatch of what it sends, and its loss. Policy lives here; the addon
+ * only spawns, moves frames and reaps. Which helper a sandbox goes to: src/process-tier/pool.ts.
  */
 import { constants as osConstants } from "node:os";
 import { join } from "node:path";
@@ -15,14 +15,9 @@ import {
   type NativeHelperChannel,
 } from "../native.js";
 import type { HandleOptions } from "../request.js";
-import type { ResolvedSandboxOptions } from "../types.js";
 import { FrameReader, FrameWriter, ProtocolError } from "./frames.js";
 import { RemoteHandle } from "./remote-handle.js";
 
-/** Sandboxes one helper process hosts at most. */
-export const SANDBOXES_PER_PROCESS = 64;
-/** Empty helpers kept warm for the next sandbox, across partitions. */
-const IDLE_HELPERS = 2;
 /** Address space a helper needs besides its sandboxes' heaps: executor thread stacks, code, malloc arenas. */
 const HELPER_BASE_ADDRESS_SPACE = 2 * 1024 ** 3;
 /** The exit code of a helper that could not confine itself (native/helper/helper.cc). */
@@ -39,8 +34,11 @@ function helperPath(): string {
 
 /** One helper process and the sandboxes it hosts. */
 export class HelperProcess {
-  readonly partition: string;
+  /** The partition whose sandboxes it hosts; undefined while it waits warm in the pool for its first. */
+  partition: string | undefined;
   readonly memoryPerSandbox: number;
+  readonly #onEmptied: (helper: HelperProcess) => void;
+  readonly #onLost: (helper: HelperProcess) => void;
   readonly #channel: NativeHelperChannel;
   readonly #handles = new Map<number, RemoteHandle>();
   #nextId = 0;
@@ -48,13 +46,20 @@ export class HelperProcess {
   #lost: [signal: number, exitCode: number] | undefined;
   #killedForProtocol = false;
 
-  constructor(partition: string, memoryPerSandbox: number, confined: boolean) {
-    this.partition = partition;
+  constructor(
+    memoryPerSandbox: number,
+    sandboxesPerProcess: number,
+    confined: boolean,
+    onEmptied: (helper: HelperProcess) => void,
+    onLost: (helper: HelperProcess) => void,
+  ) {
     this.memoryPerSandbox = memoryPerSandbox;
+    this.#onEmptied = onEmptied;
+    this.#onLost = onLost;
     const Channel = native.HelperChannel;
     if (Channel === undefined)
       throw new SandboxError("INVALID_ARGUMENT", `isolation: "process" is not available on ${process.platform} yet`);
-    const addressSpace = HELPER_BASE_ADDRESS_SPACE + SANDBOXES_PER_PROCESS * memoryPerSandbox;
+    const addressSpace = HELPER_BASE_ADDRESS_SPACE + sandboxesPerProcess * memoryPerSandbox;
     try {
       this.#channel = new Channel(
         helperPath(),
@@ -72,8 +77,9 @@ export class HelperProcess {
     return this.#channel.pid;
   }
 
+  /** True once the helper is gone: reaped by the addon, whether or not its events reached the loop yet. */
   get lost(): boolean {
-    return this.#lost !== undefined;
+    return this.#lost !== undefined || this.#channel.ended() !== undefined;
   }
 
   get size(): number {
@@ -140,7 +146,7 @@ export class HelperProcess {
   release(handle: RemoteHandle): void {
     if (!this.#handles.delete(handle.id)) return;
     this.send(new FrameWriter(ChannelFrame.Dispose, handle.id).done());
-    pool.emptied(this);
+    if (this.#handles.size === 0) this.#onEmptied(this);
   }
 
   // Async jobs in flight keep the event loop alive, as the in-process tier's do.
@@ -171,66 +177,8 @@ export class HelperProcess {
     }
     if (lost === undefined) return;
     this.#lost = lost;
-    pool.lost(this);
+    this.#onLost(this);
     const message = this.lostMessage();
     for (const handle of this.#handles.values()) handle.onLost(message);
   }
-}
-
-/** Helpers by partition, filled up to {@link SANDBOXES_PER_PROCESS} sandboxes each. */
-class HelperPool {
-  readonly #byPartition = new Map<string, HelperProcess[]>();
-  readonly #idle: HelperProcess[] = [];
-
-  place(options: ResolvedSandboxOptions, dispatch: NativeDispatcher): RemoteHandle {
-    const confined = process.platform === "linux";
-    if (!confined && !options.allowUnconfined)
-      throw new SandboxError(
-        "INVALID_ARGUMENT",
-        `isolation: "process" cannot confine its helper on ${process.platform}; pass allowUnconfined: true to run it unconfined`,
-      );
-    const helpers = this.#byPartition.get(options.partition) ?? [];
-    let helper = helpers.find(
-      (h) => !h.lost && h.size < SANDBOXES_PER_PROCESS && h.memoryPerSandbox >= options.memoryLimitBytes,
-    );
-    if (helper === undefined) {
-      helper = new HelperProcess(options.partition, Math.max(options.memoryLimitBytes, 64 * 1024 ** 2), confined);
-      helpers.push(helper);
-      this.#byPartition.set(options.partition, helpers);
-    }
-    const at = this.#idle.indexOf(helper);
-    if (at >= 0) this.#idle.splice(at, 1);
-    return helper.open(options, dispatch);
-  }
-
-  emptied(helper: HelperProcess): void {
-    if (helper.size > 0 || helper.lost) return;
-    this.#idle.push(helper);
-    while (this.#idle.length > IDLE_HELPERS) {
-      const oldest = this.#idle.shift()!;
-      this.#forget(oldest);
-      oldest.close();
-    }
-  }
-
-  lost(helper: HelperProcess): void {
-    this.#forget(helper);
-    const at = this.#idle.indexOf(helper);
-    if (at >= 0) this.#idle.splice(at, 1);
-  }
-
-  #forget(helper: HelperProcess): void {
-    const helpers = this.#byPartition.get(helper.partition);
-    if (!helpers) return;
-    const at = helpers.indexOf(helper);
-    if (at >= 0) helpers.splice(at, 1);
-    if (helpers.length === 0) this.#byPartition.delete(helper.partition);
-  }
-}
-
-const pool = new HelperPool();
-
-/** A process-tier handle for a sandbox with `options`, placed by the pool. */
-export function createRemoteHandle(options: ResolvedSandboxOptions, dispatch: NativeDispatcher): RemoteHandle {
-  return pool.place(options, dispatch);
 }

@@ -22,7 +22,7 @@ import {
   type NativeOutcomeSlots,
   type NativeSnapshotSlots,
 } from "../native.js";
-import { FrameReader, FrameWriter, ProtocolError } from "./frames.js";
+import { type FrameReader, FrameWriter, ProtocolError } from "./frames.js";
 import type { HelperProcess } from "./helper-process.js";
 
 /** How long a direct call waits for the helper beyond the eval's own budget before the helper is killed as unresponsive. */
@@ -368,6 +368,15 @@ export class RemoteHandle implements NativeHandle {
       default:
         throw new ProtocolError(`unexpected frame ${r.frame}`);
     }
+  }
+
+  /**
+   * Sends a test-only request (1: a null dereference, 2: an `open()`, 3: `abort()`). Only helpers
+   * built with the CMake option QJSN_TEST_HOOKS (`npm run build:native:test-helper`) know it; a
+   * release helper takes it for a malformed frame and exits. For tests of the confinement.
+   */
+  testHook(what: number): void {
+    this.#helper.send(this.#frame(ChannelFrame.TestHook).u32(what).done());
   }
 
   /** The helper died: the job in flight fails with `WORKER_LOST`. */
