@@ -221,25 +221,25 @@ namespace qjsn {
 
 // Frames of the channel between the addon and a helper process (native/helper/; the layout is in
 // native/helper/frames.h and src/process-tier/frames.ts). Parent -> helper, then helper -> parent. X(name)
-#define QJSN_CHANNEL_FRAMES(X)                                                                   \
-  X(Create)         /* 6 x f64 create options -> Reply (u8 ok, [string code, string message]) */ \
-  X(Dispose)        /* no reply */                                                               \
-  X(DefineFunction) /* string path, u32 fnId, u8 async -> Reply (error) */                       \
-  X(SetGlobal)      /* string name, bytes wire -> Reply (error) */                               \
-  X(GetGlobal)      /* string name -> Reply (u8 ok, bytes | error) */                            \
-  X(MemoryUsage)    /* -> Reply (f64 used, f64 peak, f64 limit) */                               \
-  X(SetClock)       /* u8 fixed, f64 epochMs, u8 utc -> Reply (u8 ok) */                         \
-  X(SetRandomSeed)  /* f64 seed -> Reply (u8 ok) */                                              \
-  X(EvalSync)       /* request -> direct SyncCall frames, then Reply (outcome) */                \
-  X(Start)          /* request -> EvalDone (outcome) later */                                    \
-  X(Stop)           /* u32 reason, f64 evalId */                                                 \
-  X(Settle)         /* u32 callId, u8 ok, bytes | string name, string message */                 \
-  X(AnswerSync)     /* u32 token, u8 ok, bytes | string name, string message */                  \
-  X(TestHook)       /* u32 what: only in helpers built with QJSN_TEST_HOOKS (CMake) */           \
-  X(Reply)          /* the answer to a direct request */                                         \
-  X(SyncCall)       /* u32 fnId, u32 token, bytes args */                                        \
-  X(AsyncCall)      /* f64 evalId, u32 callId, u32 fnId, bytes args */                           \
-  X(Console)        /* f64 evalId, u32 level, bytes args */                                      \
+#define QJSN_CHANNEL_FRAMES(X)                                                                                        \
+  X(Create)         /* 6 x f64 create options -> Reply (u8 ok, [string code, string message]) */                      \
+  X(Dispose)        /* no reply */                                                                                    \
+  X(DefineFunction) /* string path, u32 fnId, u8 async -> Reply (error) */                                            \
+  X(SetGlobal)      /* string name, bytes wire -> Reply (error) */                                                    \
+  X(GetGlobal)      /* string name -> Reply (u8 ok, bytes | error) */                                                 \
+  X(MemoryUsage)    /* -> Reply (f64 used, f64 peak, f64 limit) */                                                    \
+  X(SetClock)       /* u8 fixed, f64 epochMs, u8 utc -> Reply (u8 ok) */                                              \
+  X(SetRandomSeed)  /* f64 seed -> Reply (u8 ok) */                                                                   \
+  X(EvalSync)       /* request (Eval, WriteSnapshot, ReadSnapshot) -> direct SyncCall frames, then Reply (outcome) */ \
+  X(Start)          /* request -> EvalDone (outcome) later */                                                         \
+  X(Stop)           /* u32 reason, f64 evalId */                                                                      \
+  X(Settle)         /* u32 callId, u8 ok, bytes | string name, string message */                                      \
+  X(AnswerSync)     /* u32 token, u8 ok, bytes | string name, string message */                                       \
+  X(TestHook)       /* u32 what: only in helpers built with QJSN_TEST_HOOKS (CMake) */                                \
+  X(Reply)          /* the answer to a direct request */                                                              \
+  X(SyncCall)       /* u32 fnId, u32 token, bytes args */                                                             \
+  X(AsyncCall)      /* f64 evalId, u32 callId, u32 fnId, bytes args */                                                \
+  X(Console)        /* f64 evalId, u32 level, bytes args */                                                           \
   X(EvalDone)       /* outcome */
 
 // Fixed sizes of the channel to a helper process. X(name, value)

@@ -283,6 +283,22 @@ class SyncRunner {
     std::shared_ptr<Engine> engine;
     EvalRequest request;
   };
+  // What the in-process tier runs on the Node main thread: an evalSync, or a snapshot write or read.
+  static EvalOutcome runDirect(Engine& engine, EvalRequest r) {
+    if (r.kind == JobKind::WriteSnapshot) {
+      EvalOutcome o;
+      o.kind = r.kind;
+      o.snapshot = engine.writeSnapshot(r.snapshotExclude, r.snapshotMaxBytes, &o.snapshotBody);
+      return o;
+    }
+    if (r.kind == JobKind::ReadSnapshot) {
+      EvalOutcome o;
+      o.kind = r.kind;
+      o.snapshot = engine.readSnapshot(r.snapshotBody.data(), r.snapshotBody.size(), r.executionBudgetMs);
+      return o;
+    }
+    return engine.evalSync(std::move(r));
+  }
   static void* body(void* self) {
     static_cast<SyncRunner*>(self)->loop();
     return nullptr;
@@ -297,7 +313,7 @@ class SyncRunner {
         job = std::move(jobs_.front());
         jobs_.pop_front();
       }
-      EvalOutcome o = job.engine->evalSync(std::move(job.request));
+      EvalOutcome o = runDirect(*job.engine, std::move(job.request));
       job.engine.reset();
       FrameOut out(Frame::Reply, job.sandboxId, true);
       writeOutcome(out, o);

@@ -304,18 +304,29 @@ export class RemoteHandle implements NativeHandle {
     );
   }
 
-  writeSnapshot(): NativeSnapshotSlots | NativeError {
-    return {
-      code: "INVALID_ARGUMENT",
-      message: 'snapshot() is not available with isolation: "process" yet; use snapshotAsync()',
-    };
+  // A snapshot write or read in the request slots, run by the helper as the in-process tier runs it
+  // on the calling thread: [status, body | message, flat notRestored].
+  #snapshotDirect(excluded: string[], body: Uint8Array): NativeSnapshotSlots | NativeError {
+    const w = this.#frame(ChannelFrame.EvalSync, body.length + 64);
+    writeRequest(w, "", "", excluded, body);
+    const reply = this.#call(w.done(), native.request[RequestSlot.budgetMs]! + REPLY_GRACE_MS);
+    if (isNativeError(reply)) return reply;
+    const outcome = this.#helper.guard(() => {
+      if (reply.frame !== ChannelFrame.Reply) throw new ProtocolError("unexpected direct frame");
+      return readOutcome(reply);
+    });
+    const result = outcome.written ?? outcome.read;
+    if (result === undefined)
+      return { code: "WORKER_LOST", message: "the helper answered a snapshot request without one" };
+    return [result.status, outcome.written?.body ?? result.message, result.notRestored];
   }
 
-  readSnapshot(): NativeSnapshotSlots | NativeError {
-    return {
-      code: "INVALID_ARGUMENT",
-      message: 'restore() is not available with isolation: "process" yet; use restoreAsync()',
-    };
+  writeSnapshot(excludedNames: string[]): NativeSnapshotSlots | NativeError {
+    return this.#snapshotDirect(excludedNames, new Uint8Array(0));
+  }
+
+  readSnapshot(body: Uint8Array): NativeSnapshotSlots | NativeError {
+    return this.#snapshotDirect([], body);
   }
 
   dispose(): void {

@@ -112,6 +112,39 @@ describe("isolation: process", () => {
     expect(status).toMatch(/^NoNewPrivs:\s+1$/m);
   });
 
+  it("snapshots move between the tiers both ways, sync and async", async () => {
+    const a = remote();
+    a.evalSync("var counter = 41; function inc() { return ++counter } class P { hi() { return 'hi' } }");
+    const inProcess = Sandbox.restore(a.snapshot()).sandbox;
+    opened.push(inProcess);
+    expect(inProcess.evalSync("inc() + new P().hi()")).toBe("42hi");
+    const back = Sandbox.restore(inProcess.snapshot(), { isolation: "process" }).sandbox;
+    opened.push(back);
+    expect(back.processId).toBeGreaterThan(0);
+    expect(back.evalSync("inc()")).toBe(43);
+    const restored = await Sandbox.restoreAsync(await back.snapshotAsync(), { isolation: "process" });
+    opened.push(restored.sandbox);
+    expect(await restored.sandbox.eval("inc()")).toBe(44);
+    const after = await restored.sandbox.runThenSnapshot("counter += 100");
+    expect(after.report.ok && after.report.value).toBe(144);
+    const last = Sandbox.restore(after.snapshot!).sandbox;
+    opened.push(last);
+    expect(last.evalSync("counter")).toBe(144);
+  });
+
+  it("a session whose helper died comes back from its last snapshot, in either tier", async () => {
+    const s = remote({ partition: "recovered" });
+    s.evalSync("var notes = ['a', 'b']");
+    const last = s.snapshot();
+    process.kill(s.processId!, "SIGKILL");
+    await expect(s.eval("notes.push('c')")).rejects.toMatchObject({ code: "WORKER_LOST" });
+    for (const isolation of ["process", "in-process"] as const) {
+      const { sandbox } = Sandbox.restore(last, { isolation, partition: "recovered" });
+      opened.push(sandbox);
+      expect(sandbox.evalSync("notes.join('')")).toBe("ab");
+    }
+  });
+
   it("rejects an unknown isolation with a friendly error", () => {
     expect(() => new Sandbox({ isolation: "thread" as never })).toThrow(
       new SandboxError("INVALID_ARGUMENT", 'isolation must be "in-process" or "process"; got \'thread\''),
