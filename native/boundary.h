@@ -235,6 +235,8 @@ namespace qjsn {
   X(Stop)           /* u32 reason, f64 evalId */                                                                      \
   X(Settle)         /* u32 callId, u8 ok, bytes | string name, string message */                                      \
   X(AnswerSync)     /* u32 token, u8 ok, bytes | string name, string message */                                       \
+  X(GlobalNames)    /* u32 limit -> Reply (error, then u32 count, that many strings) */                               \
+  X(DefineFrozen)   /* string name, u32 fnId -> Reply (error, then u8 installed) */                                   \
   X(TestHook)       /* u32 what: only in helpers built with QJSN_TEST_HOOKS (CMake) */                                \
   X(Reply)          /* the answer to a direct request */                                                              \
   X(SyncCall)       /* u32 fnId, u32 token, bytes args */                                                             \

@@ -392,6 +392,8 @@ export const ChannelFrame = numbered("channelFrame", [
   "Stop",
   "Settle",
   "AnswerSync",
+  "GlobalNames",
+  "DefineFrozen",
   "TestHook",
   "Reply",
   "SyncCall",

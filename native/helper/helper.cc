@@ -358,6 +358,13 @@ class Helper {
 
   bool handle(Frame frame, uint32_t id, FrameIn& in) {
     std::shared_ptr<Engine> engine = engineOf(id);
+    // As the in-process handle's Needs::Idle methods: nothing but the eval touches a busy engine.
+    bool needsIdle = frame == Frame::DefineFunction || frame == Frame::SetGlobal || frame == Frame::GetGlobal ||
+                     frame == Frame::GlobalNames || frame == Frame::DefineFrozen;
+    if (needsIdle && engine && engine->busy()) {
+      replyError(id, NativeError{ErrorCode::Busy, "an eval is running in this sandbox"});
+      return true;
+    }
     switch (frame) {
       case Frame::Create: return create(id, in);
       case Frame::Dispose: release(id); return true;
@@ -384,6 +391,33 @@ class Helper {
         FrameOut out(Frame::Reply, id, true);
         writeError(out, error);
         if (!error) out.bytes(value);
+        reply(out);
+        return true;
+      }
+      case Frame::GlobalNames: {
+        uint32_t limit = 0;
+        if (!in.u32(&limit)) return false;
+        if (!engine) {
+          replyError(id, gone());
+          return true;
+        }
+        std::vector<std::string> names = engine->globalNames(limit);
+        FrameOut out(Frame::Reply, id, true);
+        writeError(out, std::nullopt);
+        out.u32(static_cast<uint32_t>(names.size()));
+        for (const std::string& name : names) out.string(name);
+        reply(out);
+        return true;
+      }
+      case Frame::DefineFrozen: {
+        std::string name;
+        uint32_t fnId = 0;
+        if (!in.string(&name) || !in.u32(&fnId)) return false;
+        bool installed = false;
+        std::optional<NativeError> error = engine ? engine->defineFrozenFunction(name, fnId, &installed) : gone();
+        FrameOut out(Frame::Reply, id, true);
+        writeError(out, error);
+        if (!error) out.u8(installed ? 1 : 0);
         reply(out);
         return true;
       }

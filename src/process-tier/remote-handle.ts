@@ -247,11 +247,11 @@ export class RemoteHandle implements NativeHandle {
     return this.#errorReply(this.#call(w.done()));
   }
 
-  defineFrozenFunction(): NativeError {
-    return {
-      code: "INVALID_ARGUMENT",
-      message: 'defineFrozenAsyncFunction is not available with isolation: "process" yet',
-    };
+  defineFrozenFunction(name: string, fnId: number): boolean | NativeError {
+    const reply = this.#call(this.#frame(ChannelFrame.DefineFrozen).string(name).u32(fnId).done());
+    const error = this.#errorReply(reply);
+    if (error) return error;
+    return this.#helper.guard(() => (reply as FrameReader).u8() === 1);
   }
 
   setGlobal(name: string, bytes: Buffer): NativeError | undefined {
@@ -272,8 +272,17 @@ export class RemoteHandle implements NativeHandle {
     return this.#helper.guard(() => Buffer.from((reply as FrameReader).bytes()));
   }
 
-  globalNames(): NativeError {
-    return { code: "INVALID_ARGUMENT", message: 'globalNames is not available with isolation: "process" yet' };
+  globalNames(limit: number): string[] | NativeError {
+    const reply = this.#call(this.#frame(ChannelFrame.GlobalNames).u32(limit).done());
+    const error = this.#errorReply(reply);
+    if (error) return error;
+    return this.#helper.guard(() => {
+      const count = (reply as FrameReader).u32();
+      if (count > limit) throw new ProtocolError("more global names than asked for");
+      const names: string[] = [];
+      for (let i = 0; i < count; i++) names.push((reply as FrameReader).string());
+      return names;
+    });
   }
 
   memoryUsage(): [used: number, peak: number, limit: number] {

@@ -86,6 +86,23 @@ describe("isolation: process", () => {
     expect(s.memoryUsage().limitBytes).toBe(s.options.memoryLimitBytes);
   });
 
+  it("globalNames, frozen host functions, and BUSY while an eval runs", async () => {
+    const s = remote();
+    s.evalSync("var mine = 1");
+    expect(s.globalNames()).toContain("mine");
+    expect(s.defineFrozenAsyncFunction("service", async (args) => ({ echoed: args[0] }))).toBe(true);
+    expect(await s.eval("(await service(5)).echoed")).toBe(5);
+    expect(s.evalSync("delete globalThis.service; typeof service")).toBe("function");
+    let release: () => void = () => {};
+    s.defineAsyncFunction("gate", () => new Promise<void>((resolve) => (release = resolve)));
+    const running = s.eval("await gate(); 1");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(() => s.setGlobal("x", 1)).toThrow(expect.objectContaining({ code: "BUSY" }));
+    expect(() => s.globalNames()).toThrow(expect.objectContaining({ code: "BUSY" }));
+    release();
+    expect(await running).toBe(1);
+  });
+
   it("dispose fails the eval in flight with DISPOSED and later calls too", async () => {
     const s = remote();
     s.defineAsyncFunction("never", () => new Promise(() => {}));
