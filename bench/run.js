@@ -8,7 +8,9 @@
 // `node bench/run.js --engines=quickjs-native --modes=timed,otel --baseline=PATH`.
 // The "thread storage" case (bench/thread-storage.js, quickjs-native only, SQLite; PostgreSQL too
 // when QJSN_POSTGRES_URL is set) runs in every run that includes quickjs-native, or alone with
-// `--modes=thread-storage`.
+// `--modes=thread-storage`. The "process tier" case (bench/process-tier.js: isolation "process"
+// beside "in-process", each figure against its target; Linux) likewise, or alone with
+// `--modes=process-tier`.
 // `--only=hostile` is a shorthand for the hostile case alone (see below).
 // `--baseline=PATH` also runs the quickjs-native build of another checkout at PATH (built with
 // `npm run build`, e.g. a `git worktree` of an older commit) right after this checkout's, and the
@@ -137,6 +139,7 @@ async function runEngine(engine, index) {
 }
 
 const THREAD_STORAGE = "thread-storage";
+const PROCESS_TIER = "process-tier";
 const BASELINE_ROUNDS = 3;
 
 /**
@@ -183,6 +186,17 @@ async function runThreadStorage() {
   const layouts = ["sqlite", ...(process.env.QJSN_POSTGRES_URL ? ["postgres"] : [])];
   const args = [`${bench}thread-storage.js`, "--embedded", `--runs=${quick ? 1 : 3}`, `--layouts=${layouts.join(",")}`];
   const ended = await runNode(args, (quick ? 120 : 300) * 1000, { captureStdout: true });
+  return ended.code === 0 ? { markdown: ended.stdout.trim() } : { failed: ended.failure() };
+}
+
+/**
+ * The "process tier" case: bench/process-tier.js in a child of its own, both tiers side by side,
+ * each figure against its target (issue 30, item 6); its Markdown table kept for the report.
+ */
+async function runProcessTier() {
+  say(`\n[process tier] quickjs-native, both tiers (${elapsed()})`);
+  const args = ["--expose-gc", `${bench}process-tier.js`, "--embedded", `--samples=${quick ? 3 : 9}`];
+  const ended = await runNode(args, (quick ? 120 : 600) * 1000, { captureStdout: true });
   return ended.code === 0 ? { markdown: ended.stdout.trim() } : { failed: ended.failure() };
 }
 
@@ -262,12 +276,17 @@ async function main() {
     baselineArg && !quick && (modeRuns("timed") || modeRuns("otel")) ? await runBaselineRounds(results) : undefined;
   const threadStorage =
     engines.includes("quickjs-native") && modeRuns(THREAD_STORAGE) ? await runThreadStorage() : undefined;
+  const processTier =
+    engines.includes("quickjs-native") && modeRuns(PROCESS_TIER) && process.platform === "linux"
+      ? await runProcessTier()
+      : undefined;
   const run = {
     quick,
     machine: { ...machine, loadAtEnd: currentLoad() },
     durationS: (Date.now() - started) / 1000,
     results,
     threadStorage,
+    processTier,
     baselineRounds,
   };
   writeFileSync(`${work}/results.json`, JSON.stringify(run, null, 2));

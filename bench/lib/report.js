@@ -231,6 +231,15 @@ export function schedulerSection(run) {
   return out.join("\n").trim();
 }
 
+/** Case "process tier" (bench/process-tier.js): `isolation: "process"` beside the in-process tier. */
+export function processTierSection(run) {
+  const intro =
+    'A sandbox with `isolation: "process"` (its runtime in a confined helper process) beside one in this process, measured alternately in one process, each figure a median, against the targets of issue 30 (`bench/process-tier.js`; alone: `node --expose-gc bench/process-tier.js`).';
+  if (run.processTier === undefined) return `${intro}\n\nNot measured in this run.`;
+  if (run.processTier.failed) return `${intro}\n\nNot measured: ${run.processTier.failed}`;
+  return `${intro}\n\n${run.processTier.markdown}`;
+}
+
 /**
  * Case "thread storage" (bench/thread-storage.js): bytes a thread's interpreter state adds to the
  * checkpointer and store per turn, and the restore in a fresh process.
@@ -511,6 +520,9 @@ export function renderReport(run) {
 
   out.push("## Thread storage (quickjs-native)", "");
   out.push(threadStorageSection(run), "");
+
+  out.push("## Process tier (quickjs-native)", "");
+  out.push(processTierSection(run), "");
 
   out.push("## Fairness notes", "");
   for (const note of FAIRNESS) out.push(`- ${note}`);
