@@ -110,8 +110,8 @@ const cases = {
 // RSS first: before the other cases, the in-process heap has no freed sandboxes to reuse.
 const FIGURES = [
   ["RSS per idle sandbox (64 per helper)", "rssPerIdle", "KiB", (p, i) => p <= 2 * i, "≤ 2× in-process"],
-  ["evalSync(\"1+1\") round trip", "evalSync", "µs", (p) => p <= 25, "≤ 25 µs"],
-  ["await eval(\"1+1\")", "evalAsync", "µs", (p) => p <= 30, "≤ 30 µs"],
+  ['evalSync("1+1") round trip', "evalSync", "µs", (p) => p <= 25, "≤ 25 µs"],
+  ['await eval("1+1")', "evalAsync", "µs", (p) => p <= 30, "≤ 30 µs"],
   ["sync host call from guest code", "syncHost", "µs", (p) => p <= 5, "≤ 5 µs"],
   ["awaited host call", "awaitedHost", "µs", (p) => p <= 15, "≤ 15 µs"],
   ["new sandbox from a warm pool", "newSandbox", "µs", (p) => p <= 300, "≤ 300 µs"],
@@ -135,4 +135,6 @@ const table = [
   "|---|---|---|---|---|---|",
   ...rows,
 ].join("\n");
-process.stdout.write(`${embedded ? table : `## Process tier against in-process (${samples} samples each)\n\n${table}`}\n`);
+process.stdout.write(
+  `${embedded ? table : `## Process tier against in-process (${samples} samples each)\n\n${table}`}\n`,
+);

@@ -166,7 +166,7 @@ class HelperPool {
 
 const pool = new HelperPool();
 
-/** A process-tier handle for a sandbox with `options`, placed in a helper of its partition. */
+/** @internal A process-tier handle for a sandbox with `options`, placed in a helper of its partition. */
 export function createRemoteHandle(options: ResolvedSandboxOptions, dispatch: NativeDispatcher): RemoteHandle {
   return pool.place(options, dispatch);
 }
