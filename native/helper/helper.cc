@@ -187,12 +187,13 @@ bool readHostResult(FrameIn& in, HostResult* r) {
   return in.string(&r->errorName) && in.string(&r->errorMessage);
 }
 
+// True on the threads of SyncRunners: their host calls answer the parent's blocked direct request.
+thread_local bool onSyncRunner = false;
+
 // The HostBridge of the engines of this process: host calls and outcomes become frames.
 class ChannelBridge : public HostBridge {
  public:
   explicit ChannelBridge(Channel& channel) : channel_(channel) {}
-
-  void setSyncRunner(std::thread::id id) { syncRunner_.store(id); }
 
   HostResult callSync(uint32_t sandboxId, uint32_t fnId, std::vector<uint8_t> args) override {
     Slot slot;
@@ -203,7 +204,7 @@ class ChannelBridge : public HostBridge {
       if (token == 0) token = ++lastToken_;
       slots_[token] = &slot;
     }
-    FrameOut out(Frame::SyncCall, sandboxId, std::this_thread::get_id() == syncRunner_.load());
+    FrameOut out(Frame::SyncCall, sandboxId, onSyncRunner);
     out.u32(fnId);
     out.u32(token);
     out.bytes(args);
@@ -257,23 +258,26 @@ class ChannelBridge : public HostBridge {
     HostResult result;
   };
   Channel& channel_;
-  std::atomic<std::thread::id> syncRunner_{};
   std::mutex mu_;
   std::condition_variable cv_;
   std::unordered_map<uint32_t, Slot*> slots_;
   uint32_t lastToken_ = 0;
 };
 
-// Runs evalSync requests one at a time on a thread of its own (the reader must stay free to read
-// the answers to their host calls) and answers each with a direct Reply.
-class SyncRunner {
+// Runs evalSync requests (and sync snapshot writes and reads) on threads of their own (the reader
+// must stay free to read the answers to their host calls) and answers each with a direct Reply.
+// A host function of one may run an evalSync of another sandbox of this helper, which then needs a
+// thread of its own while the first waits: a thread is started whenever none is idle.
+class SyncRunners {
  public:
-  SyncRunner(Channel& channel, ChannelBridge& bridge) : channel_(channel), bridge_(bridge) {
-    startThread(&SyncRunner::body, this, Executor::kThreadStackBytes);
-  }
+  explicit SyncRunners(Channel& channel) : channel_(channel) {}
   void run(uint32_t sandboxId, std::shared_ptr<Engine> engine, EvalRequest request) {
     std::lock_guard<std::mutex> lock(mu_);
     jobs_.push_back(Job{sandboxId, std::move(engine), std::move(request)});
+    if (idle_ == 0) {
+      idle_++;  // counted before it starts, so that the next job does not start another
+      startThread(&SyncRunners::body, this, Executor::kThreadStackBytes);
+    }
     cv_.notify_one();
   }
 
@@ -300,37 +304,39 @@ class SyncRunner {
     return engine.evalSync(std::move(r));
   }
   static void* body(void* self) {
-    static_cast<SyncRunner*>(self)->loop();
+    static_cast<SyncRunners*>(self)->loop();
     return nullptr;
   }
   void loop() {
-    bridge_.setSyncRunner(std::this_thread::get_id());
+    onSyncRunner = true;
     while (true) {
       Job job;
       {
-        std::unique_lock<std::mutex> lock(mu_);
+        std::unique_lock<std::mutex> lock(mu_);  // idle_ counts this thread while it waits here
         cv_.wait(lock, [&] { return !jobs_.empty(); });
         job = std::move(jobs_.front());
         jobs_.pop_front();
+        idle_--;
       }
       EvalOutcome o = runDirect(*job.engine, std::move(job.request));
       job.engine.reset();
       FrameOut out(Frame::Reply, job.sandboxId, true);
       writeOutcome(out, o);
       channel_.send(out);
+      std::lock_guard<std::mutex> lock(mu_);
+      idle_++;
     }
   }
   Channel& channel_;
-  ChannelBridge& bridge_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Job> jobs_;
+  int idle_ = 0;  // threads waiting for a job (or started to)
 };
 
 class Helper {
  public:
-  explicit Helper(int fd)
-      : channel_(fd), bridge_(std::make_shared<ChannelBridge>(channel_)), runner_(channel_, *bridge_) {}
+  explicit Helper(int fd) : channel_(fd), bridge_(std::make_shared<ChannelBridge>(channel_)), runners_(channel_) {}
 
   int serve() {
     Frame frame;
@@ -452,7 +458,7 @@ class Helper {
           reply(out);
           return true;
         }
-        runner_.run(id, std::move(engine), std::move(r));
+        runners_.run(id, std::move(engine), std::move(r));
         return true;
       }
       case Frame::Start: {
@@ -556,7 +562,7 @@ class Helper {
 
   Channel channel_;
   std::shared_ptr<ChannelBridge> bridge_;
-  SyncRunner runner_;
+  SyncRunners runners_;
   std::unordered_map<uint32_t, std::shared_ptr<Engine>> engines_;
 };
 

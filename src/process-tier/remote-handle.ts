@@ -136,6 +136,8 @@ export class RemoteHandle implements NativeHandle {
   readonly #helper: HelperProcess;
   readonly #dispatch: NativeDispatcher;
   #disposed = false;
+  // An evalSync is in progress (its host functions run now): the helper's engine is busy with it.
+  #inEvalSync = false;
   // The async job in flight: its evalId and how to settle it.
   #job: { evalId: number; resolve: (slots: NativeOutcomeSlots) => void } | undefined;
 
@@ -181,6 +183,16 @@ export class RemoteHandle implements NativeHandle {
 
   /** Runs the Eval request in the request slots in the helper, answering its sync host calls meanwhile. */
   evalSync(code: string, filename: string): NativeOutcome {
+    if (this.#inEvalSync) return lostOutcome(NativeStatus.Busy, "");
+    this.#inEvalSync = true;
+    try {
+      return this.#evalSync(code, filename);
+    } finally {
+      this.#inEvalSync = false;
+    }
+  }
+
+  #evalSync(code: string, filename: string): NativeOutcome {
     const w = this.#frame(ChannelFrame.EvalSync, code.length + 64);
     writeRequest(w, code, filename, [], new Uint8Array(0));
     const timeoutMs = native.request[RequestSlot.budgetMs]! + REPLY_GRACE_MS;
@@ -316,6 +328,7 @@ export class RemoteHandle implements NativeHandle {
   // A snapshot write or read in the request slots, run by the helper as the in-process tier runs it
   // on the calling thread: [status, body | message, flat notRestored].
   #snapshotDirect(excluded: string[], body: Uint8Array): NativeSnapshotSlots | NativeError {
+    if (this.#inEvalSync) return { code: "BUSY", message: "an eval is running in this sandbox" };
     const w = this.#frame(ChannelFrame.EvalSync, body.length + 64);
     writeRequest(w, "", "", excluded, body);
     const reply = this.#call(w.done(), native.request[RequestSlot.budgetMs]! + REPLY_GRACE_MS);
