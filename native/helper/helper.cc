@@ -31,6 +31,11 @@ namespace {
 
 constexpr int kChannelFd = 3;
 
+// "Create,Dispose,...": the frames this helper was built with, in their order (their numbers).
+#define QJSN_FRAME_NAME(name) #name ","
+constexpr const char* kFrameNames = QJSN_CHANNEL_FRAMES(QJSN_FRAME_NAME);
+#undef QJSN_FRAME_NAME
+
 bool readFull(int fd, uint8_t* p, size_t n) {
   while (n > 0) {
     ssize_t got = ::read(fd, p, n);
@@ -572,7 +577,9 @@ class Helper {
 
 int main(int argc, char** argv) {
   using namespace qjsn::helper;
-  // argv: [1] the address-space cap in bytes (0: none), [2] "confined" or "unconfined".
+  // argv: [1] the address-space cap in bytes (0: none), [2] "confined" or "unconfined", [3] the
+  // frame names the parent was built with: a helper built from other sources refuses to serve.
+  if (argc < 4 || std::string(argv[3]) != kFrameNames) return 71;
   unsigned long long addressSpace = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 0;
   bool confined = argc > 2 && std::string(argv[2]) == "confined";
   qjsn::Executor::instance().prepare();

@@ -22,6 +22,13 @@ import { RemoteHandle } from "./remote-handle.js";
 const HELPER_BASE_ADDRESS_SPACE = 2 * 1024 ** 3;
 /** The exit code of a helper that could not confine itself (native/helper/helper.cc). */
 const EXIT_NOT_CONFINED = 70;
+/** The exit code of a helper built from other sources than the addon (its frames differ). */
+const EXIT_OTHER_BUILD = 71;
+/** The frames the addon was built with, in order, as the helper checks them ("Create,Dispose,...,"). */
+const FRAME_NAMES = Object.entries(ChannelFrame)
+  .sort((a, b) => a[1] - b[1])
+  .map(([name]) => `${name},`)
+  .join("");
 
 const signalNames = new Map(Object.entries(osConstants.signals).map(([name, number]) => [number, name]));
 
@@ -63,7 +70,7 @@ export class HelperProcess {
     try {
       this.#channel = new Channel(
         helperPath(),
-        [String(addressSpace), confined ? "confined" : "unconfined"],
+        [String(addressSpace), confined ? "confined" : "unconfined", FRAME_NAMES],
         (frames, lost) => this.#onEvents(frames, lost),
       );
     } catch (err) {
@@ -94,6 +101,8 @@ export class HelperProcess {
     if (this.#killedForProtocol) return "the sandbox's helper process sent a malformed frame and was killed";
     if (signal !== 0) return `the sandbox's helper process died (${signalNames.get(signal) ?? `signal ${signal}`})`;
     if (code === EXIT_NOT_CONFINED) return "the sandbox's helper process could not confine itself";
+    if (code === EXIT_OTHER_BUILD)
+      return "the sandbox's helper process was built from other sources than the addon: rebuild both (npm run build:native)";
     return `the sandbox's helper process exited (code ${code})`;
   }
 

@@ -1,7 +1,10 @@
 // isolation: "process": the same Sandbox API, served by a confined helper process.
+import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { Sandbox, SandboxError } from "../../src/index.js";
+import { addonDirectory } from "../../src/native.js";
 
 // Not under the sanitizers (scripts/test-sanitize.js sets QJSN_SANITIZED): a helper built with them
 // makes system calls (sigaltstack, report files) its seccomp filter refuses.
@@ -164,6 +167,12 @@ describe.skipIf(underSanitizers)("isolation: process", () => {
       opened.push(sandbox);
       expect(sandbox.evalSync("notes.join('')")).toBe("ab");
     }
+  });
+
+  it("a helper built from other sources than the addon refuses to serve (its frames would be misread)", () => {
+    const helper = join(addonDirectory, "quickjs-native-helper");
+    const run = spawnSync(helper, ["0", "unconfined", "Create,Dispose,"], { stdio: "ignore", timeout: 10_000 });
+    expect(run.status).toBe(71);
   });
 
   it("rejects an unknown isolation with a friendly error", () => {
