@@ -28,6 +28,9 @@ namespace qjsn {
 namespace {
 
 constexpr int kWriteDeadlineMs = 30 * 1000;
+// Bytes of frames read and not yet handed to the main thread: a helper that sends faster than the
+// main thread takes (a flood of console frames) is killed rather than buffered without bound.
+constexpr size_t kMaxQueuedBytes = 2 * static_cast<size_t>(channel::maxFrameBytes);
 
 bool readFull(int fd, uint8_t* p, size_t n) {
   while (n > 0) {
@@ -49,6 +52,7 @@ struct HelperChannel::Shared {
   std::condition_variable cv;
   std::deque<std::vector<uint8_t>> direct;   // frames for call()
   std::vector<std::vector<uint8_t>> events;  // frames for the callback
+  size_t eventBytes = 0;                     // their size in all
   bool eventsPosted = false;                 // a callback call is queued for `events`
   bool lost = false;
   bool lostReported = false;
@@ -97,9 +101,14 @@ struct HelperChannel::Shared {
       if (!readFull(fd, frame.data() + sizeof header, size)) break;
       std::lock_guard<std::mutex> lock(mu);
       if (header[5] & channel::directFlag) {
+        // A helper answers each direct request or host-call answer with one frame, taken before
+        // the next is asked for: a second one waiting is a helper that does not follow the protocol.
+        if (!direct.empty()) break;
         direct.push_back(std::move(frame));
         cv.notify_all();
       } else {
+        eventBytes += frame.size();
+        if (eventBytes > kMaxQueuedBytes) break;
         events.push_back(std::move(frame));
         post();
       }
@@ -134,6 +143,7 @@ struct HelperChannel::Shared {
     {
       std::lock_guard<std::mutex> lock(mu);
       batch.swap(events);
+      eventBytes = 0;
       eventsPosted = false;
       if (lost && !lostReported) {
         lostReported = reportLoss = true;
