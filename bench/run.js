@@ -11,6 +11,8 @@
 // `--modes=thread-storage`.
 // The "durable evals" case (bench/durable-evals.js, quickjs-native only, the same checkpointers) runs
 // likewise, or alone with `--modes=durable-evals`.
+// The "process tier" case (bench/process-tier.js: isolation "process" beside "in-process", each
+// figure against its target; Linux) likewise, or alone with `--modes=process-tier`.
 // `--only=hostile` is a shorthand for the hostile case alone (see below).
 // `--baseline=PATH` also runs the quickjs-native build of another checkout at PATH (built with
 // `npm run build`, e.g. a `git worktree` of an older commit) right after this checkout's, and the
@@ -140,6 +142,7 @@ async function runEngine(engine, index) {
 
 const THREAD_STORAGE = "thread-storage";
 const DURABLE_EVALS = "durable-evals";
+const PROCESS_TIER = "process-tier";
 const BASELINE_ROUNDS = 3;
 
 /**
@@ -186,6 +189,17 @@ async function runCheckpointerCase(title, script, runs) {
   const layouts = ["sqlite", ...(process.env.QJSN_POSTGRES_URL ? ["postgres"] : [])];
   const args = [`${bench}${script}`, "--embedded", `--runs=${runs}`, `--layouts=${layouts.join(",")}`];
   const ended = await runNode(args, (quick ? 120 : 300) * 1000, { captureStdout: true });
+  return ended.code === 0 ? { markdown: ended.stdout.trim() } : { failed: ended.failure() };
+}
+
+/**
+ * The "process tier" case: bench/process-tier.js in a child of its own, both tiers side by side,
+ * each figure against its target (issue 30, item 6); its Markdown table kept for the report.
+ */
+async function runProcessTier() {
+  say(`\n[process tier] quickjs-native, both tiers (${elapsed()})`);
+  const args = ["--expose-gc", `${bench}process-tier.js`, "--embedded", `--samples=${quick ? 3 : 9}`];
+  const ended = await runNode(args, (quick ? 120 : 600) * 1000, { captureStdout: true });
   return ended.code === 0 ? { markdown: ended.stdout.trim() } : { failed: ended.failure() };
 }
 
@@ -272,6 +286,7 @@ async function main() {
   const durableEvals = own(DURABLE_EVALS)
     ? await runCheckpointerCase("durable evals", "durable-evals.js", quick ? 1 : 5)
     : undefined;
+  const processTier = own(PROCESS_TIER) && process.platform === "linux" ? await runProcessTier() : undefined;
   const run = {
     quick,
     machine: { ...machine, loadAtEnd: currentLoad() },
@@ -279,6 +294,7 @@ async function main() {
     results,
     threadStorage,
     durableEvals,
+    processTier,
     baselineRounds,
   };
   writeFileSync(`${work}/results.json`, JSON.stringify(run, null, 2));

@@ -7,6 +7,7 @@
 
 #include "env_bridge.h"
 #include "process_facts.h"
+#include "helper_channel.h"
 #include "sandbox_handle.h"
 
 namespace qjsn {
@@ -20,6 +21,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   env.AddCleanupHook([bridge]() { bridge->closeAll(); });
   exports.Set("SandboxHandle", SandboxHandle::Define(env));
   exports.Set("evalSync", SandboxHandle::DefineEvalSync(env, bridge.get()));
+  exports.Set("HelperChannel", HelperChannel::Define(env));
   exports.Set("exchange", bridge->exchange());
   exports.Set("syncStats", bridge->statsArray());
   exports.Set("primitiveSlots", bridge->primitiveSlotsArray());

@@ -9,20 +9,21 @@
 namespace qjsn {
 
 // How an eval (or a direct call) ended. X(name)
-#define QJSN_EVAL_STATUSES(X)                                                                 \
-  X(Ok)                                                                                       \
-  X(GuestError)                                                                               \
-  X(SyntaxError)                                                                              \
-  X(Timeout)                                                                                  \
-  X(OutOfMemory)                                                                              \
-  X(StackOverflow)                                                                            \
-  X(Aborted)                                                                                  \
-  X(Disposed)                                                                                 \
-  X(Unserializable)                                                                           \
-  X(Broken)                                                                                   \
-  X(Busy)                                                                                     \
-  X(CopyLimit)     /* the eval handed the host more than copyLimitBytes; message says what */ \
-  X(HostCallLimit) /* the eval had more async host calls in flight than maxHostCallsInFlight */
+#define QJSN_EVAL_STATUSES(X)                                                                   \
+  X(Ok)                                                                                         \
+  X(GuestError)                                                                                 \
+  X(SyntaxError)                                                                                \
+  X(Timeout)                                                                                    \
+  X(OutOfMemory)                                                                                \
+  X(StackOverflow)                                                                              \
+  X(Aborted)                                                                                    \
+  X(Disposed)                                                                                   \
+  X(Unserializable)                                                                             \
+  X(Broken)                                                                                     \
+  X(Busy)                                                                                       \
+  X(CopyLimit)     /* the eval handed the host more than copyLimitBytes; message says what */   \
+  X(HostCallLimit) /* the eval had more async host calls in flight than maxHostCallsInFlight */ \
+  X(WorkerLost)    /* the helper process of an isolation: "process" sandbox died (src/process-tier/) */
 
 // Why guest code is being stopped. Written by any thread, read by the interrupt handler. X(name)
 #define QJSN_STOP_REASONS(X) X(None) X(ExecutionBudget) X(WallBudget) X(Abort) X(Dispose) X(CopyLimit) X(HostCallLimit)
@@ -39,14 +40,15 @@ namespace qjsn {
 // Codes of the failures every direct call (the constructor, defineFunction, setGlobal, getGlobal,
 // start, snapshots...) returns or throws as { code, message }: the SandboxError codes of
 // src/errors.ts. X(name, code)
-#define QJSN_ERROR_CODES(X)           \
-  X(Busy, "BUSY")                     \
-  X(Disposed, "DISPOSED")             \
-  X(Broken, "BROKEN")                 \
-  X(StackOverflow, "STACK_OVERFLOW")  \
-  X(OutOfMemory, "OUT_OF_MEMORY")     \
-  X(Unserializable, "UNSERIALIZABLE") \
-  X(InvalidArgument, "INVALID_ARGUMENT")
+#define QJSN_ERROR_CODES(X)              \
+  X(Busy, "BUSY")                        \
+  X(Disposed, "DISPOSED")                \
+  X(Broken, "BROKEN")                    \
+  X(StackOverflow, "STACK_OVERFLOW")     \
+  X(OutOfMemory, "OUT_OF_MEMORY")        \
+  X(Unserializable, "UNSERIALIZABLE")    \
+  X(InvalidArgument, "INVALID_ARGUMENT") \
+  X(WorkerLost, "WORKER_LOST")
 
 // Wire tags (format in native/wire.h). X(name, byte)
 #define QJSN_WIRE_TAGS(X)                                                                                             \
@@ -236,6 +238,37 @@ namespace qjsn {
   X(maxPrimitiveChars, 256)   /* ... as does one with a longer string argument */         \
   X(hostCallStateBytes, 1024) /* what the host holds per async call in flight, counted against copyLimitBytes */
 
+// Frames of the channel between the addon and a helper process (native/helper/; the layout is in
+// native/helper/frames.h and src/process-tier/frames.ts). Parent -> helper, then helper -> parent. X(name)
+#define QJSN_CHANNEL_FRAMES(X)                                                                                        \
+  X(Create)         /* 6 x f64 create options -> Reply (u8 ok, [string code, string message]) */                      \
+  X(Dispose)        /* no reply */                                                                                    \
+  X(DefineFunction) /* string path, u32 fnId, u8 async -> Reply (error) */                                            \
+  X(SetGlobal)      /* string name, bytes wire -> Reply (error) */                                                    \
+  X(GetGlobal)      /* string name -> Reply (u8 ok, bytes | error) */                                                 \
+  X(MemoryUsage)    /* -> Reply (f64 used, f64 peak, f64 limit) */                                                    \
+  X(SetClock)       /* u8 fixed, f64 epochMs, u8 utc -> Reply (u8 ok) */                                              \
+  X(SetRandomSeed)  /* f64 seed -> Reply (u8 ok) */                                                                   \
+  X(EvalSync)       /* request (Eval, WriteSnapshot, ReadSnapshot) -> direct SyncCall frames, then Reply (outcome) */ \
+  X(Start)          /* request -> EvalDone (outcome) later */                                                         \
+  X(Stop)           /* u32 reason, f64 evalId */                                                                      \
+  X(Settle)         /* u32 callId, u8 ok, bytes | string name, string message */                                      \
+  X(AnswerSync)     /* u32 token, u8 ok, bytes | string name, string message */                                       \
+  X(GlobalNames)    /* u32 limit -> Reply (error, then u32 count, that many strings) */                               \
+  X(DefineFrozen)   /* string name, u32 fnId -> Reply (error, then u8 installed) */                                   \
+  X(TestHook)       /* u32 what: only in helpers built with QJSN_TEST_HOOKS (CMake) */                                \
+  X(Reply)          /* the answer to a direct request */                                                              \
+  X(SyncCall)       /* u32 fnId, u32 token, bytes args */                                                             \
+  X(AsyncCall)      /* f64 evalId, u32 callId, u32 fnId, bytes args */                                                \
+  X(Console)        /* f64 evalId, u32 level, bytes args */                                                           \
+  X(EvalDone)       /* outcome */
+
+// Fixed sizes of the channel to a helper process. X(name, value)
+#define QJSN_CHANNEL_SIZES(X)                                                                     \
+  X(headerBytes, 12)           /* u32 body length, u8 frame, u8 flags, u16 zero, u32 sandboxId */ \
+  X(maxFrameBytes, 0x10100000) /* the largest body either side accepts: maxBytes + 1 MiB */       \
+  X(directFlag, 1)             /* flags: the frame answers the parent's blocked direct request */
+
 #define QJSN_ENUMERATOR(name, ...) name,
 #define QJSN_COUNT(...) +1
 
@@ -255,6 +288,7 @@ enum class CreateSlot : uint32_t { QJSN_CREATE_SLOTS(QJSN_ENUMERATOR) };
 enum class CallSlot : uint32_t { QJSN_CALL_SLOTS(QJSN_ENUMERATOR) };
 enum class PrimitiveSlot : uint32_t { QJSN_PRIMITIVE_SLOTS(QJSN_ENUMERATOR) };
 enum class DispatchKind : int { QJSN_DISPATCH_KINDS(QJSN_ENUMERATOR) };
+enum class Frame : uint8_t { QJSN_CHANNEL_FRAMES(QJSN_ENUMERATOR) Count };
 
 #define QJSN_TAG_ENUMERATOR(name, byte) name = byte,
 enum class Tag : uint8_t { QJSN_WIRE_TAGS(QJSN_TAG_ENUMERATOR) };
@@ -272,6 +306,9 @@ constexpr uint32_t kCallSlots = 0 QJSN_CALL_SLOTS(QJSN_COUNT);
 #define QJSN_SIZE_CONSTANT(name, value) constexpr uint32_t name = value;
 namespace boundary {
 QJSN_BOUNDARY_SIZES(QJSN_SIZE_CONSTANT)
+}
+namespace channel {
+QJSN_CHANNEL_SIZES(QJSN_SIZE_CONSTANT)
 }
 #undef QJSN_SIZE_CONSTANT
 

@@ -60,6 +60,7 @@ Napi::Object contractObject(Napi::Env env) {
   QJSN_NUMBERED("callSlot", QJSN_CALL_SLOTS)
   QJSN_NUMBERED("primitiveSlot", QJSN_PRIMITIVE_SLOTS)
   QJSN_NUMBERED("dispatchKind", QJSN_DISPATCH_KINDS)
+  QJSN_NUMBERED("channelFrame", QJSN_CHANNEL_FRAMES)
 #undef QJSN_NUMBERED
 #undef QJSN_ADD_NAME
 
@@ -80,6 +81,12 @@ Napi::Object contractObject(Napi::Env env) {
   QJSN_BOUNDARY_SIZES(QJSN_ADD_SIZE)
 #undef QJSN_ADD_SIZE
   contract.Set("sizes", sizes.done());
+
+  Numbered channelSizes(env);
+#define QJSN_ADD_CHANNEL_SIZE(name, value) channelSizes.set(#name, value);
+  QJSN_CHANNEL_SIZES(QJSN_ADD_CHANNEL_SIZE)
+#undef QJSN_ADD_CHANNEL_SIZE
+  contract.Set("channelSizes", channelSizes.done());
 
   contract.Set("errorCodes", frozenTexts(env, kErrorCodeNames));
   contract.Set("opaqueKinds", frozenTexts(env, kOpaqueKindNames));

@@ -41,6 +41,9 @@ struct EngineOptions {
   uint64_t copyLimitBytes = 64u << 20;
   // Async host calls one eval may have in flight (the default, maxHostCallsInFlight, is src/options.ts's).
   uint64_t maxHostCallsInFlight = UINT64_MAX;
+  // Sync host calls of inline evals with primitive arguments take HostBridge::callSyncPrimitive
+  // (the Node main thread's fast path); a helper process's bridge has none and turns it off.
+  bool primitiveHostCalls = true;
 };
 
 struct EvalRequest {

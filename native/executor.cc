@@ -38,6 +38,7 @@ struct Executor::State {
   int maxThreads = 0;
   int warmThreads = 0;  // kept even when idle: one per core
   bool started = false;
+  bool systemRead = false;           // maxThreads, cores, warmThreads (readSystem)
   std::condition_variable growWake;  // wakes the watchdog thread, which also starts workers
   bool growWanted = false;
 };
@@ -260,14 +261,25 @@ Executor& Executor::instance() {
   return *executor;
 }
 
+void Executor::readSystem(State* st) {
+  if (st->systemRead) return;
+  st->systemRead = true;
+  st->maxThreads = maxThreadsFromEnv();
+  st->cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  st->warmThreads = std::min(st->maxThreads, st->cores);
+  st->turns.setMaxTurns(st->maxThreads);
+}
+
+void Executor::prepare() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  readSystem(state_);
+}
+
 void Executor::schedule(std::shared_ptr<Engine> engine) {
   std::lock_guard<std::mutex> lock(state_->mu);
   if (!state_->started) {
     state_->started = true;
-    state_->maxThreads = maxThreadsFromEnv();
-    state_->cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    state_->warmThreads = std::min(state_->maxThreads, state_->cores);
-    state_->turns.setMaxTurns(state_->maxThreads);
+    readSystem(state_);
     startThread(watchdogMain, state_, 256u << 10);
   }
   // An eval that has not run yet may go ahead of parked spinners (guest_turns.h).

@@ -40,6 +40,9 @@ class Executor {
   // Process-wide; threads start on first use.
   static Executor& instance();
   void schedule(std::shared_ptr<Engine> engine);
+  // Reads what the executor needs from the system (core count, environment) without starting a
+  // thread: a helper process calls it before its filter closes /sys (native/helper/confine.cc).
+  void prepare();
 
   struct Counts {
     int threads;     // executor threads running guest code (holding a turn) now
@@ -87,6 +90,7 @@ class Executor {
 
  private:
   Executor();
+  static void readSystem(State* st);
   State* state_;
 };
 

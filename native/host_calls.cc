@@ -16,7 +16,8 @@ JSValue Engine::hostTrampoline(JSContext* ctx, JSValueConst, int argc, JSValueCo
   // Inline evals run on the main thread: primitives can go straight to the host function. Tested
   // here, before callHost's frame (a codec's worth of locals) is set up.
   JSValue fast;
-  if (!async && argc <= kMaxPrimitiveArgs && e->lifecycle_.syncRunning() && e->stop_.load(std::memory_order_relaxed) == 0 &&
+  if (!async && argc <= kMaxPrimitiveArgs && e->options_.primitiveHostCalls && e->lifecycle_.syncRunning() &&
+      e->stop_.load(std::memory_order_relaxed) == 0 &&
       e->callHostPrimitive(static_cast<uint32_t>(magic), argc, argv, &fast))
     return fast;
   return e->callHost(magic, async, argc, argv);

@@ -1,5 +1,6 @@
 #include "threads.h"
 
+#include <atomic>
 #include <cstdio>
 
 #if defined(_WIN32)
@@ -35,6 +36,13 @@ void cpuRelax() {
   __asm__ __volatile__("yield");
 #endif
 }
+
+namespace {
+// False in a confined helper process (native/helper/), whose filter kills it on any open().
+std::atomic<bool> procReadsAllowed{true};
+}  // namespace
+
+void disallowProcReads() { procReadsAllowed.store(false, std::memory_order_relaxed); }
 
 #if defined(_WIN32)
 
@@ -157,12 +165,14 @@ bool readProcNumbers(const char* path, const char* format, unsigned long long* a
 }  // namespace
 
 int64_t mainThreadRunDelayNs() {
+  if (!procReadsAllowed.load(std::memory_order_relaxed)) return -1;
   // The thread group leader's: "<on-cpu ns> <run-delay ns> <slices>". A few microseconds a read.
   unsigned long long onCpu = 0, delay = 0;
   return readProcNumbers("/proc/self/schedstat", "%llu %llu", &onCpu, &delay) ? static_cast<int64_t>(delay) : -1;
 }
 
 int runnableThreads() {
+  if (!procReadsAllowed.load(std::memory_order_relaxed)) return -1;
   // "<load 1> <load 5> <load 15> <runnable>/<threads> <last pid>"
   unsigned long long runnable = 0, all = 0;
   return readProcNumbers("/proc/loadavg", "%*s %*s %*s %llu/%llu", &runnable, &all) ? static_cast<int>(runnable) : -1;

@@ -25,6 +25,8 @@ int64_t mainThreadRunDelayNs();
 // Threads of the whole machine that are running or ready to run right now, the caller included; -1
 // where the platform does not say (Linux: /proc/loadavg).
 int runnableThreads();
+// Makes the two readings above (run delay, runnable threads) answer -1 without opening /proc (a confined helper process).
+void disallowProcReads();
 
 // Tells the CPU the caller is busy-waiting (x86 `pause`, Arm `yield`): cheaper for the sibling
 // hyper-thread and for the core's power than a bare loop, and far cheaper than a system call.

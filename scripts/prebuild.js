@@ -278,6 +278,10 @@ function install(name, target, built, digest, release, buildRoot) {
   const dest = join(root, prebuildPath(target));
   mkdirSync(dirname(dest), { recursive: true });
   copyFileSync(built, dest);
+  // The process tier's helper executable, built beside the addon (Linux targets; not Windows yet),
+  // ships beside it: src/process-tier/ looks for it next to the addon it loaded.
+  const helper = join(dirname(built), "quickjs-native-helper");
+  if (existsSync(helper)) copyFileSync(helper, join(dirname(dest), "quickjs-native-helper"));
   const binutils = binutilsFor(target, buildRoot);
   // Symbols are dead weight in a shipped binary; a missing strip only costs size.
   if (binutils("strip", ["--strip-unneeded"], dest).status !== 0) {

@@ -13,7 +13,9 @@ export type SandboxErrorCode =
   | "COPY_LIMIT"
   | "HOST_CALL_LIMIT"
   | "INVALID_ARGUMENT"
-  | "INVALID_SNAPSHOT";
+  | "INVALID_SNAPSHOT"
+  /** The helper process of an `isolation: "process"` sandbox died; the sandbox is broken. */
+  | "WORKER_LOST";
 
 /** Which budget ran out, for `TIMEOUT` errors. */
 export type TimeoutBudget = "execution" | "wall";

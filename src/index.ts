@@ -11,10 +11,12 @@ export { resultPiecesOf } from "./result-pieces.js";
 export type { ArgumentsSchema, SchemaIssue, SchemaResult } from "./host-schema.js";
 export { WallHold } from "./wall-hold.js";
 export { SANDBOX_DEFAULTS, SANDBOX_LIMITS } from "./options.js";
+export { configureProcessPool, PROCESS_POOL_DEFAULTS, type ProcessPoolOptions } from "./process-tier/pool.js";
 export type {
   SandboxOptions,
   ResolvedSandboxOptions,
   SandboxClock,
+  SandboxIsolation,
   EvalOptions,
   SourceCode,
   EvalReport,

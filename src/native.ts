@@ -90,6 +90,15 @@ export type AnsweredHere = readonly unknown[] | undefined;
 export interface NativeHandle {
   /** The sandbox's number, for {@link NativeModule.evalSync}. */
   readonly id: number;
+  /** Process tier only: its helper died, and every call fails with `WORKER_LOST`. */
+  readonly lost?: boolean;
+  /** Process tier only: the helper's process id. */
+  readonly processId?: number;
+  /**
+   * Process tier only: runs the Eval request in the request slots and answers as
+   * {@link NativeModule.evalSync} does, as an outcome (the in-process tier uses the module function).
+   */
+  evalSync?(code: SourceCode, filename: string): NativeOutcome;
   /**
    * Starts the job in the request slots ({@link RequestSlot}; src/request.ts writes them), with the
    * payloads of its kind: an eval's code and filename (and, for EvalThenSnapshot, the names a
@@ -142,6 +151,23 @@ export interface NativeHandle {
   setRandomSeed(): NativeError | undefined;
 }
 
+/** Frames a helper sent that answer no direct call, and, once, `[signal, exitCode]` when it ended. */
+export type HelperEvents = (frames: Buffer[], lost: [signal: number, exitCode: number] | undefined) => void;
+
+/** The addon's end of the channel to one helper process. */
+export interface NativeHelperChannel {
+  /** Writes a frame; false when it could not be written (the helper is then killed). */
+  send(frame: Buffer): boolean;
+  /** Writes `frame` (unless empty) and waits for the next direct frame; undefined once the helper is lost. Kills it after `timeoutMs`. */
+  call(frame: Buffer, timeoutMs: number): Buffer | undefined;
+  ref(): void;
+  unref(): void;
+  kill(): void;
+  /** `[signal, exitCode]` once the helper was reaped (the events callback may not have heard yet). */
+  ended(): [signal: number, exitCode: number] | undefined;
+  readonly pid: number;
+}
+
 interface NativeModule {
   /**
    * Throws a {@link NativeError}: `INVALID_ARGUMENT`, or why the runtime could not be created
@@ -182,6 +208,12 @@ interface NativeModule {
   createSlots: Float64Array;
   /** The numbers of the next handle call other than a job's (see {@link CallSlot}). */
   callSlots: Float64Array;
+  /**
+   * The addon's end of the channel to a helper process (native/helper_channel.h), undefined where
+   * helper processes cannot be spawned. `onEvents` receives the frames that answer no direct call,
+   * in order, and once, after the last of them, how the helper ended.
+   */
+  HelperChannel: (new (path: string, args: string[], onEvents: HelperEvents) => NativeHelperChannel) | undefined;
   /** QuickJS-ng version compiled in. */
   engineVersion: string;
   /** The boundary table of native/boundary.h, frozen. */
@@ -217,6 +249,8 @@ type NumberedGroup =
   | "callSlot"
   | "primitiveSlot"
   | "dispatchKind"
+  | "channelFrame"
+  | "channelSizes"
   | "wireTag"
   | "copyLimits"
   | "sizes";
@@ -228,15 +262,22 @@ type NativeContract = Readonly<
 const require = createRequire(import.meta.url);
 const packageRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
 
-function load(): NativeModule {
+type NodeGypBuild = ((dir: string) => NativeModule) & { resolve(dir: string): string };
+
+// The addon's file: where QUICKJS_NATIVE_BINARY says, else node-gyp-build's pick (a prebuild or build/Release).
+function addonFile(): string {
   const override = process.env.QUICKJS_NATIVE_BINARY;
-  if (override) return require(override) as NativeModule;
-  const nodeGypBuild = require("node-gyp-build") as (dir: string) => NativeModule;
-  return nodeGypBuild(packageRoot);
+  if (override) return override;
+  return (require("node-gyp-build") as NodeGypBuild).resolve(packageRoot);
 }
 
+const loadedFrom = addonFile();
+
 /** The loaded addon. */
-export const native: NativeModule = load();
+export const native: NativeModule = require(loadedFrom) as NativeModule;
+
+/** The directory of the loaded addon, where the process tier's helper executable sits beside it. */
+export const addonDirectory: string = dirname(loadedFrom);
 
 function contractBroken(what: string): Error {
   return new Error(
@@ -291,6 +332,7 @@ export const NativeStatus = numbered("evalStatus", [
   "Busy",
   "CopyLimit",
   "HostCallLimit",
+  "WorkerLost",
 ]);
 export type NativeStatus = number;
 
@@ -378,6 +420,34 @@ export const PrimitiveSlot = slots("primitiveSlot", ["call", "arg0", "arg1", "ar
 
 /** What a {@link NativeDispatcher} call carries (QJSN_DISPATCH_KINDS). */
 export const DispatchKind = numbered("dispatchKind", ["SyncCall", "AsyncCall", "Console"]);
+
+/** Frames of the channel to a helper process (QJSN_CHANNEL_FRAMES; layouts: native/boundary.h). */
+export const ChannelFrame = numbered("channelFrame", [
+  "Create",
+  "Dispose",
+  "DefineFunction",
+  "SetGlobal",
+  "GetGlobal",
+  "MemoryUsage",
+  "SetClock",
+  "SetRandomSeed",
+  "EvalSync",
+  "Start",
+  "Stop",
+  "Settle",
+  "AnswerSync",
+  "GlobalNames",
+  "DefineFrozen",
+  "TestHook",
+  "Reply",
+  "SyncCall",
+  "AsyncCall",
+  "Console",
+  "EvalDone",
+]);
+
+/** Fixed sizes of the channel to a helper process (QJSN_CHANNEL_SIZES). */
+export const CHANNEL_SIZES = numbered("channelSizes", ["headerBytes", "maxFrameBytes", "directFlag"]);
 
 /** Wire tags the host encodes and decodes (QJSN_WIRE_TAGS; the format: native/wire.h). */
 export const WireTag = numbered("wireTag", [
@@ -470,10 +540,11 @@ named<SandboxErrorCode>("errorCodes", {
   HOST_CALL_LIMIT: true,
   INVALID_ARGUMENT: true,
   INVALID_SNAPSHOT: true,
+  WORKER_LOST: true,
 });
 
-/** Positions in the array a job resolves with (QJSN_OUTCOME_SLOTS): read by {@link outcomeOf} only. */
-const OutcomeSlot = slots("outcomeSlot", [
+/** Positions in the array a job resolves with (QJSN_OUTCOME_SLOTS): read by {@link outcomeOf}, written by the process tier. */
+export const OutcomeSlot = slots("outcomeSlot", [
   "status",
   "value",
   "message",

@@ -4,7 +4,7 @@
  * here, so changing one changes every place it shows. The middleware's own defaults and bounds
  * live in src/langchain/ (options.ts, limits.ts).
  */
-import type { SandboxClock } from "./types.js";
+import type { SandboxClock, SandboxIsolation } from "./types.js";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -31,12 +31,20 @@ export const SANDBOX_DEFAULTS = Object.freeze({
   maxHostCallsInFlight: 10_000,
   /** `Date` reads the time the eval started, constant while it runs. */
   clock: "frozen" as SandboxClock,
+  /** The runtime lives in this process. */
+  isolation: "in-process" as SandboxIsolation,
+  /** A helper process that cannot be confined is refused. */
+  allowUnconfined: false,
+  /** Every process-tier sandbox is in the same partition. */
+  partition: "",
   /** `renderValue`'s budget when none is given, characters (the eval tool's default reply size). */
   renderChars: 4000,
 });
 
 /** Bounds the engine accepts for {@link SandboxOptions} and eval options (inclusive). */
 export const SANDBOX_LIMITS = Object.freeze({
+  /** Length of a process-tier partition key (a tenant id). */
+  maxPartitionChars: 256,
   memoryLimitBytes: Object.freeze({ min: 1 * MiB, max: 16 * GiB }),
   copyLimitBytes: Object.freeze({ min: 1 * KiB, max: 16 * GiB }),
   /** The upper bound is also capped at half an executor thread's stack, whichever is lower. */

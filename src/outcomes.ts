@@ -287,6 +287,8 @@ export function errorOf(
       return new SandboxError("DISPOSED", "the sandbox was disposed");
     case NativeStatus.Unserializable:
       return new SandboxError("UNSERIALIZABLE", message || "the result cannot be copied out of the sandbox");
+    case NativeStatus.WorkerLost:
+      return new SandboxError("WORKER_LOST", message || "the sandbox's helper process died");
     case NativeStatus.Broken:
       return new SandboxError(
         "BROKEN",

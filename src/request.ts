@@ -16,6 +16,7 @@ import {
   type NativeHandle,
   type NativePrimitiveDispatcher,
 } from "./native.js";
+import { createRemoteHandle } from "./process-tier/pool.js";
 import { RENDER_OPTIONS } from "./render.js";
 import type { EvalOptions, ResolvedSandboxOptions } from "./types.js";
 
@@ -38,10 +39,11 @@ export type HandleOptions = Pick<
  * Sandbox that owns it): the caller keeps them reachable for as long as it uses the handle.
  */
 export function createHandle(
-  o: HandleOptions,
+  o: ResolvedSandboxOptions,
   dispatcher: NativeDispatcher,
   primitiveDispatcher: NativePrimitiveDispatcher,
 ): NativeHandle {
+  if (o.isolation === "process") return createRemoteHandle(o, dispatcher);
   const c = native.createSlots;
   c[CreateSlot.memoryLimitBytes] = o.memoryLimitBytes;
   c[CreateSlot.maxStackSizeBytes] = o.maxStackSizeBytes;

@@ -153,10 +153,16 @@ export class Sandbox implements Disposable {
 
   /**
    * True once an eval was stopped by the watchdog while stuck in a built-in that cannot be
-   * interrupted: every later eval fails with `BROKEN`. Dispose it and create a new sandbox.
+   * interrupted (every later eval fails with `BROKEN`), or once its helper process died
+   * (`isolation: "process"`; they fail with `WORKER_LOST`). Dispose it; restore the last snapshot.
    */
   get broken(): boolean {
-    return this.#broken;
+    return this.#brokenStatus() !== undefined;
+  }
+
+  /** With `isolation: "process"`, its helper process's id (for monitoring); else undefined. */
+  get processId(): number | undefined {
+    return this.#handle?.processId;
   }
 
   /** The options in force, defaults filled in. */
@@ -334,14 +340,16 @@ export class Sandbox implements Disposable {
     const o = validateEvalOptions(code, options);
     if (o.signal?.aborted) return this.#report(stubOutcome(NativeStatus.Aborted), 0, o);
     const handle = this.#live();
-    if (this.#broken) return this.#report(stubOutcome(NativeStatus.Broken), 0, o);
+    const broken = this.#brokenStatus();
+    if (broken !== undefined) return this.#report(stubOutcome(broken), 0, o);
     // Evals run in call order: an inline eval cannot wait for queued async ones, so it refuses.
     if (this.#queue.busy) return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
     this.#startClock(handle, o);
     const started = performance.now();
     requestEval(JobKind.Eval, handle.id, 0, o.timeoutMs ?? this.#options.executionTimeoutMs, o, false);
-    const extras = native.evalSync(code, o.filename ?? "<eval>");
-    return this.#report(syncOutcome(extras), performance.now() - started, o);
+    const filename = o.filename ?? "<eval>";
+    const raw = handle.evalSync?.(code, filename) ?? syncOutcome(native.evalSync(code, filename));
+    return this.#report(raw, performance.now() - started, o);
   }
 
   /**
@@ -435,7 +443,8 @@ export class Sandbox implements Disposable {
   ): EvalReport | Promise<EvalReport> {
     if (observed !== undefined) this.#observed.running(observed);
     if (!this.#handle) return this.#report(stubOutcome(NativeStatus.Disposed), 0, o);
-    if (this.#broken) return this.#report(stubOutcome(NativeStatus.Broken), 0, o);
+    const broken = this.#brokenStatus();
+    if (broken !== undefined) return this.#report(stubOutcome(broken), 0, o);
     if (o.signal?.aborted) return this.#report(stubOutcome(NativeStatus.Aborted), 0, o);
     const handle = this.#handle;
     this.#startClock(handle, o);
@@ -457,7 +466,8 @@ export class Sandbox implements Disposable {
     }
     if (isNativeError(pending)) {
       this.#host.endEval();
-      return this.#report(stubOutcome(pending.code === "BROKEN" ? NativeStatus.Broken : NativeStatus.Busy), 0, o);
+      const refused = pending.code === "BROKEN" ? NativeStatus.Broken : NativeStatus.Busy;
+      return this.#report(stubOutcome(this.#brokenStatus() ?? refused), 0, o);
     }
     const wallMs = o.wallTimeoutMs ?? this.#options.wallTimeoutMs;
     if (pending instanceof Promise) return this.#outcomeOf(pending, evalId, started, o, wallMs, after);
@@ -517,6 +527,10 @@ export class Sandbox implements Disposable {
   #checked(raw: NativeOutcome): NativeOutcome {
     if (raw.status === NativeStatus.Timeout && raw.message) this.#broken = true;
     return raw;
+  }
+
+  #brokenStatus(): NativeStatus | undefined {
+    return this.#handle?.lost ? NativeStatus.WorkerLost : this.#broken ? NativeStatus.Broken : undefined;
   }
 
   // Awaits an executor job under the wall budget `wallMs` (suspended while `hold` is held) and `signal`.

@@ -60,7 +60,27 @@ export interface SandboxOptions {
    * once as a process warning. Default: none.
    */
   onUsage?: (record: UsageRecord) => void;
+  /**
+   * Where the sandbox's QuickJS runtime lives. `"in-process"` (the default): in this process, an
+   * eval costs microseconds, and a memory-safety bug in the engine is a bug in this process.
+   * `"process"`: in a confined helper process (Linux: seccomp-bpf allowlist, no new privileges,
+   * resource limits, death with its parent), with the same API; a helper that dies fails the evals
+   * of its sandboxes with `WORKER_LOST` and leaves them broken, and nothing else. Refused where the
+   * helper cannot be confined, unless `allowUnconfined` is set.
+   */
+  isolation?: SandboxIsolation;
+  /** With `isolation: "process"`: accept a helper that could not be confined (not Linux). Default false. */
+  allowUnconfined?: boolean;
+  /**
+   * With `isolation: "process"`: sandboxes share a helper process only when they carry the same
+   * partition (a tenant id, say), so one tenant's compromised helper never holds another's data.
+   * Default `""`.
+   */
+  partition?: string;
 }
+
+/** Where a sandbox's runtime lives: see {@link SandboxOptions.isolation}. */
+export type SandboxIsolation = "in-process" | "process";
 
 /** {@link SandboxOptions} with every default filled in (`onUsage` stays optional). */
 export type ResolvedSandboxOptions = Required<Omit<SandboxOptions, "onUsage">> & Pick<SandboxOptions, "onUsage">;

@@ -68,6 +68,13 @@ export function validateOptions(options: unknown): ResolvedSandboxOptions {
   checkInteger("maxConsoleBytes", o.maxConsoleBytes, maxConsoleBytes.min, maxConsoleBytes.max);
   checkInteger("maxHostCallsInFlight", o.maxHostCallsInFlight, maxHostCallsInFlight.min, maxHostCallsInFlight.max);
   checkClock(o.clock);
+  if (o.isolation !== "in-process" && o.isolation !== "process")
+    throw invalid(
+      `isolation must be "in-process" or "process"; got ${formatWithOptions({ depth: 0 }, "%O", o.isolation)}`,
+    );
+  if (typeof o.allowUnconfined !== "boolean") throw invalid("allowUnconfined must be a boolean");
+  if (typeof o.partition !== "string" || o.partition.length > SANDBOX_LIMITS.maxPartitionChars)
+    throw invalid(`partition must be a string of at most ${SANDBOX_LIMITS.maxPartitionChars} characters`);
   if (o.onUsage !== undefined && typeof o.onUsage !== "function") throw invalid("onUsage must be a function");
   // A fresh seed comes from the CSPRNG: upstream seeds from the time, which leaks the host clock.
   if ((options as SandboxOptions).randomSeed === undefined) o.randomSeed = randomInt(2 ** 48 - 1);

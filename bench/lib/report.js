@@ -232,11 +232,18 @@ export function schedulerSection(run) {
   return out.join("\n").trim();
 }
 
-/** A checkpointer case's section: `intro`, then its Markdown (or why it is missing). */
+/** A separately run case's section (checkpointer cases, the process tier): `intro`, then its Markdown (or why it is missing). */
 function checkpointerCaseSection(intro, measured) {
   if (measured === undefined) return `${intro}\n\nNot measured in this run.`;
   if (measured.failed) return `${intro}\n\nNot measured: ${measured.failed}`;
   return `${intro}\n\n${measured.markdown}`;
+}
+
+/** Case "process tier" (bench/process-tier.js): `isolation: "process"` beside the in-process tier. */
+export function processTierSection(run) {
+  const intro =
+    'A sandbox with `isolation: "process"` (its runtime in a confined helper process) beside one in this process, measured alternately in one process, each figure a median, against the targets of issue 30 (`bench/process-tier.js`; alone: `node --expose-gc bench/process-tier.js`).';
+  return checkpointerCaseSection(intro, run.processTier);
 }
 
 /**
@@ -533,6 +540,9 @@ export function renderReport(run) {
 
   out.push("## Durable evals (quickjs-native)", "");
   out.push(durableEvalsSection(run), "");
+
+  out.push("## Process tier (quickjs-native)", "");
+  out.push(processTierSection(run), "");
 
   out.push("## Fairness notes", "");
   for (const note of FAIRNESS) out.push(`- ${note}`);

@@ -93,6 +93,8 @@ export function sandboxOptions(options: ResolvedOptions): SandboxOptions {
     wallTimeoutMs: options.wallTimeoutMs,
     captureConsole: options.captureConsole,
     clock: options.clock,
+    isolation: options.isolation,
+    partition: options.partition,
   };
   if (options.maxStackSizeBytes !== undefined) out.maxStackSizeBytes = options.maxStackSizeBytes;
   if (options.randomSeed !== undefined) out.randomSeed = options.randomSeed;
@@ -242,8 +244,9 @@ async function evaluate(
       ? await live.sandbox.runThenSnapshot(transformed.code, runOptions, deps.persistence.lastGoodOptions)
       : { report: await live.sandbox.run(transformed.code, runOptions), snapshot: undefined };
     if (review?.paused) return review.park(session);
-    // A sandbox the engine gave up on cannot serve the next eval; start that one fresh.
-    const broken = !report.ok && (report.error.code === "BROKEN" || report.error.code === "DISPOSED");
+    // A sandbox the engine gave up on (or whose helper process died) cannot serve the next eval;
+    // that one starts from the last good state, as after a failed restore.
+    const broken = !report.ok && ["BROKEN", "DISPOSED", "WORKER_LOST"].includes(report.error.code);
     // A stopped eval rolls back: the next eval starts from the last good state.
     const { notices, discard } = session.state.persistence.settle(report, live.sandbox, snapshot, broken);
     if (discard) session.discard();

@@ -195,6 +195,14 @@ const optionsShape = {
   /** Seed of `Math.random` (an integer 0..2^53-1) for reproducible runs; default: a fresh random seed per sandbox. */
   randomSeed: integer(0).optional(),
   /**
+   * Where each session's interpreter lives: `"in-process"` (default) or `"process"`, a confined
+   * helper process (see the README's two tiers), in the partition `partition`. A lost helper
+   * fails that eval with `InterpreterLostError`; the next eval starts from the session's last state.
+   */
+  isolation: z.enum(["in-process", "process"]).default("in-process"),
+  /** With `isolation: "process"`: the partition (tenant id) whose helper processes the sessions share. Default `""`. */
+  partition: z.string().max(256).default(""),
+  /**
    * Receives one usage record per eval (billing, quotas): CPU and wall µs, peak memory, host calls
    * by name, bytes copied, attributed to `usageTenant`. Delivered after the eval, a batch per turn
    * of the event loop. Default: none.

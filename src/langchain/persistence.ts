@@ -139,7 +139,7 @@ export function storedSnapshotOf(state: unknown): StoredSnapshot | undefined {
 }
 
 /** Engine stops after which the sandbox may hold half-mutated globals. */
-const STOPS: ReadonlySet<SandboxErrorCode> = new Set(["TIMEOUT", "OUT_OF_MEMORY", "BROKEN", "ABORTED"]);
+const STOPS: ReadonlySet<SandboxErrorCode> = new Set(["TIMEOUT", "OUT_OF_MEMORY", "BROKEN", "ABORTED", "WORKER_LOST"]);
 
 function isStop(code: SandboxErrorCode): boolean {
   return STOPS.has(code);

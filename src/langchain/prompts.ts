@@ -244,6 +244,7 @@ const ERROR_LABELS: Record<SandboxErrorCode, string> = {
   DISPOSED: "InterpreterClosedError",
   BUSY: "InterpreterBusyError",
   BROKEN: "InterpreterBrokenError",
+  WORKER_LOST: "InterpreterLostError",
   UNSERIALIZABLE: "UnserializableResultError",
   COPY_LIMIT: "CopyLimitError",
   HOST_CALL_LIMIT: "HostCallLimitError",

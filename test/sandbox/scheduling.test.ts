@@ -61,19 +61,23 @@ describe("stats.executionMs of an eval stopped by its budget", () => {
     expect(report.stats.executionMs).toBeGreaterThanOrEqual(150);
   });
 
-  it("counts a slice that ended an async eval once: never more than the CPU time the process used", async () => {
-    // The executor left the guest twice at the end of such a slice, and eval()/run() reported
-    // executionMs 400 for a 200 ms budget the thread had spent.
-    for (const code of ["while (true) {}", "let s = 0; for (let i = 0; i < 3e6; i++) s += i; s"]) {
-      const sb = sandbox({ executionTimeoutMs: 200 });
-      const before = process.cpuUsage();
-      const report = await sb.run(code);
-      const used = process.cpuUsage(before);
-      // The process's CPU time includes the guest thread's.
-      expect(report.stats.executionMs).toBeGreaterThan(0);
-      expect(report.stats.executionMs).toBeLessThanOrEqual((used.user + used.system) / 1000);
-    }
-  });
+  // This process's CPU time holds the guest's only in-process (the process-tier project runs it in a helper).
+  it.skipIf(process.env.QJSN_TEST_TIER === "process")(
+    "counts a slice that ended an async eval once: never more than the CPU time the process used",
+    async () => {
+      // The executor left the guest twice at the end of such a slice, and eval()/run() reported
+      // executionMs 400 for a 200 ms budget the thread had spent.
+      for (const code of ["while (true) {}", "let s = 0; for (let i = 0; i < 3e6; i++) s += i; s"]) {
+        const sb = sandbox({ executionTimeoutMs: 200 });
+        const before = process.cpuUsage();
+        const report = await sb.run(code);
+        const used = process.cpuUsage(before);
+        // The process's CPU time includes the guest thread's.
+        expect(report.stats.executionMs).toBeGreaterThan(0);
+        expect(report.stats.executionMs).toBeLessThanOrEqual((used.user + used.system) / 1000);
+      }
+    },
+  );
 
   it("is the guest's time for runSync()", () => {
     const sb = sandbox({ executionTimeoutMs: 150 });

@@ -1,0 +1,193 @@
+/**
+ * One helper process of the process tier (native/helper/, next to the addon): spawning it, the
+ * sandboxes it hosts, the dispatch of what it sends, and its loss. Policy lives here; the addon
+ * only spawns, moves frames and reaps. Which helper a sandbox goes to: src/process-tier/pool.ts.
+ */
+import { constants as osConstants } from "node:os";
+import { join } from "node:path";
+import { SandboxError } from "../errors.js";
+import {
+  addonDirectory,
+  ChannelFrame,
+  isNativeError,
+  native,
+  type NativeDispatcher,
+  type NativeHelperChannel,
+} from "../native.js";
+import type { HandleOptions } from "../request.js";
+import { FrameReader, FrameWriter, ProtocolError } from "./frames.js";
+import { RemoteHandle } from "./remote-handle.js";
+
+/** Address space a helper needs besides its sandboxes' heaps: executor thread stacks, code, malloc arenas. */
+const HELPER_BASE_ADDRESS_SPACE = 2 * 1024 ** 3;
+/** The exit code of a helper that could not confine itself (native/helper/helper.cc). */
+const EXIT_NOT_CONFINED = 70;
+/** The exit code of a helper built from other sources than the addon (its frames differ). */
+const EXIT_OTHER_BUILD = 71;
+/** The frames the addon was built with, in order, as the helper checks them ("Create,Dispose,...,"). */
+const FRAME_NAMES = Object.entries(ChannelFrame)
+  .sort((a, b) => a[1] - b[1])
+  .map(([name]) => `${name},`)
+  .join("");
+
+const signalNames = new Map(Object.entries(osConstants.signals).map(([name, number]) => [number, name]));
+
+/** Where the helper executable is: next to the addon, or where QUICKJS_NATIVE_HELPER says. */
+function helperPath(): string {
+  const override = process.env.QUICKJS_NATIVE_HELPER;
+  if (override) return override;
+  return join(addonDirectory, process.platform === "win32" ? "quickjs-native-helper.exe" : "quickjs-native-helper");
+}
+
+/** One helper process and the sandboxes it hosts. */
+export class HelperProcess {
+  /** The partition whose sandboxes it hosts; undefined while it waits warm in the pool for its first. */
+  partition: string | undefined;
+  readonly memoryPerSandbox: number;
+  readonly #onEmptied: (helper: HelperProcess) => void;
+  readonly #onLost: (helper: HelperProcess) => void;
+  readonly #channel: NativeHelperChannel;
+  readonly #handles = new Map<number, RemoteHandle>();
+  #nextId = 0;
+  #jobs = 0;
+  #lost: [signal: number, exitCode: number] | undefined;
+  #killedForProtocol = false;
+
+  constructor(
+    memoryPerSandbox: number,
+    sandboxesPerProcess: number,
+    confined: boolean,
+    onEmptied: (helper: HelperProcess) => void,
+    onLost: (helper: HelperProcess) => void,
+  ) {
+    this.memoryPerSandbox = memoryPerSandbox;
+    this.#onEmptied = onEmptied;
+    this.#onLost = onLost;
+    const Channel = native.HelperChannel;
+    if (Channel === undefined)
+      throw new SandboxError("INVALID_ARGUMENT", `isolation: "process" is not available on ${process.platform} yet`);
+    const addressSpace = HELPER_BASE_ADDRESS_SPACE + sandboxesPerProcess * memoryPerSandbox;
+    try {
+      this.#channel = new Channel(
+        helperPath(),
+        [String(addressSpace), confined ? "confined" : "unconfined", FRAME_NAMES],
+        (frames, lost) => this.#onEvents(frames, lost),
+      );
+    } catch (err) {
+      throw new SandboxError("INVALID_ARGUMENT", isNativeError(err) ? err.message : "cannot start the helper process", {
+        cause: err,
+      });
+    }
+  }
+
+  get pid(): number {
+    return this.#channel.pid;
+  }
+
+  /** True once the helper is gone: reaped by the addon, whether or not its events reached the loop yet. */
+  get lost(): boolean {
+    return this.#lost !== undefined || this.#channel.ended() !== undefined;
+  }
+
+  get size(): number {
+    return this.#handles.size;
+  }
+
+  /** How the helper ended, in words. */
+  lostMessage(): string {
+    const lost = this.#lost ?? this.#channel.ended();
+    if (!lost) return "the sandbox's helper process is gone";
+    const [signal, code] = lost;
+    if (this.#killedForProtocol) return "the sandbox's helper process sent a malformed frame and was killed";
+    if (signal !== 0) return `the sandbox's helper process died (${signalNames.get(signal) ?? `signal ${signal}`})`;
+    if (code === EXIT_NOT_CONFINED) return "the sandbox's helper process could not confine itself";
+    if (code === EXIT_OTHER_BUILD)
+      return "the sandbox's helper process was built from other sources than the addon: rebuild both (npm run build:native)";
+    return `the sandbox's helper process exited (code ${code})`;
+  }
+
+  /** Runs `read` on a frame's fields; a frame that does not parse kills the helper and throws `WORKER_LOST`. */
+  guard<T>(read: () => T): T {
+    try {
+      return read();
+    } catch (err) {
+      if (!(err instanceof ProtocolError || err instanceof RangeError)) throw err;
+      this.#protocolViolation();
+      throw new SandboxError("WORKER_LOST", "the sandbox's helper process sent a malformed frame and was killed");
+    }
+  }
+
+  #protocolViolation(): void {
+    this.#killedForProtocol = true;
+    this.#channel.kill();
+  }
+
+  call(frame: Buffer, timeoutMs: number): FrameReader | undefined {
+    if (this.#lost) return undefined;
+    const reply = this.#channel.call(frame, timeoutMs);
+    return reply === undefined ? undefined : this.guard(() => new FrameReader(reply));
+  }
+
+  send(frame: Buffer): void {
+    if (!this.#lost) this.#channel.send(frame);
+  }
+
+  /** A sandbox in this helper with options `o`, or the typed error of its creation. */
+  open(o: HandleOptions, dispatch: NativeDispatcher): RemoteHandle {
+    const id = ++this.#nextId;
+    const w = new FrameWriter(ChannelFrame.Create, id)
+      .f64(o.memoryLimitBytes)
+      .f64(o.maxStackSizeBytes)
+      .f64(o.captureConsole ? 1 : 0)
+      .f64(o.maxConsoleBytes)
+      .f64(o.copyLimitBytes)
+      .f64(o.maxHostCallsInFlight);
+    const reply = this.call(w.done(), 30_000);
+    if (reply === undefined) throw new SandboxError("WORKER_LOST", this.lostMessage());
+    const failed = this.guard(() => (reply.u8() === 1 ? undefined : { code: reply.string(), message: reply.string() }));
+    if (failed) throw Object.assign(new Error(failed.message), { code: failed.code });
+    const handle = new RemoteHandle(this, id, dispatch);
+    this.#handles.set(id, handle);
+    return handle;
+  }
+
+  /** The sandbox is disposed: the helper frees it, and an emptied helper goes back to the pool. */
+  release(handle: RemoteHandle): void {
+    if (!this.#handles.delete(handle.id)) return;
+    this.send(new FrameWriter(ChannelFrame.Dispose, handle.id).done());
+    if (this.#handles.size === 0) this.#onEmptied(this);
+  }
+
+  // Async jobs in flight keep the event loop alive, as the in-process tier's do.
+  jobStarted(): void {
+    if (this.#jobs++ === 0) this.#channel.ref();
+  }
+
+  jobEnded(): void {
+    if (--this.#jobs === 0) this.#channel.unref();
+  }
+
+  /** Ends the helper (an idle one the pool no longer keeps). */
+  close(): void {
+    this.#channel.kill();
+  }
+
+  #onEvents(frames: Buffer[], lost: [number, number] | undefined): void {
+    for (const frame of frames) {
+      if (this.#killedForProtocol) break;
+      try {
+        const r = new FrameReader(frame);
+        const handle = this.#handles.get(r.sandboxId);
+        handle?.onEvent(r);
+      } catch (err) {
+        if (!(err instanceof ProtocolError || err instanceof RangeError)) throw err;
+        this.#protocolViolation();
+      }
+    }
+    if (lost === undefined) return;
+    this.#lost = lost;
+    this.#onLost(this);
+    const message = this.lostMessage();
+    for (const handle of this.#handles.values()) handle.onLost(message);
+  }
+}

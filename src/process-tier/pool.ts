@@ -1,0 +1,180 @@
+/**
+ * The pool of helper processes: which helper a new process-tier sandbox goes to. Sandboxes share
+ * a helper only when they carry the same partition, so one tenant's compromised helper never holds
+ * another tenant's data; a helper that hosted a partition never serves another, even once empty.
+ * `min` helpers wait warm (spawned and confined, no partition yet), so a new sandbox costs one
+ * round trip to a helper that is already running.
+ */
+import { SandboxError } from "../errors.js";
+import type { NativeDispatcher } from "../native.js";
+import type { ResolvedSandboxOptions } from "../types.js";
+import { checkInteger, invalid } from "../validate.js";
+import { HelperProcess } from "./helper-process.js";
+import type { RemoteHandle } from "./remote-handle.js";
+
+/** How many helper processes run and how full each gets. */
+export interface ProcessPoolOptions {
+  /** Helpers kept warm (spawned, confined, hosting nothing yet) once the process tier is in use. Default 1. */
+  min?: number;
+  /** Helpers alive at most; past it the oldest empty helper is ended, else a new sandbox fails with `BUSY`. Default 64. */
+  max?: number;
+  /** Sandboxes one helper hosts at most (of one partition). Default 64. */
+  sandboxesPerProcess?: number;
+}
+
+/** Defaults of {@link ProcessPoolOptions}. */
+export const PROCESS_POOL_DEFAULTS: Readonly<Required<ProcessPoolOptions>> = Object.freeze({
+  min: 1,
+  max: 64,
+  sandboxesPerProcess: 64,
+});
+
+/** Heap limit a warm helper's address-space cap is sized for, per sandbox (the default memoryLimitBytes). */
+const WARM_MEMORY_PER_SANDBOX = 64 * 1024 ** 2;
+
+class HelperPool {
+  #config: Required<ProcessPoolOptions> = { ...PROCESS_POOL_DEFAULTS };
+  readonly #warm: HelperProcess[] = [];
+  readonly #byPartition = new Map<string, HelperProcess[]>();
+  readonly #empty: HelperProcess[] = []; // assigned to a partition, hosting nothing now: oldest first
+  #alive = 0;
+  #inUse = false; // a process-tier sandbox was placed: keep `min` warm from now on
+  #refill: NodeJS.Immediate | undefined;
+
+  configure(options: ProcessPoolOptions): Readonly<Required<ProcessPoolOptions>> {
+    if (typeof options !== "object" || options === null) throw invalid("processPool options must be an object");
+    for (const key of Object.keys(options))
+      if (!(key in PROCESS_POOL_DEFAULTS))
+        throw invalid(`unknown processPool option '${key}'; known options: min, max, sandboxesPerProcess`);
+    const next = { ...this.#config, ...options };
+    checkInteger("processPool.max", next.max, 1, 4096);
+    checkInteger("processPool.min", next.min, 0, next.max);
+    checkInteger("processPool.sandboxesPerProcess", next.sandboxesPerProcess, 1, 4096);
+    this.#config = next;
+    while (this.#warm.length > next.min) this.#end(this.#warm.pop()!);
+    this.#refillSoon();
+    return Object.freeze({ ...next });
+  }
+
+  place(options: ResolvedSandboxOptions, dispatch: NativeDispatcher): RemoteHandle {
+    const confined = process.platform === "linux";
+    if (!confined && !options.allowUnconfined)
+      throw new SandboxError(
+        "INVALID_ARGUMENT",
+        `isolation: "process" cannot confine its helper on ${process.platform}; pass allowUnconfined: true to run it unconfined`,
+      );
+    this.#inUse = true;
+    const { partition, memoryLimitBytes } = options;
+    const helpers = this.#byPartition.get(partition) ?? [];
+    let helper = helpers.find(
+      (h) => !h.lost && h.size < this.#config.sandboxesPerProcess && h.memoryPerSandbox >= memoryLimitBytes,
+    );
+    if (helper === undefined) {
+      helper = this.#takeWarm(memoryLimitBytes, confined) ?? this.#spawn(memoryLimitBytes, confined);
+      helper.partition = partition;
+      helpers.push(helper);
+      this.#byPartition.set(partition, helpers);
+    }
+    const at = this.#empty.indexOf(helper);
+    if (at >= 0) this.#empty.splice(at, 1);
+    this.#refillSoon();
+    try {
+      return helper.open(options, dispatch);
+    } catch (err) {
+      // A helper that died before its loss was reported (a warm one, an idle one): once more, in a new one.
+      if ((err as SandboxError).code !== "WORKER_LOST" || helper.size > 0) throw err;
+      this.#forget(helper);
+      const fresh = this.#spawn(memoryLimitBytes, confined);
+      fresh.partition = partition;
+      helpers.push(fresh);
+      this.#byPartition.set(partition, helpers);
+      return fresh.open(options, dispatch);
+    }
+  }
+
+  #takeWarm(memoryLimitBytes: number, confined: boolean): HelperProcess | undefined {
+    if (!confined || memoryLimitBytes > WARM_MEMORY_PER_SANDBOX) return undefined;
+    let helper = this.#warm.shift();
+    while (helper?.lost) helper = this.#warm.shift();
+    return helper;
+  }
+
+  #spawn(memoryLimitBytes: number, confined: boolean): HelperProcess {
+    if (this.#alive >= this.#config.max) {
+      const idle = this.#warm.shift() ?? this.#empty.shift();
+      if (idle === undefined)
+        throw new SandboxError(
+          "BUSY",
+          `the process pool is full: ${this.#config.max} helper processes (processPool.max) host sandboxes`,
+        );
+      this.#end(idle);
+    }
+    const helper = new HelperProcess(
+      Math.max(memoryLimitBytes, WARM_MEMORY_PER_SANDBOX),
+      this.#config.sandboxesPerProcess,
+      confined,
+      (h) => this.#emptied(h),
+      (h) => this.#lost(h),
+    );
+    this.#alive++;
+    return helper;
+  }
+
+  // Keeps `min` helpers warm, spawned after the current turn (a spawn costs about a millisecond).
+  #refillSoon(): void {
+    if (!this.#inUse || this.#refill !== undefined || process.platform !== "linux") return;
+    this.#refill = setImmediate(() => {
+      this.#refill = undefined;
+      try {
+        while (this.#warm.length < this.#config.min && this.#alive < this.#config.max)
+          this.#warm.push(this.#spawn(WARM_MEMORY_PER_SANDBOX, true));
+      } catch {
+        // A helper that cannot be spawned now is spawned on demand, where the caller sees why.
+      }
+    });
+    this.#refill.unref();
+  }
+
+  #emptied(helper: HelperProcess): void {
+    if (helper.lost || this.#empty.includes(helper)) return;
+    this.#empty.push(helper);
+  }
+
+  #lost(helper: HelperProcess): void {
+    this.#forget(helper);
+    this.#alive--;
+    this.#refillSoon();
+  }
+
+  #end(helper: HelperProcess): void {
+    this.#forget(helper);
+    helper.close(); // its loss is reported to #lost, which counts it out
+  }
+
+  #forget(helper: HelperProcess): void {
+    for (const list of [this.#warm, this.#empty]) {
+      const at = list.indexOf(helper);
+      if (at >= 0) list.splice(at, 1);
+    }
+    if (helper.partition === undefined) return;
+    const helpers = this.#byPartition.get(helper.partition);
+    const at = helpers?.indexOf(helper) ?? -1;
+    if (at >= 0) helpers!.splice(at, 1);
+    if (helpers?.length === 0) this.#byPartition.delete(helper.partition);
+  }
+}
+
+const pool = new HelperPool();
+
+/** @internal A process-tier handle for a sandbox with `options`, placed in a helper of its partition. */
+export function createRemoteHandle(options: ResolvedSandboxOptions, dispatch: NativeDispatcher): RemoteHandle {
+  return pool.place(options, dispatch);
+}
+
+/**
+ * Sets how many helper processes the process tier keeps warm and runs at most, and how many
+ * sandboxes share one (of one partition). Returns the settings in force. Throws `INVALID_ARGUMENT`.
+ */
+export function configureProcessPool(options: ProcessPoolOptions): Readonly<Required<ProcessPoolOptions>> {
+  return pool.configure(options);
+}
