@@ -187,6 +187,7 @@ function encodeRecordParts(
  * one section per entry, and the digest bound to `binding` and `slot`; rejects when the whole is
  * over `maxBytes` (`what` names it in the error; `already`: bytes written before it, counted in
  * the whole) or an entry is not cloneable.
+ * @internal
  */
 export async function encodeSignedParts(
   head: object,
@@ -232,7 +233,10 @@ async function concatInSlices(parts: readonly Buffer[]): Promise<Buffer> {
   return out;
 }
 
-/** Base64 of the concatenation of `parts`, one piece per slice (each byte copied once, into a slice). */
+/**
+ * Base64 of the concatenation of `parts`, one piece per slice (each byte copied once, into a slice).
+ * @internal
+ */
 export async function toBase64Pieces(parts: readonly Buffer[]): Promise<string[]> {
   const text: string[] = [];
   // No larger than the parts: a journal batch of one call is a few hundred bytes.
@@ -262,6 +266,7 @@ export async function toBase64Pieces(parts: readonly Buffer[]): Promise<string[]
 /**
  * Bytes of base64 `pieces` (every piece but the last a whole slice), a piece at a time;
  * `undefined` when they are not such pieces. Sizes are checked before anything is allocated.
+ * @internal
  */
 export async function fromBase64Pieces(pieces: unknown, maxBytes: number): Promise<Buffer | undefined> {
   if (!Array.isArray(pieces) || pieces.length === 0) return undefined;
@@ -364,6 +369,7 @@ const shapeError = (): ReplayRecordError => new ReplayRecordError("the stored jo
 /**
  * The sections of one signed body (see {@link encodeSignedParts}): checks header, version, signing
  * and digest before a byte is parsed, then the section lengths; the head is deserialized, unchecked.
+ * @internal
  */
 export async function decodeSignedBytes(
   bytes: Buffer | undefined,
@@ -397,7 +403,10 @@ export async function decodeSignedBytes(
   return { head: deserialize(headBytes) as unknown, raw, entries };
 }
 
-/** The entries of checked sections; a position already in `positions` (which gets each one) is refused. */
+/**
+ * The entries of checked sections; a position already in `positions` (which gets each one) is refused.
+ * @internal
+ */
 export async function parseEntries(entryBytes: readonly Buffer[], positions: Set<number>): Promise<JournalEntry[]> {
   const entries: JournalEntry[] = [];
   for (const one of entryBytes) {

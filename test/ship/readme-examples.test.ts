@@ -288,7 +288,10 @@ declare const lookup: import("@langchain/core/tools").StructuredToolInterface;
 declare const sendEmail: import("@langchain/core/tools").StructuredToolInterface;
 declare const deleteFile: import("@langchain/core/tools").StructuredToolInterface;
 declare const tools: import("@langchain/core/tools").StructuredToolInterface[];
-declare const process: { env: Record<string, string | undefined> };
+declare const process: { env: Record<string, string | undefined>; on(signal: "SIGTERM", listener: () => void): void; exit(code: number): never };
+declare const interpreter: ReturnType<typeof import("quickjs-native/langchain").createCodeInterpreterMiddleware>;
+declare const server: { close(): void };
+declare const payments: { charge(order: { amount: number }, options: { idempotencyKey?: string | undefined }): Promise<string> };
 `;
 
 /** Type errors of `files` (paths in `dir`) under {@link TSC_INIT_OPTIONS} and `extra`, in the files `inFile` accepts. */
