@@ -178,19 +178,19 @@ namespace qjsn {
 // written by src/request.ts just before the call that reads them (SandboxHandle reads each by
 // name, before anything that could run JavaScript). Only payloads without ids travel as arguments:
 // paths and names, a host call's result. X(name)
-#define QJSN_CALL_SLOTS(X)                                                                             \
-  X(evalId)       /* stop: the async eval it names */                                                  \
-  X(reason)       /* stop: a StopReason, WallBudget or Abort */                                        \
-  X(callId)       /* settle: the async host call; answerSync: the token of the parked sync call */     \
-  X(ok)           /* settle: 1: the result is a value, else [name, message] */                         \
-  X(collect)      /* settle: 1: the guest's next host call may be dispatched before it returns */      \
-  X(resultBytes)  /* appendResult: the size of the whole encoded result the pieces add up to */       \
-  X(fnId)         /* defineFunction, defineFrozenFunction: the number the dispatcher is called with */ \
-  X(async)        /* defineFunction: 1: the guest's calls return promises */                           \
-  X(limit)        /* globalNames: at most this many names */                                           \
-  X(clockFixed)   /* setClock: 1: Date.now() reads epochMs */                                          \
-  X(epochMs)      /* setClock */                                                                       \
-  X(localTimeUtc) /* setClock: 1: local time is UTC */                                                 \
+#define QJSN_CALL_SLOTS(X)                                                                                  \
+  X(evalId)       /* stop: the async eval it names */                                                       \
+  X(reason)       /* stop: a StopReason, WallBudget or Abort */                                             \
+  X(callId)       /* settle, appendResult: the async host call; answerSync: the parked sync call's token */ \
+  X(ok)           /* settle: 1: the result is a value, else [name, message] */                              \
+  X(collect)      /* settle: 1: the guest's next host call may be dispatched before it returns */           \
+  X(resultBytes)  /* appendResult: the size of the whole encoded result the pieces add up to */             \
+  X(fnId)         /* defineFunction, defineFrozenFunction: the number the dispatcher is called with */      \
+  X(async)        /* defineFunction: 1: the guest's calls return promises */                                \
+  X(limit)        /* globalNames: at most this many names */                                                \
+  X(clockFixed)   /* setClock: 1: Date.now() reads epochMs */                                               \
+  X(epochMs)      /* setClock */                                                                            \
+  X(localTimeUtc) /* setClock: 1: local time is UTC */                                                      \
   X(seed)         /* setRandomSeed: an integer below 2**53 */
 
 // Positions in the array of what an eval answered on the spot (evalSync, start with answerNow)
