@@ -67,13 +67,21 @@ import type {
   ResolvedSandboxOptions,
   SandboxOptions,
 } from "./types.js";
-import { createHandle, globalNamesOf, requestEval, requestSnapshot, setGuestRandomSeed, stopEval } from "./request.js";
-import { GuestClock } from "./guest-clock.js";
+import {
+  createHandle,
+  globalNamesOf,
+  requestEval,
+  requestSnapshot,
+  setGuestClock,
+  setGuestRandomSeed,
+  stopEval,
+} from "./request.js";
 import { wallTimer, type WallHold } from "./wall-hold.js";
 import {
   checkFunctionName,
   checkGlobalName,
   checkInteger,
+  evalClockMs,
   invalid,
   validateEvalOptions,
   validateOptions,
@@ -102,13 +110,14 @@ export class Sandbox implements Disposable {
   readonly #queue = new EvalQueue(); // eval()/run() calls and off-thread snapshots, in call order
   #evalSeq = 0;
   #broken = false;
-  readonly #clock: GuestClock;
+  // The clock the engine was last given (fixed, epoch ms, local time UTC): a clock that did not
+  // change since costs no call into the addon.
+  #clockInForce: [boolean, number, boolean] | undefined;
 
   /** Creates a sandbox. Throws `INVALID_ARGUMENT` for bad options. */
   constructor(options?: SandboxOptions) {
     this.#options = validateOptions(options);
     const o = this.#options;
-    this.#clock = new GuestClock(o.clock);
     this.#host = new HostCalls(() => this.#handle, o.maxConsoleBytes, this.#decodes);
     this.#observed = new ObservedEvals(this.#host);
     try {
@@ -120,12 +129,21 @@ export class Sandbox implements Disposable {
     this.#id = sandboxOpened();
   }
 
-  // Sets the guest clock (and, when asked, the Math.random seed) for the eval about to start.
+  // Sets the guest clock (and, when asked, the Math.random seed) for the eval about to start; the
+  // engine is idle here (a busy engine refuses it, and then refuses the eval too).
   #startClock(handle: NativeHandle, o: EvalOptions): void {
-    const ms = this.#clock.timeOf(o);
+    const ms = o.clockMs ?? evalClockMs(this.#options.clock);
     // A clock.now() is host code: it can dispose this very sandbox.
     if (this.#handle !== handle) throw new SandboxError("DISPOSED", "the sandbox was disposed by its clock.now()");
-    this.#clock.apply(handle, ms, o);
+    const fixed = ms !== undefined;
+    const epochMs = ms ?? 0;
+    const utc = o.clockMs !== undefined || this.#options.clock !== "real";
+    const last = this.#clockInForce;
+    if (!last || last[0] !== fixed || last[1] !== epochMs || last[2] !== utc) {
+      // A busy engine refuses it (and then the eval too): nothing is in force then.
+      this.#clockInForce = setGuestClock(handle, fixed, epochMs, utc) === undefined ? [fixed, epochMs, utc] : undefined;
+    }
+    if (o.randomSeed !== undefined) setGuestRandomSeed(handle, o.randomSeed);
   }
 
   /** True once {@link Sandbox.dispose} ran. */
