@@ -120,11 +120,10 @@ function writeRequest(w: FrameWriter, code: SourceCode, filename: string, exclud
     .u32(r[RequestSlot.resultParts]!)
     .u32(r[RequestSlot.thrownParts]!)
     .u32(r[RequestSlot.displayDepth]!)
-    .f64(r[RequestSlot.snapshotMaxBytes]!)
+    .f64(r[RequestSlot.snapshotMaxBytes]!);
   if (typeof code === "string") w.string(code);
   else w.bytes(code); // UTF-8 already: the same length-prefixed bytes
-  w.string(filename)
-    .u32(excluded.length);
+  w.string(filename).u32(excluded.length);
   for (const name of excluded) w.string(name);
   w.bytes(body);
 }
@@ -233,13 +232,18 @@ export class RemoteHandle implements NativeHandle {
     const evalId = native.request[RequestSlot.evalId]!;
     const w = this.#frame(ChannelFrame.Start, 128);
     if (kind === JobKind.Eval || kind === JobKind.EvalThenSnapshot)
-      writeRequest(w, args[0] as SourceCode, String(args[1]), (args[2] as string[] | undefined) ?? [], new Uint8Array(0));
+      writeRequest(
+        w,
+        args[0] as SourceCode,
+        String(args[1]),
+        (args[2] as string[] | undefined) ?? [],
+        new Uint8Array(0),
+      );
     else if (kind === JobKind.WriteSnapshot) writeRequest(w, "", "", args[0] as string[], new Uint8Array(0));
     else writeRequest(w, "", "", [], args[0] as Uint8Array);
     const promise = new Promise<NativeOutcomeSlots>((resolve) => {
       this.#job = { evalId, resolve };
       this.#appended.clear(); // an ended eval's pieces
-
     });
     this.#helper.jobStarted();
     this.#helper.send(w.done());
