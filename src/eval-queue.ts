@@ -24,8 +24,12 @@ function nextTurn<T>(value: T): Promise<T> {
 
 /** One sandbox's queue of evals and off-thread snapshots. */
 export class EvalQueue {
-  #last: Promise<void> = Promise.resolve();
+  // Settles when the last one queued ends; undefined while the one admitted at once is the last
+  // (its promise is made only when another waits for it) or when nothing was queued since.
+  #last: Promise<void> | undefined;
   #size = 0; // queued or running eval()/run() calls and snapshots
+  #atOnce = false; // the one admitted by admitNow() is running
+  #openAtOnce: (() => void) | undefined; // settles the promise another waits on for it
 
   /** True while an eval (or snapshot) is queued or running. */
   get busy(): boolean {
@@ -33,32 +37,50 @@ export class EvalQueue {
   }
 
   /**
-   * Runs an eval with its options `o`: at once when nothing is queued or running, else behind the
-   * queue. Its report, or a promise of it when it did not end while evalAsync waited for it.
+   * Admits an eval with options `o` to run at once, when nothing is queued or running and this
+   * turn's time for evals answered at once is not spent: the caller runs it, then calls
+   * {@link EvalQueue.endsWith} with what it returned (or undefined when it threw). Else false:
+   * the caller runs it through {@link EvalQueue.later}. Allocates nothing: this is every eval's path.
    */
-  start<R>(o: EvalOptions, run: (o: EvalOptions) => R | Promise<R>): R | Promise<R> {
-    if (this.#size > 0) return this.enqueue(() => run(o));
-    // This turn's time for evals answered at once is spent: start after a turn of the event loop
-    // (and so still answered at once), rather than as an eval answered through the loop, which
-    // costs several times more and, answered within the same turn, would not let timers run either.
-    if (o.inline !== true && !mayAnswerNow()) return this.enqueue(async () => run(await nextTurn(o)));
+  admitNow(o: EvalOptions): boolean {
+    if (this.#size > 0) return false;
+    if (o.inline !== true && !mayAnswerNow()) return false;
     // Admitted before the clock's now() runs: an eval it starts waits for this one.
-    const release = this.#admit();
-    let ran: R | Promise<R>;
-    try {
-      ran = run(o);
-    } catch (err) {
-      release();
-      throw err;
-    }
-    if (ran instanceof Promise) ran.then(release, release);
-    else release();
+    this.#size++;
+    this.#atOnce = true;
+    this.#last = undefined;
+    return true;
+  }
+
+  /** The eval admitted at once ended, or ends when `ran` (a promise) settles; returns `ran`. */
+  endsWith<R>(ran: R): R {
+    if (ran instanceof Promise) ran.then(this.#releaseAtOnce, this.#releaseAtOnce);
+    else this.#releaseAtOnce();
     return ran;
+  }
+
+  readonly #releaseAtOnce = (): void => {
+    this.#size--;
+    this.#atOnce = false;
+    const open = this.#openAtOnce;
+    this.#openAtOnce = undefined;
+    open?.();
+  };
+
+  /**
+   * Runs an eval {@link EvalQueue.admitNow} refused, with its options `o`: behind the queue, or,
+   * when this turn's time for evals answered at once is spent, after a turn of the event loop (and
+   * so still answered at once), rather than as an eval answered through the loop, which costs
+   * several times more and, answered within the same turn, would not let timers run either.
+   */
+  later<R>(o: EvalOptions, run: (o: EvalOptions) => R | Promise<R>): Promise<R> {
+    if (this.#size > 0) return this.enqueue(() => run(o));
+    return this.enqueue(async () => run(await nextTurn(o)));
   }
 
   /** Runs `work` after every queued eval (and queued snapshot) has finished. */
   async enqueue<T>(work: () => T | Promise<T>): Promise<T> {
-    const previous = this.#last;
+    const previous = this.#last ?? this.#endOfAtOnce();
     const release = this.#admit();
     try {
       await previous;
@@ -66,6 +88,12 @@ export class EvalQueue {
     } finally {
       release();
     }
+  }
+
+  // A promise that settles when the eval admitted at once ends (undefined when none runs).
+  #endOfAtOnce(): Promise<void> | undefined {
+    if (!this.#atOnce) return undefined;
+    return new Promise((resolve) => (this.#openAtOnce = resolve));
   }
 
   // Counts an eval (or snapshot) in and makes later ones wait for it until the returned function

@@ -20,7 +20,13 @@ import {
   type NativePrimitiveDispatcher,
 } from "./native.js";
 import { CONSOLE_LEVELS, refusal, throwIfFailed } from "./outcomes.js";
-import { answerSyncCall, appendHostResult, defineFrozenHostFunction, defineHostFunction, settleHostCall } from "./request.js";
+import {
+  answerSyncCall,
+  appendHostResult,
+  defineFrozenHostFunction,
+  defineHostFunction,
+  settleHostCall,
+} from "./request.js";
 import { formatConsoleArgs } from "./render.js";
 import type { EvalObservation, HostCallObservation } from "./telemetry/hub.js";
 import type { AsyncHostFunction, ConsoleEntry, HostCallContext, HostFunction } from "./types.js";
@@ -322,6 +328,11 @@ export class HostCalls {
     this.#observation = observation;
   }
 
+  /** True while a call of the running eval is in flight with a signal that its end would fire. */
+  get callsInFlight(): boolean {
+    return this.#pendingCalls.size > 0;
+  }
+
   /** The eval `evalId` starts: its async calls get signals, its console lines go to `onConsole`. */
   beginEval(evalId: number, onConsole: ((entry: ConsoleEntry) => void) | undefined): void {
     this.#onConsole = onConsole;
@@ -407,7 +418,13 @@ export class HostCalls {
     }
     // The guest's next call, when it comes at once, is dispatched inside this settle: not from
     // within a host function's async context, which it would inherit (the re-entry check).
-    settleHostCall(handle, callId, ok, result instanceof Appended ? null : result, hostCallContext.getStore() === undefined);
+    settleHostCall(
+      handle,
+      callId,
+      ok,
+      result instanceof Appended ? null : result,
+      hostCallContext.getStore() === undefined,
+    );
   }
 
   // Hands the addon an encoded result of megabytes a piece per turn of the event loop (its settle

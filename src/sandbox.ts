@@ -18,7 +18,6 @@ import {
   JobKind,
   native,
   NativeStatus,
-  NativeStop,
   outcomeOf,
   type AnsweredHere,
   type NativeError,
@@ -29,15 +28,20 @@ import {
 import {
   decodeAtOnce,
   decodeOutcome,
+  copyOutOfExchange,
   errorOf,
   globalValueOf,
   limitsOf,
   refusal,
   reportOf,
+  settledWithin,
   stubOutcome,
   syncOutcome,
   throwIfFailed,
+  promisedValue,
+  valueOfReport,
   type DecodedOutcome,
+  type OutcomeLimits,
 } from "./outcomes.js";
 import {
   maxSnapshotBody,
@@ -72,11 +76,10 @@ import {
   globalNamesOf,
   requestEval,
   requestSnapshot,
-  setGuestClock,
+  GuestClockInForce,
   setGuestRandomSeed,
   stopEval,
 } from "./request.js";
-import { wallTimer, type WallHold } from "./wall-hold.js";
 import {
   checkFunctionName,
   checkGlobalName,
@@ -102,6 +105,7 @@ const HOST_STEP_BUDGET_MS = 100;
  */
 export class Sandbox implements Disposable {
   readonly #options: ResolvedSandboxOptions;
+  readonly #defaultLimits: OutcomeLimits; // of an eval that sets no budget of its own, made once
   readonly #id: number; // its number for telemetry
   readonly #observed: ObservedEvals; // the evals a telemetry consumer observes
   #handle: NativeHandle | undefined;
@@ -110,14 +114,13 @@ export class Sandbox implements Disposable {
   readonly #queue = new EvalQueue(); // eval()/run() calls and off-thread snapshots, in call order
   #evalSeq = 0;
   #broken = false;
-  // The clock the engine was last given (fixed, epoch ms, local time UTC): a clock that did not
-  // change since costs no call into the addon.
-  #clockInForce: [boolean, number, boolean] | undefined;
+  readonly #clock = new GuestClockInForce();
 
   /** Creates a sandbox. Throws `INVALID_ARGUMENT` for bad options. */
   constructor(options?: SandboxOptions) {
     this.#options = validateOptions(options);
     const o = this.#options;
+    this.#defaultLimits = limitsOf(o, {});
     this.#host = new HostCalls(() => this.#handle, o.maxConsoleBytes, this.#decodes);
     this.#observed = new ObservedEvals(this.#host);
     try {
@@ -135,14 +138,7 @@ export class Sandbox implements Disposable {
     const ms = o.clockMs ?? evalClockMs(this.#options.clock);
     // A clock.now() is host code: it can dispose this very sandbox.
     if (this.#handle !== handle) throw new SandboxError("DISPOSED", "the sandbox was disposed by its clock.now()");
-    const fixed = ms !== undefined;
-    const epochMs = ms ?? 0;
-    const utc = o.clockMs !== undefined || this.#options.clock !== "real";
-    const last = this.#clockInForce;
-    if (!last || last[0] !== fixed || last[1] !== epochMs || last[2] !== utc) {
-      // A busy engine refuses it (and then the eval too): nothing is in force then.
-      this.#clockInForce = setGuestClock(handle, fixed, epochMs, utc) === undefined ? [fixed, epochMs, utc] : undefined;
-    }
+    this.#clock.set(handle, ms, o.clockMs !== undefined || this.#options.clock !== "real");
     if (o.randomSeed !== undefined) setGuestRandomSeed(handle, o.randomSeed);
   }
 
@@ -178,7 +174,8 @@ export class Sandbox implements Disposable {
     decoded?: DecodedOutcome,
   ): EvalReport {
     this.#observed.countOut(raw);
-    return reportOf(raw, wallMs, limitsOf(this.#options, o, wallBudgetMs), decoded ?? decodeAtOnce(raw));
+    const limits = limitsOf(this.#options, o, wallBudgetMs, this.#defaultLimits);
+    return reportOf(raw, wallMs, limits, decoded ?? decodeAtOnce(raw));
   }
 
   #live(): NativeHandle {
@@ -319,9 +316,7 @@ export class Sandbox implements Disposable {
    * after that (nothing left that could settle it) is returned as the promise itself.
    */
   evalSync(code: SourceCode, options?: EvalOptions): unknown {
-    const report = this.runSync(code, options);
-    if (!report.ok) throw report.error;
-    return report.value;
+    return valueOfReport(this.runSync(code, options));
   }
 
   /** Like {@link Sandbox.evalSync}, but failures are returned as data with console and stats. */
@@ -362,16 +357,22 @@ export class Sandbox implements Disposable {
    * Host calls the guest did not await are cut off when the eval ends (their signals fire).
    * `code` may be its UTF-8 bytes ({@link SourceCode}), here as in every eval method.
    */
-  async eval(code: SourceCode, options?: EvalOptions): Promise<unknown> {
-    const started = this.#start(code, options);
-    const report = started instanceof Promise ? await started : started;
-    if (!report.ok) throw report.error;
-    return report.value;
+  eval(code: SourceCode, options?: EvalOptions): Promise<unknown> {
+    // Not an async function: an eval answered at once then costs one promise, not a suspended frame too.
+    try {
+      return promisedValue(this.#start(code, options));
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
   /** Like {@link Sandbox.eval}, but failures are returned as data with console and stats. */
-  async run(code: SourceCode, options?: EvalOptions): Promise<EvalReport> {
-    return this.#start(code, options);
+  run(code: SourceCode, options?: EvalOptions): Promise<EvalReport> {
+    try {
+      return Promise.resolve(this.#start(code, options));
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
   /**
@@ -432,7 +433,16 @@ export class Sandbox implements Disposable {
     observed?: EvalObservation,
   ): EvalReport | Promise<EvalReport> {
     if (this.#host.reentered()) return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
-    return this.#queue.start(o, (admitted) => this.#runNow(code, admitted, after, observed));
+    const queue = this.#queue;
+    if (!queue.admitNow(o)) return queue.later(o, (admitted) => this.#runNow(code, admitted, after, observed));
+    let ran: EvalReport | Promise<EvalReport>;
+    try {
+      ran = this.#runNow(code, o, after, observed);
+    } catch (err) {
+      queue.endsWith(undefined);
+      throw err;
+    }
+    return queue.endsWith(ran);
   }
 
   #runNow(
@@ -471,16 +481,18 @@ export class Sandbox implements Disposable {
     }
     const wallMs = o.wallTimeoutMs ?? this.#options.wallTimeoutMs;
     if (pending instanceof Promise) return this.#outcomeOf(pending, evalId, started, o, wallMs, after);
-    // It ended while evalAsync waited for it. Its value is copied out of the exchange buffer
-    // before any host code (an abort listener, a decode slice) can call into the addon.
+    // It ended while evalAsync waited for it. Its value may be in the exchange buffer: it is
+    // copied out before any host code (an abort listener, a decode slice) can call into the addon.
     const raw = this.#checked(syncOutcome(pending));
-    if (raw.value?.buffer === native.exchange.buffer) raw.value = Buffer.from(raw.value);
     // Nothing it sent is still being decoded: no budget timer, no abort listener, no turn of the
-    // event loop.
+    // event loop; the value is decoded before anything else runs (decodeOutcome copies what it
+    // leaves for later), unless a call left in flight has a signal to fire first.
     if (!this.#decodes.busy) {
+      if (this.#host.callsInFlight) copyOutOfExchange(raw);
       this.#host.endEval(true);
       return this.#decoded(raw, started, o, wallMs);
     }
+    copyOutOfExchange(raw);
     return this.#outcomeOf(raw, evalId, started, o, wallMs);
   }
 
@@ -496,7 +508,7 @@ export class Sandbox implements Disposable {
     try {
       raw =
         pending instanceof Promise
-          ? await this.#settled(pending, evalId, wallMs, o.signal, o.wallHold)
+          ? this.#checked(await settledWithin(pending, wallMs, o, (reason) => this.#stop(reason, evalId)))
           : this.#checked(pending);
       if (after !== undefined) after.written = raw.written;
       // Host calls and console lines the guest made before it ended reach the host while the eval is current.
@@ -529,30 +541,13 @@ export class Sandbox implements Disposable {
     return raw;
   }
 
-  #brokenStatus(): NativeStatus | undefined {
-    return this.#handle?.lost ? NativeStatus.WorkerLost : this.#broken ? NativeStatus.Broken : undefined;
+  // Stops the async eval `evalId` for `reason` (a NativeStop), unless the sandbox was disposed.
+  #stop(reason: number, evalId: number): void {
+    if (this.#handle) stopEval(this.#handle, reason, evalId);
   }
 
-  // Awaits an executor job under the wall budget `wallMs` (suspended while `hold` is held) and `signal`.
-  async #settled(
-    pending: Promise<NativeOutcomeSlots>,
-    evalId: number,
-    wallMs: number,
-    signal?: AbortSignal,
-    hold?: WallHold,
-  ): Promise<NativeOutcome> {
-    const stop = (reason: number): void => {
-      if (this.#handle) stopEval(this.#handle, reason, evalId);
-    };
-    const cancel = wallTimer(wallMs, () => stop(NativeStop.WallBudget), hold);
-    const onAbort = (): void => stop(NativeStop.Abort);
-    signal?.addEventListener("abort", onAbort, { once: true });
-    try {
-      return this.#checked(outcomeOf(await pending));
-    } finally {
-      cancel();
-      signal?.removeEventListener("abort", onAbort);
-    }
+  #brokenStatus(): NativeStatus | undefined {
+    return this.#handle?.lost ? NativeStatus.WorkerLost : this.#broken ? NativeStatus.Broken : undefined;
   }
 
   /**
@@ -686,7 +681,8 @@ export class Sandbox implements Disposable {
     const pending = handle.start(body);
     if (isNativeError(pending)) throw refusal(pending, "restore into a sandbox", "cannot restore");
     const wallMs = this.#options.wallTimeoutMs;
-    const { status, read, message, stop } = await this.#settled(pending, evalId, wallMs);
+    const settled = await settledWithin(pending, wallMs, {}, (reason) => this.#stop(reason, evalId));
+    const { status, read, message, stop } = this.#checked(settled);
     if (status !== NativeStatus.Ok || !read)
       throw errorOf(status, undefined, message, stop, limitsOf(this.#options, { timeoutMs: budgetMs }, wallMs));
     return restoredList(read);
