@@ -22,14 +22,22 @@ function nextTurn<T>(value: T): Promise<T> {
   return new Promise((resolve) => setImmediate(resolve, value));
 }
 
-/** One sandbox's queue of evals and off-thread snapshots. */
-export class EvalQueue {
+/** How an eval runs once its turn comes: `code` with its options `o`, and what its caller adds (`a`, `b`). */
+export type EvalRunner<C, A, B, R> = (code: C, o: EvalOptions, a: A, b: B) => R | Promise<R>;
+
+/** One sandbox's queue of evals (run by one {@link EvalRunner}) and off-thread snapshots. */
+export class EvalQueue<C, A, B, R> {
+  readonly #run: EvalRunner<C, A, B, R>;
   // Settles when the last one queued ends; undefined while the one admitted at once is the last
   // (its promise is made only when another waits for it) or when nothing was queued since.
   #last: Promise<void> | undefined;
   #size = 0; // queued or running eval()/run() calls and snapshots
-  #atOnce = false; // the one admitted by admitNow() is running
+  #atOnce = false; // an eval admitted at once is running
   #openAtOnce: (() => void) | undefined; // settles the promise another waits on for it
+
+  constructor(run: EvalRunner<C, A, B, R>) {
+    this.#run = run;
+  }
 
   /** True while an eval (or snapshot) is queued or running. */
   get busy(): boolean {
@@ -37,26 +45,36 @@ export class EvalQueue {
   }
 
   /**
-   * Admits an eval with options `o` to run at once, when nothing is queued or running and this
-   * turn's time for evals answered at once is not spent: the caller runs it, then calls
-   * {@link EvalQueue.endsWith} with what it returned (or undefined when it threw). Else false:
-   * the caller runs it through {@link EvalQueue.later}. Allocates nothing: this is every eval's path.
+   * Runs an eval of `code` with its options `o` (and `a`, `b`): at once when nothing is queued or
+   * running, else behind the queue. Its result, or a promise of it when it did not end while
+   * evalAsync waited for it. One admitted at once (every eval of a loop) costs no closure and no promise.
    */
-  admitNow(o: EvalOptions): boolean {
-    if (this.#size > 0) return false;
-    if (o.inline !== true && !mayAnswerNow()) return false;
+  start(code: C, o: EvalOptions, a: A, b: B): R | Promise<R> {
+    if (this.#size > 0 || (o.inline !== true && !mayAnswerNow())) return this.#later(code, o, a, b);
     // Admitted before the clock's now() runs: an eval it starts waits for this one.
     this.#size++;
     this.#atOnce = true;
     this.#last = undefined;
-    return true;
-  }
-
-  /** The eval admitted at once ended, or ends when `ran` (a promise) settles; returns `ran`. */
-  endsWith<R>(ran: R): R {
+    let ran: R | Promise<R>;
+    try {
+      ran = this.#run(code, o, a, b);
+    } catch (err) {
+      this.#releaseAtOnce();
+      throw err;
+    }
     if (ran instanceof Promise) ran.then(this.#releaseAtOnce, this.#releaseAtOnce);
     else this.#releaseAtOnce();
     return ran;
+  }
+
+  // Runs an eval not admitted at once: behind the queue, or, when this turn's time for evals
+  // answered at once is spent, after a turn of the event loop (and so still answered at once),
+  // rather than as an eval answered through the loop, which costs several times more and,
+  // answered within the same turn, would not let timers run either. A method of its own: its
+  // closures in start() would cost every eval a heap context.
+  #later(code: C, o: EvalOptions, a: A, b: B): Promise<R> {
+    if (this.#size > 0) return this.enqueue(() => this.#run(code, o, a, b));
+    return this.enqueue(async () => this.#run(code, await nextTurn(o), a, b));
   }
 
   readonly #releaseAtOnce = (): void => {
@@ -66,17 +84,6 @@ export class EvalQueue {
     this.#openAtOnce = undefined;
     open?.();
   };
-
-  /**
-   * Runs an eval {@link EvalQueue.admitNow} refused, with its options `o`: behind the queue, or,
-   * when this turn's time for evals answered at once is spent, after a turn of the event loop (and
-   * so still answered at once), rather than as an eval answered through the loop, which costs
-   * several times more and, answered within the same turn, would not let timers run either.
-   */
-  later<R>(o: EvalOptions, run: (o: EvalOptions) => R | Promise<R>): Promise<R> {
-    if (this.#size > 0) return this.enqueue(() => run(o));
-    return this.enqueue(async () => run(await nextTurn(o)));
-  }
 
   /** Runs `work` after every queued eval (and queued snapshot) has finished. */
   async enqueue<T>(work: () => T | Promise<T>): Promise<T> {

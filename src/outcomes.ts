@@ -92,23 +92,26 @@ export function globalValueOf(result: Buffer | NativeError): unknown {
   return decodeValue(result);
 }
 
-/**
- * The budgets and limits of an eval run with `o` (and, when one was armed, a wall budget of
- * `wallBudgetMs`): `defaults` (what limitsOf(options, {}) gave) when it sets none of its own.
- */
-export function limitsOf(
-  options: ResolvedSandboxOptions,
-  o: EvalOptions,
-  wallBudgetMs?: number,
-  defaults?: OutcomeLimits,
-): OutcomeLimits {
+/** The limits of an eval that sets no budget of its own, by sandbox options: made once, only ever read. */
+const defaultLimits = new WeakMap<ResolvedSandboxOptions, OutcomeLimits>();
+
+/** The budgets and limits of an eval run with `o` (and, when one was armed, a wall budget of `wallBudgetMs`). */
+export function limitsOf(options: ResolvedSandboxOptions, o: EvalOptions, wallBudgetMs?: number): OutcomeLimits {
   if (
-    defaults !== undefined &&
-    o.timeoutMs === undefined &&
-    o.wallTimeoutMs === undefined &&
-    (wallBudgetMs ?? options.wallTimeoutMs) === options.wallTimeoutMs
+    o.timeoutMs !== undefined ||
+    o.wallTimeoutMs !== undefined ||
+    (wallBudgetMs ?? options.wallTimeoutMs) !== options.wallTimeoutMs
   )
-    return defaults;
+    return newLimits(options, o, wallBudgetMs);
+  let limits = defaultLimits.get(options);
+  if (limits === undefined) {
+    limits = newLimits(options, o, wallBudgetMs);
+    defaultLimits.set(options, limits);
+  }
+  return limits;
+}
+
+function newLimits(options: ResolvedSandboxOptions, o: EvalOptions, wallBudgetMs?: number): OutcomeLimits {
   return {
     executionTimeoutMs: o.timeoutMs ?? options.executionTimeoutMs,
     wallTimeoutMs: wallBudgetMs ?? o.wallTimeoutMs ?? options.wallTimeoutMs,

@@ -41,7 +41,6 @@ import {
   promisedValue,
   valueOfReport,
   type DecodedOutcome,
-  type OutcomeLimits,
 } from "./outcomes.js";
 import {
   maxSnapshotBody,
@@ -105,13 +104,12 @@ const HOST_STEP_BUDGET_MS = 100;
  */
 export class Sandbox implements Disposable {
   readonly #options: ResolvedSandboxOptions;
-  readonly #defaultLimits: OutcomeLimits; // of an eval that sets no budget of its own, made once
   readonly #id: number; // its number for telemetry
   readonly #observed: ObservedEvals; // the evals a telemetry consumer observes
   #handle: NativeHandle | undefined;
   readonly #host: HostCalls;
   readonly #decodes = new DecodeQueue(); // what the guest sends, decoded in order and in slices
-  readonly #queue = new EvalQueue(); // eval()/run() calls and off-thread snapshots, in call order
+  readonly #queue = new EvalQueue(this.#runNow.bind(this)); // eval()/run() calls and off-thread snapshots, in call order
   #evalSeq = 0;
   #broken = false;
   readonly #clock = new GuestClockInForce();
@@ -120,7 +118,6 @@ export class Sandbox implements Disposable {
   constructor(options?: SandboxOptions) {
     this.#options = validateOptions(options);
     const o = this.#options;
-    this.#defaultLimits = limitsOf(o, {});
     this.#host = new HostCalls(() => this.#handle, o.maxConsoleBytes, this.#decodes);
     this.#observed = new ObservedEvals(this.#host);
     try {
@@ -174,8 +171,7 @@ export class Sandbox implements Disposable {
     decoded?: DecodedOutcome,
   ): EvalReport {
     this.#observed.countOut(raw);
-    const limits = limitsOf(this.#options, o, wallBudgetMs, this.#defaultLimits);
-    return reportOf(raw, wallMs, limits, decoded ?? decodeAtOnce(raw));
+    return reportOf(raw, wallMs, limitsOf(this.#options, o, wallBudgetMs), decoded ?? decodeAtOnce(raw));
   }
 
   #live(): NativeHandle {
@@ -367,12 +363,8 @@ export class Sandbox implements Disposable {
   }
 
   /** Like {@link Sandbox.eval}, but failures are returned as data with console and stats. */
-  run(code: SourceCode, options?: EvalOptions): Promise<EvalReport> {
-    try {
-      return Promise.resolve(this.#start(code, options));
-    } catch (err) {
-      return Promise.reject(err);
-    }
+  async run(code: SourceCode, options?: EvalOptions): Promise<EvalReport> {
+    return this.#start(code, options);
   }
 
   /**
@@ -433,16 +425,7 @@ export class Sandbox implements Disposable {
     observed?: EvalObservation,
   ): EvalReport | Promise<EvalReport> {
     if (this.#host.reentered()) return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
-    const queue = this.#queue;
-    if (!queue.admitNow(o)) return queue.later(o, (admitted) => this.#runNow(code, admitted, after, observed));
-    let ran: EvalReport | Promise<EvalReport>;
-    try {
-      ran = this.#runNow(code, o, after, observed);
-    } catch (err) {
-      queue.endsWith(undefined);
-      throw err;
-    }
-    return queue.endsWith(ran);
+    return this.#queue.start(code, o, after, observed);
   }
 
   #runNow(
@@ -481,12 +464,11 @@ export class Sandbox implements Disposable {
     }
     const wallMs = o.wallTimeoutMs ?? this.#options.wallTimeoutMs;
     if (pending instanceof Promise) return this.#outcomeOf(pending, evalId, started, o, wallMs, after);
-    // It ended while evalAsync waited for it. Its value may be in the exchange buffer: it is
-    // copied out before any host code (an abort listener, a decode slice) can call into the addon.
+    // It ended while evalAsync waited for it. Its value, maybe in the exchange buffer, is copied
+    // out before any host code (an abort listener, a decode slice) can call into the addon.
     const raw = this.#checked(syncOutcome(pending));
     // Nothing it sent is still being decoded: no budget timer, no abort listener, no turn of the
-    // event loop; the value is decoded before anything else runs (decodeOutcome copies what it
-    // leaves for later), unless a call left in flight has a signal to fire first.
+    // event loop; decoded at once (decodeOutcome copies what it leaves for later).
     if (!this.#decodes.busy) {
       if (this.#host.callsInFlight) copyOutOfExchange(raw);
       this.#host.endEval(true);
@@ -525,7 +507,12 @@ export class Sandbox implements Disposable {
     const ranMs = performance.now() - started;
     const decoding = decodeOutcome(raw, this.#decodes);
     if (!(decoding instanceof Promise)) return this.#report(raw, ranMs, o, wallMs, decoding);
-    return decoding.then(
+    return this.#whenDecoded(decoding, raw, ranMs, o, wallMs);
+  }
+
+  // #decoded's closures, in a method of their own: there they would cost every eval a heap context.
+  #whenDecoded(d: Promise<DecodedOutcome>, raw: NativeOutcome, ranMs: number, o: EvalOptions, wallMs: number) {
+    return d.then(
       (decoded) => this.#report(raw, ranMs, o, wallMs, decoded),
       (err: unknown) => {
         // Disposed while the outcome was being decoded: answered as if disposed while running.
