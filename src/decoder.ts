@@ -7,6 +7,7 @@ import { guestErrorStack, recordClassNameAtDecode, recordKeysAtDecode, recordSiz
 import { SandboxError } from "./errors.js";
 import { OPAQUE_KINDS, TypedKind } from "./native.js";
 import type { GuestOpaqueKind } from "./types.js";
+import { NOT_SCALAR, smallValueOf } from "./scalar-arguments.js";
 import { GuestOpaque, Tag, VIEW_CTORS } from "./wire.js";
 
 const ERROR_CTORS: Record<string, ErrorConstructor> = {
@@ -575,6 +576,8 @@ export class ValueDecoder implements ResumableDecode<unknown> {
  * reason.
  */
 export function decodeValue(bytes: Buffer): unknown {
+  const small = smallValueOf(bytes);
+  if (small !== NOT_SCALAR) return small;
   const decoder = new ValueDecoder(bytes);
   decoder.advance(Infinity);
   return decoder.value;

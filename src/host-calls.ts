@@ -328,6 +328,11 @@ export class HostCalls {
     this.#observation = observation;
   }
 
+  /** True while a call of the running eval is in flight with a signal that its end would fire. */
+  get callsInFlight(): boolean {
+    return this.#pendingCalls.size > 0;
+  }
+
   /** The eval `evalId` starts: its async calls get signals, its console lines go to `onConsole`. */
   beginEval(evalId: number, onConsole: ((entry: ConsoleEntry) => void) | undefined): void {
     this.#onConsole = onConsole;

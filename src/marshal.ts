@@ -15,6 +15,6 @@ export {
   type ResumableDecode,
 } from "./decoder.js";
 export { classNameAtDecode, errorHead, keysAtDecode, sizeAtDecode, type KeysAtDecode } from "./decoded-facts.js";
-export { decodeScalarArguments } from "./scalar-arguments.js";
+export { NOT_SCALAR, decodeScalarArguments, smallValueOf } from "./scalar-arguments.js";
 export type { GuestOpaqueKind } from "./types.js";
 export { GuestOpaque } from "./wire.js";

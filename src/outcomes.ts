@@ -12,6 +12,8 @@ import {
   decodeConsole,
   decodeValue,
   errorHead,
+  NOT_SCALAR,
+  smallValueOf,
   type ConsoleRecord,
 } from "./marshal.js";
 import {
@@ -25,10 +27,13 @@ import {
   type AnsweredHere,
   type NativeError,
   type NativeOutcome,
+  type NativeOutcomeSlots,
+  outcomeOf,
 } from "./native.js";
 import { formatConsoleArgs, renderValue } from "./render.js";
 import { MAX_THROWN_CHARS } from "./request.js";
 import { recordResultPieces } from "./result-pieces.js";
+import { wallTimer } from "./wall-hold.js";
 import type { ConsoleEntry, EvalOptions, EvalReport, EvalStats, ResolvedSandboxOptions } from "./types.js";
 
 /** Console levels by the number the engine sends. */
@@ -87,8 +92,26 @@ export function globalValueOf(result: Buffer | NativeError): unknown {
   return decodeValue(result);
 }
 
+/** The limits of an eval that sets no budget of its own, by sandbox options: made once, only ever read. */
+const defaultLimits = new WeakMap<ResolvedSandboxOptions, OutcomeLimits>();
+
 /** The budgets and limits of an eval run with `o` (and, when one was armed, a wall budget of `wallBudgetMs`). */
 export function limitsOf(options: ResolvedSandboxOptions, o: EvalOptions, wallBudgetMs?: number): OutcomeLimits {
+  if (
+    o.timeoutMs !== undefined ||
+    o.wallTimeoutMs !== undefined ||
+    (wallBudgetMs ?? options.wallTimeoutMs) !== options.wallTimeoutMs
+  )
+    return newLimits(options, o, wallBudgetMs);
+  let limits = defaultLimits.get(options);
+  if (limits === undefined) {
+    limits = newLimits(options, o, wallBudgetMs);
+    defaultLimits.set(options, limits);
+  }
+  return limits;
+}
+
+function newLimits(options: ResolvedSandboxOptions, o: EvalOptions, wallBudgetMs?: number): OutcomeLimits {
   return {
     executionTimeoutMs: o.timeoutMs ?? options.executionTimeoutMs,
     wallTimeoutMs: wallBudgetMs ?? o.wallTimeoutMs ?? options.wallTimeoutMs,
@@ -158,8 +181,11 @@ export interface DecodedOutcome {
   /** The flat pieces of a string value decoded in chunks ({@link ValueDecoder.pieces}). */
   pieces?: readonly string[] | undefined;
   failure?: SandboxError;
-  console: ConsoleRecord[];
+  console: readonly ConsoleRecord[];
 }
+
+/** The console records of an eval that wrote none: one shared array, only ever read. */
+const NO_RECORDS: readonly ConsoleRecord[] = [];
 
 /** Whether an outcome's value bytes are a result or a thrown value (the only ones decoded). */
 function carriesValue(status: NativeStatus): boolean {
@@ -185,15 +211,23 @@ export function decodeAtOnce(raw: NativeOutcome): DecodedOutcome {
  */
 export function decodeOutcome(raw: NativeOutcome, queue: DecodeQueue): DecodedOutcome | Promise<DecodedOutcome> {
   const { status, value: valueBytes, console: consoleBytes } = raw;
-  const value = valueBytes && carriesValue(status) ? new ValueDecoder(valueBytes) : undefined;
-  if (!consoleBytes && !queue.busy) {
+  const carried = valueBytes && carriesValue(status) ? valueBytes : undefined;
+  const atOnce = !consoleBytes && !queue.busy;
+  if (atOnce) {
+    if (!carried) return { value: undefined, console: NO_RECORDS };
+    const small = smallValueOf(carried);
+    if (small !== NOT_SCALAR) return { value: small, console: NO_RECORDS };
+  }
+  const value = carried ? new ValueDecoder(carried) : undefined;
+  if (atOnce) {
     try {
-      if (!value || value.advance(DECODE_SLICE_WORK))
-        return { value: value?.value, pieces: value?.pieces, console: [] };
+      if (value!.advance(DECODE_SLICE_WORK)) return { value: value!.value, pieces: value!.pieces, console: NO_RECORDS };
     } catch (err) {
-      return { value: undefined, failure: err as SandboxError, console: [] };
+      return { value: undefined, failure: err as SandboxError, console: NO_RECORDS };
     }
   }
+  // Decoded later: the exchange buffer (where a value answered at once may still be) is reused by then.
+  if (carried?.buffer === native.exchange.buffer) value!.detach();
   return decodeInSlices(queue, consoleBytes, value);
 }
 
@@ -234,9 +268,8 @@ export function reportOf(
     peakMemoryBytes,
   } = raw;
   const stats: EvalStats = { executionMs, wallMs, hostCalls, memoryUsedBytes, peakMemoryBytes };
-  const kept = formatConsole(decoded.console, limits.maxConsoleBytes);
-  const console = kept.entries;
-  const consoleTruncated = rawTruncated || kept.truncated;
+  const console: ConsoleEntry[] = [];
+  const consoleTruncated = formatConsole(decoded.console, limits.maxConsoleBytes, console) || rawTruncated;
   if (status === NativeStatus.Ok) {
     if (decoded.failure) return { ok: false, error: decoded.failure, console, consoleTruncated, stats };
     const report: EvalReport = { ok: true, value: decoded.value, console, consoleTruncated, stats };
@@ -313,15 +346,56 @@ export function errorOf(
 
 // The cap is exact here, in UTF-8 bytes of the formatted text; the engine keeps a looser bound on
 // the raw arguments so a console flood cannot exhaust memory before we get to count.
-function formatConsole(records: ConsoleRecord[], maxBytes: number): { entries: ConsoleEntry[]; truncated: boolean } {
-  const entries: ConsoleEntry[] = [];
+// Fills `entries`; true when the cap cut the records short.
+function formatConsole(records: readonly ConsoleRecord[], maxBytes: number, entries: ConsoleEntry[]): boolean {
   let used = 0;
-  for (const { level, args } of records) {
+  // Indexed: an iterator would be an allocation per eval, even over no records.
+  for (let i = 0; i < records.length; i++) {
+    const { level, args } = records[i]!;
     // Rendered within what is left of the cap: shared sub-trees and huge objects cost no more.
     const text = formatConsoleArgs(args, maxBytes - used + 1);
     used += Buffer.byteLength(text);
-    if (used > maxBytes) return { entries, truncated: true };
+    if (used > maxBytes) return true;
     entries.push({ level: CONSOLE_LEVELS[level] ?? "log", text });
   }
-  return { entries, truncated: false };
+  return false;
+}
+
+/** Copies the value of an outcome answered at once out of the exchange buffer, when it is there. */
+export function copyOutOfExchange(raw: NativeOutcome): void {
+  if (raw.value?.buffer === native.exchange.buffer) raw.value = Buffer.from(raw.value);
+}
+
+/** The value of an eval's report, or its error thrown. */
+export function valueOfReport(report: EvalReport): unknown {
+  if (!report.ok) throw report.error;
+  return report.value;
+}
+
+/** A promise of the value of the report `started` (or of the one it promises), rejected with its error. */
+export function promisedValue(started: EvalReport | Promise<EvalReport>): Promise<unknown> {
+  if (started instanceof Promise) return started.then(valueOfReport);
+  return started.ok ? Promise.resolve(started.value) : Promise.reject(started.error);
+}
+
+/**
+ * The outcome of an executor job, awaited under the wall budget `wallMs` (suspended while
+ * `o.wallHold` is held) and `o.signal`: `stop` is called with NativeStop.WallBudget or Abort.
+ */
+export async function settledWithin(
+  pending: Promise<NativeOutcomeSlots>,
+  wallMs: number,
+  o: EvalOptions,
+  stop: (reason: number) => void,
+): Promise<NativeOutcome> {
+  const signal = o.signal;
+  const cancel = wallTimer(wallMs, () => stop(NativeStop.WallBudget), o.wallHold);
+  const onAbort = (): void => stop(NativeStop.Abort);
+  signal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    return outcomeOf(await pending);
+  } finally {
+    cancel();
+    signal?.removeEventListener("abort", onAbort);
+  }
 }

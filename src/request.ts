@@ -190,6 +190,26 @@ export function setGuestClock(
   return handle.setClock();
 }
 
+/** The guest clock a handle was last given: a clock that did not change since costs no call into the addon. */
+export class GuestClockInForce {
+  #known = false; // false: none in force (the engine refused the last one)
+  #fixed = false;
+  #epochMs = 0;
+  #utc = false;
+
+  /** Gives the idle `handle` the clock fixed at `ms` (undefined: real time), local time UTC when `utc`. */
+  set(handle: NativeHandle, ms: number | undefined, utc: boolean): void {
+    const fixed = ms !== undefined;
+    const epochMs = ms ?? 0;
+    if (this.#known && this.#fixed === fixed && this.#epochMs === epochMs && this.#utc === utc) return;
+    // A busy engine refuses it (and then the eval too): nothing is in force then.
+    this.#known = setGuestClock(handle, fixed, epochMs, utc) === undefined;
+    this.#fixed = fixed;
+    this.#epochMs = epochMs;
+    this.#utc = utc;
+  }
+}
+
 /** Seeds the guest's Math.random (an integer below 2**53). */
 export function setGuestRandomSeed(handle: NativeHandle, seed: number): NativeError | undefined {
   calls[CallSlot.seed] = seed;

@@ -18,7 +18,6 @@ import {
   JobKind,
   native,
   NativeStatus,
-  NativeStop,
   outcomeOf,
   type AnsweredHere,
   type NativeError,
@@ -29,14 +28,18 @@ import {
 import {
   decodeAtOnce,
   decodeOutcome,
+  copyOutOfExchange,
   errorOf,
   globalValueOf,
   limitsOf,
   refusal,
   reportOf,
+  settledWithin,
   stubOutcome,
   syncOutcome,
   throwIfFailed,
+  promisedValue,
+  valueOfReport,
   type DecodedOutcome,
 } from "./outcomes.js";
 import {
@@ -72,11 +75,10 @@ import {
   globalNamesOf,
   requestEval,
   requestSnapshot,
-  setGuestClock,
+  GuestClockInForce,
   setGuestRandomSeed,
   stopEval,
 } from "./request.js";
-import { wallTimer, type WallHold } from "./wall-hold.js";
 import {
   checkFunctionName,
   checkGlobalName,
@@ -107,12 +109,10 @@ export class Sandbox implements Disposable {
   #handle: NativeHandle | undefined;
   readonly #host: HostCalls;
   readonly #decodes = new DecodeQueue(); // what the guest sends, decoded in order and in slices
-  readonly #queue = new EvalQueue(); // eval()/run() calls and off-thread snapshots, in call order
+  readonly #queue = new EvalQueue(this.#runNow.bind(this)); // eval()/run() calls and off-thread snapshots, in call order
   #evalSeq = 0;
   #broken = false;
-  // The clock the engine was last given (fixed, epoch ms, local time UTC): a clock that did not
-  // change since costs no call into the addon.
-  #clockInForce: [boolean, number, boolean] | undefined;
+  readonly #clock = new GuestClockInForce();
 
   /** Creates a sandbox. Throws `INVALID_ARGUMENT` for bad options. */
   constructor(options?: SandboxOptions) {
@@ -135,14 +135,7 @@ export class Sandbox implements Disposable {
     const ms = o.clockMs ?? evalClockMs(this.#options.clock);
     // A clock.now() is host code: it can dispose this very sandbox.
     if (this.#handle !== handle) throw new SandboxError("DISPOSED", "the sandbox was disposed by its clock.now()");
-    const fixed = ms !== undefined;
-    const epochMs = ms ?? 0;
-    const utc = o.clockMs !== undefined || this.#options.clock !== "real";
-    const last = this.#clockInForce;
-    if (!last || last[0] !== fixed || last[1] !== epochMs || last[2] !== utc) {
-      // A busy engine refuses it (and then the eval too): nothing is in force then.
-      this.#clockInForce = setGuestClock(handle, fixed, epochMs, utc) === undefined ? [fixed, epochMs, utc] : undefined;
-    }
+    this.#clock.set(handle, ms, o.clockMs !== undefined || this.#options.clock !== "real");
     if (o.randomSeed !== undefined) setGuestRandomSeed(handle, o.randomSeed);
   }
 
@@ -319,9 +312,7 @@ export class Sandbox implements Disposable {
    * after that (nothing left that could settle it) is returned as the promise itself.
    */
   evalSync(code: SourceCode, options?: EvalOptions): unknown {
-    const report = this.runSync(code, options);
-    if (!report.ok) throw report.error;
-    return report.value;
+    return valueOfReport(this.runSync(code, options));
   }
 
   /** Like {@link Sandbox.evalSync}, but failures are returned as data with console and stats. */
@@ -362,11 +353,13 @@ export class Sandbox implements Disposable {
    * Host calls the guest did not await are cut off when the eval ends (their signals fire).
    * `code` may be its UTF-8 bytes ({@link SourceCode}), here as in every eval method.
    */
-  async eval(code: SourceCode, options?: EvalOptions): Promise<unknown> {
-    const started = this.#start(code, options);
-    const report = started instanceof Promise ? await started : started;
-    if (!report.ok) throw report.error;
-    return report.value;
+  eval(code: SourceCode, options?: EvalOptions): Promise<unknown> {
+    // Not an async function: an eval answered at once then costs one promise, not a suspended frame too.
+    try {
+      return promisedValue(this.#start(code, options));
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
   /** Like {@link Sandbox.eval}, but failures are returned as data with console and stats. */
@@ -432,7 +425,7 @@ export class Sandbox implements Disposable {
     observed?: EvalObservation,
   ): EvalReport | Promise<EvalReport> {
     if (this.#host.reentered()) return this.#report(stubOutcome(NativeStatus.Busy), 0, o);
-    return this.#queue.start(o, (admitted) => this.#runNow(code, admitted, after, observed));
+    return this.#queue.start(code, o, after, observed);
   }
 
   #runNow(
@@ -471,16 +464,17 @@ export class Sandbox implements Disposable {
     }
     const wallMs = o.wallTimeoutMs ?? this.#options.wallTimeoutMs;
     if (pending instanceof Promise) return this.#outcomeOf(pending, evalId, started, o, wallMs, after);
-    // It ended while evalAsync waited for it. Its value is copied out of the exchange buffer
-    // before any host code (an abort listener, a decode slice) can call into the addon.
+    // It ended while evalAsync waited for it. Its value, maybe in the exchange buffer, is copied
+    // out before any host code (an abort listener, a decode slice) can call into the addon.
     const raw = this.#checked(syncOutcome(pending));
-    if (raw.value?.buffer === native.exchange.buffer) raw.value = Buffer.from(raw.value);
     // Nothing it sent is still being decoded: no budget timer, no abort listener, no turn of the
-    // event loop.
+    // event loop; decoded at once (decodeOutcome copies what it leaves for later).
     if (!this.#decodes.busy) {
+      if (this.#host.callsInFlight) copyOutOfExchange(raw);
       this.#host.endEval(true);
       return this.#decoded(raw, started, o, wallMs);
     }
+    copyOutOfExchange(raw);
     return this.#outcomeOf(raw, evalId, started, o, wallMs);
   }
 
@@ -496,7 +490,7 @@ export class Sandbox implements Disposable {
     try {
       raw =
         pending instanceof Promise
-          ? await this.#settled(pending, evalId, wallMs, o.signal, o.wallHold)
+          ? this.#checked(await settledWithin(pending, wallMs, o, (reason) => this.#stop(reason, evalId)))
           : this.#checked(pending);
       if (after !== undefined) after.written = raw.written;
       // Host calls and console lines the guest made before it ended reach the host while the eval is current.
@@ -513,7 +507,12 @@ export class Sandbox implements Disposable {
     const ranMs = performance.now() - started;
     const decoding = decodeOutcome(raw, this.#decodes);
     if (!(decoding instanceof Promise)) return this.#report(raw, ranMs, o, wallMs, decoding);
-    return decoding.then(
+    return this.#whenDecoded(decoding, raw, ranMs, o, wallMs);
+  }
+
+  // #decoded's closures, in a method of their own: there they would cost every eval a heap context.
+  #whenDecoded(d: Promise<DecodedOutcome>, raw: NativeOutcome, ranMs: number, o: EvalOptions, wallMs: number) {
+    return d.then(
       (decoded) => this.#report(raw, ranMs, o, wallMs, decoded),
       (err: unknown) => {
         // Disposed while the outcome was being decoded: answered as if disposed while running.
@@ -529,30 +528,13 @@ export class Sandbox implements Disposable {
     return raw;
   }
 
-  #brokenStatus(): NativeStatus | undefined {
-    return this.#handle?.lost ? NativeStatus.WorkerLost : this.#broken ? NativeStatus.Broken : undefined;
+  // Stops the async eval `evalId` for `reason` (a NativeStop), unless the sandbox was disposed.
+  #stop(reason: number, evalId: number): void {
+    if (this.#handle) stopEval(this.#handle, reason, evalId);
   }
 
-  // Awaits an executor job under the wall budget `wallMs` (suspended while `hold` is held) and `signal`.
-  async #settled(
-    pending: Promise<NativeOutcomeSlots>,
-    evalId: number,
-    wallMs: number,
-    signal?: AbortSignal,
-    hold?: WallHold,
-  ): Promise<NativeOutcome> {
-    const stop = (reason: number): void => {
-      if (this.#handle) stopEval(this.#handle, reason, evalId);
-    };
-    const cancel = wallTimer(wallMs, () => stop(NativeStop.WallBudget), hold);
-    const onAbort = (): void => stop(NativeStop.Abort);
-    signal?.addEventListener("abort", onAbort, { once: true });
-    try {
-      return this.#checked(outcomeOf(await pending));
-    } finally {
-      cancel();
-      signal?.removeEventListener("abort", onAbort);
-    }
+  #brokenStatus(): NativeStatus | undefined {
+    return this.#handle?.lost ? NativeStatus.WorkerLost : this.#broken ? NativeStatus.Broken : undefined;
   }
 
   /**
@@ -686,7 +668,8 @@ export class Sandbox implements Disposable {
     const pending = handle.start(body);
     if (isNativeError(pending)) throw refusal(pending, "restore into a sandbox", "cannot restore");
     const wallMs = this.#options.wallTimeoutMs;
-    const { status, read, message, stop } = await this.#settled(pending, evalId, wallMs);
+    const settled = await settledWithin(pending, wallMs, {}, (reason) => this.#stop(reason, evalId));
+    const { status, read, message, stop } = this.#checked(settled);
     if (status !== NativeStatus.Ok || !read)
       throw errorOf(status, undefined, message, stop, limitsOf(this.#options, { timeoutMs: budgetMs }, wallMs));
     return restoredList(read);

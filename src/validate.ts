@@ -90,6 +90,9 @@ function checkClock(clock: unknown): asserts clock is SandboxClock {
   );
 }
 
+/** The options of an eval given none: one frozen object, read only, rather than one per eval. */
+const NO_EVAL_OPTIONS: EvalOptions = Object.freeze({});
+
 /** The guest's Date.now() for the eval about to start: undefined for the real clock. */
 export function evalClockMs(clock: SandboxClock): number | undefined {
   if (clock === "real") return undefined;
@@ -126,7 +129,7 @@ const EVAL_OPTION_KEYS = [
 export function validateEvalOptions(code: unknown, options: unknown): EvalOptions {
   if (typeof code !== "string" && !(code instanceof Uint8Array))
     throw invalid(`code must be a string or a Uint8Array of UTF-8; got ${typeof code}`);
-  if (options === undefined) return {};
+  if (options === undefined) return NO_EVAL_OPTIONS;
   if (typeof options !== "object" || options === null) throw invalid("eval options must be an object");
   // Read once, into plain data: a getter or Proxy trap of the caller's object runs here and never
   // again, neither between validation and use nor while an outcome waits in the exchange buffer.
