@@ -120,11 +120,10 @@ function writeRequest(w: FrameWriter, code: SourceCode, filename: string, exclud
     .u32(r[RequestSlot.resultParts]!)
     .u32(r[RequestSlot.thrownParts]!)
     .u32(r[RequestSlot.displayDepth]!)
-    .f64(r[RequestSlot.snapshotMaxBytes]!)
+    .f64(r[RequestSlot.snapshotMaxBytes]!);
   if (typeof code === "string") w.string(code);
   else w.bytes(code); // UTF-8 already: the same length-prefixed bytes
-  w.string(filename)
-    .u32(excluded.length);
+  w.string(filename).u32(excluded.length);
   for (const name of excluded) w.string(name);
   w.bytes(body);
 }
@@ -148,10 +147,20 @@ export class RemoteHandle implements NativeHandle {
   // Pieces appendResult gathered for the current eval's async calls, by call id, until settled.
   #appended = new Map<number, Buffer[]>();
 
-  constructor(helper: HelperProcess, id: number, dispatch: NativeDispatcher) {
+  // The largest reply body the sandbox's declared caps allow, besides a snapshot's body.
+  readonly #replyBytes: number;
+
+  constructor(helper: HelperProcess, id: number, dispatch: NativeDispatcher, replyBytes: number) {
     this.#helper = helper;
     this.id = id;
     this.#dispatch = dispatch;
+    this.#replyBytes = replyBytes;
+  }
+
+  // Writes the request in the request slots; the helper may answer with the snapshot it caps.
+  #request(w: FrameWriter, code: SourceCode, filename: string, excluded: string[], body: Uint8Array): void {
+    this.#helper.expect(this.#replyBytes + native.request[RequestSlot.snapshotMaxBytes]!);
+    writeRequest(w, code, filename, excluded, body);
   }
 
   /** True once the helper died: every call fails with `WORKER_LOST`. */
@@ -201,7 +210,7 @@ export class RemoteHandle implements NativeHandle {
 
   #evalSync(code: SourceCode, filename: string): NativeOutcome {
     const w = this.#frame(ChannelFrame.EvalSync, code.length + 64);
-    writeRequest(w, code, filename, [], new Uint8Array(0));
+    this.#request(w, code, filename, [], new Uint8Array(0));
     const timeoutMs = native.request[RequestSlot.budgetMs]! + REPLY_GRACE_MS;
     let next = this.#call(w.done(), timeoutMs);
     while (true) {
@@ -233,13 +242,18 @@ export class RemoteHandle implements NativeHandle {
     const evalId = native.request[RequestSlot.evalId]!;
     const w = this.#frame(ChannelFrame.Start, 128);
     if (kind === JobKind.Eval || kind === JobKind.EvalThenSnapshot)
-      writeRequest(w, args[0] as SourceCode, String(args[1]), (args[2] as string[] | undefined) ?? [], new Uint8Array(0));
-    else if (kind === JobKind.WriteSnapshot) writeRequest(w, "", "", args[0] as string[], new Uint8Array(0));
-    else writeRequest(w, "", "", [], args[0] as Uint8Array);
+      this.#request(
+        w,
+        args[0] as SourceCode,
+        String(args[1]),
+        (args[2] as string[] | undefined) ?? [],
+        new Uint8Array(0),
+      );
+    else if (kind === JobKind.WriteSnapshot) this.#request(w, "", "", args[0] as string[], new Uint8Array(0));
+    else this.#request(w, "", "", [], args[0] as Uint8Array);
     const promise = new Promise<NativeOutcomeSlots>((resolve) => {
       this.#job = { evalId, resolve };
       this.#appended.clear(); // an ended eval's pieces
-
     });
     this.#helper.jobStarted();
     this.#helper.send(w.done());
@@ -360,7 +374,7 @@ export class RemoteHandle implements NativeHandle {
   #snapshotDirect(excluded: string[], body: Uint8Array): NativeSnapshotSlots | NativeError {
     if (this.#inEvalSync) return { code: "BUSY", message: "an eval is running in this sandbox" };
     const w = this.#frame(ChannelFrame.EvalSync, body.length + 64);
-    writeRequest(w, "", "", excluded, body);
+    this.#request(w, "", "", excluded, body);
     const reply = this.#call(w.done(), native.request[RequestSlot.budgetMs]! + REPLY_GRACE_MS);
     if (isNativeError(reply)) return reply;
     const outcome = this.#helper.guard(() => {
