@@ -20,7 +20,13 @@ import {
   type NativePrimitiveDispatcher,
 } from "./native.js";
 import { CONSOLE_LEVELS, refusal, throwIfFailed } from "./outcomes.js";
-import { answerSyncCall, appendHostResult, defineFrozenHostFunction, defineHostFunction, settleHostCall } from "./request.js";
+import {
+  answerSyncCall,
+  appendHostResult,
+  defineFrozenHostFunction,
+  defineHostFunction,
+  settleHostCall,
+} from "./request.js";
 import { formatConsoleArgs } from "./render.js";
 import type { EvalObservation, HostCallObservation } from "./telemetry/hub.js";
 import type { AsyncHostFunction, ConsoleEntry, HostCallContext, HostFunction } from "./types.js";
@@ -407,7 +413,13 @@ export class HostCalls {
     }
     // The guest's next call, when it comes at once, is dispatched inside this settle: not from
     // within a host function's async context, which it would inherit (the re-entry check).
-    settleHostCall(handle, callId, ok, result instanceof Appended ? null : result, hostCallContext.getStore() === undefined);
+    settleHostCall(
+      handle,
+      callId,
+      ok,
+      result instanceof Appended ? null : result,
+      hostCallContext.getStore() === undefined,
+    );
   }
 
   // Hands the addon an encoded result of megabytes a piece per turn of the event loop (its settle
