@@ -184,7 +184,7 @@ namespace qjsn {
   X(callId)       /* settle: the async host call; answerSync: the token of the parked sync call */     \
   X(ok)           /* settle: 1: the result is a value, else [name, message] */                         \
   X(collect)      /* settle: 1: the guest's next host call may be dispatched before it returns */      \
-  X(resultBytes)  /* appendResult: the size of the whole encoded result the pieces add up to */       \
+  X(resultBytes)  /* appendResult: the size of the whole encoded result the pieces add up to */        \
   X(fnId)         /* defineFunction, defineFrozenFunction: the number the dispatcher is called with */ \
   X(async)        /* defineFunction: 1: the guest's calls return promises */                           \
   X(limit)        /* globalNames: at most this many names */                                           \

@@ -190,6 +190,22 @@ export function setGuestClock(
   return handle.setClock();
 }
 
+/** The clock a handle was last given (fixed, epoch ms, local time UTC): a clock that did not change costs no call into the addon. */
+export class GuestClockInForce {
+  #last: [boolean, number, boolean] | undefined;
+
+  /** Gives `handle` a clock fixed at `ms` (epoch ms), or the real one when undefined, unless it has it already. */
+  set(handle: NativeHandle, ms: number | undefined, localTimeUtc: boolean): void {
+    const fixed = ms !== undefined;
+    const epochMs = ms ?? 0;
+    const last = this.#last;
+    if (last && last[0] === fixed && last[1] === epochMs && last[2] === localTimeUtc) return;
+    // A busy engine refuses it (and then the eval too): nothing is in force then.
+    const refused = setGuestClock(handle, fixed, epochMs, localTimeUtc) !== undefined;
+    this.#last = refused ? undefined : [fixed, epochMs, localTimeUtc];
+  }
+}
+
 /** Seeds the guest's Math.random (an integer below 2**53). */
 export function setGuestRandomSeed(handle: NativeHandle, seed: number): NativeError | undefined {
   calls[CallSlot.seed] = seed;

@@ -7,7 +7,7 @@
 import { performance } from "node:perf_hooks";
 import { DecodeQueue } from "./decode-queue.js";
 import { SandboxError } from "./errors.js";
-import { HostCalls, removeCode } from "./host-calls.js";
+import { HOST_STEP_BUDGET_MS, HostCalls, removeCode } from "./host-calls.js";
 import { EvalQueue, mayAnswerNow } from "./eval-queue.js";
 import { encodeValue } from "./marshal.js";
 import { SANDBOX_LIMITS } from "./options.js";
@@ -72,7 +72,7 @@ import {
   globalNamesOf,
   requestEval,
   requestSnapshot,
-  setGuestClock,
+  GuestClockInForce,
   setGuestRandomSeed,
   stopEval,
 } from "./request.js";
@@ -87,9 +87,6 @@ import {
   validateOptions,
   validatePath,
 } from "./validate.js";
-
-/** Execution budget of the sandbox's own short guest steps (removing a global). */
-const HOST_STEP_BUDGET_MS = 100;
 
 /**
  * A JavaScript sandbox: one QuickJS-ng runtime with its own memory limit, stack limit, time
@@ -110,9 +107,7 @@ export class Sandbox implements Disposable {
   readonly #queue = new EvalQueue(); // eval()/run() calls and off-thread snapshots, in call order
   #evalSeq = 0;
   #broken = false;
-  // The clock the engine was last given (fixed, epoch ms, local time UTC): a clock that did not
-  // change since costs no call into the addon.
-  #clockInForce: [boolean, number, boolean] | undefined;
+  readonly #clockInForce = new GuestClockInForce();
 
   /** Creates a sandbox. Throws `INVALID_ARGUMENT` for bad options. */
   constructor(options?: SandboxOptions) {
@@ -135,14 +130,7 @@ export class Sandbox implements Disposable {
     const ms = o.clockMs ?? evalClockMs(this.#options.clock);
     // A clock.now() is host code: it can dispose this very sandbox.
     if (this.#handle !== handle) throw new SandboxError("DISPOSED", "the sandbox was disposed by its clock.now()");
-    const fixed = ms !== undefined;
-    const epochMs = ms ?? 0;
-    const utc = o.clockMs !== undefined || this.#options.clock !== "real";
-    const last = this.#clockInForce;
-    if (!last || last[0] !== fixed || last[1] !== epochMs || last[2] !== utc) {
-      // A busy engine refuses it (and then the eval too): nothing is in force then.
-      this.#clockInForce = setGuestClock(handle, fixed, epochMs, utc) === undefined ? [fixed, epochMs, utc] : undefined;
-    }
+    this.#clockInForce.set(handle, ms, o.clockMs !== undefined || this.#options.clock !== "real");
     if (o.randomSeed !== undefined) setGuestRandomSeed(handle, o.randomSeed);
   }
 
@@ -460,7 +448,7 @@ export class Sandbox implements Disposable {
       pending = handle.start(code, filename);
     } else {
       // The snapshot written after the eval comes back in its outcome: such an eval is never answered at once.
-      const excluded = this.#hostRoots();
+      const excluded = this.#host.roots();
       requestEval(JobKind.EvalThenSnapshot, handle.id, evalId, budgetMs, o, false, maxSnapshotBody(after.options));
       pending = handle.start(code, filename, excluded);
     }
@@ -575,12 +563,7 @@ export class Sandbox implements Disposable {
     const resolved = resolveSnapshotOptions(options, this.#options.memoryLimitBytes);
     const handle = this.#live();
     if (this.#broken) throw new SandboxError("BROKEN", "a broken sandbox cannot be snapshotted");
-    return takeSnapshot(handle, this.#hostRoots(), resolved, native.engineVersion);
-  }
-
-  // Global names the host owns (its functions' roots): snapshots leave them out.
-  #hostRoots(): string[] {
-    return this.#host.roots();
+    return takeSnapshot(handle, this.#host.roots(), resolved, native.engineVersion);
   }
 
   /**
@@ -604,7 +587,7 @@ export class Sandbox implements Disposable {
       const handle = this.#live();
       if (this.#broken) throw new SandboxError("BROKEN", "a broken sandbox cannot be snapshotted");
       const evalId = ++this.#evalSeq;
-      const excluded = this.#hostRoots();
+      const excluded = this.#host.roots();
       requestSnapshot(JobKind.WriteSnapshot, evalId, 0, maxSnapshotBody(resolved));
       const pending = handle.start(excluded);
       if (isNativeError(pending)) throw refusal(pending, "take a snapshot", "cannot take a snapshot");
