@@ -449,6 +449,7 @@ export const ChannelFrame = numbered("channelFrame", [
   "AsyncCall",
   "Console",
   "EvalDone",
+  "AppendResult",
 ]);
 
 /** Fixed sizes of the channel to a helper process (QJSN_CHANNEL_SIZES). */

@@ -29,6 +29,7 @@ import type { SourceCode } from "../types.js";
 
 /** How long a direct call waits for the helper beyond the eval's own budget before the helper is killed as unresponsive. */
 const REPLY_GRACE_MS = 30_000;
+const EMPTY = Buffer.alloc(0);
 const KNOWN_STATUSES = new Set(Object.values(NativeStatus));
 // The numbers src/request.ts wrote for a handle call (QJSN_CALL_SLOTS), read here as the addon reads them.
 const calls = native.callSlots;
@@ -144,8 +145,6 @@ export class RemoteHandle implements NativeHandle {
   #inEvalSync = false;
   // The async job in flight: its evalId and how to settle it.
   #job: { evalId: number; resolve: (slots: NativeOutcomeSlots) => void } | undefined;
-  // Pieces appendResult gathered for the current eval's async calls, by call id, until settled.
-  #appended = new Map<number, Buffer[]>();
 
   // The largest reply body the sandbox's declared caps allow, besides a snapshot's body.
   readonly #replyBytes: number;
@@ -253,7 +252,6 @@ export class RemoteHandle implements NativeHandle {
     else this.#request(w, "", "", [], args[0] as Uint8Array);
     const promise = new Promise<NativeOutcomeSlots>((resolve) => {
       this.#job = { evalId, resolve };
-      this.#appended.clear(); // an ended eval's pieces
     });
     this.#helper.jobStarted();
     this.#helper.send(w.done());
@@ -270,20 +268,16 @@ export class RemoteHandle implements NativeHandle {
   settle(result: HostAnswer | null): void {
     const callId = calls[CallSlot.callId]!;
     const ok = calls[CallSlot.ok] === 1;
-    if (result === null) {
-      // What appendResult gathered: a result of megabytes, handed over in pieces.
-      result = Buffer.concat(this.#appended.get(callId) ?? []);
-      this.#appended.delete(callId);
-    }
+    // null: what appendResult sent, a result of megabytes handed over in pieces, which the helper
+    // gathered; the Settle's empty bytes stand for them.
+    if (result === null) result = EMPTY;
     const w = this.#frame(ChannelFrame.Settle).u32(callId);
     this.#helper.send(writeAnswer(w, ok ? result : Array.isArray(result) ? result : undefined));
   }
 
   appendResult(piece: Uint8Array): void {
-    const callId = calls[CallSlot.callId]!;
-    const pieces = this.#appended.get(callId) ?? [];
-    pieces.push(Buffer.from(piece));
-    this.#appended.set(callId, pieces);
+    const w = this.#frame(ChannelFrame.AppendResult, piece.length + 8).u32(calls[CallSlot.callId]!);
+    this.#helper.send(w.bytes(piece).done());
   }
 
   answerSync(result: HostAnswer): void {
