@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -31,6 +32,9 @@ constexpr int kWriteDeadlineMs = 30 * 1000;
 // Bytes of frames read and not yet handed to the main thread: a helper that sends faster than the
 // main thread takes (a flood of console frames) is killed rather than buffered without bound.
 constexpr size_t kMaxQueuedBytes = 2 * static_cast<size_t>(channel::maxFrameBytes);
+// A frame's body is read this much at a time, and its buffer grows only with what arrived: a
+// helper that announces a large frame and stalls costs the parent what it sent, not what it announced.
+constexpr size_t kReadChunkBytes = 64 * 1024;
 
 bool readFull(int fd, uint8_t* p, size_t n) {
   while (n > 0) {
@@ -38,6 +42,21 @@ bool readFull(int fd, uint8_t* p, size_t n) {
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) return false;
     p += got;
+    n -= static_cast<size_t>(got);
+  }
+  return true;
+}
+
+// Appends `n` bytes read from `fd` to `frame`, growing it by at most a chunk per read.
+bool readGrowing(int fd, std::vector<uint8_t>& frame, size_t n) {
+  while (n > 0) {
+    size_t at = frame.size();
+    size_t want = n < kReadChunkBytes ? n : kReadChunkBytes;
+    frame.resize(at + want);
+    ssize_t got = ::read(fd, frame.data() + at, want);
+    if (got < 0 && errno == EINTR) got = 0;
+    else if (got <= 0) return false;
+    frame.resize(at + static_cast<size_t>(got));
     n -= static_cast<size_t>(got);
   }
   return true;
@@ -58,6 +77,9 @@ struct HelperChannel::Shared {
   bool lostReported = false;
   int termSignal = 0;
   int exitCode = -1;
+  // The largest body the parent expects now (setFrameLimit), and whether a frame over it got the helper killed.
+  std::atomic<uint32_t> frameLimit{channel::maxFrameBytes};
+  bool overLimit = false;
   Napi::ThreadSafeFunction tsfn;
   bool tsfnClosed = false;     // under mu: the environment is being torn down and freed the function
   std::weak_ptr<Shared> self;  // a queued callback keeps the state alive, not the reader
@@ -95,10 +117,14 @@ struct HelperChannel::Shared {
       if (!readFull(fd, header, sizeof header)) break;
       uint32_t size = 0;
       std::memcpy(&size, header, 4);
-      if (size > channel::maxFrameBytes || header[4] >= static_cast<uint8_t>(Frame::Count)) break;
-      std::vector<uint8_t> frame(sizeof header + size);
-      std::memcpy(frame.data(), header, sizeof header);
-      if (!readFull(fd, frame.data() + sizeof header, size)) break;
+      if (header[4] >= static_cast<uint8_t>(Frame::Count)) break;
+      if (size > frameLimit.load()) {
+        std::lock_guard<std::mutex> lock(mu);
+        overLimit = true;
+        break;
+      }
+      std::vector<uint8_t> frame(header, header + sizeof header);
+      if (!readGrowing(fd, frame, size)) break;
       std::lock_guard<std::mutex> lock(mu);
       if (header[5] & channel::directFlag) {
         // A helper answers each direct request or host-call answer with one frame, taken before
@@ -138,7 +164,7 @@ struct HelperChannel::Shared {
   // Main thread: hands the queued frames (and the loss, after them) to the callback.
   void deliver(Napi::Env env, Napi::Function callback) {
     std::vector<std::vector<uint8_t>> batch;
-    bool reportLoss = false;
+    bool reportLoss = false, over = false;
     int sig = 0, code = -1;
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -149,6 +175,7 @@ struct HelperChannel::Shared {
         lostReported = reportLoss = true;
         sig = termSignal;
         code = exitCode;
+        over = overLimit;
       }
     }
     if (env == nullptr || callback.IsEmpty()) return;
@@ -157,7 +184,7 @@ struct HelperChannel::Shared {
     // would turn the failure into a fatal error.
     napi_handle_scope scope;
     if (napi_open_handle_scope(env, &scope) != napi_ok) return;
-    napi_value frames, loss, recv, pair[2];
+    napi_value frames, loss, recv, triple[3];
     bool built = napi_create_array_with_length(env, batch.size(), &frames) == napi_ok &&
                  napi_get_undefined(env, &recv) == napi_ok && napi_get_undefined(env, &loss) == napi_ok;
     for (size_t i = 0; built && i < batch.size(); i++) {
@@ -166,9 +193,10 @@ struct HelperChannel::Shared {
               napi_set_element(env, frames, static_cast<uint32_t>(i), buffer) == napi_ok;
     }
     if (built && reportLoss)
-      built = napi_create_array_with_length(env, 2, &loss) == napi_ok &&
-              napi_create_int32(env, sig, &pair[0]) == napi_ok && napi_create_int32(env, code, &pair[1]) == napi_ok &&
-              napi_set_element(env, loss, 0, pair[0]) == napi_ok && napi_set_element(env, loss, 1, pair[1]) == napi_ok;
+      built = napi_create_array_with_length(env, 3, &loss) == napi_ok &&
+              napi_create_int32(env, sig, &triple[0]) == napi_ok && napi_create_int32(env, code, &triple[1]) == napi_ok &&
+              napi_get_boolean(env, over, &triple[2]) == napi_ok && napi_set_element(env, loss, 0, triple[0]) == napi_ok &&
+              napi_set_element(env, loss, 1, triple[1]) == napi_ok && napi_set_element(env, loss, 2, triple[2]) == napi_ok;
     napi_value argv[2] = {frames, loss};
     if (built && napi_call_function(env, recv, callback, 2, argv, nullptr) != napi_ok) {
       napi_value ignored;
@@ -186,6 +214,7 @@ Napi::Value HelperChannel::Define(Napi::Env env) {
                          InstanceMethod("ref", &HelperChannel::Ref),
                          InstanceMethod("unref", &HelperChannel::Unref),
                          InstanceMethod("kill", &HelperChannel::Kill),
+                         InstanceMethod("setFrameLimit", &HelperChannel::SetFrameLimit),
                          InstanceAccessor("pid", &HelperChannel::Pid, nullptr),
                          InstanceMethod("ended", &HelperChannel::Ended),
                      });
@@ -310,14 +339,24 @@ Napi::Value HelperChannel::Kill(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+Napi::Value HelperChannel::SetFrameLimit(const Napi::CallbackInfo& info) {
+  if (shared_ && info.Length() >= 1 && info[0].IsNumber()) {
+    double bytes = info[0].As<Napi::Number>().DoubleValue();
+    double max = static_cast<double>(channel::maxFrameBytes);
+    shared_->frameLimit.store(static_cast<uint32_t>(bytes >= 0 && bytes < max ? bytes : max));
+  }
+  return info.Env().Undefined();
+}
+
 Napi::Value HelperChannel::Ended(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!shared_) return env.Undefined();
   std::lock_guard<std::mutex> lock(shared_->mu);
   if (!shared_->lost) return env.Undefined();
-  Napi::Array a = Napi::Array::New(env, 2);
+  Napi::Array a = Napi::Array::New(env, 3);
   a.Set(0u, Napi::Number::New(env, shared_->termSignal));
   a.Set(1u, Napi::Number::New(env, shared_->exitCode));
+  a.Set(2u, Napi::Boolean::New(env, shared_->overLimit));
   return a;
 }
 

@@ -123,6 +123,9 @@ function hostErrorOf(err: unknown): [string, string] {
   }
 }
 
+/** Execution budget of the sandbox's own short guest steps (removing a global). */
+export const HOST_STEP_BUDGET_MS = 100;
+
 /** Guest code that deletes the global at a validated dotted `path`; its completion value is `delete`'s. */
 export function removeCode(path: string): string {
   const segments = path.split(".");

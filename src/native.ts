@@ -152,7 +152,10 @@ export interface NativeHandle {
 }
 
 /** Frames a helper sent that answer no direct call, and, once, `[signal, exitCode]` when it ended. */
-export type HelperEvents = (frames: Buffer[], lost: [signal: number, exitCode: number] | undefined) => void;
+export type HelperEvents = (frames: Buffer[], lost: HelperLoss | undefined) => void;
+
+/** How a helper ended: its signal, its exit code, and whether it sent a frame over the limit the parent set. */
+export type HelperLoss = [signal: number, exitCode: number, overLimit: boolean];
 
 /** The addon's end of the channel to one helper process. */
 export interface NativeHelperChannel {
@@ -163,8 +166,10 @@ export interface NativeHelperChannel {
   ref(): void;
   unref(): void;
   kill(): void;
-  /** `[signal, exitCode]` once the helper was reaped (the events callback may not have heard yet). */
-  ended(): [signal: number, exitCode: number] | undefined;
+  /** The largest frame body the parent expects from now on (at most maxFrameBytes); a larger one kills the helper. */
+  setFrameLimit(bytes: number): void;
+  /** How the helper ended, once it was reaped (the events callback may not have heard yet). */
+  ended(): HelperLoss | undefined;
   readonly pid: number;
 }
 
@@ -444,6 +449,7 @@ export const ChannelFrame = numbered("channelFrame", [
   "AsyncCall",
   "Console",
   "EvalDone",
+  "AppendResult",
 ]);
 
 /** Fixed sizes of the channel to a helper process (QJSN_CHANNEL_SIZES). */

@@ -7,7 +7,7 @@
 import { performance } from "node:perf_hooks";
 import { DecodeQueue } from "./decode-queue.js";
 import { SandboxError } from "./errors.js";
-import { HostCalls, removeCode } from "./host-calls.js";
+import { HOST_STEP_BUDGET_MS, HostCalls, removeCode } from "./host-calls.js";
 import { EvalQueue, mayAnswerNow } from "./eval-queue.js";
 import { encodeValue } from "./marshal.js";
 import { SANDBOX_LIMITS } from "./options.js";
@@ -89,9 +89,6 @@ import {
   validateOptions,
   validatePath,
 } from "./validate.js";
-
-/** Execution budget of the sandbox's own short guest steps (removing a global). */
-const HOST_STEP_BUDGET_MS = 100;
 
 /**
  * A JavaScript sandbox: one QuickJS-ng runtime with its own memory limit, stack limit, time
@@ -453,7 +450,7 @@ export class Sandbox implements Disposable {
       pending = handle.start(code, filename);
     } else {
       // The snapshot written after the eval comes back in its outcome: such an eval is never answered at once.
-      const excluded = this.#hostRoots();
+      const excluded = this.#host.roots();
       requestEval(JobKind.EvalThenSnapshot, handle.id, evalId, budgetMs, o, false, maxSnapshotBody(after.options));
       pending = handle.start(code, filename, excluded);
     }
@@ -557,12 +554,7 @@ export class Sandbox implements Disposable {
     const resolved = resolveSnapshotOptions(options, this.#options.memoryLimitBytes);
     const handle = this.#live();
     if (this.#broken) throw new SandboxError("BROKEN", "a broken sandbox cannot be snapshotted");
-    return takeSnapshot(handle, this.#hostRoots(), resolved, native.engineVersion);
-  }
-
-  // Global names the host owns (its functions' roots): snapshots leave them out.
-  #hostRoots(): string[] {
-    return this.#host.roots();
+    return takeSnapshot(handle, this.#host.roots(), resolved, native.engineVersion);
   }
 
   /**
@@ -586,7 +578,7 @@ export class Sandbox implements Disposable {
       const handle = this.#live();
       if (this.#broken) throw new SandboxError("BROKEN", "a broken sandbox cannot be snapshotted");
       const evalId = ++this.#evalSeq;
-      const excluded = this.#hostRoots();
+      const excluded = this.#host.roots();
       requestSnapshot(JobKind.WriteSnapshot, evalId, 0, maxSnapshotBody(resolved));
       const pending = handle.start(excluded);
       if (isNativeError(pending)) throw refusal(pending, "take a snapshot", "cannot take a snapshot");

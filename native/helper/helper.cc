@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <map>
 #include <unordered_map>
 #include <utility>
 
@@ -467,6 +468,7 @@ class Helper {
         return true;
       }
       case Frame::Start: {
+        dropAppended(id);  // an ended eval's
         EvalRequest r;
         uint64_t evalId = 0;
         if (!readRequest(in, &r, &evalId)) return false;
@@ -493,9 +495,22 @@ class Helper {
         Executor::instance().stopRequested(engine.get());
         return true;
       }
+      case Frame::AppendResult: {
+        uint32_t callId = 0;
+        std::vector<uint8_t> piece;
+        if (!in.u32(&callId) || !in.bytes(&piece)) return false;
+        std::vector<uint8_t>& gathered = appended_[{id, callId}];
+        gathered.insert(gathered.end(), piece.begin(), piece.end());
+        return true;
+      }
       case Frame::Settle: {
         HostResult r;
         if (!in.u32(&r.callId) || !readHostResult(in, &r)) return false;
+        auto gathered = appended_.find({id, r.callId});
+        if (gathered != appended_.end()) {
+          if (r.ok && r.value.empty()) r.value = std::move(gathered->second);
+          appended_.erase(gathered);
+        }
         if (engine && engine->deliver(std::move(r))) Executor::instance().schedule(engine);
         return true;
       }
@@ -544,7 +559,13 @@ class Helper {
     return true;
   }
 
+  // Drops the pieces gathered for calls of sandbox `id` that were never settled.
+  void dropAppended(uint32_t id) {
+    appended_.erase(appended_.lower_bound({id, 0}), appended_.upper_bound({id, UINT32_MAX}));
+  }
+
   void release(uint32_t id) {
+    dropAppended(id);
     auto it = engines_.find(id);
     if (it == engines_.end()) return;
     std::shared_ptr<Engine> engine = std::move(it->second);
@@ -569,6 +590,8 @@ class Helper {
   std::shared_ptr<ChannelBridge> bridge_;
   SyncRunners runners_;
   std::unordered_map<uint32_t, std::shared_ptr<Engine>> engines_;
+  // Pieces of results handed over with AppendResult, by (sandbox, call), until their Settle.
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<uint8_t>> appended_;
 };
 
 }  // namespace

@@ -21,7 +21,7 @@ import { EvalActivity, type ProgressWriter } from "./activity.js";
 import { formatEvalOutput } from "./format.js";
 import { hintFor } from "./hints.js";
 import { keptOutputPath, OutputStore, StateFilesWriter, stateFilesOf } from "./kept-outputs.js";
-import type { ResolvedOptions } from "./options.js";
+import { type ResolvedOptions, type RunConfigView, sessionIsolation } from "./options.js";
 import { outcomeOf, type EvalOutcomeMetadata, type KeptOutput } from "./outcome.js";
 import { DURABLE_TEXT, EVAL_INPUT_DESCRIPTIONS, OUTPUT_TEXT } from "./prompts.js";
 import { type Persistence, runStorageOf, type SessionPersistence } from "./persistence.js";
@@ -72,8 +72,8 @@ export interface SessionState {
   pausedEval: EvalReview | undefined;
 }
 
-export type Interpreter = SessionRegistry<LiveSandbox, SessionState>;
-type Session = InterpreterSession<LiveSandbox, SessionState>;
+export type Interpreter = SessionRegistry<LiveSandbox, SessionState, RunConfigView>;
+type Session = InterpreterSession<LiveSandbox, SessionState, RunConfigView>;
 
 const SCRIPT_FILENAME = "<eval>";
 /** Guest function reading the session's {@link OutputStore}. */
@@ -93,7 +93,6 @@ export function sandboxOptions(options: ResolvedOptions): SandboxOptions {
     wallTimeoutMs: options.wallTimeoutMs,
     captureConsole: options.captureConsole,
     clock: options.clock,
-    isolation: options.isolation,
     partition: options.partition,
   };
   if (options.maxStackSizeBytes !== undefined) out.maxStackSizeBytes = options.maxStackSizeBytes;
@@ -104,7 +103,7 @@ export function sandboxOptions(options: ResolvedOptions): SandboxOptions {
 
 /** Creates the session registry of one middleware instance. */
 export function createInterpreter(options: ResolvedOptions, persistence: Persistence): Interpreter {
-  return new SessionRegistry<LiveSandbox, SessionState>({
+  return new SessionRegistry<LiveSandbox, SessionState, RunConfigView>({
     maxLiveSessions: options.maxLiveSessions,
     idleTimeoutMs: options.sessionIdleTimeoutMs,
     open: (session) => {
@@ -118,11 +117,12 @@ export function createInterpreter(options: ResolvedOptions, persistence: Persist
       return { sandbox, defined: new Set() };
     },
     close: (live) => live.sandbox.dispose(),
-    initState: () => ({
+    // A session's tier is chosen once, by the run that creates it.
+    initState: (config) => ({
       view: undefined,
       active: undefined,
       outputs: new OutputStore(options.maxKeptOutputChars),
-      persistence: persistence.forSession(),
+      persistence: persistence.forSession(sessionIsolation(options, config)),
       replayStart: undefined,
       pausedEval: undefined,
     }),
@@ -418,15 +418,19 @@ function buildEvalTool(deps: EvalToolDeps, description: string): DynamicStructur
       // The span of this tool call: the eval's span and its host calls' spans nest below it.
       return traceEvalTool(options.toolName, config, key, async () => {
         const review = deps.approval?.forCall(config, input.code, key);
-        const run = interpreter.run(key, async (session) => {
-          // Also an eval queued before the drain began: it has not started, so it is refused.
-          if (deps.approval?.draining === true) return failedOutcome(DURABLE_TEXT.draining);
-          if (review !== undefined)
-            return review.drive(session, (gate) => evaluate(session, input, config, deps, gate), failedOutcome);
-          // An eval paused for review and kept alive stops before another eval of the thread runs.
-          await session.state.pausedEval?.stop();
-          return evaluate(session, input, config, deps) as Promise<EvalOutcome>;
-        });
+        const run = interpreter.run(
+          key,
+          async (session) => {
+            // Also an eval queued before the drain began: it has not started, so it is refused.
+            if (deps.approval?.draining === true) return failedOutcome(DURABLE_TEXT.draining);
+            if (review !== undefined)
+              return review.drive(session, (gate) => evaluate(session, input, config, deps, gate), failedOutcome);
+            // An eval paused for review and kept alive stops before another eval of the thread runs.
+            await session.state.pausedEval?.stop();
+            return evaluate(session, input, config, deps) as Promise<EvalOutcome>;
+          },
+          config,
+        );
         const outcome = await (deps.approval?.track(run) ?? run);
         return toToolOutput(outcome, config, options.toolName);
       });

@@ -30,8 +30,10 @@ export type {
   CodeInterpreterMiddlewareOptions,
   InterpreterMode,
   InterruptOnTools,
+  IsolationChooser,
   PtcEntry,
   PtcPreset,
+  RunConfigView,
   SystemPromptOption,
 } from "./options.js";
 export { INTERPRETER_LIMITS } from "./limits.js";
@@ -167,12 +169,16 @@ export function createCodeInterpreterMiddleware(
       const stored = storedSnapshotOf(state);
       if (stored === undefined && interpreter.get(key) === undefined) return undefined;
       // Restoring is lazy (on the thread's next eval): a run that never evals pays at most a store read.
-      await interpreter.run(key, async (session) => {
-        if (!session.state.persistence.prepare(stored, session.isOpen)) return;
-        session.discard();
-        // Not awaited: the store read overlaps the model call; the first eval waits for it.
-        void session.state.persistence.load(runStorageOf(runtime.store, runtime.configurable), session.key);
-      });
+      await interpreter.run(
+        key,
+        async (session) => {
+          if (!session.state.persistence.prepare(stored, session.isOpen)) return;
+          session.discard();
+          // Not awaited: the store read overlaps the model call; the first eval waits for it.
+          void session.state.persistence.load(runStorageOf(runtime.store, runtime.configurable), session.key);
+        },
+        runtime,
+      );
       return undefined;
     },
     afterAgent: async (state, runtime) => {
@@ -200,9 +206,13 @@ export function createCodeInterpreterMiddleware(
         session.state.view = view;
       } else if (ptc.enabled) {
         // A thread's first eval must see this thread's tools, not the last ones any thread was offered.
-        await interpreter.run(key, async (created) => {
-          created.state.view = view;
-        });
+        await interpreter.run(
+          key,
+          async (created) => {
+            created.state.view = view;
+          },
+          request.runtime,
+        );
       }
       const catalog = task.observe(request.tools, session);
       if (cached?.view !== view || cached.task !== catalog) {

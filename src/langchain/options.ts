@@ -10,7 +10,14 @@
  * the shape keeps each field's TSDoc in editor hovers (checked on dist/langchain/options.d.ts).
  */
 import { z } from "zod/v4";
-import { SANDBOX_DEFAULTS, SANDBOX_LIMITS, type SandboxClock, type UsageRecord } from "../index.js";
+import {
+  SANDBOX_DEFAULTS,
+  SANDBOX_LIMITS,
+  type SandboxClock,
+  SandboxError,
+  type SandboxIsolation,
+  type UsageRecord,
+} from "../index.js";
 import { INTERPRETER_LIMITS } from "./limits.js";
 import {
   describe,
@@ -41,6 +48,34 @@ export type {
 
 const KiB = 1024;
 const MAX_TIMEOUT_MS = SANDBOX_LIMITS.maxTimeoutMs;
+const ISOLATION_TIERS = ["in-process", "process"] as const;
+
+/** The run config the option functions read (LangGraph's, narrowed to what they see). */
+export interface RunConfigView {
+  configurable?: Record<string, unknown>;
+}
+
+/** The `isolation` option as a function: the tier of the session of thread `threadId` (undefined without one). */
+export type IsolationChooser = (threadId: string | undefined, config: RunConfigView) => SandboxIsolation;
+
+/**
+ * The tier of a session created by a run with `config`: the `isolation` option, or what its
+ * function returns for the run. Throws `INVALID_ARGUMENT` when the function returns something else.
+ */
+export function sessionIsolation(options: ResolvedOptions, config: RunConfigView | undefined): SandboxIsolation {
+  const { isolation } = options;
+  if (typeof isolation !== "function") return isolation;
+  const configurable = config?.configurable;
+  const threadId = configurable?.thread_id;
+  const chosen: unknown = isolation(typeof threadId === "string" && threadId !== "" ? threadId : undefined, {
+    ...(configurable === undefined ? {} : { configurable }),
+  });
+  if (chosen === "in-process" || chosen === "process") return chosen;
+  throw new SandboxError(
+    "INVALID_ARGUMENT",
+    `isolation(threadId, config) must return "in-process" or "process", got ${describe(chosen)}`,
+  );
+}
 
 /** An integer option within `[min, max]`; its error names the range and what was given. */
 function integer(min: number, max = Number.MAX_SAFE_INTEGER): z.ZodNumber {
@@ -198,8 +233,15 @@ const optionsShape = {
    * Where each session's interpreter lives: `"in-process"` (default) or `"process"`, a confined
    * helper process (see the README's two tiers), in the partition `partition`. A lost helper
    * fails that eval with `InterpreterLostError`; the next eval starts from the session's last state.
+   * Or a function of the run, `(threadId, config) => "in-process" | "process"`, called once per
+   * session, when the session is created (its first eval or model call of the thread, and again after
+   * the session was closed for being idle or evicted); it must not throw.
    */
-  isolation: z.enum(["in-process", "process"]).default("in-process"),
+  isolation: z
+    .union([z.enum(ISOLATION_TIERS), callback<IsolationChooser>()], {
+      error: (issue) => `must be "in-process", "process" or a function returning one, got ${describe(issue.input)}`,
+    })
+    .default("in-process"),
   /** With `isolation: "process"`: the partition (tenant id) whose helper processes the sessions share. Default `""`. */
   partition: z.string().max(256).default(""),
   /**
@@ -209,7 +251,7 @@ const optionsShape = {
    */
   onUsage: callback<(record: UsageRecord) => void>().optional(),
   /** The tenant of a run's usage records and spans (hashed there), from its run config. Default: the thread id. */
-  usageTenant: callback<(config: { configurable?: Record<string, unknown> }) => string>().optional(),
+  usageTenant: callback<(config: RunConfigView) => string>().optional(),
   /**
    * Durable evals (default true): with a checkpointer, each host call an eval makes (tools, `task()`)
    * is journaled in the checkpointer as it completes, and a new call starts only once the calls that

@@ -29,6 +29,7 @@ import {
   type NotRestored,
   type RestoreOptions,
   type SandboxErrorCode,
+  type SandboxIsolation,
   type SandboxOptions,
   type SnapshotOptions,
 } from "../index.js";
@@ -100,6 +101,8 @@ export interface PendingRestore {
  * only {@link Persistence} reads or writes it: other files call the session's methods.
  */
 export interface PersistenceState {
+  /** Where the session's sandboxes live, chosen when the session was created (the `isolation` option). */
+  isolation: SandboxIsolation;
   /** Turn of the stored snapshot the live sandbox started from or last wrote; -1 when none. */
   turn: number;
   /** Snapshot to restore from when the session next opens a sandbox: its bytes, or its store reference until `load`. */
@@ -118,8 +121,9 @@ export interface PersistenceState {
   restored: Sandbox | undefined;
 }
 
-function initPersistenceState(): PersistenceState {
+function initPersistenceState(isolation: SandboxIsolation): PersistenceState {
   return {
+    isolation,
     turn: -1,
     pending: undefined,
     storedBody: undefined,
@@ -165,9 +169,9 @@ export class Persistence {
     return this.#options.mode === "thread";
   }
 
-  /** The persistence of one session: its state, behind methods. */
-  forSession(): SessionPersistence {
-    return new SessionPersistence(this, initPersistenceState());
+  /** The persistence of one session, whose sandboxes live in `isolation`: its state, behind methods. */
+  forSession(isolation: SandboxIsolation): SessionPersistence {
+    return new SessionPersistence(this, initPersistenceState(isolation));
   }
 
   /** True when evals share a sandbox, so a stopped eval has a state to roll back to. */
@@ -203,6 +207,7 @@ export class Persistence {
     try {
       const { sandbox, notRestored } = await Sandbox.restoreAsync(pending.bytes, {
         ...this.#sandboxOptions,
+        isolation: state.isolation,
         maxSnapshotBytes: this.#options.maxSnapshotBytes,
         ...(signing === undefined ? {} : { signing }),
       });
@@ -234,6 +239,7 @@ export class Persistence {
     dropRestored(state);
     const { sandbox, notRestored } = await Sandbox.restoreAsync(bytes, {
       ...this.#sandboxOptions,
+      isolation: state.isolation,
       maxSnapshotBytes: this.#options.maxSnapshotBytes,
     });
     if (notRestored.length > 0)
@@ -245,7 +251,7 @@ export class Persistence {
   open(state: PersistenceState): Sandbox {
     const restored = state.restored;
     state.restored = undefined;
-    return restored ?? new Sandbox(this.#sandboxOptions);
+    return restored ?? new Sandbox({ ...this.#sandboxOptions, isolation: state.isolation });
   }
 
   /** Forgets the state that could not be restored and tells the model: the sandbox opens fresh. */

@@ -7,17 +7,17 @@
  */
 
 /** How a registry opens and closes the resource of a session, and what else a session carries. */
-export interface SessionRegistryOptions<R, S> {
+export interface SessionRegistryOptions<R, S, C = undefined> {
   /** Most sessions kept at once; beyond it the least recently used idle session is closed. */
   maxLiveSessions: number;
   /** A session unused for this long (and not running anything) is closed. */
   idleTimeoutMs: number;
   /** Creates the resource of a session, lazily, on first use. */
-  open: (session: InterpreterSession<R, S>) => R;
+  open: (session: InterpreterSession<R, S, C>) => R;
   /** Releases a resource; must not throw. */
   close: (resource: R) => void;
-  /** Creates the per-session state that survives resource resets (e.g. the tools view). */
-  initState: () => S;
+  /** Creates the per-session state that survives resource resets (e.g. the tools view), given the creating run's `context`. */
+  initState: (context: C | undefined) => S;
   /** Clock, ms. Default `performance.now`. */
   now?: () => number;
 }
@@ -26,7 +26,7 @@ export interface SessionRegistryOptions<R, S> {
 export type EvictionReason = "idle" | "capacity";
 
 /** One session: a key, a lazily opened resource and a queue of work. */
-export class InterpreterSession<R, S> {
+export class InterpreterSession<R, S, C = undefined> {
   readonly key: string;
   /** Per-session state kept across resets of the resource. */
   readonly state: S;
@@ -34,10 +34,10 @@ export class InterpreterSession<R, S> {
   #tail: Promise<unknown> = Promise.resolve();
   #pending = 0;
   #lastUsedAt: number;
-  readonly #registry: SessionRegistry<R, S>;
+  readonly #registry: SessionRegistry<R, S, C>;
 
   /** @internal */
-  constructor(registry: SessionRegistry<R, S>, key: string, state: S, now: number) {
+  constructor(registry: SessionRegistry<R, S, C>, key: string, state: S, now: number) {
     this.#registry = registry;
     this.key = key;
     this.state = state;
@@ -72,7 +72,7 @@ export class InterpreterSession<R, S> {
   }
 
   /** @internal Queues `task` after every earlier task of this session. */
-  enqueue<T>(task: (session: InterpreterSession<R, S>) => Promise<T>, now: () => number): Promise<T> {
+  enqueue<T>(task: (session: InterpreterSession<R, S, C>) => Promise<T>, now: () => number): Promise<T> {
     this.#pending++;
     const run = this.#tail.then(() => task(this));
     this.#tail = run.then(
@@ -89,15 +89,15 @@ export class InterpreterSession<R, S> {
 }
 
 /** Sessions by key, with queueing, LRU capacity and idle eviction. */
-export class SessionRegistry<R, S> {
-  readonly #sessions = new Map<string, InterpreterSession<R, S>>();
-  readonly #options: SessionRegistryOptions<R, S>;
+export class SessionRegistry<R, S, C = undefined> {
+  readonly #sessions = new Map<string, InterpreterSession<R, S, C>>();
+  readonly #options: SessionRegistryOptions<R, S, C>;
   readonly #now: () => number;
   readonly #evicted = new Map<string, EvictionReason>();
   #timer: ReturnType<typeof setInterval> | undefined;
   #disposed = false;
 
-  constructor(options: SessionRegistryOptions<R, S>) {
+  constructor(options: SessionRegistryOptions<R, S, C>) {
     this.#options = options;
     this.#now = options.now ?? (() => performance.now());
   }
@@ -113,7 +113,7 @@ export class SessionRegistry<R, S> {
   }
 
   /** The session for `key`, if held. */
-  get(key: string): InterpreterSession<R, S> | undefined {
+  get(key: string): InterpreterSession<R, S, C> | undefined {
     return this.#sessions.get(key);
   }
 
@@ -121,9 +121,9 @@ export class SessionRegistry<R, S> {
    * Runs `task` on the session for `key` (created if needed) after every earlier task of that
    * session has settled. Tasks of different sessions run concurrently.
    */
-  run<T>(key: string, task: (session: InterpreterSession<R, S>) => Promise<T>): Promise<T> {
+  run<T>(key: string, task: (session: InterpreterSession<R, S, C>) => Promise<T>, context?: C): Promise<T> {
     if (this.#disposed) return Promise.reject(new Error("The code interpreter has been disposed"));
-    const session = this.#touch(key);
+    const session = this.#touch(key, context);
     return session.enqueue(task, this.#now);
   }
 
@@ -163,7 +163,7 @@ export class SessionRegistry<R, S> {
   }
 
   /** @internal */
-  openFor(session: InterpreterSession<R, S>): R {
+  openFor(session: InterpreterSession<R, S, C>): R {
     if (this.#disposed) throw new Error("The code interpreter has been disposed");
     return this.#options.open(session);
   }
@@ -173,13 +173,13 @@ export class SessionRegistry<R, S> {
     this.#options.close(resource);
   }
 
-  #touch(key: string): InterpreterSession<R, S> {
+  #touch(key: string, context: C | undefined): InterpreterSession<R, S, C> {
     let session = this.#sessions.get(key);
     if (session !== undefined) {
       // Re-inserting moves the key to the most-recently-used end of the Map's order.
       this.#sessions.delete(key);
     } else {
-      session = new InterpreterSession(this, key, this.#options.initState(), this.#now());
+      session = new InterpreterSession(this, key, this.#options.initState(context), this.#now());
     }
     this.#sessions.set(key, session);
     this.#enforceCapacity(session);
@@ -187,7 +187,7 @@ export class SessionRegistry<R, S> {
     return session;
   }
 
-  #enforceCapacity(keep: InterpreterSession<R, S>): void {
+  #enforceCapacity(keep: InterpreterSession<R, S, C>): void {
     let excess = this.#sessions.size - this.#options.maxLiveSessions;
     if (excess <= 0) return;
     // Oldest first; busy sessions are skipped, so the cap may be exceeded while all are busy.
@@ -199,7 +199,7 @@ export class SessionRegistry<R, S> {
     }
   }
 
-  #evict(session: InterpreterSession<R, S>, reason: EvictionReason): void {
+  #evict(session: InterpreterSession<R, S, C>, reason: EvictionReason): void {
     if (session.isOpen) this.#evicted.set(session.key, reason);
     session.discard();
     this.#sessions.delete(session.key);

@@ -9,6 +9,8 @@ import { SandboxError } from "../errors.js";
 import {
   addonDirectory,
   ChannelFrame,
+  CHANNEL_SIZES,
+  type HelperLoss,
   isNativeError,
   native,
   type NativeDispatcher,
@@ -30,6 +32,9 @@ const FRAME_NAMES = Object.entries(ChannelFrame)
   .map(([name]) => `${name},`)
   .join("");
 
+/** Room in a frame besides the payloads a sandbox's caps bound: fields, error messages, names not restored. */
+const FRAME_SLACK_BYTES = 1024 ** 2;
+
 const signalNames = new Map(Object.entries(osConstants.signals).map(([name, number]) => [number, name]));
 
 /** Where the helper executable is: next to the addon, or where QUICKJS_NATIVE_HELPER says. */
@@ -50,8 +55,10 @@ export class HelperProcess {
   readonly #handles = new Map<number, RemoteHandle>();
   #nextId = 0;
   #jobs = 0;
-  #lost: [signal: number, exitCode: number] | undefined;
+  #lost: HelperLoss | undefined;
   #killedForProtocol = false;
+  // The largest frame body the parent expects from this helper, raised as its sandboxes declare more.
+  #frameLimit = 0;
 
   constructor(
     memoryPerSandbox: number,
@@ -73,6 +80,7 @@ export class HelperProcess {
         [String(addressSpace), confined ? "confined" : "unconfined", FRAME_NAMES],
         (frames, lost) => this.#onEvents(frames, lost),
       );
+      this.expect(0); // until a sandbox declares its caps, no frame of more than the slack is expected
     } catch (err) {
       throw new SandboxError("INVALID_ARGUMENT", isNativeError(err) ? err.message : "cannot start the helper process", {
         cause: err,
@@ -97,7 +105,9 @@ export class HelperProcess {
   lostMessage(): string {
     const lost = this.#lost ?? this.#channel.ended();
     if (!lost) return "the sandbox's helper process is gone";
-    const [signal, code] = lost;
+    const [signal, code, overLimit] = lost;
+    if (overLimit)
+      return `the sandbox's helper process announced a frame larger than its sandboxes' caps allow (${this.#frameLimit} bytes) and was killed`;
     if (this.#killedForProtocol) return "the sandbox's helper process sent a malformed frame and was killed";
     if (signal !== 0) return `the sandbox's helper process died (${signalNames.get(signal) ?? `signal ${signal}`})`;
     if (code === EXIT_NOT_CONFINED) return "the sandbox's helper process could not confine itself";
@@ -122,6 +132,17 @@ export class HelperProcess {
     this.#channel.kill();
   }
 
+  /**
+   * The helper may now send frames with a body of `bytes` (payloads its sandboxes' declared caps
+   * allow, plus slack): any larger one, announced before it arrives, kills it.
+   */
+  expect(bytes: number): void {
+    const limit = Math.min(bytes + FRAME_SLACK_BYTES, CHANNEL_SIZES.maxFrameBytes);
+    if (limit <= this.#frameLimit) return;
+    this.#frameLimit = limit;
+    this.#channel.setFrameLimit(limit);
+  }
+
   call(frame: Buffer, timeoutMs: number): FrameReader | undefined {
     if (this.#lost) return undefined;
     const reply = this.#channel.call(frame, timeoutMs);
@@ -142,11 +163,14 @@ export class HelperProcess {
       .f64(o.maxConsoleBytes)
       .f64(o.copyLimitBytes)
       .f64(o.maxHostCallsInFlight);
+    // A reply carries a result and a thrown value (each within the copy limit) and the console.
+    const replyBytes = 2 * o.copyLimitBytes + o.maxConsoleBytes;
+    this.expect(replyBytes);
     const reply = this.call(w.done(), 30_000);
     if (reply === undefined) throw new SandboxError("WORKER_LOST", this.lostMessage());
     const failed = this.guard(() => (reply.u8() === 1 ? undefined : { code: reply.string(), message: reply.string() }));
     if (failed) throw Object.assign(new Error(failed.message), { code: failed.code });
-    const handle = new RemoteHandle(this, id, dispatch);
+    const handle = new RemoteHandle(this, id, dispatch, replyBytes);
     this.#handles.set(id, handle);
     return handle;
   }
@@ -172,7 +196,7 @@ export class HelperProcess {
     this.#channel.kill();
   }
 
-  #onEvents(frames: Buffer[], lost: [number, number] | undefined): void {
+  #onEvents(frames: Buffer[], lost: HelperLoss | undefined): void {
     for (const frame of frames) {
       if (this.#killedForProtocol) break;
       try {

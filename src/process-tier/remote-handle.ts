@@ -29,6 +29,7 @@ import type { SourceCode } from "../types.js";
 
 /** How long a direct call waits for the helper beyond the eval's own budget before the helper is killed as unresponsive. */
 const REPLY_GRACE_MS = 30_000;
+const EMPTY = Buffer.alloc(0);
 const KNOWN_STATUSES = new Set(Object.values(NativeStatus));
 // The numbers src/request.ts wrote for a handle call (QJSN_CALL_SLOTS), read here as the addon reads them.
 const calls = native.callSlots;
@@ -144,13 +145,21 @@ export class RemoteHandle implements NativeHandle {
   #inEvalSync = false;
   // The async job in flight: its evalId and how to settle it.
   #job: { evalId: number; resolve: (slots: NativeOutcomeSlots) => void } | undefined;
-  // Pieces appendResult gathered for the current eval's async calls, by call id, until settled.
-  #appended = new Map<number, Buffer[]>();
 
-  constructor(helper: HelperProcess, id: number, dispatch: NativeDispatcher) {
+  // The largest reply body the sandbox's declared caps allow, besides a snapshot's body.
+  readonly #replyBytes: number;
+
+  constructor(helper: HelperProcess, id: number, dispatch: NativeDispatcher, replyBytes: number) {
     this.#helper = helper;
     this.id = id;
     this.#dispatch = dispatch;
+    this.#replyBytes = replyBytes;
+  }
+
+  // Writes the request in the request slots; the helper may answer with the snapshot it caps.
+  #request(w: FrameWriter, code: SourceCode, filename: string, excluded: string[], body: Uint8Array): void {
+    this.#helper.expect(this.#replyBytes + native.request[RequestSlot.snapshotMaxBytes]!);
+    writeRequest(w, code, filename, excluded, body);
   }
 
   /** True once the helper died: every call fails with `WORKER_LOST`. */
@@ -200,7 +209,7 @@ export class RemoteHandle implements NativeHandle {
 
   #evalSync(code: SourceCode, filename: string): NativeOutcome {
     const w = this.#frame(ChannelFrame.EvalSync, code.length + 64);
-    writeRequest(w, code, filename, [], new Uint8Array(0));
+    this.#request(w, code, filename, [], new Uint8Array(0));
     const timeoutMs = native.request[RequestSlot.budgetMs]! + REPLY_GRACE_MS;
     let next = this.#call(w.done(), timeoutMs);
     while (true) {
@@ -232,18 +241,17 @@ export class RemoteHandle implements NativeHandle {
     const evalId = native.request[RequestSlot.evalId]!;
     const w = this.#frame(ChannelFrame.Start, 128);
     if (kind === JobKind.Eval || kind === JobKind.EvalThenSnapshot)
-      writeRequest(
+      this.#request(
         w,
         args[0] as SourceCode,
         String(args[1]),
         (args[2] as string[] | undefined) ?? [],
         new Uint8Array(0),
       );
-    else if (kind === JobKind.WriteSnapshot) writeRequest(w, "", "", args[0] as string[], new Uint8Array(0));
-    else writeRequest(w, "", "", [], args[0] as Uint8Array);
+    else if (kind === JobKind.WriteSnapshot) this.#request(w, "", "", args[0] as string[], new Uint8Array(0));
+    else this.#request(w, "", "", [], args[0] as Uint8Array);
     const promise = new Promise<NativeOutcomeSlots>((resolve) => {
       this.#job = { evalId, resolve };
-      this.#appended.clear(); // an ended eval's pieces
     });
     this.#helper.jobStarted();
     this.#helper.send(w.done());
@@ -260,20 +268,16 @@ export class RemoteHandle implements NativeHandle {
   settle(result: HostAnswer | null): void {
     const callId = calls[CallSlot.callId]!;
     const ok = calls[CallSlot.ok] === 1;
-    if (result === null) {
-      // What appendResult gathered: a result of megabytes, handed over in pieces.
-      result = Buffer.concat(this.#appended.get(callId) ?? []);
-      this.#appended.delete(callId);
-    }
+    // null: what appendResult sent, a result of megabytes handed over in pieces, which the helper
+    // gathered; the Settle's empty bytes stand for them.
+    if (result === null) result = EMPTY;
     const w = this.#frame(ChannelFrame.Settle).u32(callId);
     this.#helper.send(writeAnswer(w, ok ? result : Array.isArray(result) ? result : undefined));
   }
 
   appendResult(piece: Uint8Array): void {
-    const callId = calls[CallSlot.callId]!;
-    const pieces = this.#appended.get(callId) ?? [];
-    pieces.push(Buffer.from(piece));
-    this.#appended.set(callId, pieces);
+    const w = this.#frame(ChannelFrame.AppendResult, piece.length + 8).u32(calls[CallSlot.callId]!);
+    this.#helper.send(w.bytes(piece).done());
   }
 
   answerSync(result: HostAnswer): void {
@@ -364,7 +368,7 @@ export class RemoteHandle implements NativeHandle {
   #snapshotDirect(excluded: string[], body: Uint8Array): NativeSnapshotSlots | NativeError {
     if (this.#inEvalSync) return { code: "BUSY", message: "an eval is running in this sandbox" };
     const w = this.#frame(ChannelFrame.EvalSync, body.length + 64);
-    writeRequest(w, "", "", excluded, body);
+    this.#request(w, "", "", excluded, body);
     const reply = this.#call(w.done(), native.request[RequestSlot.budgetMs]! + REPLY_GRACE_MS);
     if (isNativeError(reply)) return reply;
     const outcome = this.#helper.guard(() => {

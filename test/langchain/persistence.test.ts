@@ -270,14 +270,14 @@ describe("a stored snapshot that does not match its thread or turn", () => {
     const sandbox = new Sandbox(sandboxOptions(options));
     try {
       sandbox.evalSync(code);
-      return (await persistence.forSession().store(sandbox, undefined, threadId))!;
+      return (await persistence.forSession("in-process").store(sandbox, undefined, threadId))!;
     } finally {
       sandbox.dispose();
     }
   }
 
   async function openFrom(stored: { turn: number; data?: string }, threadId: string) {
-    const session = persistence.forSession();
+    const session = persistence.forSession("in-process");
     expect(session.prepare(stored, false)).toBe(true);
     await session.restore(threadId);
     const sandbox = session.open();
