@@ -252,7 +252,7 @@ namespace qjsn {
   X(EvalSync)       /* request (Eval, WriteSnapshot, ReadSnapshot) -> direct SyncCall frames, then Reply (outcome) */ \
   X(Start)          /* request -> EvalDone (outcome) later */                                                         \
   X(Stop)           /* u32 reason, f64 evalId */                                                                      \
-  X(Settle)         /* u32 callId, u8 ok, bytes | string name, string message */                                      \
+  X(Settle)         /* u32 callId, u8 ok, bytes (empty: what AppendResult gathered) | string name, string message */  \
   X(AnswerSync)     /* u32 token, u8 ok, bytes | string name, string message */                                       \
   X(GlobalNames)    /* u32 limit -> Reply (error, then u32 count, that many strings) */                               \
   X(DefineFrozen)   /* string name, u32 fnId -> Reply (error, then u8 installed) */                                   \
@@ -261,7 +261,8 @@ namespace qjsn {
   X(SyncCall)       /* u32 fnId, u32 token, bytes args */                                                             \
   X(AsyncCall)      /* f64 evalId, u32 callId, u32 fnId, bytes args */                                                \
   X(Console)        /* f64 evalId, u32 level, bytes args */                                                           \
-  X(EvalDone)       /* outcome */
+  X(EvalDone)       /* outcome */                                                                                     \
+  X(AppendResult)   /* u32 callId, bytes piece: gathered for the call's Settle */
 
 // Fixed sizes of the channel to a helper process. X(name, value)
 #define QJSN_CHANNEL_SIZES(X)                                                                     \
