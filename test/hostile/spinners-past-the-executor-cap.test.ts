@@ -5,7 +5,7 @@
 // The cap is read when the first async eval starts; vitest runs each file in a process of its own.
 process.env.QJSN_EXECUTOR_THREADS = "2";
 
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { EvalReport } from "../../src/index.js";
 import { native } from "../../src/native.js";
 import { sandbox } from "./harness.js"; // a sandbox disposed after the current test
@@ -39,7 +39,9 @@ describe("spinning sessions past the executor's cap", () => {
       expect(settled[0]).toBe("probe");
       // A spinner parked mid-slice (waiting for its turn) stops at once when its sandbox is disposed.
       expect(reports.map((r) => (r.ok ? "ok" : r.error.code))).toEqual(Array(SPINNERS).fill("DISPOSED"));
-      expect(native.executorThreads()[0]).toBeLessThanOrEqual(CAP);
+      // A stopped spinner unwinds holding a turn, briefly over the cap (guest_turns.h unpark), and its
+      // outcome may arrive before it lets go: the turns held come back within the cap.
+      await vi.waitFor(() => expect(native.executorThreads()[0]).toBeLessThanOrEqual(CAP), { timeout: 30_000 });
     },
     TIMEOUT_MS,
   );
