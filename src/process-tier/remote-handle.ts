@@ -443,7 +443,7 @@ export class RemoteHandle implements NativeHandle {
 
   /**
    * Sends a test-only request (1: a null dereference, 2: an `open()`, 3: `abort()`). Only helpers
-   * built with the CMake option QJSN_TEST_HOOKS (`npm run build:native:test-helper`) know it; a
+   * built with QJSN_TEST_HOOKS (`npm run build:native:test-helper`, build/test-hooks/) know it; a
    * release helper takes it for a malformed frame and exits. For tests of the confinement.
    */
   testHook(what: number): void {

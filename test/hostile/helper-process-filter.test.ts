@@ -15,7 +15,7 @@ import { sandbox } from "./harness.js";
 // makes system calls (sigaltstack, report files) its seccomp filter refuses.
 const underSanitizers = process.env.QJSN_SANITIZED === "1";
 
-const TEST_HELPER = fileURLToPath(new URL("../../build-test-hooks/Release/quickjs-native-helper", import.meta.url));
+const TEST_HELPER = fileURLToPath(new URL("../../build/test-hooks/quickjs-native-helper", import.meta.url));
 const testHelperBuilt = existsSync(TEST_HELPER);
 const OPEN = 2;
 const NULL_DEREFERENCE = 1;
