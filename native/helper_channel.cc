@@ -23,6 +23,7 @@
 
 #include "boundary.h"
 #include "js_convert.h"
+#include "read_full.h"
 
 namespace qjsn {
 
@@ -35,17 +36,6 @@ constexpr size_t kMaxQueuedBytes = 2 * static_cast<size_t>(channel::maxFrameByte
 // A frame's body is read this much at a time, and its buffer grows only with what arrived: a
 // helper that announces a large frame and stalls costs the parent what it sent, not what it announced.
 constexpr size_t kReadChunkBytes = 64 * 1024;
-
-bool readFull(int fd, uint8_t* p, size_t n) {
-  while (n > 0) {
-    ssize_t got = ::read(fd, p, n);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    p += got;
-    n -= static_cast<size_t>(got);
-  }
-  return true;
-}
 
 // Appends `n` bytes read from `fd` to `frame`, growing it by at most a chunk per read.
 bool readGrowing(int fd, std::vector<uint8_t>& frame, size_t n) {

@@ -22,6 +22,7 @@
 
 #include "../engine.h"
 #include "../executor.h"
+#include "../read_full.h"
 #include "../threads.h"
 #include "confine.h"
 #include "frames.h"
@@ -36,17 +37,6 @@ constexpr int kChannelFd = 3;
 #define QJSN_FRAME_NAME(name) #name ","
 constexpr const char* kFrameNames = QJSN_CHANNEL_FRAMES(QJSN_FRAME_NAME);
 #undef QJSN_FRAME_NAME
-
-bool readFull(int fd, uint8_t* p, size_t n) {
-  while (n > 0) {
-    ssize_t got = ::read(fd, p, n);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    p += got;
-    n -= static_cast<size_t>(got);
-  }
-  return true;
-}
 
 bool writeFull(int fd, const uint8_t* p, size_t n) {
   while (n > 0) {

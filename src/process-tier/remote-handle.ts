@@ -25,6 +25,7 @@ import {
 } from "../native.js";
 import { type FrameReader, FrameWriter, ProtocolError } from "./frames.js";
 import type { HelperProcess } from "./helper-process.js";
+import { stubOutcome } from "../outcomes.js";
 import type { SourceCode } from "../types.js";
 
 /** How long a direct call waits for the helper beyond the eval's own budget before the helper is killed as unresponsive. */
@@ -95,19 +96,8 @@ function slotsOf(o: NativeOutcome & { kind: number }): NativeOutcomeSlots {
 }
 
 /** An outcome that never reached the helper's engine. */
-export function lostOutcome(status: number, message: string): NativeOutcome {
-  return {
-    status,
-    value: undefined,
-    message,
-    stop: 0,
-    console: undefined,
-    consoleTruncated: false,
-    executionMs: 0,
-    hostCalls: 0,
-    memoryUsedBytes: 0,
-    peakMemoryBytes: 0,
-  };
+export function lostOutcome(status: NativeStatus, message: string): NativeOutcome {
+  return { ...stubOutcome(status), message };
 }
 
 /** Writes the request in the shared request slots (src/request.ts) and its payloads. */

@@ -2,23 +2,14 @@
  * Test support for durable evals: an agent whose eval calls `tools.step({ n })`, each run logged
  * with its `toolCallId`, on a MemorySaver a test can read and tamper with; a run stopped by a drain.
  */
-import { afterEach } from "vitest";
 import { createAgent } from "langchain";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { tool } from "@langchain/core/tools";
 import type { MemorySaver } from "@langchain/langgraph";
 import { z } from "zod";
-import {
-  createCodeInterpreterMiddleware,
-  type CodeInterpreterMiddleware,
-  type CodeInterpreterMiddlewareOptions,
-} from "../../../src/langchain/index.js";
+import type { CodeInterpreterMiddleware, CodeInterpreterMiddlewareOptions } from "../../../src/langchain/index.js";
 import { ScriptedChatModel, callTool, contentText, reply, toolMessages } from "./agent.js";
-
-const live: CodeInterpreterMiddleware[] = [];
-afterEach(() => {
-  for (const m of live.splice(0)) m.dispose();
-});
+import { trackedMiddleware } from "./tracked-middleware.js";
 
 /** MemorySaver's pending writes: `[taskId, channel, value, path]` by outer and inner key. */
 export type Writes = Record<string, Record<string, [string, string, unknown, string]>>;
@@ -58,10 +49,9 @@ export function durableAgent(
     },
     { name: "step", description: "One step.", schema: z.object({ n: z.number(), size: z.number().optional() }) },
   );
+  // A middleware passed in was made (and is disposed) by the test's own first agent.
   const interpreter =
-    middleware ??
-    createCodeInterpreterMiddleware({ ptc: [step], snapshotSigningKey: "a-signing-key-of-at-least-16-bytes", ...rest });
-  live.push(interpreter);
+    middleware ?? trackedMiddleware({ ptc: [step], snapshotSigningKey: "a-signing-key-of-at-least-16-bytes", ...rest });
   const model = new ScriptedChatModel(
     resume === true ? [reply("done")] : [callTool("eval", { code }, "eval-1"), reply("done")],
   );
