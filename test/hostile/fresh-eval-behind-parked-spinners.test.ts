@@ -42,8 +42,14 @@ function startSpinners(count: number, log: string[], whileLastWaits: () => void 
   return { everyOneRan, runs };
 }
 
+// Not under the sanitizers (scripts/test-sanitize.js sets QJSN_SANITIZED): there, the order of a
+// 5 ms slice against the main thread's work is not the scheduler's to decide (the main thread runs
+// several times slower), and a spinner settled first in a clean-clone run; the unsanitized run
+// keeps the check.
+const underSanitizers = process.env.QJSN_SANITIZED === "1";
+
 describe("a fresh eval behind parked spinners", () => {
-  it(
+  it.skipIf(underSanitizers)(
     "is answered before a spinner's second slice",
     async () => {
       expect(native.executorThreads()[1]).toBe(1);
