@@ -20,6 +20,12 @@ export interface ProcessPoolOptions {
   max?: number;
   /** Sandboxes one helper hosts at most (of one partition). Default 64. */
   sandboxesPerProcess?: number;
+  /**
+   * How long a call that waits for its helper (`evalSync`, a snapshot, a setup call) waits beyond
+   * the eval's own budget before the helper is killed as unresponsive and its sandboxes are lost
+   * (`WORKER_LOST`). Default 30,000 ms.
+   */
+  replyGraceMs?: number;
 }
 
 /** Defaults of {@link ProcessPoolOptions}. */
@@ -27,6 +33,7 @@ export const PROCESS_POOL_DEFAULTS: Readonly<Required<ProcessPoolOptions>> = Obj
   min: 1,
   max: 64,
   sandboxesPerProcess: 64,
+  replyGraceMs: 30_000,
 });
 
 /** Heap limit a warm helper's address-space cap is sized for, per sandbox (the default memoryLimitBytes). */
@@ -45,15 +52,22 @@ class HelperPool {
     if (typeof options !== "object" || options === null) throw invalid("processPool options must be an object");
     for (const key of Object.keys(options))
       if (!(key in PROCESS_POOL_DEFAULTS))
-        throw invalid(`unknown processPool option '${key}'; known options: min, max, sandboxesPerProcess`);
+        throw invalid(
+          `unknown processPool option '${key}'; known options: ${Object.keys(PROCESS_POOL_DEFAULTS).join(", ")}`,
+        );
     const next = { ...this.#config, ...options };
     checkInteger("processPool.max", next.max, 1, 4096);
     checkInteger("processPool.min", next.min, 0, next.max);
     checkInteger("processPool.sandboxesPerProcess", next.sandboxesPerProcess, 1, 4096);
+    checkInteger("processPool.replyGraceMs", next.replyGraceMs, 100, 3_600_000);
     this.#config = next;
     while (this.#warm.length > next.min) this.#end(this.#warm.pop()!);
     this.#refillSoon();
     return Object.freeze({ ...next });
+  }
+
+  get replyGraceMs(): number {
+    return this.#config.replyGraceMs;
   }
 
   place(options: ResolvedSandboxOptions, dispatch: NativeDispatcher): RemoteHandle {
@@ -171,9 +185,15 @@ export function createRemoteHandle(options: ResolvedSandboxOptions, dispatch: Na
   return pool.place(options, dispatch);
 }
 
+/** @internal How long a direct call waits for a helper beyond the eval's budget (ProcessPoolOptions.replyGraceMs). */
+export function replyGraceMs(): number {
+  return pool.replyGraceMs;
+}
+
 /**
- * Sets how many helper processes the process tier keeps warm and runs at most, and how many
- * sandboxes share one (of one partition). Returns the settings in force. Throws `INVALID_ARGUMENT`.
+ * Sets how many helper processes the process tier keeps warm and runs at most, how many
+ * sandboxes share one (of one partition), and how long a helper may take to answer beyond an
+ * eval's budget. Returns the settings in force. Throws `INVALID_ARGUMENT`.
  */
 export function configureProcessPool(options: ProcessPoolOptions): Readonly<Required<ProcessPoolOptions>> {
   return pool.configure(options);

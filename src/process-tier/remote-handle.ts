@@ -25,11 +25,10 @@ import {
 } from "../native.js";
 import { type FrameReader, FrameWriter, ProtocolError } from "./frames.js";
 import type { HelperProcess } from "./helper-process.js";
+import { replyGraceMs } from "./pool.js";
 import { stubOutcome } from "../outcomes.js";
 import type { SourceCode } from "../types.js";
 
-/** How long a direct call waits for the helper beyond the eval's own budget before the helper is killed as unresponsive. */
-const REPLY_GRACE_MS = 30_000;
 const EMPTY = Buffer.alloc(0);
 const KNOWN_STATUSES = new Set(Object.values(NativeStatus));
 // The numbers src/request.ts wrote for a handle call (QJSN_CALL_SLOTS), read here as the addon reads them.
@@ -171,7 +170,7 @@ export class RemoteHandle implements NativeHandle {
   }
 
   // A direct call: its reply, or a NativeError (lost, disposed).
-  #call(frame: Buffer, timeoutMs = REPLY_GRACE_MS): FrameReader | NativeError {
+  #call(frame: Buffer, timeoutMs = replyGraceMs()): FrameReader | NativeError {
     if (this.#disposed) return { code: "DISPOSED", message: "the sandbox is disposed" };
     const reply = this.#helper.call(frame, timeoutMs);
     return reply ?? this.#lostError();
@@ -200,7 +199,7 @@ export class RemoteHandle implements NativeHandle {
   #evalSync(code: SourceCode, filename: string): NativeOutcome {
     const w = this.#frame(ChannelFrame.EvalSync, code.length + 64);
     this.#request(w, code, filename, [], new Uint8Array(0));
-    const timeoutMs = native.request[RequestSlot.budgetMs]! + REPLY_GRACE_MS;
+    const timeoutMs = native.request[RequestSlot.budgetMs]! + replyGraceMs();
     let next = this.#call(w.done(), timeoutMs);
     while (true) {
       if (isNativeError(next))
@@ -359,7 +358,7 @@ export class RemoteHandle implements NativeHandle {
     if (this.#inEvalSync) return { code: "BUSY", message: "an eval is running in this sandbox" };
     const w = this.#frame(ChannelFrame.EvalSync, body.length + 64);
     this.#request(w, "", "", excluded, body);
-    const reply = this.#call(w.done(), native.request[RequestSlot.budgetMs]! + REPLY_GRACE_MS);
+    const reply = this.#call(w.done(), native.request[RequestSlot.budgetMs]! + replyGraceMs());
     if (isNativeError(reply)) return reply;
     const outcome = this.#helper.guard(() => {
       if (reply.frame !== ChannelFrame.Reply) throw new ProtocolError("unexpected direct frame");

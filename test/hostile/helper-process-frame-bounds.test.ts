@@ -19,8 +19,12 @@ function announceAndStall(name: string, bytes: number): string {
   );
 }
 
-beforeAll(() => configureProcessPool({ min: 0 }));
-afterAll(() => configureProcessPool({ min: PROCESS_POOL_DEFAULTS.min }));
+// A stalled helper is killed once an evalSync's budget and the reply grace are spent: a short grace
+// keeps the wait of the first test to a few seconds (the default, 30 s, would outlast its timeout).
+beforeAll(() => configureProcessPool({ min: 0, replyGraceMs: 1000 }));
+afterAll(() =>
+  configureProcessPool({ min: PROCESS_POOL_DEFAULTS.min, replyGraceMs: PROCESS_POOL_DEFAULTS.replyGraceMs }),
+);
 
 describe.skipIf(process.platform !== "linux")("a helper that announces a large frame", () => {
   // First in the file: the process's peak resident memory is measured against what it was before.
@@ -41,13 +45,13 @@ describe.skipIf(process.platform !== "linux")("a helper that announces a large f
     try {
       const peakBefore = process.resourceUsage().maxRSS * 1024;
       // The parent waits out the deadline, the helper's partial frame in its reader meanwhile.
-      expect(() => s.evalSync("1", { timeoutMs: 3000 })).toThrow(expect.objectContaining({ code: "WORKER_LOST" }));
+      expect(() => s.evalSync("1", { timeoutMs: 1000 })).toThrow(expect.objectContaining({ code: "WORKER_LOST" }));
       const grown = process.resourceUsage().maxRSS * 1024 - peakBefore;
       expect(grown).toBeLessThan(announced / 4);
     } finally {
       s.dispose();
     }
-  }, 120_000);
+  }, 25_000);
 
   it("over the sandbox's declared caps is killed at once and reported lost", () => {
     const path = announceAndStall("announce-over-caps", 64 * MiB);
@@ -70,4 +74,23 @@ describe.skipIf(process.platform !== "linux")("a helper that announces a large f
       s.dispose();
     }
   }, 120_000);
+});
+
+describe("the reply grace of the process pool", () => {
+  it("is validated and reported in force", () => {
+    expect(configureProcessPool({}).replyGraceMs).toBe(1000);
+    expect(() => configureProcessPool({ replyGraceMs: 99 })).toThrow(
+      expect.objectContaining({
+        code: "INVALID_ARGUMENT",
+        message: expect.stringContaining("processPool.replyGraceMs"),
+      }),
+    );
+    expect(() => configureProcessPool({ replyGraceMs: 1.5 })).toThrow(
+      expect.objectContaining({ code: "INVALID_ARGUMENT" }),
+    );
+    expect(() => configureProcessPool({ replyGrace: 5 } as never)).toThrow(
+      expect.objectContaining({ message: expect.stringContaining("replyGraceMs") }),
+    );
+    expect(configureProcessPool({}).replyGraceMs).toBe(1000);
+  });
 });
