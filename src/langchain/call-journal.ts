@@ -17,6 +17,16 @@
  *
  * Writes are asynchronous and batched; {@link CallJournal.durable} resolves once every call
  * appended before it is stored, which is what a new call waits for before it starts.
+ *
+ * Stored means found by a process that continues the thread, so it includes the checkpoint the
+ * writes hang off. LangGraph's default durability ("async") puts a step's checkpoint in the
+ * background while the step's tasks run, and a checkpointer such as PostgreSQL stores pending
+ * writes before the checkpoint's own row if they come first (issue 31): a process killed then
+ * leaves a journal no reader finds, since the next process resumes from the checkpoint before and
+ * LangGraph makes a new one for the eval. So the first batch is stored only once the checkpoint
+ * is: read back (polled) until it is there, unless it was already read. With durability "exit"
+ * LangGraph stores nothing of the run before it ends, so a crash runs it again whatever the
+ * journal holds: calls do not wait for the checkpoint then.
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { DURABLE_TEXT } from "./prompts.js";
@@ -59,6 +69,16 @@ interface Continuation {
 }
 
 const DIGEST_BYTES = 32;
+/** How long the first batch waits for LangGraph to store the checkpoint it hangs off, at most. */
+const CHECKPOINT_WAIT_MS = 60_000;
+/** The longest pause between two reads of a checkpoint not stored yet (they start at 1 ms). */
+const CHECKPOINT_POLL_MAX_MS = 100;
+
+/** True when LangGraph stores the run's checkpoints only as it ends (durability "exit"). */
+function storedAtExitOnly(config: RunnableConfig): boolean {
+  const c = config as RunnableConfig & { durability?: unknown; checkpointDuring?: unknown };
+  return c.durability === "exit" || c.checkpointDuring === false || c.configurable?.["__pregel_durability"] === "exit";
+}
 
 function taskIdOf(binding: RecordBinding, epoch: number, part: "head" | number): string {
   return `code-interpreter-journal:${binding.evalCallId}:${epoch}:${part}`;
@@ -93,13 +113,23 @@ export class CallJournal {
   #stored = 0;
   #writing: Promise<void> | undefined;
   #failed: Error | undefined;
+  /** True once the checkpoint the journal hangs off is known to be stored. */
+  #anchored: boolean;
   readonly #waiters: { count: number; resolve: () => void; reject: (err: Error) => void }[] = [];
 
-  constructor(config: RunnableConfig, binding: RecordBinding, epoch: number, maxBytes: number) {
+  /** `checkpointStored`: the checkpoint the run is on was read from the checkpointer (a resumed run). */
+  constructor(
+    config: RunnableConfig,
+    binding: RecordBinding,
+    epoch: number,
+    maxBytes: number,
+    checkpointStored = false,
+  ) {
     this.#config = config;
     this.#binding = binding;
     this.#epoch = epoch;
     this.#maxBytes = maxBytes;
+    this.#anchored = checkpointStored;
   }
 
   /** True when the run has a checkpointer to keep a journal in. */
@@ -115,6 +145,7 @@ export class CallJournal {
     const where = locate(this.#config);
     if (where === undefined) return undefined;
     const tuple = await where.saver.getTuple(where.checkpoint);
+    if (tuple !== undefined) this.#anchored = true;
     const prefix = taskIdOf(this.#binding, this.#epoch, "head").slice(0, -"head".length);
     const byTask = new Map<string, unknown[]>();
     for (const [task, channel, value] of tuple?.pendingWrites ?? []) {
@@ -214,6 +245,7 @@ export class CallJournal {
     const where = locate(this.#config);
     if (where === undefined) throw new ReplayRecordError("this run has no checkpointer to keep the journal in");
     const what = "the eval's call journal and start state";
+    await this.#anchor(where);
     if (this.#continuation === undefined) {
       if (this.#head === undefined) throw new Error("CallJournal: a batch before the head");
       const taskId = taskIdOf(this.#binding, this.#epoch, "head");
@@ -245,6 +277,27 @@ export class CallJournal {
     await this.#put(where, parts, taskId);
     c.batches++;
     c.bytes += parts.reduce((n, p) => n + p.length, 0);
+  }
+
+  /**
+   * Resolves once the checkpoint the journal hangs off is stored (see the top of this file), read
+   * back with pauses from 1 ms doubling to {@link CHECKPOINT_POLL_MAX_MS}; rejects after
+   * {@link CHECKPOINT_WAIT_MS} (LangGraph failed to store it: the run fails at the step's end).
+   */
+  async #anchor(where: NonNullable<ReturnType<typeof locate>>): Promise<void> {
+    if (this.#anchored || storedAtExitOnly(this.#config)) return;
+    const deadline = Date.now() + CHECKPOINT_WAIT_MS;
+    for (let pause = 1; ; pause = Math.min(2 * pause, CHECKPOINT_POLL_MAX_MS)) {
+      if ((await where.saver.getTuple(where.checkpoint)) !== undefined) {
+        this.#anchored = true;
+        return;
+      }
+      if (Date.now() >= deadline)
+        throw new ReplayRecordError(
+          `the checkpoint the eval runs on was not stored within ${CHECKPOINT_WAIT_MS / 1000} s, so a process continuing the thread would not find its journal`,
+        );
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
   }
 
   async #put(where: NonNullable<ReturnType<typeof locate>>, parts: Buffer[], taskId: string): Promise<void> {
@@ -288,9 +341,18 @@ export class DurableCalls {
     return this.#journal !== undefined;
   }
 
-  /** Journals the calls from here on in `epoch`'s journal. */
-  open(config: RunnableConfig, binding: RecordBinding, epoch: number, maxBytes: number): void {
-    this.#journal = new CallJournal(config, binding, epoch, maxBytes);
+  /**
+   * Journals the calls from here on in `epoch`'s journal; `checkpointStored`: the run's checkpoint
+   * was read from the checkpointer (see {@link CallJournal}).
+   */
+  open(
+    config: RunnableConfig,
+    binding: RecordBinding,
+    epoch: number,
+    maxBytes: number,
+    checkpointStored = false,
+  ): void {
+    this.#journal = new CallJournal(config, binding, epoch, maxBytes, checkpointStored);
   }
 
   /** Calls are no longer journaled (the eval cannot be replayed: no start state). */

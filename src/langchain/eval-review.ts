@@ -654,8 +654,8 @@ export class EvalReview implements HostCallGate {
     this.#reachedPause = true;
     this.#pauses = given;
     if (this.#durable.on) {
-      // Calls from here on belong to the epoch of this decision: a crash now resumes from there.
-      this.#durable.open(config, this.#binding, given, this.#options.maxSnapshotBytes);
+      // Calls from here on belong to the epoch of this decision (a crash resumes there), on a stored checkpoint.
+      this.#durable.open(config, this.#binding, given, this.#options.maxSnapshotBytes, true);
       this.#beginJournal(new Uint8Array(0));
     }
     this.#forward(config.signal);

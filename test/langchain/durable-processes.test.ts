@@ -175,6 +175,22 @@ for (const { backend, title, skip } of backends)
     );
 
     it.skipIf(skip)(
+      "the same, with the checkpoint the eval runs on stored late (LangGraph's async durability): the calls before the Promise.all still run once",
+      async () => {
+        const at = place(backend);
+        // Call 1's journal hangs off that checkpoint: call 2 waits until it is stored (issue 31).
+        await runAndStop(backend, at, PARALLEL, { HOLD: "4,5,6,7,8", LAG: "1" }, 5, "SIGKILL");
+        const resumed = runToEnd(backend, at, "resume");
+        expect(resumed).toMatch(/step 4 done; step 5 done; step 6 done; step 7 done; step 8 done/);
+        for (let n = 1; n <= 12; n++) {
+          const calls = runsOf(at.log, n);
+          expect(calls.length, `call ${n}`).toBe(n >= 4 && n <= 8 ? 2 : 1);
+          expect(new Set(calls.map((c) => c.id)).size).toBe(1);
+        }
+      },
+    );
+
+    it.skipIf(skip)(
       "SIGTERM with a drain of 100 ms during call 8: A exits once call 8 is journaled, B completes the eval, no call runs twice",
       async () => {
         const at = place(backend);

@@ -6,7 +6,10 @@
 // set to a list of numbers ("8" or "4,5,6,7,8"), those calls in this process log, tell the parent
 // over IPC ({ started: n }) and never return: the parent kills the process then (SIGKILL), or sends
 // SIGTERM when DRAIN_MS is set (the process drains with that deadline and exits; HOLD calls then
-// return after HOLD_MS instead of never). Prints the last ToolMessage's text as JSON on stdout.
+// return after HOLD_MS instead of never). With LAG set, the checkpoint the eval runs on is stored
+// late, as LangGraph's default ("async") durability may store it (issue 31): its put, and those after
+// it, wait until a read misses it after a call from code started (the put lands while the reader
+// waits), never for a time. Prints the last ToolMessage's text as JSON on stdout.
 import { appendFileSync } from "node:fs";
 import { createAgent, tool } from "langchain";
 import { HumanMessage } from "@langchain/core/messages";
@@ -34,8 +37,41 @@ async function open() {
   return SqliteSaver.fromConnString(location);
 }
 
+let called = false;
+
+/** `checkpointer`, its checkpoints from the model's call of the eval on stored late (see LAG). */
+function lagging(checkpointer) {
+  let armed = true;
+  let held;
+  const { put, putWrites, getTuple } = checkpointer;
+  const asksForEval = (value) =>
+    (Array.isArray(value) ? value : [value]).some((m) => (m?.tool_calls ?? []).some((c) => c.name === "eval"));
+  const release = () => {
+    for (const one of held?.splice(0) ?? []) one();
+    held = undefined;
+  };
+  checkpointer.putWrites = function (config, writes, ...rest) {
+    if (armed && writes.some(([channel, value]) => channel === "messages" && asksForEval(value))) {
+      armed = false;
+      held = [];
+    }
+    return putWrites.call(this, config, writes, ...rest);
+  };
+  checkpointer.put = function (...args) {
+    if (held === undefined) return put.apply(this, args);
+    return new Promise((resolve, reject) => held.push(() => put.apply(this, args).then(resolve, reject)));
+  };
+  checkpointer.getTuple = async function (config) {
+    const tuple = await getTuple.call(this, config);
+    if (tuple === undefined && called) release();
+    return tuple;
+  };
+  return checkpointer;
+}
+
 const step = tool(
   async ({ n }, config) => {
+    called = true;
     appendFileSync(logFile, `${JSON.stringify({ n, id: config.toolCallId, pid: process.pid })}\n`);
     if (hold.has(n)) {
       process.send?.({ started: n });
@@ -61,7 +97,7 @@ const evalCall = callTool("eval", { code: code ?? "" }, "eval-1");
 evalCall.id = "ai-eval";
 const done = reply("done");
 done.id = "ai-done";
-const checkpointer = await open();
+const checkpointer = process.env.LAG === undefined ? await open() : lagging(await open());
 const agent = createAgent({
   model: new ScriptedChatModel(role === "run" ? [evalCall, done] : [done]),
   tools: [step],
