@@ -137,9 +137,9 @@ async function processTier() {
   const tier = { isolation: "process", partition: "smoke" };
   if (emulator) {
     console.log(
-      `note process tier runs UNCONFINED under ${emulator} emulation: the emulator refuses seccomp filters ` +
-        "(prctl(PR_SET_SECCOMP) and seccomp answer EINVAL/ENOSYS), so the helper cannot confine itself and exits 70; " +
-        "these sandboxes pass allowUnconfined: true, which then runs the helper unconfined",
+      `note process tier runs UNCONFINED under ${emulator} emulation: confinement skipped, since qemu-user cannot ` +
+        "apply a seccomp filter (its seccomp system call answers ENOSYS, prctl(PR_SET_SECCOMP) EINVAL), so the " +
+        "confined helper exits 70; these sandboxes pass allowUnconfined: true, which then runs it unconfined",
     );
     tier.allowUnconfined = true;
     await check("without allowUnconfined: refused, naming the confinement", () => {

@@ -3,8 +3,8 @@
 // typed error naming the confinement, unless the sandbox was created with allowUnconfined: true,
 // which runs it in an unconfined helper instead. The helper here is a wrapper (QUICKJS_NATIVE_HELPER)
 // that exits 70 when asked to confine itself, as the real one does when confine() fails, and runs
-// the real helper otherwise.
-import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+// the real helper otherwise; where qemu-user is installed, the real helper also runs under it.
+import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -13,6 +13,11 @@ import { addonDirectory } from "../../src/native.js";
 import { fakeHelper, withHelper } from "./fake-helper.js";
 
 const linux = process.platform === "linux";
+// The cases that run the real helper are left to the plain run under the sanitizers
+// (scripts/test-sanitize.js sets QJSN_SANITIZED), as the other helper-process tests do.
+const realHelper = process.env.QJSN_SANITIZED !== "1";
+// qemu-user, where present (scripts/test-platforms.sh installs it): the real helper under it.
+const qemu = `/usr/bin/qemu-${process.arch === "arm64" ? "aarch64" : "x86_64"}`;
 const dir = mkdtempSync(join(tmpdir(), "qjsn-cannot-confine-"));
 
 /** A wrapper named `name`: exits 70 when asked to confine, counting those starts in `<name>.log`. */
@@ -76,7 +81,7 @@ describe.skipIf(!linux)("a helper that cannot confine itself", () => {
     }
   });
 
-  it("with allowUnconfined: the sandbox works, in a helper without a seccomp filter", async () => {
+  it.runIf(realHelper)("with allowUnconfined: the sandbox works, in a helper without a seccomp filter", async () => {
     const { path } = cannotConfine("allowed");
     const s = processSandbox(path, { partition: "allowed", allowUnconfined: true });
     s.defineFunction("host.twice", (n) => (n as number) * 2);
@@ -87,17 +92,20 @@ describe.skipIf(!linux)("a helper that cannot confine itself", () => {
     expect(warnings.filter((w) => w.includes(path))).toHaveLength(1);
   });
 
-  it("once learned: unconfined helpers for those that allow it, never for those that do not (same partition)", () => {
-    const { path, confinedStarts } = cannotConfine("learned");
-    expect(() => processSandbox(path, { partition: "shared" })).toThrow(/could not confine itself/);
-    const starts = confinedStarts();
-    const loose = processSandbox(path, { partition: "shared", allowUnconfined: true });
-    expect(loose.evalSync("1 + 1")).toBe(2);
-    expect(confinedStarts()).toBe(starts); // known: no confined helper tried for it
-    // A sandbox without allowUnconfined is not placed in the unconfined helper of its partition.
-    expect(() => processSandbox(path, { partition: "shared" })).toThrow(/could not confine itself/);
-    expect(confinedStarts()).toBe(starts + 1);
-  });
+  it.runIf(realHelper)(
+    "once learned: unconfined helpers for those that allow it, never for those that do not (same partition)",
+    () => {
+      const { path, confinedStarts } = cannotConfine("learned");
+      expect(() => processSandbox(path, { partition: "shared" })).toThrow(/could not confine itself/);
+      const starts = confinedStarts();
+      const loose = processSandbox(path, { partition: "shared", allowUnconfined: true });
+      expect(loose.evalSync("1 + 1")).toBe(2);
+      expect(confinedStarts()).toBe(starts); // known: no confined helper tried for it
+      // A sandbox without allowUnconfined is not placed in the unconfined helper of its partition.
+      expect(() => processSandbox(path, { partition: "shared" })).toThrow(/could not confine itself/);
+      expect(confinedStarts()).toBe(starts + 1);
+    },
+  );
 
   it("no confined helpers are kept warm once they are known to fail (they would be respawned without end)", async () => {
     configureProcessPool({ min: 2 });
@@ -134,4 +142,19 @@ describe.skipIf(!linux)("a helper that cannot confine itself", () => {
     }
     expect(readFileSync(log, "utf8")).toBe("confined\nconfined\n");
   });
+
+  it.runIf(realHelper && existsSync(qemu))(
+    "the real helper under qemu-user: exits 70 when asked to confine, serves unconfined with allowUnconfined",
+    () => {
+      const path = join(dir, "under-qemu");
+      writeFileSync(path, `#!/bin/sh\nexec '${qemu}' '${join(addonDirectory, "quickjs-native-helper")}' "$@"\n`);
+      chmodSync(path, 0o755);
+      expect(() => processSandbox(path, { partition: "qemu" })).toThrow(
+        expect.objectContaining({ code: "WORKER_LOST", message: expect.stringContaining("could not confine itself") }),
+      );
+      const s = processSandbox(path, { partition: "qemu", allowUnconfined: true });
+      expect(s.evalSync("[1, 2, 3].map((x) => x * 2)")).toEqual([2, 4, 6]);
+      expect(seccompMode(s.processId!)).toBe(0);
+    },
+  );
 });
