@@ -198,9 +198,9 @@ echo "process.execPath = $(printf '%s' "$work/node-arm64" | node -p 'JSON.string
 # globals.test.ts is left out as well: under qemu-user a thread's CPU clock can read more than the
 # wall time that passed, so its executionMs <= wallMs check fails there (it runs natively).
 # Only the in-process project: the process-tier project re-runs these files against a helper
-# executable, which the emulated Node cannot start (the kernel cannot exec an arm64 binary without
-# qemu in front, and qemu-user may not apply the helper's seccomp filter); the tier runs natively
-# in npm test.
+# executable, which the emulated Node cannot start by itself (the kernel cannot exec an arm64
+# binary without qemu in front, and qemu-user cannot apply the helper's seccomp filter); the tier
+# runs natively in npm test, and under qemu (unconfined, through a wrapper) in the smoke test above.
 arm64_tests=(test/sandbox/errors.test.ts test/sandbox/host-primitives.test.ts test/hostile/view-bytes-disclosure.test.ts test/snapshot/round-trip.test.ts)
 # NODE_OPTIONS carries the execPath fix into every Node started on the way (workers, test children).
 (cd "$root" && NODE_PATH="$arm64_modules/node_modules" NODE_OPTIONS="--import=$work/exec-path.mjs" \
