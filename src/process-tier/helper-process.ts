@@ -38,7 +38,7 @@ const FRAME_SLACK_BYTES = 1024 ** 2;
 const signalNames = new Map(Object.entries(osConstants.signals).map(([name, number]) => [number, name]));
 
 /** Where the helper executable is: next to the addon, or where QUICKJS_NATIVE_HELPER says. */
-function helperPath(): string {
+export function helperPath(): string {
   const override = process.env.QUICKJS_NATIVE_HELPER;
   if (override) return override;
   return join(addonDirectory, process.platform === "win32" ? "quickjs-native-helper.exe" : "quickjs-native-helper");
@@ -49,6 +49,10 @@ export class HelperProcess {
   /** The partition whose sandboxes it hosts; undefined while it waits warm in the pool for its first. */
   partition: string | undefined;
   readonly memoryPerSandbox: number;
+  /** Whether it was asked to confine itself (it exits before serving when it cannot). */
+  readonly confined: boolean;
+  /** The executable it runs. */
+  readonly path: string;
   readonly #onEmptied: (helper: HelperProcess) => void;
   readonly #onLost: (helper: HelperProcess) => void;
   readonly #channel: NativeHelperChannel;
@@ -57,6 +61,7 @@ export class HelperProcess {
   #jobs = 0;
   #lost: HelperLoss | undefined;
   #killedForProtocol = false;
+  #served = false; // it answered a Create: it confined itself, if asked to
   // The largest frame body the parent expects from this helper, raised as its sandboxes declare more.
   #frameLimit = 0;
 
@@ -68,6 +73,8 @@ export class HelperProcess {
     onLost: (helper: HelperProcess) => void,
   ) {
     this.memoryPerSandbox = memoryPerSandbox;
+    this.confined = confined;
+    this.path = helperPath();
     this.#onEmptied = onEmptied;
     this.#onLost = onLost;
     const Channel = native.HelperChannel;
@@ -76,7 +83,7 @@ export class HelperProcess {
     const addressSpace = HELPER_BASE_ADDRESS_SPACE + sandboxesPerProcess * memoryPerSandbox;
     try {
       this.#channel = new Channel(
-        helperPath(),
+        this.path,
         [String(addressSpace), confined ? "confined" : "unconfined", FRAME_NAMES],
         (frames, lost) => this.#onEvents(frames, lost),
       );
@@ -99,6 +106,16 @@ export class HelperProcess {
 
   get size(): number {
     return this.#handles.size;
+  }
+
+  /**
+   * True once a confined helper is gone because it could not confine itself: it exited with that
+   * code before it ever served (a helper that served may have run guest code, and its exit code
+   * proves nothing).
+   */
+  get couldNotConfine(): boolean {
+    const lost = this.#lost ?? this.#channel.ended();
+    return this.confined && !this.#served && lost !== undefined && lost[0] === 0 && lost[1] === EXIT_NOT_CONFINED;
   }
 
   /** How the helper ended, in words. */
@@ -169,6 +186,7 @@ export class HelperProcess {
     const reply = this.call(w.done(), 30_000);
     if (reply === undefined) throw new SandboxError("WORKER_LOST", this.lostMessage());
     const failed = this.guard(() => (reply.u8() === 1 ? undefined : { code: reply.string(), message: reply.string() }));
+    this.#served = true;
     if (failed) throw Object.assign(new Error(failed.message), { code: failed.code });
     const handle = new RemoteHandle(this, id, dispatch, replyBytes);
     this.#handles.set(id, handle);

@@ -9,7 +9,7 @@ import { SandboxError } from "../errors.js";
 import type { NativeDispatcher } from "../native.js";
 import type { ResolvedSandboxOptions } from "../types.js";
 import { checkInteger, invalid } from "../validate.js";
-import { HelperProcess } from "./helper-process.js";
+import { HelperProcess, helperPath } from "./helper-process.js";
 import type { RemoteHandle } from "./remote-handle.js";
 
 /** How many helper processes run and how full each gets. */
@@ -47,6 +47,8 @@ class HelperPool {
   #alive = 0;
   #inUse = false; // a process-tier sandbox was placed: keep `min` warm from now on
   #refill: NodeJS.Immediate | undefined;
+  // Helper executables whose confined helpers exited because they could not confine themselves.
+  readonly #cannotConfine = new Set<string>();
 
   configure(options: ProcessPoolOptions): Readonly<Required<ProcessPoolOptions>> {
     if (typeof options !== "object" || options === null) throw invalid("processPool options must be an object");
@@ -71,17 +73,24 @@ class HelperPool {
   }
 
   place(options: ResolvedSandboxOptions, dispatch: NativeDispatcher): RemoteHandle {
-    const confined = process.platform === "linux";
-    if (!confined && !options.allowUnconfined)
+    const linux = process.platform === "linux";
+    if (!linux && !options.allowUnconfined)
       throw new SandboxError(
         "INVALID_ARGUMENT",
         `isolation: "process" cannot confine its helper on ${process.platform}; pass allowUnconfined: true to run it unconfined`,
       );
+    // On Linux a sandbox gets a confined helper, unless its helper executable is known not to
+    // confine itself here and the sandbox allows an unconfined one.
+    const confined = linux && !(options.allowUnconfined && this.#cannotConfine.has(helperPath()));
     this.#inUse = true;
     const { partition, memoryLimitBytes } = options;
     const helpers = this.#byPartition.get(partition) ?? [];
     let helper = helpers.find(
-      (h) => !h.lost && h.size < this.#config.sandboxesPerProcess && h.memoryPerSandbox >= memoryLimitBytes,
+      (h) =>
+        !h.lost &&
+        (h.confined || !confined) &&
+        h.size < this.#config.sandboxesPerProcess &&
+        h.memoryPerSandbox >= memoryLimitBytes,
     );
     if (helper === undefined) {
       helper = this.#takeWarm(memoryLimitBytes, confined) ?? this.#spawn(memoryLimitBytes, confined);
@@ -98,12 +107,35 @@ class HelperPool {
       // A helper that died before its loss was reported (a warm one, an idle one): once more, in a new one.
       if ((err as SandboxError).code !== "WORKER_LOST" || helper.size > 0) throw err;
       this.#forget(helper);
-      const fresh = this.#spawn(memoryLimitBytes, confined);
+      let again = confined;
+      if (helper.couldNotConfine) {
+        // Not a passing failure: every confined helper of this executable would exit the same way.
+        this.#learnCannotConfine(helper);
+        if (!options.allowUnconfined)
+          throw new SandboxError(
+            "WORKER_LOST",
+            `${helper.lostMessage()} (a kernel without seccomp, or an emulator such as qemu-user); allowUnconfined: true runs it unconfined instead`,
+            { cause: err },
+          );
+        again = false;
+      }
+      const fresh = this.#spawn(memoryLimitBytes, again);
       fresh.partition = partition;
       helpers.push(fresh);
       this.#byPartition.set(partition, helpers);
       return fresh.open(options, dispatch);
     }
+  }
+
+  // A confined helper of this executable exited for want of confinement (seccomp refused, say):
+  // no more are kept warm, and sandboxes that allow it get unconfined helpers from now on.
+  #learnCannotConfine(helper: HelperProcess): void {
+    if (this.#cannotConfine.has(helper.path)) return;
+    this.#cannotConfine.add(helper.path);
+    process.emitWarning(
+      `the process tier's helper (${helper.path}) could not confine itself: from now on, process-tier sandboxes created with allowUnconfined: true run in unconfined helpers, and the others fail with WORKER_LOST`,
+      { code: "QUICKJS_NATIVE_UNCONFINED" },
+    );
   }
 
   #takeWarm(memoryLimitBytes: number, confined: boolean): HelperProcess | undefined {
@@ -137,6 +169,7 @@ class HelperPool {
   // Keeps `min` helpers warm, spawned after the current turn (a spawn costs about a millisecond).
   #refillSoon(): void {
     if (!this.#inUse || this.#refill !== undefined || process.platform !== "linux") return;
+    if (this.#cannotConfine.has(helperPath())) return; // warm helpers are confined ones
     this.#refill = setImmediate(() => {
       this.#refill = undefined;
       try {
@@ -155,6 +188,7 @@ class HelperPool {
   }
 
   #lost(helper: HelperProcess): void {
+    if (helper.couldNotConfine) this.#learnCannotConfine(helper);
     this.#forget(helper);
     this.#alive--;
     this.#refillSoon();
