@@ -99,9 +99,13 @@ export class HelperProcess {
     return this.#channel.pid;
   }
 
-  /** True once the helper is gone: reaped by the addon, whether or not its events reached the loop yet. */
+  /**
+   * True once the helper is gone: killed for breaking the protocol (before it is reaped, so the
+   * call that found the breach already sees its sandboxes broken), or reaped by the addon, whether
+   * or not its events reached the loop yet.
+   */
   get lost(): boolean {
-    return this.#lost !== undefined || this.#channel.ended() !== undefined;
+    return this.#killedForProtocol || this.#lost !== undefined || this.#channel.ended() !== undefined;
   }
 
   get size(): number {
@@ -120,12 +124,12 @@ export class HelperProcess {
 
   /** How the helper ended, in words. */
   lostMessage(): string {
+    if (this.#killedForProtocol) return "the sandbox's helper process sent a malformed frame and was killed";
     const lost = this.#lost ?? this.#channel.ended();
     if (!lost) return "the sandbox's helper process is gone";
     const [signal, code, overLimit] = lost;
     if (overLimit)
       return `the sandbox's helper process announced a frame larger than its sandboxes' caps allow (${this.#frameLimit} bytes) and was killed`;
-    if (this.#killedForProtocol) return "the sandbox's helper process sent a malformed frame and was killed";
     if (signal !== 0) return `the sandbox's helper process died (${signalNames.get(signal) ?? `signal ${signal}`})`;
     if (code === EXIT_NOT_CONFINED) return "the sandbox's helper process could not confine itself";
     if (code === EXIT_OTHER_BUILD)
@@ -161,7 +165,7 @@ export class HelperProcess {
   }
 
   call(frame: Buffer, timeoutMs: number): FrameReader | undefined {
-    if (this.#lost) return undefined;
+    if (this.lost) return undefined;
     const reply = this.#channel.call(frame, timeoutMs);
     return reply === undefined ? undefined : this.guard(() => new FrameReader(reply));
   }
