@@ -18,6 +18,7 @@ import {
 } from "../native.js";
 import type { HandleOptions } from "../request.js";
 import { FrameReader, FrameWriter, ProtocolError } from "./frames.js";
+import { replyGraceMs } from "./pool.js";
 import { RemoteHandle } from "./remote-handle.js";
 
 /** Address space a helper needs besides its sandboxes' heaps: executor thread stacks, code, malloc arenas. */
@@ -187,7 +188,7 @@ export class HelperProcess {
     // A reply carries a result and a thrown value (each within the copy limit) and the console.
     const replyBytes = 2 * o.copyLimitBytes + o.maxConsoleBytes;
     this.expect(replyBytes);
-    const reply = this.call(w.done(), 30_000);
+    const reply = this.call(w.done(), replyGraceMs());
     if (reply === undefined) throw new SandboxError("WORKER_LOST", this.lostMessage());
     const failed = this.guard(() => (reply.u8() === 1 ? undefined : { code: reply.string(), message: reply.string() }));
     this.#served = true;

@@ -1,6 +1,9 @@
 // A compromised helper cannot make the parent allocate without bound: a frame's buffer grows only
 // with the bytes that arrived (a helper that announces a large frame and stalls costs what it
 // sent), and a frame larger than the sandbox's declared caps allow kills the helper at once.
+import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { configureProcessPool, PROCESS_POOL_DEFAULTS, Sandbox } from "../../src/index.js";
 import { CHANNEL_SIZES, ChannelFrame } from "../../src/native.js";
@@ -74,6 +77,22 @@ describe.skipIf(process.platform !== "linux")("a helper that announces a large f
       s.dispose();
     }
   }, 120_000);
+});
+
+describe.skipIf(process.platform !== "linux")("a helper that never answers", () => {
+  it("fails the new sandbox with WORKER_LOST once the reply grace is spent, not after the default 30 s", () => {
+    const dir = mkdtempSync(join(tmpdir(), "qjsn-silent-helper-"));
+    const path = join(dir, "silent");
+    // Reads every request and answers none, until the parent closes the channel.
+    writeFileSync(
+      path,
+      `#!${process.execPath}\nconst fs = require("node:fs"); const b = Buffer.alloc(65536);\nfor (;;) if (fs.readSync(3, b, 0, b.length, null) === 0) process.exit(0);\n`,
+    );
+    chmodSync(path, 0o755);
+    expect(() =>
+      withHelper(path, () => new Sandbox({ isolation: "process", allowUnconfined: true, partition: "silent" })),
+    ).toThrow(expect.objectContaining({ code: "WORKER_LOST" }));
+  }, 20_000);
 });
 
 describe("the reply grace of the process pool", () => {
